@@ -1,0 +1,169 @@
+/**
+ * The vocabulary every limiter module shares: what a limit is, what a decision says, and the
+ * contract every store (in-process, Redis) implements. Pure types; no runtime code here.
+ *
+ * Units are always in the name (`windowMs`, `refillPerSec`, `retryAfterMs`). Times passed to the
+ * algorithms are milliseconds on a clock chosen by the caller: the in-process store uses a
+ * monotonic clock, the Redis store uses Redis's `TIME`.
+ */
+
+/**
+ * Fixed window: at most `limit` units of cost per window cut from the clock
+ * (`windowStartMs = nowMs - nowMs % windowMs`).
+ */
+export interface FixedWindowLimit {
+  readonly algorithm: "fixed-window";
+  /** Units of cost admitted per window. */
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** Sliding window log: at most `limit` units of cost in every rolling `windowMs`, exactly. */
+export interface SlidingLogLimit {
+  readonly algorithm: "sliding-log";
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/**
+ * Sliding window counter: `curr + prev * (1 - elapsedFraction)` estimates the rolling count from
+ * two fixed-window counters.
+ */
+export interface SlidingWindowLimit {
+  readonly algorithm: "sliding-window";
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** Token bucket: bursts up to `capacity`, sustained `refillPerSec`. A new key starts full. */
+export interface TokenBucketLimit {
+  readonly algorithm: "token-bucket";
+  /** Largest burst, in units of cost. */
+  readonly capacity: number;
+  /** Sustained rate, in units of cost per second. May be fractional. */
+  readonly refillPerSec: number;
+}
+
+/**
+ * Leaky bucket as a meter (GCRA): rejects when the bucket would overflow. Admits the same traffic
+ * as a token bucket with the same numbers, with one number of state per key instead of two.
+ */
+export interface LeakyMeterLimit {
+  readonly algorithm: "leaky-meter";
+  /** Bucket size: how much cost may be admitted back to back. */
+  readonly burst: number;
+  /** Drain rate, in units of cost per second. */
+  readonly drainPerSec: number;
+}
+
+/** Every limit that can take part in a layered decision. Discriminated on `algorithm`. */
+export type LimitSpec =
+  | FixedWindowLimit
+  | SlidingLogLimit
+  | SlidingWindowLimit
+  | TokenBucketLimit
+  | LeakyMeterLimit;
+
+export type Algorithm = LimitSpec["algorithm"];
+
+/**
+ * Leaky bucket as a shaper (a queue): admits with a delay the caller must wait before doing the
+ * work, so output leaves at `drainPerSec`; rejects only when the queue is full. Used on its own,
+ * never inside a layered decision.
+ */
+export interface LeakyShaperLimit {
+  readonly algorithm: "leaky-shaper";
+  readonly drainPerSec: number;
+  /** Most units of cost that may be waiting at once. */
+  readonly maxQueue: number;
+}
+
+/** Why an algorithm said no. A closed set: callers switch on it. */
+export type RejectReason =
+  /** The key has used its budget; `retryAfterMs` says when enough is back. */
+  | "limit-exceeded"
+  /** The request costs more than the limit can ever hold; retrying will never help. */
+  | "cost-exceeds-capacity"
+  /** Shaper only: the queue is full. */
+  | "queue-full";
+
+/**
+ * The answer for one limit. Never a bare boolean.
+ *
+ * Invariants: `retryAfterMs === 0` when allowed; `retryAfterMs >= 0` and `resetAfterMs >= 0`
+ * always; `0 <= remaining <= limit`; `reason === null` exactly when allowed.
+ */
+export interface Decision {
+  readonly allowed: boolean;
+  /** The limit's size: `limit`, `capacity` or `burst`. */
+  readonly limit: number;
+  /** Whole units of cost still available after this request (rounded down). */
+  readonly remaining: number;
+  /**
+   * How long until the same request would be admitted if nothing else competed; 0 when allowed.
+   * `Infinity` never appears: a request that can never fit is `cost-exceeds-capacity` with
+   * `retryAfterMs` 0.
+   */
+  readonly retryAfterMs: number;
+  /** How long until the limit is entirely unused again (full bucket, empty window). */
+  readonly resetAfterMs: number;
+  readonly reason: RejectReason | null;
+}
+
+/** What one algorithm module returns: the decision and the state to store for the key. */
+export interface Step<S> {
+  readonly decision: Decision;
+  readonly state: S;
+}
+
+/** How a limit takes part in a layered decision. `off` limits are never passed to a store. */
+export type LimitMode = "enforce" | "dry-run";
+
+/** One limit of a layered decision, named by its scope (see the policy module's scope grammar). */
+export interface LimitCheck {
+  /** Stable, readable scope id, e.g. `tier:pro/endpoint:reports`. Part of the storage key. */
+  readonly scope: string;
+  readonly limit: LimitSpec;
+  readonly mode: LimitMode;
+}
+
+/** The outcome of one limit within a layered decision. */
+export interface LimitOutcome extends Decision {
+  readonly scope: string;
+  readonly mode: LimitMode;
+}
+
+/**
+ * A layered decision: admitted only if every enforced limit admits; a rejection consumes from none.
+ * The top-level fields describe the binding limit: on admission the enforced limit with the least
+ * remaining (what the response headers show); on rejection the rejecting limit with the largest
+ * `retryAfterMs`. Dry-run limits are reported in `outcomes` and never affect the top level.
+ */
+export interface LayeredDecision extends Decision {
+  /** Scope of the binding limit; null only when no enforced limit applied. */
+  readonly scope: string | null;
+  readonly outcomes: readonly LimitOutcome[];
+}
+
+/** One request to a store: the subject whose keys are touched, and the limits that apply. */
+export interface DecideInput {
+  /**
+   * Who is limited: a customer id, a client address, or an address plus route. Every key of one
+   * decision is derived from this subject and each check's scope, never from limit parameters.
+   */
+  readonly subject: string;
+  readonly checks: readonly LimitCheck[];
+  /** Units of cost this request spends on every enforced limit. @default 1 */
+  readonly cost?: number;
+}
+
+/**
+ * The contract every store implements. A store is an adapter: the decision logic lives in the pure
+ * algorithm modules and the layered combiner, and the store's job is atomic state keeping.
+ */
+export interface LimiterStore {
+  /** Evaluate and, when admitted, consume: one atomic step for all checks. */
+  decide(input: DecideInput): Promise<LayeredDecision>;
+  /** The decision a request of `cost` would get now, consuming and writing nothing. */
+  peek(input: DecideInput): Promise<LayeredDecision>;
+}
