@@ -121,8 +121,15 @@ export type LimitMode = "enforce" | "dry-run";
 
 /** One limit of a layered decision, named by its scope (see the policy module's scope grammar). */
 export interface LimitCheck {
-  /** Stable, readable scope id, e.g. `tier:pro/endpoint:reports`. Part of the storage key. */
+  /** Stable, readable scope id, e.g. `tier:pro/endpoint:reports`: what reports name. */
   readonly scope: string;
+  /**
+   * Which stored state this check reads and writes, under the decision's subject. The policy sets
+   * it to the layer (`account`, `endpoint:reports`, `ceiling`) so that an override replacing a
+   * tier's limit keeps the same bucket: an edit neither resets nor refills it.
+   * @default scope
+   */
+  readonly bucket?: string;
   readonly limit: LimitSpec;
   readonly mode: LimitMode;
 }
