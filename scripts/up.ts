@@ -64,14 +64,28 @@ async function isBuildStale(): Promise<boolean> {
   return false;
 }
 
+/** Each long-running child leads its own process group, so stopping it stops its children too. */
+function startService(command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true });
+  children.push(child);
+  return child;
+}
+
 function stopAll(): void {
-  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM");
+  for (const child of children) {
+    if (child.exitCode !== null || child.pid === undefined) continue;
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // Already gone.
+    }
+  }
 }
 
 async function main(): Promise<void> {
   const env = loadEnv();
   const secret = sessionSecret();
-  const childEnv = { ...process.env, SESSION_SECRET: secret };
+  const childEnv = { ...process.env, SESSION_SECRET: secret, NEXT_TELEMETRY_DISABLED: "1" };
 
   step(
     `Migrating ${new URL(env.DATABASE_URL).pathname.slice(1)} on ${new URL(env.DATABASE_URL).host}`,
@@ -91,12 +105,11 @@ async function main(): Promise<void> {
   }
 
   step(`Starting the console on port ${env.PORT}`);
-  const server = spawn("npx", ["next", "start", "-p", String(env.PORT)], {
-    cwd: ROOT,
-    env: childEnv,
-    stdio: "inherit",
-  });
-  children.push(server);
+  const server = startService(
+    path.join(ROOT, "node_modules/.bin/next"),
+    ["start", "-p", String(env.PORT)],
+    childEnv,
+  );
   server.on("exit", (code) => {
     console.log(`console exited (${code ?? "signal"})`);
     stopAll();
