@@ -91,19 +91,27 @@ export function parsePathPattern(
  */
 export function normalizeRequestPath(target: string): string[] {
   let path = target;
-  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/.exec(path);
-  if (scheme !== null) path = path.slice(scheme[0].length);
-  const end = path.search(/[?#]/);
-  if (end !== -1) path = path.slice(0, end);
+  if (path.charCodeAt(0) !== SLASH) {
+    const scheme = ABSOLUTE_FORM.exec(path);
+    if (scheme !== null) path = path.slice(scheme[0].length);
+  }
+  const query = path.indexOf("?");
+  if (query !== -1) path = path.slice(0, query);
+  const fragment = path.indexOf("#");
+  if (fragment !== -1) path = path.slice(0, fragment);
+  if (path.includes("\\")) path = path.replaceAll("\\", "/");
   const segments: string[] = [];
-  for (const raw of path.split(/[/\\]/)) {
-    const segment = decodeSegment(raw).toLowerCase();
+  for (const raw of path.toLowerCase().split("/")) {
+    const segment = raw.includes("%") ? decodeSegment(raw).toLowerCase() : raw;
     if (segment === "" || segment === ".") continue;
     if (segment === "..") segments.pop();
     else segments.push(segment);
   }
   return segments;
 }
+
+const SLASH = 0x2f;
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
 
 function decodeSegment(raw: string): string {
   if (!raw.includes("%")) return raw;
