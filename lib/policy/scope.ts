@@ -192,5 +192,5 @@ function endpointSuffix(endpointClass: string | null): string {
 }
 
 function requireValid(isValid: boolean, what: string, value: string): void {
-  if (!isValid) throw new TypeError(`invalid ${what} in a scope: ${JSON.stringify(value)}`);
+  if (!isValid) throw new TypeError(`invalid ${what}: ${JSON.stringify(value)}`);
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { canonicalJson } from "./canonical";
 import { formatFieldPath } from "./errors";
 import { examplePolicy, examplePolicyInput, exampleSnapshot } from "./fixtures/policy-factory";
+import { resolveLimits } from "./resolve";
 import { type TSnapshot, ZPolicyDocument } from "./schemas";
 import {
   compileSnapshot,
@@ -136,6 +137,16 @@ describe("parseSnapshot", () => {
     expect(parseSnapshot(JSON.stringify(snapshot))).toEqual({ ok: true, value: snapshot });
     expect(parseSnapshot(structuredClone(snapshot))).toEqual({ ok: true, value: snapshot });
     expect(parseSnapshot(reversedJson(snapshot))).toEqual({ ok: true, value: snapshot });
+  });
+
+  it("resolves the same after a round trip through JSON", () => {
+    const parsed = parseSnapshot(JSON.stringify(snapshot));
+    if (!parsed.ok) throw new Error("expected the snapshot to parse");
+    const request = { customerId: "acme", tier: "enterprise", endpointClass: "reports" };
+    const at = Date.parse("2025-06-02T12:00:00Z");
+    expect(resolveLimits(parsed.value, request, at).checks).toEqual(
+      resolveLimits(snapshot, request, at).checks,
+    );
   });
 
   it("refuses a snapshot whose content was changed after compiling", () => {
