@@ -1,3 +1,4 @@
+import { assertTimeAndCost } from "./arguments";
 import { type LimitState, stepLimit } from "./step-limit";
 import type { Decision, LayeredDecision, LimitCheck, LimitOutcome } from "./types";
 
@@ -113,7 +114,8 @@ function toOutcome(check: LimitCheck, decision: Decision): LimitOutcome {
  *   through: "would block Y" then means the same thing as "blocked X" would under enforcement.
  * - With no enforced check the request is admitted with `scope: null` and `UNLIMITED`.
  *
- * Throws when two checks share a bucket or the states do not line up with the checks.
+ * Throws when two checks share a bucket, the states do not line up with the checks, or the time
+ * or cost is not a finite number (cost >= 0), even with no checks to evaluate.
  */
 export function decideLayered(
   states: readonly (LimitState | undefined)[],
@@ -124,6 +126,7 @@ export function decideLayered(
   if (states.length !== checks.length) {
     throw new RangeError(`got ${states.length} states for ${checks.length} checks`);
   }
+  assertTimeAndCost(nowMs, cost);
   assertDistinctBuckets(checks);
 
   const outcomes: LimitOutcome[] = [];
