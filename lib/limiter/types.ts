@@ -144,7 +144,11 @@ export interface LimitOutcome extends Decision {
  * A layered decision: admitted only if every enforced limit admits; a rejection consumes from none.
  * The top-level fields describe the binding limit: on admission the enforced limit with the least
  * remaining (what the response headers show); on rejection the rejecting limit with the largest
- * `retryAfterMs`. Dry-run limits are reported in `outcomes` and never affect the top level.
+ * `retryAfterMs`, except that a `cost-exceeds-capacity` rejection binds first (retrying can never
+ * help, so its `retryAfterMs` of 0 must not be hidden behind a finite wait). Ties go to the check
+ * listed first. Dry-run limits are reported in `outcomes` and never affect the top level. With no
+ * enforced limit the request is admitted with `scope: null` and `limit`/`remaining` set to
+ * `UNLIMITED` (`Number.MAX_SAFE_INTEGER`, which survives JSON where Infinity would not).
  */
 export interface LayeredDecision extends Decision {
   /** Scope of the binding limit; null only when no enforced limit applied. */

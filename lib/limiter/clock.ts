@@ -1,0 +1,44 @@
+/**
+ * Where durations come from. Algorithms take `nowMs`; stores take a `Clock`, so tests drive time
+ * and production uses a clock that never jumps.
+ */
+export interface Clock {
+  /** Milliseconds on this clock's own timeline; only differences between readings mean anything. */
+  nowMs(): number;
+}
+
+/**
+ * The process's monotonic clock: `performance.timeOrigin + performance.now()`. It only moves
+ * forwards and is unaffected by the wall clock being set (NTP corrections, a VM resumed from a
+ * snapshot, `Date.now` mocked), so elapsed times are real durations. The offset makes readings
+ * look like epoch milliseconds, which keeps fixed windows roughly aligned with the wall clock's
+ * minutes at process start, but a reading is not a wall-clock time and drifts from it.
+ */
+export const monotonicClock: Clock = {
+  nowMs: () => performance.timeOrigin + performance.now(),
+};
+
+/** A clock that moves only when told to, for tests. It may be set backwards on purpose. */
+export class ManualClock implements Clock {
+  #nowMs: number;
+
+  /** @param startMs the first reading. @default 0 */
+  constructor(startMs = 0) {
+    this.#nowMs = startMs;
+  }
+
+  nowMs(): number {
+    return this.#nowMs;
+  }
+
+  /** Moves the clock forwards by `durationMs` (backwards if negative) and returns the new reading. */
+  advance(durationMs: number): number {
+    this.#nowMs += durationMs;
+    return this.#nowMs;
+  }
+
+  /** Sets the reading, forwards or backwards. */
+  set(nowMs: number): void {
+    this.#nowMs = nowMs;
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * The limiter's public entry point. Everything other modules may rely on is exported here;
+ * anything not exported is an implementation detail.
+ */
+
+export { type Clock, ManualClock, monotonicClock } from "./clock";
+export { type FixedWindowState, peekFixedWindow, stepFixedWindow } from "./fixed-window";
+export {
+  assertDistinctBuckets,
+  bucketOf,
+  decideLayered,
+  type LayeredStep,
+  peekLayered,
+  UNLIMITED,
+} from "./layered";
+export { type LeakyMeterState, peekLeakyMeter, stepLeakyMeter } from "./leaky-meter";
+export {
+  type LeakyShaperState,
+  peekLeakyShaper,
+  type ShapedDecision,
+  type ShapedStep,
+  stepLeakyShaper,
+} from "./leaky-shaper";
+export { MS_TOLERANCE, UNIT_TOLERANCE } from "./numeric";
+export { peekSlidingLog, type SlidingLogState, stepSlidingLog } from "./sliding-log";
+export { peekSlidingWindow, type SlidingWindowState, stepSlidingWindow } from "./sliding-window";
+export { type LimitState, peekLimit, stepLimit } from "./step-limit";
+export { MemoryStore, type MemoryStoreOptions, memoryStorageKey } from "./stores/memory";
+export { peekTokenBucket, stepTokenBucket, type TokenBucketState } from "./token-bucket";
+export type * from "./types";

@@ -1,0 +1,175 @@
+import { assertTimeAndCost } from "./arguments";
+import { type LimitState, stepLimit } from "./step-limit";
+import type { Decision, LayeredDecision, LimitCheck, LimitOutcome } from "./types";
+
+/**
+ * `limit` and `remaining` of a decision that no enforced limit bound (no checks, or only dry-run
+ * ones). Infinity would be the honest value, but JSON turns it into `null`, and these decisions
+ * cross processes and land in headers and logs; `Number.MAX_SAFE_INTEGER` is a real number that
+ * survives JSON, keeps `0 <= remaining <= limit`, and never makes a client slow down. Callers
+ * should check `scope === null` and send no rate-limit headers.
+ */
+export const UNLIMITED = Number.MAX_SAFE_INTEGER;
+
+/** What the layered combiner returns: the decision and, per check, the state to store. */
+export interface LayeredStep {
+  readonly decision: LayeredDecision;
+  /**
+   * Aligned with the checks. `undefined` means "nothing to write": the key had no state and the
+   * request did not change that. Otherwise the state to store, which may be the input object
+   * itself when nothing changed.
+   */
+  readonly states: readonly (LimitState | undefined)[];
+}
+
+/** Which stored state a check reads and writes under the decision's subject. */
+export function bucketOf(check: LimitCheck): string {
+  return check.bucket ?? check.scope;
+}
+
+/**
+ * Two checks of one decision sharing a bucket would read one state and write it twice, and
+ * whichever write came last would silently win: a policy mistake, so it throws.
+ */
+export function assertDistinctBuckets(checks: readonly LimitCheck[]): void {
+  let index = 0;
+  for (const check of checks) {
+    const bucket = bucketOf(check);
+    let earlierIndex = 0;
+    for (const earlier of checks) {
+      if (earlierIndex++ === index) break;
+      if (bucketOf(earlier) === bucket) {
+        throw new RangeError(
+          `checks "${earlier.scope}" and "${check.scope}" share the bucket "${bucket}"; every check of a decision needs its own bucket`,
+        );
+      }
+    }
+    index++;
+  }
+}
+
+function unboundDecision(outcomes: readonly LimitOutcome[]): LayeredDecision {
+  return {
+    allowed: true,
+    limit: UNLIMITED,
+    remaining: UNLIMITED,
+    retryAfterMs: 0,
+    resetAfterMs: 0,
+    reason: null,
+    scope: null,
+    outcomes,
+  };
+}
+
+/**
+ * The binding outcome. On admission: the enforced limit with the least remaining, the one a
+ * client's headers should show so it slows down before anything rejects it. On rejection: a
+ * `cost-exceeds-capacity` rejection first (retrying can never help, so its `retryAfterMs` of 0
+ * must not be hidden behind a finite wait), otherwise the rejecting limit with the largest
+ * `retryAfterMs`, the earliest instant every rejecting limit would admit. Ties go to the check
+ * listed first.
+ */
+function bindingOutcome(
+  outcomes: readonly LimitOutcome[],
+  isAllowed: boolean,
+): LimitOutcome | undefined {
+  let binding: LimitOutcome | undefined;
+  for (const outcome of outcomes) {
+    if (outcome.mode !== "enforce") continue;
+    if (isAllowed) {
+      if (binding === undefined || outcome.remaining < binding.remaining) binding = outcome;
+    } else if (!outcome.allowed) {
+      if (outcome.reason === "cost-exceeds-capacity") return outcome;
+      if (binding === undefined || outcome.retryAfterMs > binding.retryAfterMs) binding = outcome;
+    }
+  }
+  return binding;
+}
+
+function toOutcome(check: LimitCheck, decision: Decision): LimitOutcome {
+  return {
+    allowed: decision.allowed,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    retryAfterMs: decision.retryAfterMs,
+    resetAfterMs: decision.resetAfterMs,
+    reason: decision.reason,
+    scope: check.scope,
+    mode: check.mode,
+  };
+}
+
+/**
+ * Combine several limits into one decision for one request. Pure: `states[i]` is the stored state
+ * of `checks[i]` (undefined for a new key), and the result says what to store.
+ *
+ * - Every check is evaluated, and each outcome is what that limit alone decides for this request.
+ * - The request is admitted only if every enforced check admits it.
+ * - A rejection consumes from none: checks that would have admitted keep their state untouched,
+ *   and a check that rejected returns its own non-consuming state (a token bucket's refill
+ *   written back, expired log entries dropped), which is not consumption.
+ * - Dry-run checks are evaluated and reported, never reject and never block the others. A dry-run
+ *   check consumes from its own state only when the request is actually admitted and it would
+ *   itself admit, so its state evolves as if it were enforced on the traffic that really got
+ *   through: "would block Y" then means the same thing as "blocked X" would under enforcement.
+ * - With no enforced check the request is admitted with `scope: null` and `UNLIMITED`.
+ *
+ * Throws when two checks share a bucket, the states do not line up with the checks, or the time
+ * or cost is not a finite number (cost >= 0), even with no checks to evaluate.
+ */
+export function decideLayered(
+  states: readonly (LimitState | undefined)[],
+  checks: readonly LimitCheck[],
+  nowMs: number,
+  cost: number,
+): LayeredStep {
+  if (states.length !== checks.length) {
+    throw new RangeError(`got ${states.length} states for ${checks.length} checks`);
+  }
+  assertTimeAndCost(nowMs, cost);
+  assertDistinctBuckets(checks);
+
+  const outcomes: LimitOutcome[] = [];
+  const stepped: (LimitState | undefined)[] = [];
+  let isAllowed = true;
+  let index = 0;
+  for (const check of checks) {
+    const step = stepLimit(states[index++], check.limit, nowMs, cost);
+    if (check.mode === "enforce" && !step.decision.allowed) isAllowed = false;
+    outcomes.push(toOutcome(check, step.decision));
+    stepped.push(step.state);
+  }
+
+  // On admission every stepped state is written: enforced checks all admitted and consume, and a
+  // dry-run check's state is consuming exactly when it would itself admit. On rejection a check
+  // that would have admitted keeps its stored state untouched.
+  const next = isAllowed
+    ? stepped
+    : stepped.map((state, i) => (outcomes[i]?.allowed === true ? states[i] : state));
+
+  const binding = bindingOutcome(outcomes, isAllowed);
+  const decision: LayeredDecision =
+    binding === undefined
+      ? unboundDecision(outcomes)
+      : {
+          allowed: isAllowed,
+          limit: binding.limit,
+          remaining: binding.remaining,
+          retryAfterMs: binding.retryAfterMs,
+          resetAfterMs: binding.resetAfterMs,
+          reason: binding.reason,
+          scope: binding.scope,
+          outcomes,
+        };
+  return { decision, states: next };
+}
+
+/** The layered decision a request of `cost` would get now; computes, writes nothing. */
+export function peekLayered(
+  states: readonly (LimitState | undefined)[],
+  checks: readonly LimitCheck[],
+  nowMs: number,
+  cost = 1,
+): LayeredDecision {
+  return decideLayered(states, checks, nowMs, cost).decision;
+}

@@ -1,0 +1,115 @@
+import { assertPositive, assertSize, assertTimeAndCost } from "./arguments";
+import { admit, reject } from "./decision";
+import { ceilMs, timeNoiseMs, UNIT_TOLERANCE } from "./numeric";
+import type { Decision, LeakyMeterLimit, Step } from "./types";
+
+/** What a leaky meter keeps per key: one number. */
+export interface LeakyMeterState {
+  readonly algorithm: "leaky-meter";
+  /**
+   * The instant at which the meter had, virtually, no room left. Room accrues from then at
+   * `drainPerSec`, capped at `burst`: `room(now) = min(burst, (now - zeroRoomAtMs) * rate)`.
+   * Every write clamps it to at least `now - burst / rate`, so the stored instant never holds more
+   * room than the burst in force when it was written.
+   */
+  readonly zeroRoomAtMs: number;
+}
+
+/** How long `units` of cost take to drain, in (fractional) milliseconds. */
+function drainMs(units: number, drainPerSec: number): number {
+  return (units * 1000) / drainPerSec;
+}
+
+/**
+ * The instant the meter is evaluated at: `nowMs` plus the round-off of the stored instant (see
+ * `timeNoiseMs`), so that rounding never makes a full meter read short.
+ */
+function evaluatedAtMs(nowMs: number): number {
+  return nowMs + timeNoiseMs(nowMs);
+}
+
+function roomAt(state: LeakyMeterState | undefined, limit: LeakyMeterLimit, atMs: number): number {
+  if (state === undefined) return limit.burst;
+  const room = ((atMs - state.zeroRoomAtMs) * limit.drainPerSec) / 1000;
+  if (room <= 0) return 0;
+  return Math.min(room, limit.burst);
+}
+
+/**
+ * Leaky bucket as a meter (GCRA): admits iff the request's cost fits in the room the bucket has,
+ * rejects otherwise; it never delays. It admits exactly what a token bucket with
+ * `capacity = burst` and `refillPerSec = drainPerSec` admits, with one number of state instead
+ * of two.
+ *
+ * Cost: one number per key (the instant the meter had no room, see `LeakyMeterState`); constant
+ * work. In any interval of `t` seconds it admits at most `burst + drainPerSec * t` units.
+ *
+ * How it fails: one number cannot tell a clock that went back from a bucket that is full. A
+ * backwards step of `d` ms hides up to `d * drainPerSec / 1000` units of room (never more than the
+ * room there was) until the clock has caught up again: it rejects early, never admits extra.
+ * The stored instant is absolute, so each admission rounds it to the doubles near `nowMs` (a grid
+ * of 2^-12 ms for today's epoch milliseconds): over a busy stretch the drain can drift by up to
+ * 2^-13 ms per admission (parts per million of the rate), and the meter is evaluated a couple of
+ * microseconds after `nowMs` so that this rounding never rejects a request that fits exactly.
+ *
+ * A raised `burst` adds no room (room is capped by the burst in force at the last write, until
+ * time refills it); a lowered one clamps the room. A rejection writes nothing. A cost above
+ * `burst` is `cost-exceeds-capacity` with `retryAfterMs` 0 and consumes nothing. `retryAfterMs` is
+ * the time until the room reaches `cost`, rounded up; `resetAfterMs` until it reaches `burst`.
+ */
+export function stepLeakyMeter(
+  state: LeakyMeterState | undefined,
+  limit: LeakyMeterLimit,
+  nowMs: number,
+  cost: number,
+): Step<LeakyMeterState> {
+  assertTimeAndCost(nowMs, cost);
+  assertSize("burst", limit.burst);
+  assertPositive("drainPerSec", limit.drainPerSec);
+
+  const atMs = evaluatedAtMs(nowMs);
+  const room = roomAt(state, limit, atMs);
+  // The clamp anchors on nowMs itself, so the evaluation's slack is never written into the state.
+  const fullAtMs = nowMs - drainMs(limit.burst, limit.drainPerSec);
+  const current: LeakyMeterState =
+    state !== undefined && state.zeroRoomAtMs >= fullAtMs
+      ? state
+      : { algorithm: "leaky-meter", zeroRoomAtMs: fullAtMs };
+  const resetAfterMs = ceilMs(drainMs(limit.burst - room, limit.drainPerSec));
+
+  if (cost > limit.burst) {
+    return {
+      decision: reject("cost-exceeds-capacity", limit.burst, room, 0, resetAfterMs),
+      state: current,
+    };
+  }
+  if (cost <= room + UNIT_TOLERANCE) {
+    const left = room > cost ? room - cost : 0;
+    return {
+      decision: admit(limit.burst, left, ceilMs(drainMs(limit.burst - left, limit.drainPerSec))),
+      state: {
+        algorithm: "leaky-meter",
+        zeroRoomAtMs: current.zeroRoomAtMs + drainMs(cost, limit.drainPerSec),
+      },
+    };
+  }
+  // Terminates: room grows with time up to burst >= cost.
+  let retryAfterMs = ceilMs(current.zeroRoomAtMs + drainMs(cost, limit.drainPerSec) - atMs);
+  while (roomAt(current, limit, evaluatedAtMs(nowMs + retryAfterMs)) + UNIT_TOLERANCE < cost) {
+    retryAfterMs += 1;
+  }
+  return {
+    decision: reject("limit-exceeded", limit.burst, room, retryAfterMs, resetAfterMs),
+    state: current,
+  };
+}
+
+/** The decision a request of `cost` would get now; computes, writes nothing. */
+export function peekLeakyMeter(
+  state: LeakyMeterState | undefined,
+  limit: LeakyMeterLimit,
+  nowMs: number,
+  cost = 1,
+): Decision {
+  return stepLeakyMeter(state, limit, nowMs, cost).decision;
+}

@@ -1,0 +1,214 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ManualClock } from "../clock";
+import type { DecideInput, LimitCheck, LimitSpec } from "../types";
+import { MemoryStore, memoryStorageKey } from "./memory";
+
+const T0 = 1_700_000_000_000;
+
+/** A bucket that does not refill within any test: consumption stays visible. */
+const SLOW: LimitSpec = { algorithm: "token-bucket", capacity: 3, refillPerSec: 0.000_001 };
+
+function input(subject: string, ...checks: LimitCheck[]): DecideInput {
+  return {
+    subject,
+    checks: checks.length > 0 ? checks : [{ scope: "api", limit: SLOW, mode: "enforce" }],
+  };
+}
+
+function remaining(store: MemoryStore, subject: string): number {
+  return store.peekSync({ ...input(subject), cost: 0 }).remaining;
+}
+
+describe("MemoryStore: bounded keys", () => {
+  it("evicts the least recently used key, which then starts full", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0), maxKeys: 3 });
+    for (const subject of ["a", "b", "c"]) store.decideSync(input(subject));
+    store.decideSync(input("a")); // a is now the most recent; b the least
+    store.decideSync(input("d"));
+    expect(store.keyCount).toBe(3);
+    expect(remaining(store, "a")).toBe(1);
+    expect(remaining(store, "b")).toBe(3);
+    expect(remaining(store, "c")).toBe(2);
+    expect(remaining(store, "d")).toBe(2);
+  });
+
+  it("stays within maxKeys under a flood of unique keys and keeps the most recent ones", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0), maxKeys: 1000 });
+    for (let i = 0; i < 20_000; i++) store.decideSync(input(`flood-${i}`));
+    expect(store.keyCount).toBe(1000);
+    expect(remaining(store, "flood-19999")).toBe(2);
+    expect(remaining(store, "flood-19000")).toBe(2);
+    expect(remaining(store, "flood-18999")).toBe(3);
+  });
+
+  it("keeps every algorithm's state intact as the slab grows past its first allocation", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0), maxKeys: 10_000 });
+    const checks: LimitCheck[] = [
+      {
+        scope: "fw",
+        limit: { algorithm: "fixed-window", limit: 5, windowMs: 60_000 },
+        mode: "enforce",
+      },
+      {
+        scope: "log",
+        limit: { algorithm: "sliding-log", limit: 5, windowMs: 60_000 },
+        mode: "enforce",
+      },
+      {
+        scope: "sw",
+        limit: { algorithm: "sliding-window", limit: 5, windowMs: 60_000 },
+        mode: "enforce",
+      },
+      { scope: "tb", limit: SLOW, mode: "enforce" },
+      {
+        scope: "lm",
+        limit: { algorithm: "leaky-meter", burst: 5, drainPerSec: 0.000_001 },
+        mode: "enforce",
+      },
+    ];
+    for (let i = 0; i < 2000; i++)
+      store.decideSync({ subject: `s${i}`, checks, cost: 1 + (i % 3) });
+    expect(store.keyCount).toBe(10_000);
+    for (let i = 0; i < 2000; i += 97) {
+      const outcomes = store.peekSync({ subject: `s${i}`, checks, cost: 0 }).outcomes;
+      const left = { 0: [4, 4, 4, 2, 4], 1: [3, 3, 3, 1, 3], 2: [2, 2, 2, 0, 2] }[i % 3];
+      expect(outcomes.map((o) => o.remaining)).toEqual(left);
+    }
+  });
+
+  it("a decision's own keys are never evicted to make room for its new keys", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0), maxKeys: 2 });
+    const account: LimitCheck = { scope: "account", limit: SLOW, mode: "enforce" };
+    const endpoint: LimitCheck = { scope: "endpoint", limit: SLOW, mode: "enforce" };
+    store.decideSync(input("x", account)); // x/account is the oldest key
+    store.decideSync(input("y", account));
+    store.decideSync(input("x", endpoint, account)); // the new key must not evict x/account
+    expect(store.peekSync({ ...input("x", account), cost: 0 }).remaining).toBe(1);
+    expect(store.peekSync({ ...input("x", endpoint), cost: 0 }).remaining).toBe(2);
+  });
+
+  it("refuses a decision with more checks than it can hold", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0), maxKeys: 1 });
+    expect(() =>
+      store.decideSync(
+        input(
+          "x",
+          { scope: "a", limit: SLOW, mode: "enforce" },
+          { scope: "b", limit: SLOW, mode: "enforce" },
+        ),
+      ),
+    ).toThrow(RangeError);
+  });
+
+  it.each([0, -1, 1.5, Number.NaN, 2 ** 31])("refuses maxKeys %s", (maxKeys) => {
+    expect(() => new MemoryStore({ maxKeys })).toThrow(RangeError);
+  });
+});
+
+describe("MemoryStore: peek", () => {
+  it("creates no key and does not count as use for eviction", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0), maxKeys: 2 });
+    store.peekSync(input("ghost"));
+    expect(store.keyCount).toBe(0);
+    store.decideSync(input("a"));
+    store.decideSync(input("b"));
+    store.peekSync(input("a")); // a stays the least recently used
+    store.decideSync(input("c"));
+    expect(remaining(store, "a")).toBe(3);
+    expect(remaining(store, "b")).toBe(2);
+  });
+});
+
+describe("MemoryStore: time", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("a wall-clock jump changes no decision: durations come from the monotonic clock", () => {
+    const store = new MemoryStore();
+    const slow: DecideInput = {
+      subject: "wall",
+      checks: [
+        {
+          scope: "api",
+          limit: { algorithm: "token-bucket", capacity: 1, refillPerSec: 0.001 },
+          mode: "enforce",
+        },
+      ],
+    };
+    store.decideSync(slow);
+    const before = store.decideSync(slow);
+    vi.setSystemTime(Date.now() + 86_400_000);
+    const afterForward = store.decideSync(slow);
+    vi.setSystemTime(Date.now() - 2 * 86_400_000);
+    const afterBack = store.decideSync(slow);
+    for (const decision of [before, afterForward, afterBack]) {
+      expect(decision).toMatchObject({ allowed: false, reason: "limit-exceeded" });
+      // A 1000 s wait, shortened only by the real time between these calls.
+      expect(decision.retryAfterMs).toBeGreaterThan(900_000);
+      expect(decision.retryAfterMs).toBeLessThanOrEqual(1_000_000);
+    }
+  });
+});
+
+describe("MemoryStore: API", () => {
+  it("decide resolves to exactly what decideSync decides", async () => {
+    const asyncStore = new MemoryStore({ clock: new ManualClock(T0) });
+    const syncStore = new MemoryStore({ clock: new ManualClock(T0) });
+    for (let i = 0; i < 5; i++) {
+      expect(await asyncStore.decide(input("p"))).toEqual(syncStore.decideSync(input("p")));
+      expect(await asyncStore.peek(input("p"))).toEqual(syncStore.peekSync(input("p")));
+    }
+  });
+
+  it("decide and peek reject, rather than throw, on a configuration mistake", async () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0) });
+    const zeroRate: LimitSpec = { algorithm: "token-bucket", capacity: 1, refillPerSec: 0 };
+    const decided = store.decide(input("p", { scope: "api", limit: zeroRate, mode: "enforce" }));
+    const peeked = store.peek({ subject: "p", checks: [], cost: Number.NaN });
+    await expect(decided).rejects.toThrow(/refillPerSec/);
+    await expect(peeked).rejects.toThrow(/cost/);
+  });
+
+  it("a bucket whose limit changes algorithm starts afresh", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0) });
+    const log: LimitCheck = {
+      scope: "api",
+      limit: { algorithm: "sliding-log", limit: 2, windowMs: 60_000 },
+      mode: "enforce",
+    };
+    store.decideSync(input("alg", log));
+    store.decideSync(input("alg", log));
+    expect(store.decideSync(input("alg", log)).allowed).toBe(false);
+    const bucket: LimitCheck = {
+      scope: "api",
+      limit: { algorithm: "token-bucket", capacity: 2, refillPerSec: 1 },
+      mode: "enforce",
+    };
+    expect(store.decideSync(input("alg", bucket))).toMatchObject({ allowed: true, remaining: 1 });
+    expect(store.decideSync(input("alg", log))).toMatchObject({ allowed: true, remaining: 1 });
+  });
+});
+
+describe("memoryStorageKey", () => {
+  it.each([
+    [
+      ["a:b", "c"],
+      ["a", "b:c"],
+    ],
+    [
+      ["", "a:b"],
+      ["a", "b"],
+    ],
+    [
+      ["1:a", "b"],
+      ["1", "a:b"],
+    ],
+    [
+      ["10:", "x"],
+      ["1", "0::x"],
+    ],
+  ])("never maps two (subject, bucket) pairs to one key: %j vs %j", ([s1, b1], [s2, b2]) => {
+    expect(memoryStorageKey(s1 ?? "", b1 ?? "")).not.toBe(memoryStorageKey(s2 ?? "", b2 ?? ""));
+  });
+});

@@ -1,0 +1,103 @@
+import { assertPositive, assertSize, assertTimeAndCost } from "./arguments";
+import { admit, reject } from "./decision";
+import { ceilMs, UNIT_TOLERANCE } from "./numeric";
+import type { Decision, Step, TokenBucketLimit } from "./types";
+
+/** What a token bucket keeps per key: two numbers. */
+export interface TokenBucketState {
+  readonly algorithm: "token-bucket";
+  /** Balance at `lastMs`, in units of cost; never negative, never above the capacity then. */
+  readonly tokens: number;
+  /** When the balance was last brought up to date, on the caller's clock. */
+  readonly lastMs: number;
+}
+
+/**
+ * The balance at `nowMs`: lazily refilled from the elapsed time and capped at the capacity, so a
+ * key idle for a day holds no more than `capacity`. A new key starts full. Elapsed time below zero
+ * (the clock went back) counts as zero. The cap is today's capacity: a lowered capacity clamps the
+ * stored balance, a raised one adds nothing until time refills it (an edit neither resets nor
+ * refills).
+ */
+function tokensAt(
+  state: TokenBucketState | undefined,
+  limit: TokenBucketLimit,
+  nowMs: number,
+): number {
+  if (state === undefined) return limit.capacity;
+  const elapsedMs = nowMs - state.lastMs;
+  const refilled =
+    elapsedMs > 0 ? state.tokens + (elapsedMs * limit.refillPerSec) / 1000 : state.tokens;
+  return Math.min(refilled, limit.capacity);
+}
+
+/** Milliseconds until `tokens` refill to `target` at `refillPerSec`, rounded up. */
+function msUntil(tokens: number, target: number, refillPerSec: number): number {
+  return ceilMs(((target - tokens) * 1000) / refillPerSec);
+}
+
+/**
+ * Token bucket: bursts up to `capacity`, sustained `refillPerSec`, two independent knobs. Each
+ * request spends `cost` tokens; refill is lazy (`min(capacity, tokens + elapsed * rate)` at the
+ * moment of the request), so idle keys cost nothing and no timer runs. Worked, capacity 20 at 10
+ * per second: 20 at once are admitted; one more 50 ms later finds 0.5 tokens and is rejected with
+ * `retryAfterMs` 50; after 3 quiet seconds the bucket is full again and 20 more go through.
+ *
+ * Cost: two numbers per key; constant work. In any interval of `t` seconds it admits at most
+ * `capacity + refillPerSec * t` units of cost.
+ *
+ * How it fails: it does not smooth, by design: a full bucket lets `capacity` through at once.
+ *
+ * A rejection consumes nothing but its refill is written back (the refill that just happened is
+ * real). `retryAfterMs = ceil((cost - tokens) / refillPerSec * 1000)`: 0.4 tokens, cost 1 at 10
+ * per second give 60 ms. A cost above `capacity` is `cost-exceeds-capacity` with `retryAfterMs` 0
+ * and consumes nothing. The balance is never stored negative. After the clock goes back, the
+ * bucket re-anchors on the new reading, so the step takes no tokens away (a clock that then jumps
+ * forward again refills for that span once more, never beyond capacity). `remaining` is the
+ * balance rounded down; `resetAfterMs` the time until full.
+ */
+export function stepTokenBucket(
+  state: TokenBucketState | undefined,
+  limit: TokenBucketLimit,
+  nowMs: number,
+  cost: number,
+): Step<TokenBucketState> {
+  assertTimeAndCost(nowMs, cost);
+  assertSize("capacity", limit.capacity);
+  assertPositive("refillPerSec", limit.refillPerSec);
+
+  const tokens = tokensAt(state, limit, nowMs);
+  const refilled: TokenBucketState = { algorithm: "token-bucket", tokens, lastMs: nowMs };
+  const resetAfterMs = msUntil(tokens, limit.capacity, limit.refillPerSec);
+
+  if (cost > limit.capacity) {
+    return {
+      decision: reject("cost-exceeds-capacity", limit.capacity, tokens, 0, resetAfterMs),
+      state: refilled,
+    };
+  }
+  if (cost <= tokens + UNIT_TOLERANCE) {
+    const left = tokens > cost ? tokens - cost : 0;
+    return {
+      decision: admit(limit.capacity, left, msUntil(left, limit.capacity, limit.refillPerSec)),
+      state: { algorithm: "token-bucket", tokens: left, lastMs: nowMs },
+    };
+  }
+  // Terminates: the balance grows with time up to capacity >= cost.
+  let retryAfterMs = msUntil(tokens, cost, limit.refillPerSec);
+  while (tokensAt(refilled, limit, nowMs + retryAfterMs) + UNIT_TOLERANCE < cost) retryAfterMs += 1;
+  return {
+    decision: reject("limit-exceeded", limit.capacity, tokens, retryAfterMs, resetAfterMs),
+    state: refilled,
+  };
+}
+
+/** The decision a request of `cost` would get now; computes, writes nothing. */
+export function peekTokenBucket(
+  state: TokenBucketState | undefined,
+  limit: TokenBucketLimit,
+  nowMs: number,
+  cost = 1,
+): Decision {
+  return stepTokenBucket(state, limit, nowMs, cost).decision;
+}
