@@ -1,0 +1,396 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../limiter/clock";
+import { MemoryStore } from "../limiter/stores/memory";
+import type { LayeredDecision, LimitCheck, LimitSpec } from "../limiter/types";
+import {
+  buildRateLimitResponse,
+  formatRateLimitPolicy,
+  type HttpDecision,
+  quotaPolicyOf,
+  retryAfterSeconds,
+} from "./http-headers";
+import { serializeSfInteger, serializeSfString } from "./structured-fields";
+
+const T0 = 1_700_000_000_000;
+
+/** The seed's worked example: bursts of 20, 10 per second. */
+const PRO: LimitSpec = { algorithm: "token-bucket", capacity: 20, refillPerSec: 10 };
+const CEILING: LimitSpec = { algorithm: "fixed-window", limit: 1000, windowMs: 60_000 };
+const REPORTS: LimitSpec = { algorithm: "sliding-window", limit: 5, windowMs: 10_000 };
+
+function enforce(scope: string, limit: LimitSpec, bucket = scope): LimitCheck {
+  return { scope, bucket, limit, mode: "enforce" };
+}
+
+function dryRun(scope: string, limit: LimitSpec): LimitCheck {
+  return { scope, bucket: `dry-run/${scope}`, limit, mode: "dry-run" };
+}
+
+function storeAt(nowMs: number): { store: MemoryStore; clock: ManualClock } {
+  const clock = new ManualClock(nowMs);
+  return { store: new MemoryStore({ clock }), clock };
+}
+
+describe("RateLimit-Policy: quota policies per algorithm (draft-10 §3.1)", () => {
+  it.each<[string, LimitSpec, number, number]>([
+    ["token bucket: q = capacity, w = capacity / rate", PRO, 20, 2],
+    [
+      "token bucket, w rounded up",
+      { algorithm: "token-bucket", capacity: 20, refillPerSec: 3 },
+      20,
+      7,
+    ],
+    [
+      "token bucket, binary noise is not a second",
+      { algorithm: "token-bucket", capacity: 3, refillPerSec: 0.1 },
+      3,
+      30,
+    ],
+    [
+      "token bucket faster than its capacity: w at least 1",
+      { algorithm: "token-bucket", capacity: 5, refillPerSec: 100 },
+      5,
+      1,
+    ],
+    [
+      "leaky meter: q = burst, w = burst / drain",
+      { algorithm: "leaky-meter", burst: 30, drainPerSec: 5 },
+      30,
+      6,
+    ],
+    ["fixed window: q = limit, w = window", CEILING, 1000, 60],
+    ["sliding log", { algorithm: "sliding-log", limit: 7, windowMs: 3_600_000 }, 7, 3600],
+    ["sliding window", REPORTS, 5, 10],
+    [
+      "a window of 1,500 ms reads as 2 s",
+      { algorithm: "fixed-window", limit: 3, windowMs: 1500 },
+      3,
+      2,
+    ],
+    [
+      "a sub-second window reads as 1 s",
+      { algorithm: "fixed-window", limit: 5, windowMs: 100 },
+      5,
+      1,
+    ],
+  ])("%s", (_name, spec, quota, windowSec) => {
+    expect(quotaPolicyOf(spec)).toEqual({ quota, windowSec });
+  });
+
+  it("never advertises a sustained rate above the real one", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1_000_000_000 }),
+        fc.double({ min: 0.000_001, max: 1_000_000_000, noNaN: true }),
+        (capacity, refillPerSec) => {
+          const { quota, windowSec } = quotaPolicyOf({
+            algorithm: "token-bucket",
+            capacity,
+            refillPerSec,
+          });
+          expect(quota).toBe(capacity);
+          expect(Number.isInteger(windowSec) && windowSec >= 1).toBe(true);
+          expect(quota / windowSec).toBeLessThanOrEqual(refillPerSec * (1 + 1e-9));
+        },
+      ),
+    );
+  });
+
+  it("lists every enforced limit in order and leaves dry-run limits out", () => {
+    expect(
+      formatRateLimitPolicy([
+        enforce("tier:pro", PRO, "account"),
+        dryRun("candidate:c1", PRO),
+        enforce("ceiling", CEILING),
+      ]),
+    ).toBe('"tier:pro";q=20;w=2, "ceiling";q=1000;w=60');
+  });
+
+  it("is absent when no limit is enforced (the list must be non-empty)", () => {
+    expect(formatRateLimitPolicy([])).toBeNull();
+    expect(formatRateLimitPolicy([dryRun("candidate:c1", PRO)])).toBeNull();
+  });
+});
+
+describe("the HTTP contract: exact headers", () => {
+  it("an admission carries the policy and the binding limit's remaining and reset", () => {
+    const { store } = storeAt(T0);
+    const checks = [enforce("tier:pro", PRO, "account")];
+    const decision = store.decideSync({ subject: "c:acme", checks });
+    expect(buildRateLimitResponse(decision, checks)).toEqual({
+      status: null,
+      headers: {
+        "RateLimit-Policy": '"tier:pro";q=20;w=2',
+        RateLimit: '"tier:pro";r=19;t=1',
+        "X-RateLimit-Limit": "20",
+        "X-RateLimit-Remaining": "19",
+        "X-RateLimit-Reset": "1",
+      },
+      body: null,
+    });
+  });
+
+  it("a rejection is 429 with Retry-After rounded up, RateLimit t equal to it, and the body", () => {
+    // The worked minute: 20 at once, then one more 50 ms later finds 0.5 tokens.
+    const { store, clock } = storeAt(T0);
+    const checks = [enforce("tier:pro", PRO, "account")];
+    for (let i = 0; i < 20; i++) store.decideSync({ subject: "c:acme", checks });
+    clock.advance(50);
+    const decision = store.decideSync({ subject: "c:acme", checks });
+    expect(decision.retryAfterMs).toBe(50);
+    expect(buildRateLimitResponse(decision, checks)).toEqual({
+      status: 429,
+      headers: {
+        "RateLimit-Policy": '"tier:pro";q=20;w=2',
+        RateLimit: '"tier:pro";r=0;t=1',
+        "X-RateLimit-Limit": "20",
+        "X-RateLimit-Remaining": "0",
+        // 19.5 tokens missing at 10 per second: full again in 1,950 ms.
+        "X-RateLimit-Reset": "2",
+        "Retry-After": "1",
+        "Content-Type": "application/json",
+      },
+      body: { code: "RATE_LIMITED", scope: "tier:pro", retryAfterMs: 50 },
+    });
+  });
+
+  it("with several limits, the one with the least remaining is reported, all are listed", () => {
+    const { store } = storeAt(T0);
+    const checks = [
+      enforce("tier:pro", PRO, "account"),
+      enforce("tier:pro/endpoint:reports", REPORTS, "endpoint:reports"),
+      enforce("ceiling", CEILING),
+    ];
+    store.decideSync({ subject: "c:acme", checks, cost: 2 });
+    const decision = store.decideSync({ subject: "c:acme", checks, cost: 2 });
+    expect(buildRateLimitResponse(decision, checks).headers).toEqual({
+      "RateLimit-Policy":
+        '"tier:pro";q=20;w=2, "tier:pro/endpoint:reports";q=5;w=10, "ceiling";q=1000;w=60',
+      // A sliding window counter is empty again only once this window's count has also left
+      // the next window's estimate: 20 s at the start of a 10 s window.
+      RateLimit: '"tier:pro/endpoint:reports";r=1;t=20',
+      "X-RateLimit-Limit": "5",
+      "X-RateLimit-Remaining": "1",
+      "X-RateLimit-Reset": "20",
+    });
+  });
+
+  it("with several limits, a rejection reports the limit that rejected, not a roomier one", () => {
+    const { store } = storeAt(T0);
+    const checks = [
+      enforce("tier:pro", PRO, "account"),
+      enforce("tier:pro/endpoint:reports", REPORTS, "endpoint:reports"),
+    ];
+    for (let i = 0; i < 5; i++) store.decideSync({ subject: "c:acme", checks });
+    const decision = store.decideSync({ subject: "c:acme", checks });
+    const response = buildRateLimitResponse(decision, checks);
+    expect(response.status).toBe(429);
+    expect(response.headers.RateLimit).toBe(
+      `"tier:pro/endpoint:reports";r=0;t=${response.headers["Retry-After"]}`,
+    );
+    expect(response.body?.scope).toBe("tier:pro/endpoint:reports");
+  });
+
+  it("a dry-run limit is never listed and never reported, even when it would reject", () => {
+    const { store } = storeAt(T0);
+    const strict: LimitSpec = { algorithm: "token-bucket", capacity: 1, refillPerSec: 0.001 };
+    const checks = [enforce("tier:pro", PRO, "account"), dryRun("candidate:strict", strict)];
+    store.decideSync({ subject: "c:acme", checks });
+    const decision = store.decideSync({ subject: "c:acme", checks });
+    expect(decision.allowed).toBe(true);
+    expect(decision.outcomes[1]?.allowed).toBe(false);
+    expect(buildRateLimitResponse(decision, checks)).toEqual({
+      status: null,
+      headers: {
+        "RateLimit-Policy": '"tier:pro";q=20;w=2',
+        RateLimit: '"tier:pro";r=18;t=1',
+        "X-RateLimit-Limit": "20",
+        "X-RateLimit-Remaining": "18",
+        "X-RateLimit-Reset": "1",
+      },
+      body: null,
+    });
+  });
+
+  it("with no enforced limit there are no headers at all", () => {
+    const { store } = storeAt(T0);
+    const none = store.decideSync({ subject: "c:acme", checks: [] });
+    expect(buildRateLimitResponse(none, [])).toEqual({ status: null, headers: {}, body: null });
+    const onlyDryRun = [dryRun("candidate:c1", PRO)];
+    const decision = store.decideSync({ subject: "c:acme", checks: onlyDryRun });
+    expect(buildRateLimitResponse(decision, onlyDryRun)).toEqual({
+      status: null,
+      headers: {},
+      body: null,
+    });
+  });
+
+  it("a cost above the capacity gets no Retry-After, because no wait will ever help", () => {
+    const { store } = storeAt(T0);
+    const checks = [enforce("tier:pro", PRO, "account")];
+    const decision = store.decideSync({ subject: "c:acme", checks, cost: 21 });
+    expect(decision.reason).toBe("cost-exceeds-capacity");
+    const response = buildRateLimitResponse(decision, checks);
+    expect(response.status).toBe(429);
+    expect(response.headers["Retry-After"]).toBeUndefined();
+    expect(response.headers.RateLimit).toBe('"tier:pro";r=20;t=0');
+    expect(response.body).toEqual({ code: "RATE_LIMITED", scope: "tier:pro", retryAfterMs: 0 });
+  });
+
+  it("a degraded decision whose binding limit was not measured carries the policy only", () => {
+    const decision: HttpDecision = {
+      allowed: true,
+      scope: null,
+      retryAfterMs: 0,
+      reason: null,
+      outcomes: [
+        {
+          scope: "tier:pro",
+          mode: "enforce",
+          limit: 20,
+          remaining: 20,
+          retryAfterMs: 0,
+          resetAfterMs: 0,
+        },
+      ],
+    };
+    expect(buildRateLimitResponse(decision, [enforce("tier:pro", PRO)]).headers).toEqual({
+      "RateLimit-Policy": '"tier:pro";q=20;w=2',
+    });
+  });
+
+  it("a fail-closed rejection (store unavailable) is a 429 with its Retry-After hint", () => {
+    const decision: HttpDecision = {
+      allowed: false,
+      scope: "address/endpoint:sign-in",
+      retryAfterMs: 1000,
+      reason: "store-unavailable",
+      outcomes: [
+        {
+          scope: "address/endpoint:sign-in",
+          mode: "enforce",
+          limit: 5,
+          remaining: 0,
+          retryAfterMs: 1000,
+          resetAfterMs: 1000,
+        },
+      ],
+    };
+    const checks = [
+      enforce("address/endpoint:sign-in", {
+        algorithm: "fixed-window",
+        limit: 5,
+        windowMs: 60_000,
+      }),
+    ];
+    expect(buildRateLimitResponse(decision, checks)).toEqual({
+      status: 429,
+      headers: {
+        "RateLimit-Policy": '"address/endpoint:sign-in";q=5;w=60',
+        RateLimit: '"address/endpoint:sign-in";r=0;t=1',
+        "X-RateLimit-Limit": "5",
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset": "1",
+        "Retry-After": "1",
+        "Content-Type": "application/json",
+      },
+      body: { code: "RATE_LIMITED", scope: "address/endpoint:sign-in", retryAfterMs: 1000 },
+    });
+  });
+
+  it("accepts the core's LayeredDecision as it is", () => {
+    const decision: LayeredDecision = {
+      allowed: true,
+      limit: 20,
+      remaining: 3,
+      retryAfterMs: 0,
+      resetAfterMs: 1700,
+      reason: null,
+      scope: "tier:pro",
+      outcomes: [
+        {
+          allowed: true,
+          limit: 20,
+          remaining: 3,
+          retryAfterMs: 0,
+          resetAfterMs: 1700,
+          reason: null,
+          scope: "tier:pro",
+          mode: "enforce",
+        },
+      ],
+    };
+    expect(buildRateLimitResponse(decision, [enforce("tier:pro", PRO)]).headers.RateLimit).toBe(
+      '"tier:pro";r=3;t=2',
+    );
+  });
+});
+
+describe("Retry-After is whole seconds rounded up", () => {
+  it.each([
+    [0, 0],
+    [1, 1],
+    [50, 1],
+    [999, 1],
+    [1000, 1],
+    [1001, 2],
+    [59_999, 60],
+  ])("%d ms is %d s", (ms, seconds) => {
+    expect(retryAfterSeconds(ms)).toBe(seconds);
+  });
+
+  it("never tells a client to come back before it can be served, and never a second late", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 10_000_000 }), (retryAfterMs) => {
+        const seconds = retryAfterSeconds(retryAfterMs);
+        expect(seconds * 1000).toBeGreaterThanOrEqual(retryAfterMs);
+        expect(seconds * 1000 - retryAfterMs).toBeLessThan(1000);
+      }),
+    );
+  });
+});
+
+describe("Structured Field serialization (RFC 9651)", () => {
+  it.each([
+    ["tier:pro", '"tier:pro"'],
+    ["customer:C-1/endpoint:reports", '"customer:C-1/endpoint:reports"'],
+    ['say "hi"', '"say \\"hi\\""'],
+    ["back\\slash", '"back\\\\slash"'],
+    ["", '""'],
+  ])("the string %j serializes as %s", (value, serialized) => {
+    expect(serializeSfString(value)).toBe(serialized);
+  });
+
+  it.each(["tab\there", "line\nbreak", "caf\u00e9", "\u007f"])(
+    "refuses %j: sf-strings are printable ASCII only",
+    (value) => {
+      expect(() => serializeSfString(value)).toThrow(RangeError);
+    },
+  );
+
+  it("round-trips every printable ASCII string through the escape rules", () => {
+    fc.assert(
+      fc.property(
+        fc.string({
+          unit: fc.integer({ min: 0x20, max: 0x7e }).map((code) => String.fromCharCode(code)),
+        }),
+        (value) => {
+          const serialized = serializeSfString(value);
+          expect(serialized.startsWith('"') && serialized.endsWith('"')).toBe(true);
+          const unescaped = serialized.slice(1, -1).replace(/\\(["\\])/g, "$1");
+          expect(unescaped).toBe(value);
+          // No unescaped quote inside.
+          expect(/(^|[^\\])"/.test(serialized.slice(1, -1).replace(/\\\\/g, ""))).toBe(false);
+        },
+      ),
+    );
+  });
+
+  it("refuses integers that are fractional or beyond 15 digits", () => {
+    expect(serializeSfInteger(999_999_999_999_999)).toBe("999999999999999");
+    expect(() => serializeSfInteger(1_000_000_000_000_000)).toThrow(RangeError);
+    expect(() => serializeSfInteger(1.5)).toThrow(RangeError);
+    expect(() => serializeSfInteger(Number.NaN)).toThrow(RangeError);
+  });
+});

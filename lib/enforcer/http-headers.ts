@@ -1,0 +1,229 @@
+/**
+ * The HTTP contract, as a pure function of a decision and the checks it was made for: the IETF
+ * `RateLimit-Policy` and `RateLimit` fields of draft-ietf-httpapi-ratelimit-headers-10, the familiar
+ * `X-RateLimit-*` fields for the same limit, and on rejection 429 with `Retry-After` and a JSON body
+ * naming the limit. The HTTP adapters copy the result onto their responses.
+ *
+ * Draft-10 sections followed (text: https://www.ietf.org/archive/id/draft-ietf-httpapi-ratelimit-headers-10.txt):
+ *
+ * - §3 "The "RateLimit-Policy" response header field is a non-empty List of Quota Policy Items.
+ *   The Item value MUST be a String." One item per ENFORCED limit, named by its scope. Dry-run
+ *   limits are not a quota the client is held to, so they are never advertised.
+ * - §3.1.1 "The "q" parameter value MUST be a non-negative Integer." §3.1.3 "The time window MUST
+ *   be a non-negative, non-zero, Integer value expressing an interval in seconds [...] Sub-second
+ *   precision is not supported." See {@link quotaPolicyOf} for how each algorithm maps to q and w.
+ * - §3.1.2 `qu` is omitted: its registered units (`requests`, `content-bytes`,
+ *   `concurrent-requests`) cannot say "units of cost", and a request to an endpoint class of cost
+ *   5 spends 5 of q. §3.1.4/§4.1.3 `pk` is omitted: our partition keys are customer ids and client
+ *   addresses, which §6.1 says to keep out ("avoid returning partition keys that contain sensitive
+ *   information").
+ * - §4 "RateLimit" is a List of Service Limit Items; §4.1.1 `r` the remaining quota units, a
+ *   non-negative Integer; §4.1.2 `t` "the number of seconds until additional quota associated
+ *   with the quota policy is made available", a non-negative Integer (delay-seconds). We report
+ *   one item: the binding limit, which on admission is the enforced limit with the least
+ *   remaining. On admission `t` is the whole seconds until that limit is full again (by then
+ *   additional quota has certainly been made available; it is also `X-RateLimit-Reset`). On
+ *   rejection `t` equals `Retry-After`, because §6 says "the Retry-After field value SHOULD NOT
+ *   reference a point in time earlier than the reset parameter", and the first quota this request
+ *   can use arrives then.
+ * - Serialization is RFC 9651's (§4.1.1 lists are joined with ", ").
+ *
+ * `Retry-After` (RFC 9110 §10.2.3, delay-seconds) is the wait rounded UP to whole seconds: rounding
+ * down sends the client back before it can be served. A `cost-exceeds-capacity` rejection gets no
+ * `Retry-After`, since no wait will ever help (its body says `retryAfterMs: 0`).
+ */
+import type { LimitCheck, LimitMode, LimitSpec } from "../limiter/types";
+import {
+  SF_INTEGER_MAX,
+  serializeSfIntegerParameters,
+  serializeSfList,
+  serializeSfString,
+} from "./structured-fields";
+
+/**
+ * The parts of a decision the headers read. The core's `LayeredDecision` and the enforcer's
+ * `EnforcerDecision` both fit.
+ */
+export interface HttpDecision {
+  readonly allowed: boolean;
+  /** Scope of the binding limit; null when no enforced limit bound (then no limit is reported). */
+  readonly scope: string | null;
+  readonly retryAfterMs: number;
+  readonly reason: string | null;
+  readonly outcomes: readonly HttpOutcome[];
+}
+
+/** The parts of one limit's outcome the headers read. */
+export interface HttpOutcome {
+  readonly scope: string;
+  readonly mode: LimitMode;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+  readonly resetAfterMs: number;
+}
+
+/** The 429 body: which limit was hit and when to come back. */
+export interface RateLimitedBody {
+  readonly code: "RATE_LIMITED";
+  readonly scope: string;
+  readonly retryAfterMs: number;
+}
+
+/** What to put on the response. */
+export interface RateLimitHttpResult {
+  /**
+   * 429 for a rejection. Null for an admission: the gateway forwards the request and adds
+   * `headers` to whatever the upstream answers.
+   */
+  readonly status: 429 | null;
+  /** Header names in their canonical spelling, in a stable order. Empty when nothing applies. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The JSON body of a rejection (send with `JSON.stringify`); null for an admission. */
+  readonly body: RateLimitedBody | null;
+}
+
+/** A limit expressed as a draft-10 quota policy: `q` units per `w` seconds. */
+export interface QuotaPolicy {
+  /** Whole units of cost (`q`), rounded down so the client is never promised more than exists. */
+  readonly quota: number;
+  /** Whole seconds (`w`), at least 1, rounded up so `q / w` never exceeds the real rate. */
+  readonly windowSec: number;
+}
+
+/** Absorbs binary noise such as 3 / 0.1 = 30.000000000000004 before rounding up. */
+const ROUNDING_NOISE = 1e-9;
+
+function clampSfInteger(value: number): number {
+  return Math.min(SF_INTEGER_MAX, Math.max(0, value));
+}
+
+function wholeSecondsUp(seconds: number): number {
+  return clampSfInteger(Math.max(1, Math.ceil(seconds - ROUNDING_NOISE)));
+}
+
+/**
+ * How a limit reads as `q` and `w`. Conservative by construction: a client that sends `q` units
+ * per `w` seconds is never rejected for it.
+ *
+ * - Fixed window, sliding log, sliding window counter: `q` = limit, `w` = the window in seconds,
+ *   rounded up for a window that is not a whole number of seconds (§3.1.3 allows no sub-second
+ *   window; a 1,500 ms window reads as 2 s, a 100 ms window as 1 s, understating the rate rather
+ *   than overstating it).
+ * - Token bucket: `q` = capacity (the burst a client may send at once) and `w` = capacity ÷
+ *   refillPerSec, the seconds an empty bucket takes to refill, rounded up. So `q / w` is the
+ *   sustained rate: capacity 20 at 10/s reads `q=20;w=2`.
+ * - Leaky meter (GCRA): the same as a token bucket with burst and drainPerSec.
+ */
+export function quotaPolicyOf(spec: LimitSpec): QuotaPolicy {
+  switch (spec.algorithm) {
+    case "fixed-window":
+    case "sliding-log":
+    case "sliding-window":
+      return {
+        quota: clampSfInteger(Math.floor(spec.limit)),
+        windowSec: wholeSecondsUp(spec.windowMs / 1000),
+      };
+    case "token-bucket": {
+      const quota = clampSfInteger(Math.floor(spec.capacity));
+      return { quota, windowSec: wholeSecondsUp(quota / spec.refillPerSec) };
+    }
+    case "leaky-meter": {
+      const quota = clampSfInteger(Math.floor(spec.burst));
+      return { quota, windowSec: wholeSecondsUp(quota / spec.drainPerSec) };
+    }
+    default: {
+      const unknown: never = spec;
+      throw new TypeError(`unknown limit: ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+/** `Retry-After` for a wait: whole seconds, rounded up (1 ms is 1 s; 0 is 0). */
+export function retryAfterSeconds(retryAfterMs: number): number {
+  return clampSfInteger(Math.ceil(retryAfterMs / 1000));
+}
+
+/**
+ * The `RateLimit-Policy` value for every enforced check, in the order given; null when no check is
+ * enforced (§3: the list is non-empty, so the field is omitted).
+ */
+export function formatRateLimitPolicy(checks: readonly LimitCheck[]): string | null {
+  const items: string[] = [];
+  for (const check of checks) {
+    if (check.mode !== "enforce") continue;
+    const { quota, windowSec } = quotaPolicyOf(check.limit);
+    items.push(
+      serializeSfString(check.scope) +
+        serializeSfIntegerParameters([
+          ["q", quota],
+          ["w", windowSec],
+        ]),
+    );
+  }
+  return items.length === 0 ? null : serializeSfList(items);
+}
+
+/** The `RateLimit` value for one outcome: `"<scope>";r=<remaining>;t=<seconds>`. */
+export function formatRateLimit(outcome: HttpOutcome, resetSec: number): string {
+  return (
+    serializeSfString(outcome.scope) +
+    serializeSfIntegerParameters([
+      ["r", clampSfInteger(Math.floor(outcome.remaining))],
+      ["t", clampSfInteger(resetSec)],
+    ])
+  );
+}
+
+/** The outcome the response reports: the binding one, which the decision names by scope. */
+function bindingOutcomeOf(decision: HttpDecision): HttpOutcome | undefined {
+  if (decision.scope === null) return undefined;
+  return decision.outcomes.find(
+    (outcome) => outcome.mode === "enforce" && outcome.scope === decision.scope,
+  );
+}
+
+/**
+ * Everything the response needs for `decision`, made for `checks` (the same checks, which carry
+ * the limit parameters `RateLimit-Policy` advertises).
+ *
+ * - Admission: `RateLimit-Policy` (every enforced limit), then for the binding limit `RateLimit`,
+ *   `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (whole seconds until it is
+ *   full again, rounded up). No enforced limit: no headers at all. A binding limit that could not
+ *   be measured (a degraded decision that failed open) gets the policy only.
+ * - Rejection: the same, plus `Retry-After`, `Content-Type`, status 429 and the body.
+ *
+ * Throws on a rejection without a binding scope, which no decision maker produces, and on a scope
+ * outside printable ASCII, which the policy's scope grammar excludes.
+ */
+export function buildRateLimitResponse(
+  decision: HttpDecision,
+  checks: readonly LimitCheck[],
+): RateLimitHttpResult {
+  const headers: Record<string, string> = {};
+  const policy = formatRateLimitPolicy(checks);
+  if (policy !== null) headers["RateLimit-Policy"] = policy;
+
+  const binding = bindingOutcomeOf(decision);
+  const hasRetryAfter = !decision.allowed && decision.reason !== "cost-exceeds-capacity";
+  const retryAfterSec = retryAfterSeconds(decision.retryAfterMs);
+  if (binding !== undefined) {
+    const resetSec = retryAfterSeconds(binding.resetAfterMs);
+    headers.RateLimit = formatRateLimit(binding, hasRetryAfter ? retryAfterSec : resetSec);
+    headers["X-RateLimit-Limit"] = String(clampSfInteger(Math.floor(binding.limit)));
+    headers["X-RateLimit-Remaining"] = String(clampSfInteger(Math.floor(binding.remaining)));
+    headers["X-RateLimit-Reset"] = String(resetSec);
+  }
+  if (decision.allowed) return { status: null, headers, body: null };
+
+  if (decision.scope === null) {
+    throw new TypeError("a rejection must name the scope of the limit that rejected it");
+  }
+  if (hasRetryAfter) headers["Retry-After"] = String(retryAfterSec);
+  headers["Content-Type"] = "application/json";
+  return {
+    status: 429,
+    headers,
+    body: { code: "RATE_LIMITED", scope: decision.scope, retryAfterMs: decision.retryAfterMs },
+  };
+}
