@@ -1,0 +1,109 @@
+import { describe, expect, it } from "vitest";
+import { callWithTimeout, ManualTimers } from "./timers";
+
+/** A promise the test settles by hand. */
+function deferred<T>(): {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+} {
+  let resolve: (value: T) => void = () => {};
+  let reject: (error: unknown) => void = () => {};
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+describe("ManualTimers", () => {
+  it("runs timers in due order as time advances, with the clock at each due time", () => {
+    const timers = new ManualTimers(1000);
+    const seen: string[] = [];
+    timers.setTimer(() => seen.push(`b@${timers.nowMs()}`), 20);
+    timers.setTimer(() => seen.push(`a@${timers.nowMs()}`), 10);
+    timers.setTimer(() => seen.push(`c@${timers.nowMs()}`), 20);
+    timers.advance(15);
+    expect(seen).toEqual(["a@1010"]);
+    timers.advance(5);
+    expect(seen).toEqual(["a@1010", "b@1020", "c@1020"]);
+    expect(timers.nowMs()).toBe(1020);
+    expect(timers.pendingCount).toBe(0);
+  });
+
+  it("never runs a cancelled timer", () => {
+    const timers = new ManualTimers();
+    let runs = 0;
+    const handle = timers.setTimer(() => runs++, 5);
+    handle.cancel();
+    timers.advance(10);
+    expect(runs).toBe(0);
+  });
+});
+
+describe("callWithTimeout", () => {
+  it("returns the value when the call settles before the timeout, and cancels the timer", async () => {
+    const timers = new ManualTimers();
+    const call = deferred<string>();
+    const result = callWithTimeout(() => call.promise, { timeoutMs: 50, timers, clock: timers });
+    timers.advance(20);
+    call.resolve("answer");
+    await expect(result).resolves.toEqual({ kind: "ok", value: "answer", elapsedMs: 20 });
+    expect(timers.pendingCount).toBe(0);
+  });
+
+  it("a call that never settles is abandoned at the timeout, not awaited forever", async () => {
+    const timers = new ManualTimers();
+    const never = new Promise<string>(() => {});
+    const result = callWithTimeout(() => never, { timeoutMs: 50, timers, clock: timers });
+    timers.advance(49);
+    let isSettled = false;
+    void result.then(() => {
+      isSettled = true;
+    });
+    await Promise.resolve();
+    expect(isSettled).toBe(false);
+    timers.advance(1);
+    await expect(result).resolves.toEqual({ kind: "timeout", elapsedMs: 50 });
+  });
+
+  it("a late rejection after the timeout is swallowed, not reported as unhandled", async () => {
+    const timers = new ManualTimers();
+    const call = deferred<string>();
+    const result = callWithTimeout(() => call.promise, { timeoutMs: 10, timers, clock: timers });
+    timers.advance(10);
+    await expect(result).resolves.toMatchObject({ kind: "timeout" });
+    call.reject(new Error("connection reset"));
+    // Vitest fails the run on an unhandled rejection; reaching the next tick is the assertion.
+    await new Promise((resolve) => setImmediate(resolve));
+  });
+
+  it("a late success after the timeout does not change the result", async () => {
+    const timers = new ManualTimers();
+    const call = deferred<string>();
+    const result = callWithTimeout(() => call.promise, { timeoutMs: 10, timers, clock: timers });
+    timers.advance(10);
+    call.resolve("too late");
+    await expect(result).resolves.toEqual({ kind: "timeout", elapsedMs: 10 });
+  });
+
+  it.each([
+    ["a rejected promise", () => Promise.reject(new Error("ECONNREFUSED"))],
+    [
+      "a synchronous throw",
+      () => {
+        throw new Error("ECONNREFUSED");
+      },
+    ],
+  ])("%s is an error result, never a thrown error", async (_name, call) => {
+    const timers = new ManualTimers();
+    const result = await callWithTimeout(call, { timeoutMs: 10, timers, clock: timers });
+    expect(result.kind).toBe("error");
+    expect(result.kind === "error" && result.error instanceof Error).toBe(true);
+    expect(timers.pendingCount).toBe(0);
+  });
+
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])("refuses a timeout of %d ms", (ms) => {
+    expect(() => callWithTimeout(() => Promise.resolve(1), { timeoutMs: ms })).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,173 @@
+/**
+ * Timers behind an interface, so a timeout can be driven by a test instead of waited for, and the
+ * bounded wait for a store call: the call is raced against a timer, and when the timer wins the
+ * call is abandoned (its eventual result or error is swallowed), never awaited.
+ */
+import type { Clock } from "../limiter/clock";
+import { monotonicClock } from "../limiter/clock";
+
+/** A scheduled callback that can be cancelled. Cancelling twice, or after it ran, does nothing. */
+export interface TimerHandle {
+  cancel(): void;
+}
+
+/** Where delayed callbacks come from. */
+export interface Timers {
+  /** Runs `callback` once, `delayMs` from now (at the earliest). */
+  setTimer(callback: () => void, delayMs: number): TimerHandle;
+}
+
+/**
+ * The process's timers. The timer is unref'd: a pending store timeout must not keep a gateway
+ * process alive on shutdown.
+ */
+export const systemTimers: Timers = {
+  setTimer(callback, delayMs) {
+    const timer = setTimeout(callback, delayMs);
+    if (typeof timer === "object" && timer !== null && "unref" in timer) timer.unref();
+    return { cancel: () => clearTimeout(timer) };
+  },
+};
+
+interface ManualTimer {
+  readonly dueMs: number;
+  readonly sequence: number;
+  readonly callback: () => void;
+  isCancelled: boolean;
+}
+
+/**
+ * A clock and timers that move only when told to, for tests: `advance(ms)` moves time forward and
+ * runs every timer that fell due, in due order (ties in the order they were set), with the clock
+ * reading each timer's due time while it runs.
+ */
+export class ManualTimers implements Timers, Clock {
+  #nowMs: number;
+  #sequence = 0;
+  #timers: ManualTimer[] = [];
+
+  /** @param startMs the first reading. @default 0 */
+  constructor(startMs = 0) {
+    this.#nowMs = startMs;
+  }
+
+  nowMs(): number {
+    return this.#nowMs;
+  }
+
+  setTimer(callback: () => void, delayMs: number): TimerHandle {
+    const timer: ManualTimer = {
+      dueMs: this.#nowMs + Math.max(0, delayMs),
+      sequence: this.#sequence++,
+      callback,
+      isCancelled: false,
+    };
+    this.#timers.push(timer);
+    return {
+      cancel: () => {
+        timer.isCancelled = true;
+      },
+    };
+  }
+
+  /** Timers set and neither run nor cancelled. */
+  get pendingCount(): number {
+    return this.#timers.filter((timer) => !timer.isCancelled).length;
+  }
+
+  /** Moves time forward by `durationMs`, running the timers that fall due on the way. */
+  advance(durationMs: number): void {
+    if (!(durationMs >= 0)) throw new RangeError(`advance by a duration >= 0, got ${durationMs}`);
+    const targetMs = this.#nowMs + durationMs;
+    for (;;) {
+      const next = this.#nextDue(targetMs);
+      if (next === undefined) break;
+      this.#timers = this.#timers.filter((timer) => timer !== next);
+      this.#nowMs = next.dueMs;
+      next.callback();
+    }
+    this.#timers = this.#timers.filter((timer) => !timer.isCancelled);
+    this.#nowMs = targetMs;
+  }
+
+  #nextDue(targetMs: number): ManualTimer | undefined {
+    let next: ManualTimer | undefined;
+    for (const timer of this.#timers) {
+      if (timer.isCancelled || timer.dueMs > targetMs) continue;
+      if (
+        next === undefined ||
+        timer.dueMs < next.dueMs ||
+        (timer.dueMs === next.dueMs && timer.sequence < next.sequence)
+      ) {
+        next = timer;
+      }
+    }
+    return next;
+  }
+}
+
+/** How a bounded call ended. Never a thrown error: the caller decides what each means. */
+export type BoundedResult<T> =
+  | { readonly kind: "ok"; readonly value: T; readonly elapsedMs: number }
+  | { readonly kind: "timeout"; readonly elapsedMs: number }
+  | { readonly kind: "error"; readonly error: unknown; readonly elapsedMs: number };
+
+/** Options of {@link callWithTimeout}. */
+export interface CallWithTimeoutOptions {
+  /** How long to wait before abandoning the call. Must be > 0. */
+  readonly timeoutMs: number;
+  /** @default systemTimers */
+  readonly timers?: Timers;
+  /** Measures `elapsedMs`. @default monotonicClock */
+  readonly clock?: Clock;
+}
+
+/**
+ * Starts `call` and settles with its result, its error, or a timeout after `timeoutMs`, whichever
+ * comes first. Never rejects. On a timeout the call's promise is abandoned: a handler is attached
+ * so a late rejection is not reported as unhandled, and nothing waits for it any more. The timer is
+ * cancelled as soon as the call settles. A `call` that throws synchronously counts as an error.
+ */
+export function callWithTimeout<T>(
+  call: () => Promise<T>,
+  options: CallWithTimeoutOptions,
+): Promise<BoundedResult<T>> {
+  const { timeoutMs } = options;
+  if (!(timeoutMs > 0 && timeoutMs <= Number.MAX_SAFE_INTEGER)) {
+    throw new RangeError(`timeoutMs must be a finite number > 0, got ${timeoutMs}`);
+  }
+  const timers = options.timers ?? systemTimers;
+  const clock = options.clock ?? monotonicClock;
+  const startedAtMs = clock.nowMs();
+  const elapsed = () => Math.max(0, clock.nowMs() - startedAtMs);
+
+  let pending: Promise<T>;
+  try {
+    pending = call();
+  } catch (error: unknown) {
+    return Promise.resolve({ kind: "error", error, elapsedMs: elapsed() });
+  }
+
+  return new Promise<BoundedResult<T>>((resolve) => {
+    let isSettled = false;
+    const timer = timers.setTimer(() => {
+      if (isSettled) return;
+      isSettled = true;
+      resolve({ kind: "timeout", elapsedMs: elapsed() });
+    }, timeoutMs);
+    pending.then(
+      (value) => {
+        if (isSettled) return;
+        isSettled = true;
+        timer.cancel();
+        resolve({ kind: "ok", value, elapsedMs: elapsed() });
+      },
+      (error: unknown) => {
+        if (isSettled) return;
+        isSettled = true;
+        timer.cancel();
+        resolve({ kind: "error", error, elapsedMs: elapsed() });
+      },
+    );
+  });
+}
