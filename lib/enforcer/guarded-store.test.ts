@@ -1,0 +1,249 @@
+import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../limiter/stores/memory";
+import type { DecideInput, LayeredDecision, LimiterStore, LimitSpec } from "../limiter/types";
+import { CircuitBreaker } from "./circuit-breaker";
+import { FailurePolicy } from "./failure-policy";
+import { GuardedStore } from "./guarded-store";
+import { ManualTimers } from "./timers";
+import type { EnforcerCheck, EnforcerInput, StoreFailurePolicy } from "./types";
+
+const T0 = 1_700_000_000_000;
+const PRO: LimitSpec = { algorithm: "token-bucket", capacity: 20, refillPerSec: 10 };
+
+type Behaviour = "answer" | "hang" | "fail";
+
+/** A shared store that answers from memory, hangs forever, or fails, as the test says. */
+class ScriptedStore implements LimiterStore {
+  behaviour: Behaviour = "answer";
+  calls = 0;
+  readonly #memory: MemoryStore;
+
+  constructor(timers: ManualTimers) {
+    this.#memory = new MemoryStore({ clock: timers });
+  }
+
+  decide(input: DecideInput): Promise<LayeredDecision> {
+    this.calls++;
+    switch (this.behaviour) {
+      case "answer":
+        return this.#memory.decide(input);
+      case "hang":
+        return new Promise(() => {});
+      case "fail":
+        return Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379"));
+    }
+  }
+
+  peek(input: DecideInput): Promise<LayeredDecision> {
+    return this.#memory.peek(input);
+  }
+}
+
+function check(scope: string, onStoreFailure: StoreFailurePolicy): EnforcerCheck {
+  return { scope, bucket: scope, limit: PRO, mode: "enforce", onStoreFailure };
+}
+
+function setup(options: { consecutiveFailuresToOpen?: number; coolDownMs?: number } = {}) {
+  const timers = new ManualTimers(T0);
+  const store = new ScriptedStore(timers);
+  const errors: unknown[] = [];
+  const guarded = new GuardedStore({
+    store,
+    failurePolicy: new FailurePolicy({ expectedGateways: 3, clock: timers }),
+    timeoutMs: 50,
+    breaker: new CircuitBreaker({
+      clock: timers,
+      consecutiveFailuresToOpen: options.consecutiveFailuresToOpen ?? 3,
+      coolDownMs: options.coolDownMs ?? 2_000,
+    }),
+    timers,
+    clock: timers,
+    onStoreError: (error) => errors.push(error),
+  });
+  return { timers, store, guarded, errors };
+}
+
+const CLOSED_INPUT: EnforcerInput = {
+  subject: "a:10.0.0.1",
+  checks: [check("address/endpoint:sign-in", "closed")],
+};
+const OPEN_INPUT: EnforcerInput = { subject: "c:acme", checks: [check("tier:pro", "open")] };
+
+/** Runs a decision whose store call hangs, advancing the timers to the timeout. */
+async function decideThroughTimeout(
+  guarded: GuardedStore,
+  timers: ManualTimers,
+  input: EnforcerInput,
+) {
+  const pending = guarded.decide(input);
+  timers.advance(50);
+  return pending;
+}
+
+describe("GuardedStore", () => {
+  it("passes the store's decision through, not degraded", async () => {
+    const { guarded } = setup();
+    const decision = await guarded.decide(OPEN_INPUT);
+    expect(decision).toMatchObject({
+      allowed: true,
+      remaining: 19,
+      source: "store",
+      degraded: false,
+      failure: null,
+    });
+    expect(decision.outcomes[0]?.fallback).toBeNull();
+  });
+
+  it("closed never admits on timeout", async () => {
+    const { guarded, store, timers } = setup();
+    store.behaviour = "hang";
+    const decision = await decideThroughTimeout(guarded, timers, CLOSED_INPUT);
+    expect(decision).toMatchObject({
+      allowed: false,
+      reason: "store-unavailable",
+      degraded: true,
+      failure: "timeout",
+    });
+  });
+
+  it("open admits on timeout, marked degraded", async () => {
+    const { guarded, store, timers } = setup();
+    store.behaviour = "hang";
+    const decision = await decideThroughTimeout(guarded, timers, OPEN_INPUT);
+    expect(decision).toMatchObject({ allowed: true, degraded: true, failure: "timeout" });
+  });
+
+  it("does not answer before the timeout while the store is merely slow", async () => {
+    const { guarded, store, timers } = setup();
+    store.behaviour = "hang";
+    let isSettled = false;
+    void guarded.decide(OPEN_INPUT).then(() => {
+      isSettled = true;
+    });
+    timers.advance(49);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(isSettled).toBe(false);
+    timers.advance(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(isSettled).toBe(true);
+  });
+
+  it("a store error is a degraded decision, and its cause is reported once", async () => {
+    const { guarded, store, errors } = setup();
+    store.behaviour = "fail";
+    const decision = await guarded.decide(CLOSED_INPUT);
+    expect(decision).toMatchObject({ allowed: false, failure: "store-error" });
+    expect(errors).toHaveLength(1);
+    expect(String(errors[0])).toContain("ECONNREFUSED");
+  });
+
+  it("a dead store costs the timeout only until the circuit opens, then nothing", async () => {
+    const { guarded, store, timers } = setup({ consecutiveFailuresToOpen: 3 });
+    store.behaviour = "hang";
+    for (let i = 0; i < 3; i++) await decideThroughTimeout(guarded, timers, OPEN_INPUT);
+    expect(store.calls).toBe(3);
+    expect(guarded.breaker.state).toBe("open");
+    // Answered without advancing time and without calling the store.
+    const decision = await guarded.decide(CLOSED_INPUT);
+    expect(decision).toMatchObject({ allowed: false, failure: "circuit-open" });
+    expect(store.calls).toBe(3);
+    expect(timers.pendingCount).toBe(0);
+  });
+
+  it("while open, a closed rejection tells the client to wait out the cool-down", async () => {
+    const { guarded, store, timers } = setup({ consecutiveFailuresToOpen: 1, coolDownMs: 5_000 });
+    store.behaviour = "fail";
+    await guarded.decide(OPEN_INPUT);
+    timers.advance(1_000);
+    const decision = await guarded.decide(CLOSED_INPUT);
+    expect(decision.retryAfterMs).toBe(4_000);
+  });
+
+  it("recovers by itself: after the cool-down one probe reaches the store, and success closes", async () => {
+    const { guarded, store, timers } = setup({ consecutiveFailuresToOpen: 1, coolDownMs: 2_000 });
+    store.behaviour = "fail";
+    await guarded.decide(OPEN_INPUT);
+    expect(guarded.breaker.state).toBe("open");
+    store.behaviour = "answer";
+    timers.advance(1_999);
+    expect((await guarded.decide(OPEN_INPUT)).failure).toBe("circuit-open");
+    timers.advance(1);
+    const probe = await guarded.decide(OPEN_INPUT);
+    expect(probe).toMatchObject({ source: "store", degraded: false });
+    expect(guarded.breaker.state).toBe("closed");
+    expect((await guarded.decide(OPEN_INPUT)).source).toBe("store");
+  });
+
+  it("a failed probe keeps answering without the store for another cool-down", async () => {
+    const { guarded, store, timers } = setup({ consecutiveFailuresToOpen: 1, coolDownMs: 2_000 });
+    store.behaviour = "hang";
+    await decideThroughTimeout(guarded, timers, OPEN_INPUT);
+    timers.advance(2_000);
+    await decideThroughTimeout(guarded, timers, OPEN_INPUT);
+    expect(store.calls).toBe(2);
+    expect(guarded.breaker.state).toBe("open");
+    await guarded.decide(OPEN_INPUT);
+    expect(store.calls).toBe(2);
+  });
+
+  it("an answer that arrives after the timeout changes nothing", async () => {
+    const timers = new ManualTimers(T0);
+    let resolveLate: (decision: LayeredDecision) => void = () => {};
+    const lateStore: LimiterStore = {
+      decide: () =>
+        new Promise<LayeredDecision>((resolve) => {
+          resolveLate = resolve;
+        }),
+      peek: () => Promise.reject(new Error("unused")),
+    };
+    const guarded = new GuardedStore({
+      store: lateStore,
+      failurePolicy: new FailurePolicy({ expectedGateways: 1, clock: timers }),
+      timers,
+      clock: timers,
+    });
+    const decision = await decideThroughTimeout(guarded, timers, CLOSED_INPUT);
+    expect(decision.allowed).toBe(false);
+    resolveLate({
+      allowed: true,
+      limit: 20,
+      remaining: 19,
+      retryAfterMs: 0,
+      resetAfterMs: 100,
+      reason: null,
+      scope: "address/endpoint:sign-in",
+      outcomes: [],
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(decision.allowed).toBe(false);
+    expect(guarded.breaker.snapshot().consecutiveFailures).toBe(1);
+  });
+
+  it("a logger that throws does not fail the request", async () => {
+    const timers = new ManualTimers(T0);
+    const store = new ScriptedStore(timers);
+    store.behaviour = "fail";
+    const guarded = new GuardedStore({
+      store,
+      failurePolicy: new FailurePolicy({ expectedGateways: 1, clock: timers }),
+      timers,
+      clock: timers,
+      onStoreError: () => {
+        throw new Error("logger down");
+      },
+    });
+    await expect(guarded.decide(OPEN_INPUT)).resolves.toMatchObject({ failure: "store-error" });
+  });
+
+  it.each([0, -5, Number.NaN])("refuses a timeout of %d ms", (timeoutMs) => {
+    const timers = new ManualTimers(T0);
+    expect(
+      () =>
+        new GuardedStore({
+          store: new ScriptedStore(timers),
+          failurePolicy: new FailurePolicy({ expectedGateways: 1 }),
+          timeoutMs,
+        }),
+    ).toThrow(RangeError);
+  });
+});
