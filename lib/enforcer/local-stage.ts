@@ -1,0 +1,330 @@
+/**
+ * The optional first stage, in front of the shared store (the seed's section 9: "a cheap local
+ * limiter in front of an exact shared one"). Two parts, both of which only ever REJECT: anything
+ * they let through still goes to the shared store, which alone admits. So the local stage can
+ * never let more through than the shared limit.
+ *
+ * - {@link DenialCache}: after the shared store rejects a subject on a limit, later requests that
+ *   would hit the same limit are rejected locally until the shared limit could admit them again.
+ * - {@link FloodGuard}: a generous in-process limiter (by default twice each enforced limit) that
+ *   sheds obvious floods with no network call.
+ */
+import type { Clock } from "../limiter/clock";
+import { monotonicClock } from "../limiter/clock";
+import { bucketOf } from "../limiter/layered";
+import { MemoryStore } from "../limiter/stores/memory";
+import type { LimitCheck, LimitSpec } from "../limiter/types";
+import { limitSize, scaleLimit } from "../policy/limit-math";
+import { BoundedLru } from "./lru";
+import {
+  combineOutcomes,
+  type EnforcerDecision,
+  type EnforcerInput,
+  type EnforcerOutcome,
+  findBindingOutcome,
+} from "./types";
+
+/** A stable spelling of a limit's parameters, so a cached denial is tied to the exact limit. */
+const limitKeys = new WeakMap<LimitSpec, string>();
+
+function limitKeyOf(spec: LimitSpec): string {
+  const cached = limitKeys.get(spec);
+  if (cached !== undefined) return cached;
+  let key: string;
+  switch (spec.algorithm) {
+    case "fixed-window":
+    case "sliding-log":
+    case "sliding-window":
+      key = `${spec.algorithm}:${spec.limit}:${spec.windowMs}`;
+      break;
+    case "token-bucket":
+      key = `token-bucket:${spec.capacity}:${spec.refillPerSec}`;
+      break;
+    case "leaky-meter":
+      key = `leaky-meter:${spec.burst}:${spec.drainPerSec}`;
+      break;
+    default: {
+      const unknown: never = spec;
+      throw new TypeError(`unknown limit: ${JSON.stringify(unknown)}`);
+    }
+  }
+  limitKeys.set(spec, key);
+  return key;
+}
+
+/**
+ * Which cached denial a check looks up: subject, bucket and the limit's exact parameters, each
+ * length-prefixed so no two different triples spell the same key.
+ */
+export function denialKeyOf(subject: string, check: LimitCheck): string {
+  const bucket = bucketOf(check);
+  return `${subject.length}:${subject}${bucket.length}:${bucket}${limitKeyOf(check.limit)}`;
+}
+
+interface Denial {
+  /** The cost the shared store refused; requests costing at least this much are refused too. */
+  readonly cost: number;
+  /** On the cache's clock: the first instant the shared limit could admit that cost again. */
+  readonly expiresAtMs: number;
+  /** On the cache's clock: when the limit would be entirely unused again (a header hint). */
+  readonly resetAtMs: number;
+  readonly scope: string;
+  readonly limit: number;
+  readonly remaining: number;
+}
+
+export interface DenialCacheOptions {
+  /**
+   * Most denials held (one per subject and rejecting limit); the least recently used is evicted.
+   * Bounded because a flood of unique subjects, each rejected once, must not grow the process:
+   * unbounded denial caches are a known failure of other libraries. Eviction only forgets a
+   * rejection, which the shared store then makes again.
+   * @default 10_000
+   */
+  readonly maxEntries?: number;
+  /** Expiry is measured here; `sentAtMs` passed to `record` must come from it. @default monotonicClock */
+  readonly clock?: Clock;
+}
+
+/**
+ * A bounded cache of the shared store's recent rejections.
+ *
+ * Keying: per (subject, bucket, limit parameters), never per subject alone. A customer rejected
+ * on `endpoint:reports` must still reach the store for `endpoint:search`, which that limit does
+ * not cover, while a rejection on the `account` bucket covers every endpoint, because every
+ * request of that customer carries the account check. Keying per whole bucket SET would be
+ * equally safe but would miss exactly that: the account denial would not cover a request to
+ * another endpoint class. Bucket rather than scope because the bucket is the stored state (an
+ * override continues the tier's bucket); the limit's parameters are part of the key so that an
+ * edit that raises the limit (a new tier value, an incident override) never meets a denial
+ * recorded under the old numbers.
+ *
+ * Never outlives the real reset: a denial expires at `sentAtMs + min(retryAfterMs, resetAfterMs)`,
+ * where `sentAtMs` is read BEFORE the store call, so the expiry is no later than the instant the
+ * shared store computed (which is after the request was sent). Until then the shared limit could
+ * not admit that cost even with no competition; other gateways' traffic only makes it later.
+ *
+ * Never lets more through: it only rejects. A denial recorded for cost c rejects only requests of
+ * cost >= c (a cheaper request may fit in what is left). Only `limit-exceeded` rejections of
+ * enforced limits from the shared store itself are recorded, never degraded or local decisions.
+ *
+ * What could still make it reject a request the store would admit: state removed from the shared
+ * store behind its back (a flushed Redis) within the few hundred milliseconds a denial lives.
+ */
+export class DenialCache {
+  readonly #entries: BoundedLru<string, Denial>;
+  readonly #clock: Clock;
+
+  constructor(options: DenialCacheOptions = {}) {
+    this.#entries = new BoundedLru(options.maxEntries ?? 10_000);
+    this.#clock = options.clock ?? monotonicClock;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * Remembers the enforced limits that rejected `decision`, the shared store's answer to `input`.
+   * `sentAtMs` is this cache's clock read before the store was called. Does nothing for an
+   * admission or a decision that did not come from the store.
+   */
+  record(input: EnforcerInput, decision: EnforcerDecision, sentAtMs: number): void {
+    if (decision.allowed || decision.source !== "store") return;
+    const cost = input.cost ?? 1;
+    input.checks.forEach((check, index) => {
+      const outcome = decision.outcomes[index];
+      if (check.mode !== "enforce" || outcome === undefined || outcome.scope !== check.scope) {
+        return;
+      }
+      if (outcome.allowed || outcome.reason !== "limit-exceeded") return;
+      const livesMs = Math.min(outcome.retryAfterMs, outcome.resetAfterMs);
+      if (!(livesMs > 0)) return;
+      this.#entries.set(denialKeyOf(input.subject, check), {
+        cost,
+        expiresAtMs: sentAtMs + livesMs,
+        resetAtMs: sentAtMs + outcome.resetAfterMs,
+        scope: check.scope,
+        limit: outcome.limit,
+        remaining: outcome.remaining,
+      });
+    });
+  }
+
+  /**
+   * A local rejection when a live denial covers one of `input`'s enforced limits at this cost;
+   * null otherwise (ask the shared store). Expired denials found on the way are dropped.
+   */
+  find(input: EnforcerInput): EnforcerDecision | null {
+    if (this.#entries.size === 0) return null;
+    const nowMs = this.#clock.nowMs();
+    const cost = input.cost ?? 1;
+    const outcomes: EnforcerOutcome[] = [];
+    for (const check of input.checks) {
+      if (check.mode !== "enforce") continue;
+      const key = denialKeyOf(input.subject, check);
+      const denial = this.#entries.get(key);
+      if (denial === undefined) continue;
+      if (nowMs >= denial.expiresAtMs) {
+        this.#entries.delete(key);
+        continue;
+      }
+      if (cost < denial.cost) continue;
+      const retryAfterMs = Math.ceil(denial.expiresAtMs - nowMs);
+      outcomes.push({
+        allowed: false,
+        limit: denial.limit,
+        remaining: denial.remaining,
+        retryAfterMs,
+        resetAfterMs: Math.max(retryAfterMs, Math.ceil(denial.resetAtMs - nowMs)),
+        reason: "limit-exceeded",
+        scope: denial.scope,
+        mode: "enforce",
+        fallback: null,
+      });
+    }
+    if (outcomes.length === 0) return null;
+    return combineOutcomes(outcomes, findBindingOutcome(outcomes, false), false, {
+      source: "denial-cache",
+      degraded: false,
+      failure: null,
+    });
+  }
+}
+
+export interface FloodGuardOptions {
+  /**
+   * How many times each enforced limit the guard allows at this gateway (size and rate both
+   * scaled). Generous on purpose: it only has to catch what the shared limit would reject anyway,
+   * and never starve a client the shared limit admits.
+   * @default 2
+   */
+  readonly multiplier?: number;
+  /** Most keys held, least recently used evicted. @default 100_000 */
+  readonly maxKeys?: number;
+  /** @default monotonicClock */
+  readonly clock?: Clock;
+}
+
+/**
+ * A generous in-process limiter: each enforced limit scaled by `multiplier`, on a `MemoryStore`.
+ * A request it admits consumes its local budget and goes on to the shared store; a request it
+ * rejects never costs a network call. Dry-run limits are not guarded.
+ *
+ * Its rejections report the REAL limit's size (`remaining` capped to it), not the scaled one, so
+ * the client's headers stay consistent with `RateLimit-Policy`.
+ *
+ * Trade-off: with a multiplier of 2, a gateway that alone receives more than twice what the shared
+ * limit can ever admit for a subject starts shedding that subject locally; the guard refills at
+ * twice the real rate, so a client that backs off is served again before the shared limit would.
+ */
+export class FloodGuard {
+  readonly #multiplier: number;
+  readonly #store: MemoryStore;
+  readonly #scaled = new WeakMap<LimitSpec, LimitSpec>();
+
+  constructor(options: FloodGuardOptions = {}) {
+    this.#multiplier = options.multiplier ?? 2;
+    if (!(this.#multiplier >= 1 && this.#multiplier <= 1_000)) {
+      throw new RangeError(`multiplier must be from 1 to 1000, got ${this.#multiplier}`);
+    }
+    this.#store = new MemoryStore({
+      maxKeys: options.maxKeys ?? 100_000,
+      clock: options.clock ?? monotonicClock,
+    });
+  }
+
+  get keyCount(): number {
+    return this.#store.keyCount;
+  }
+
+  /** A local rejection, or null when the guard admitted the request (and consumed locally). */
+  check(input: EnforcerInput): EnforcerDecision | null {
+    const enforced: LimitCheck[] = [];
+    const sizes: number[] = [];
+    for (const check of input.checks) {
+      if (check.mode !== "enforce") continue;
+      enforced.push({
+        scope: check.scope,
+        bucket: bucketOf(check),
+        limit: this.#scaledLimit(check.limit),
+        mode: "enforce",
+      });
+      sizes.push(limitSize(check.limit));
+    }
+    if (enforced.length === 0) return null;
+    const local = this.#store.decideSync({
+      subject: input.subject,
+      checks: enforced,
+      cost: input.cost ?? 1,
+    });
+    if (local.allowed) return null;
+    const outcomes: EnforcerOutcome[] = local.outcomes.map((outcome, index) => {
+      const size = sizes[index] ?? outcome.limit;
+      return {
+        ...outcome,
+        limit: size,
+        remaining: Math.min(outcome.remaining, Math.floor(size)),
+        fallback: null,
+      };
+    });
+    return combineOutcomes(outcomes, findBindingOutcome(outcomes, false), false, {
+      source: "flood-guard",
+      degraded: false,
+      failure: null,
+    });
+  }
+
+  #scaledLimit(spec: LimitSpec): LimitSpec {
+    const cached = this.#scaled.get(spec);
+    if (cached !== undefined) return cached;
+    const scaled = scaleLimit(spec, this.#multiplier);
+    this.#scaled.set(spec, scaled);
+    return scaled;
+  }
+}
+
+export interface LocalStageOptions {
+  /** The denial cache's options, or false to run without it. @default {} */
+  readonly denialCache?: DenialCacheOptions | false;
+  /** The flood guard's options, or false to run without it. @default {} */
+  readonly floodGuard?: FloodGuardOptions | false;
+  /** Shared by both parts unless their own options name one. @default monotonicClock */
+  readonly clock?: Clock;
+}
+
+/**
+ * The first stage as the runtime uses it:
+ *
+ * ```ts
+ * const sentAtMs = clock.nowMs();
+ * const local = stage.check(input);             // a rejection, or null
+ * const decision = local ?? (await guarded.decide(input));
+ * if (local === null) stage.recordSharedDecision(input, decision, sentAtMs);
+ * ```
+ *
+ * The denial cache is consulted first (a lookup, and a request it rejects does not spend the flood
+ * guard's budget), then the flood guard.
+ */
+export class LocalStage {
+  readonly denialCache: DenialCache | null;
+  readonly floodGuard: FloodGuard | null;
+
+  constructor(options: LocalStageOptions = {}) {
+    const clock = options.clock ?? monotonicClock;
+    this.denialCache =
+      options.denialCache === false ? null : new DenialCache({ clock, ...options.denialCache });
+    this.floodGuard =
+      options.floodGuard === false ? null : new FloodGuard({ clock, ...options.floodGuard });
+  }
+
+  /** A local rejection, or null to ask the shared store. */
+  check(input: EnforcerInput): EnforcerDecision | null {
+    return this.denialCache?.find(input) ?? this.floodGuard?.check(input) ?? null;
+  }
+
+  /** Feeds the shared store's answer to the denial cache (`sentAtMs`: read before the call). */
+  recordSharedDecision(input: EnforcerInput, decision: EnforcerDecision, sentAtMs: number): void {
+    this.denialCache?.record(input, decision, sentAtMs);
+  }
+}
