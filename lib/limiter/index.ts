@@ -9,6 +9,7 @@ export {
   assertDistinctBuckets,
   bucketOf,
   decideLayered,
+  decideLayeredInto,
   type LayeredStep,
   peekLayered,
   UNLIMITED,

@@ -48,9 +48,8 @@ const INITIAL_CAPACITY = 1024;
  * (1 byte), up to three numbers of state (8 bytes each; the third column only exists once a
  * sliding window counter has been stored), the subject's chain (next and previous slot of the
  * same subject, 4 bytes each) and an intrusive doubly linked recency list (two 4-byte slot
- * indices). A slot also refers to its
- * subject and bucket strings; a sliding log's entries, which vary in size, live in a side array.
- * The slab doubles as keys arrive, up to `maxKeys`.
+ * indices). A slot also refers to its subject and bucket strings; a sliding log's entries, which
+ * vary in size, live in a side array. The slab doubles as keys arrive, up to `maxKeys`.
  *
  * Keys are never built by joining strings: the subject is looked up as given and each bucket is
  * compared exactly along the subject's chain (a handful of slots: one per layer), so no subject
