@@ -8,8 +8,8 @@ export interface Clock {
 }
 
 /*
- * Both read once: the global `performance` is a lazy getter on every access, and its
- * `timeOrigin` another getter that costs as much as `now()` itself.
+ * Both read once: the global `performance` is a lazy getter on every access, and `timeOrigin`
+ * another getter (together about a quarter of the cost of a reading here).
  */
 const PERFORMANCE = performance;
 const TIME_ORIGIN_MS = PERFORMANCE.timeOrigin;
