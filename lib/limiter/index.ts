@@ -9,6 +9,7 @@ export {
   assertDistinctBuckets,
   bucketOf,
   decideLayered,
+  decideLayeredInto,
   type LayeredStep,
   peekLayered,
   UNLIMITED,
@@ -25,6 +26,6 @@ export { MS_TOLERANCE, UNIT_TOLERANCE } from "./numeric";
 export { peekSlidingLog, type SlidingLogState, stepSlidingLog } from "./sliding-log";
 export { peekSlidingWindow, type SlidingWindowState, stepSlidingWindow } from "./sliding-window";
 export { type LimitState, peekLimit, stepLimit } from "./step-limit";
-export { MemoryStore, type MemoryStoreOptions, memoryStorageKey } from "./stores/memory";
+export { MemoryStore, type MemoryStoreOptions } from "./stores/memory";
 export { peekTokenBucket, stepTokenBucket, type TokenBucketState } from "./token-bucket";
 export type * from "./types";

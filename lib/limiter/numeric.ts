@@ -75,7 +75,7 @@ export function windowsBetween(
  * The element at `index` of an array whose bounds the caller maintains. Throws on a hole or an
  * out-of-range index instead of letting `undefined` turn into NaN downstream.
  */
-export function numberAt(array: ArrayLike<number>, index: number): number {
+export function numberAt(array: readonly number[], index: number): number {
   const value = array[index];
   if (value === undefined) {
     throw new RangeError(`index ${index} is outside an array of length ${array.length}`);
