@@ -110,6 +110,7 @@ describe("DecisionMetrics: what each decision adds", () => {
       fallback: 2,
       "denial-cache": 1,
       "flood-guard": 0,
+      "no-policy": 0,
     });
   });
 
@@ -337,6 +338,7 @@ describe("renderPrometheus", () => {
         'limitplane_decision_sources_total{gateway="gw-1",source="fallback"} 1',
         'limitplane_decision_sources_total{gateway="gw-1",source="denial-cache"} 0',
         'limitplane_decision_sources_total{gateway="gw-1",source="flood-guard"} 0',
+        'limitplane_decision_sources_total{gateway="gw-1",source="no-policy"} 0',
         "# HELP limitplane_decision_latency_seconds Time to decide one request.",
         "# TYPE limitplane_decision_latency_seconds histogram",
         'limitplane_decision_latency_seconds_bucket{gateway="gw-1",le="0.0001"} 1',
