@@ -189,7 +189,6 @@ export class PolicyFollower {
    */
   async start(subscribeWaitMs: number): Promise<void> {
     this.#subscriber.on("message", this.#onMessage);
-    this.#subscriber.on("ready", this.#onReady);
     const subscribed = this.#subscriber.subscribe(this.#channel).then(
       () => true,
       (error: unknown) => {
@@ -202,6 +201,8 @@ export class PolicyFollower {
     );
     await Promise.race([subscribed, this.#delay(subscribeWaitMs)]);
     await this.refresh("startup");
+    // From now on, a (re)connection of the subscriber may have missed announcements: read again.
+    this.#subscriber.on("ready", this.#onReady);
     this.#schedulePoll();
   }
 
