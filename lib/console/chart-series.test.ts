@@ -8,6 +8,7 @@ import {
   chartWindow,
   hasNoTraffic,
   isChartRangeId,
+  isChartRow,
   markerKindForAction,
   timeTicks,
   toDryRunChartRows,
@@ -208,6 +209,9 @@ describe("rejection rate per scope", () => {
       values: [0.25, 0.5],
     });
     expect(rows[0]?.values).toEqual([null, null]);
+    expect(isChartRow(rows[0])).toBe(true);
+    expect(isChartRow({ startMs: 1, endMs: "2", values: [] })).toBe(false);
+    expect(isChartRow(null)).toBe(false);
   });
 });
 

@@ -260,6 +260,19 @@ export interface ChartRow {
   readonly values: readonly (number | null)[];
 }
 
+/** Narrows what a chart library hands back (typed loosely) to one of our rows. */
+export function isChartRow(value: unknown): value is ChartRow {
+  if (typeof value !== "object" || value === null) return false;
+  return (
+    "startMs" in value &&
+    typeof value.startMs === "number" &&
+    "endMs" in value &&
+    typeof value.endMs === "number" &&
+    "values" in value &&
+    Array.isArray(value.values)
+  );
+}
+
 /** Rates as chart rows: `values[i]` is `series[i]`'s rate in the bucket. */
 export function toRateChartRows(data: RejectionRateChartData): ChartRow[] {
   return data.bucketStartsMs.map((startMs, index) => ({

@@ -12,9 +12,12 @@ import {
   formatRateChange,
   formatRatePerSec,
   formatRelativeTime,
+  formatTimeSpan,
+  formatTimeTick,
   formatUtcTimestamp,
   formatWindow,
   NO_VALUE,
+  timestampLabel,
   toEpochMs,
   toIsoString,
 } from "./format";
@@ -238,5 +241,71 @@ describe("timestamps", () => {
       "2025-03-04 10:05:07 UTC",
     );
     expect(formatLocalTimestamp(Number.NaN)).toBe(NO_VALUE);
+  });
+});
+
+describe("timestampLabel", () => {
+  const at = Date.UTC(2025, 2, 4, 10, 5, 7);
+  const zone = { timeZone: "America/New_York", locale: "en-US" };
+
+  it("is the same UTC text everywhere until the viewer's clock is known", () => {
+    expect(timestampLabel(at, { nowMs: null, relative: true, ...zone })).toEqual({
+      text: "2025-03-04 10:05:07 UTC",
+      title: "2025-03-04T10:05:07.000Z",
+      iso: "2025-03-04T10:05:07.000Z",
+    });
+  });
+
+  it("is local time with the ISO time on hover", () => {
+    const label = timestampLabel(at, { nowMs: at + 3 * DAY, ...zone });
+    expect(label.text).toContain("5:05:07");
+    expect(label.title).toBe("2025-03-04T10:05:07.000Z");
+  });
+
+  it("is relative when asked and recent, with the absolute time on hover", () => {
+    const label = timestampLabel(at, { nowMs: at + 3 * MINUTE, relative: true, ...zone });
+    expect(label.text).toBe("3 min ago");
+    expect(label.title).toContain("5:05:07");
+    expect(label.title).toContain("(2025-03-04T10:05:07.000Z)");
+    const old = timestampLabel(at, { nowMs: at + 2 * DAY, relative: true, ...zone });
+    expect(old.text).toContain("5:05:07");
+    const custom = timestampLabel(at, {
+      nowMs: at + 2 * DAY,
+      relative: true,
+      relativeWithinMs: 3 * DAY,
+      ...zone,
+    });
+    expect(custom.text).toBe("2 d ago");
+  });
+
+  it("says an invalid time is unknown", () => {
+    expect(timestampLabel(Number.NaN, { nowMs: null })).toEqual({
+      text: "unknown time",
+      title: "unknown time",
+      iso: null,
+    });
+  });
+});
+
+describe("time ticks", () => {
+  const at = Date.UTC(2025, 2, 4, 14, 5); // a Tuesday
+  const utc = { timeZone: "UTC", locale: "en-GB" };
+
+  it("says the time within a day, and the weekday across days", () => {
+    expect(formatTimeTick(at, HOUR, utc)).toBe("14:05");
+    expect(formatTimeTick(at, DAY, utc)).toBe("Tue 14:05");
+    expect(formatTimeTick(at, HOUR, { timeZone: "Asia/Kolkata", locale: "en-GB" })).toBe("19:35");
+    expect(formatTimeTick(Number.NaN, HOUR)).toBe(NO_VALUE);
+  });
+
+  it("falls back to UTC for an unknown zone", () => {
+    expect(formatTimeTick(at, HOUR, { timeZone: "Nowhere/Atlantis" })).toBe("14:05");
+  });
+
+  it("gives a bucket's span", () => {
+    expect(formatTimeSpan(at, at + MINUTE, utc)).toBe("14:05–14:06");
+    expect(formatTimeSpan(at, at + 15 * MINUTE, { ...utc, withWeekday: true })).toBe(
+      "Tue 14:05–14:20",
+    );
   });
 });

@@ -283,3 +283,85 @@ export function toIsoString(atMs: number): string | null {
 function assertNever(value: never): never {
   throw new Error(`unexpected value: ${JSON.stringify(value)}`);
 }
+
+export interface TimestampLabelOptions extends LocalTimestampOptions {
+  /**
+   * The viewer's current time, or `null` before it is known (a server render, or a client render
+   * before mount): the label is then the same UTC text everywhere, so hydration matches.
+   */
+  nowMs: number | null;
+  /**
+   * Say how long ago instead of the date, when within `relativeWithinMs`.
+   * @default false
+   */
+  relative?: boolean;
+  /**
+   * How far from now a time may be and still be said relatively.
+   * @default 86_400_000 (1 day)
+   */
+  relativeWithinMs?: number;
+}
+
+export interface TimestampLabel {
+  /** What to show. */
+  readonly text: string;
+  /** What to show on hover: the absolute time, always with its ISO 8601 form. */
+  readonly title: string;
+  /** For `<time dateTime>`; `null` for an invalid time. */
+  readonly iso: string | null;
+}
+
+/**
+ * The text and hover title of a timestamp for a viewer: UTC until the viewer's clock is known;
+ * then local, or relative ("3 min ago") when asked and recent. Invalid → `"unknown time"`.
+ */
+export function timestampLabel(atMs: number, options: TimestampLabelOptions): TimestampLabel {
+  const iso = toIsoString(atMs);
+  if (iso === null) return { text: "unknown time", title: "unknown time", iso: null };
+  if (options.nowMs === null) return { text: formatUtcTimestamp(atMs), title: iso, iso };
+  const local = formatLocalTimestamp(atMs, options);
+  const withinMs = options.relativeWithinMs ?? DAY_MS;
+  if (options.relative && Math.abs(options.nowMs - atMs) <= withinMs) {
+    return { text: formatRelativeTime(atMs, options.nowMs), title: `${local} (${iso})`, iso };
+  }
+  return { text: local, title: iso, iso };
+}
+
+/**
+ * A time-axis tick: `"14:05"` within a day's span, `"Tue 14:05"` for longer spans, so a day chart
+ * says which day. Same time zone and locale options as {@link formatLocalTimestamp}.
+ */
+export function formatTimeTick(
+  atMs: number,
+  spanMs: number,
+  options: LocalTimestampOptions = {},
+): string {
+  if (!Number.isFinite(atMs)) return NO_VALUE;
+  const parts: Intl.DateTimeFormatOptions = {
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  };
+  if (spanMs > 12 * HOUR_MS) parts.weekday = "short";
+  try {
+    return new Intl.DateTimeFormat(options.locale, { ...parts, timeZone: options.timeZone }).format(
+      atMs,
+    );
+  } catch (error: unknown) {
+    if (!(error instanceof RangeError)) throw error;
+    return new Intl.DateTimeFormat("en-GB", { ...parts, timeZone: "UTC" }).format(atMs);
+  }
+}
+
+/**
+ * A bucket's span for a tooltip or table: `"14:05–14:06"`; with `withWeekday` (for charts that
+ * cover more than a day's worth of hours) `"Tue 14:00–14:15"`.
+ */
+export function formatTimeSpan(
+  startMs: number,
+  endMs: number,
+  options: LocalTimestampOptions & { withWeekday?: boolean } = {},
+): string {
+  const startSpanMs = options.withWeekday ? DAY_MS : 0;
+  return `${formatTimeTick(startMs, startSpanMs, options)}–${formatTimeTick(endMs, 0, options)}`;
+}
