@@ -9,6 +9,8 @@ import {
   hasNoTraffic,
   isChartRangeId,
   isChartRow,
+  isDryRunScope,
+  isolatedPointIndexes,
   markerKindForAction,
   timeTicks,
   toDryRunChartRows,
@@ -78,9 +80,19 @@ describe("chart ranges and windows", () => {
     expect(ticks.length).toBeLessThanOrEqual(6);
     expect(ticks.every((t) => t % (15 * MINUTE_MS) === 0)).toBe(true);
     expect(ticks.every((t) => t >= window.startMs && t <= window.endMs)).toBe(true);
-    expect(timeTicks(chartWindow(CHART_RANGES["1d"], { nowMs: NOW_MS }), 5)).toEqual(
+    expect(timeTicks(chartWindow(CHART_RANGES["1d"], { nowMs: NOW_MS }), { maxTicks: 5 })).toEqual(
       [0, 6, 12, 18, 24].map((h) => Date.UTC(2025, 2, 3, 12) + h * HOUR_MS),
     );
+  });
+
+  it("puts ticks on the viewer's round hours, even half an hour off UTC", () => {
+    const window = chartWindow(CHART_RANGES["1d"], { nowMs: NOW_MS });
+    const utcOffsetMs = 5.5 * HOUR_MS; // India
+    const ticks = timeTicks(window, { maxTicks: 5, utcOffsetMs });
+    expect(ticks.every((t) => (t + utcOffsetMs) % (6 * HOUR_MS) === 0)).toBe(true);
+    expect(ticks.every((t) => t >= window.startMs && t <= window.endMs)).toBe(true);
+    expect(timeTicks(window, { utcOffsetMs: Number.NaN })).toEqual(timeTicks(window));
+    expect(timeTicks(window, { maxTicks: 0 })).toEqual([]);
   });
 });
 
@@ -149,6 +161,7 @@ describe("rejection rate per scope", () => {
   it("counts would-reject requests as evaluated, not as rejected", () => {
     const data = buildRejectionRateSeries([row("candidate:c1", last, 80, 0, 20)], range, {
       nowMs: NOW_MS,
+      includeDryRunScopes: true,
     });
     expect(data.series[0]?.points.at(-1)).toMatchObject({ requests: 100, rejected: 0, rate: 0 });
   });
@@ -176,6 +189,32 @@ describe("rejection rate per scope", () => {
     const data = buildRejectionRateSeries(rows, range, { nowMs: NOW_MS, maxScopes: 2 });
     expect(data.series.map((s) => s.scope)).toEqual(["tier:d", "tier:c"]);
     expect(data.omittedScopes).toEqual(["tier:b", "tier:a"]);
+  });
+
+  it("leaves dry-run scopes out unless asked: they never reject", () => {
+    const rows = [
+      row("tier:a", last, 9, 1),
+      row("candidate:c1", last, 5, 0, 5),
+      row("dry-run/tier:a", last, 5, 0, 5),
+    ];
+    expect(
+      buildRejectionRateSeries(rows, range, { nowMs: NOW_MS }).series.map((s) => s.scope),
+    ).toEqual(["tier:a"]);
+    expect(
+      buildRejectionRateSeries(rows, range, { nowMs: NOW_MS, includeDryRunScopes: true }).series,
+    ).toHaveLength(3);
+    expect(
+      buildRejectionRateSeries(rows, range, { nowMs: NOW_MS, scopes: ["candidate:c1"] }).series,
+    ).toHaveLength(1);
+    expect(isDryRunScope("candidate:x")).toBe(true);
+    expect(isDryRunScope("customer:candidate:x")).toBe(false);
+  });
+
+  it("finds the points a line cannot reach", () => {
+    expect([...isolatedPointIndexes([0.1, null, 0.2, 0.3, null, 0.4])]).toEqual([0, 5]);
+    expect([...isolatedPointIndexes([0.5])]).toEqual([0]);
+    expect([...isolatedPointIndexes([null, 0, null])]).toEqual([1]);
+    expect([...isolatedPointIndexes([])]).toEqual([]);
   });
 
   it("draws requested scopes even without traffic, and only them", () => {

@@ -111,13 +111,28 @@ function bucketTotals(window: ChartWindow, rows: readonly ScopeMinuteCount[]): C
   return totals;
 }
 
+export interface TimeTickOptions {
+  /**
+   * Most ticks.
+   * @default 6
+   */
+  maxTicks?: number;
+  /**
+   * The viewer's offset from UTC (`-new Date().getTimezoneOffset() * 60_000` in a browser), so
+   * steps of hours fall on the viewer's round hours even in a zone offset by a half hour.
+   * @default 0 (UTC)
+   */
+  utcOffsetMs?: number;
+}
+
 /**
  * Tick positions for a time axis: at most `maxTicks`, on round steps (1, 2, 5, 10, 15, 30
- * minutes; 1, 2, 3, 6, 12 hours; days) aligned to multiples of the step since the epoch, inside
- * the window. Steps are aligned in UTC, so in a zone offset by a half hour they fall on half hours.
- * @param maxTicks @default 6
+ * minutes; 1, 2, 3, 6, 12 hours; days) aligned to multiples of the step in the viewer's local
+ * time, inside the window.
  */
-export function timeTicks(window: ChartWindow, maxTicks = 6): number[] {
+export function timeTicks(window: ChartWindow, options: TimeTickOptions = {}): number[] {
+  const maxTicks = options.maxTicks ?? 6;
+  const offsetMs = Number.isFinite(options.utcOffsetMs) ? (options.utcOffsetMs ?? 0) : 0;
   const spanMs = window.endMs - window.startMs;
   if (!(spanMs > 0) || maxTicks < 1) return [];
   const stepsMs = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080].map(
@@ -127,9 +142,8 @@ export function timeTicks(window: ChartWindow, maxTicks = 6): number[] {
     stepsMs.find((step) => Math.floor(spanMs / step) + 1 <= maxTicks) ??
     Math.ceil(spanMs / maxTicks / MINUTE_MS) * MINUTE_MS;
   const ticks: number[] = [];
-  for (let t = Math.ceil(window.startMs / stepMs) * stepMs; t <= window.endMs; t += stepMs) {
-    ticks.push(t);
-  }
+  const firstLocalMs = Math.ceil((window.startMs + offsetMs) / stepMs) * stepMs;
+  for (let t = firstLocalMs - offsetMs; t <= window.endMs; t += stepMs) ticks.push(t);
   return ticks.slice(0, maxTicks);
 }
 
@@ -178,6 +192,18 @@ export interface RejectionRateSeriesOptions extends ChartWindowOptions {
    * @default 8
    */
   maxScopes?: number;
+  /**
+   * Whether dry-run scopes (`candidate:ID`, `dry-run/<scope>`) get lines. They never reject, so
+   * their rate is always 0%; their would-rejects belong on the dry-run chart. Scopes named in
+   * `scopes` are drawn regardless.
+   * @default false
+   */
+  includeDryRunScopes?: boolean;
+}
+
+/** Scopes counted in dry-run: they never reject, they would-reject. */
+export function isDryRunScope(scope: string): boolean {
+  return scope.startsWith("candidate:") || scope.startsWith("dry-run/");
 }
 
 function rate(rejected: number, requests: number): number | null {
@@ -233,7 +259,9 @@ export function buildRejectionRateSeries(
   const window = chartWindow(range, options);
   const maxScopes = Math.max(0, options.maxScopes ?? 8);
   const groups = groupByScope(rows);
-  const scopes = options.scopes ?? [...groups.keys()];
+  const scopes =
+    options.scopes ??
+    [...groups.keys()].filter((scope) => options.includeDryRunScopes || !isDryRunScope(scope));
   const all = [...new Set(scopes)]
     .map((scope) => rateSeries(scope, window, groups.get(scope) ?? []))
     .filter((series) => options.scopes !== undefined || series.totalRequests > 0)
@@ -281,6 +309,21 @@ export function toRateChartRows(data: RejectionRateChartData): ChartRow[] {
     endMs: startMs + data.bucketMs,
     values: data.series.map((series) => series.points[index]?.rate ?? null),
   }));
+}
+
+/**
+ * Indexes of values with no value on either side: a line cannot be drawn through them, so a chart
+ * marks them with a dot or they would not show at all.
+ */
+export function isolatedPointIndexes(values: readonly (number | null)[]): Set<number> {
+  const isolated = new Set<number>();
+  values.forEach((value, index) => {
+    if (value === null) return;
+    const before = index > 0 ? values[index - 1] : null;
+    const after = index < values.length - 1 ? values[index + 1] : null;
+    if ((before ?? null) === null && (after ?? null) === null) isolated.add(index);
+  });
+  return isolated;
 }
 
 /** True when no series has a single request in the window: show the empty state, not a chart. */

@@ -278,6 +278,12 @@ describe("timestampLabel", () => {
     expect(custom.text).toBe("2 d ago");
   });
 
+  it("can be short: weekday and time, the full time on hover", () => {
+    const label = timestampLabel(at, { nowMs: at, short: true, timeZone: "UTC", locale: "en-GB" });
+    expect(label.text).toBe("Tue 10:05");
+    expect(label.title).toContain("(2025-03-04T10:05:07.000Z)");
+  });
+
   it("says an invalid time is unknown", () => {
     expect(timestampLabel(Number.NaN, { nowMs: null })).toEqual({
       text: "unknown time",

@@ -300,6 +300,12 @@ export interface TimestampLabelOptions extends LocalTimestampOptions {
    * @default 86_400_000 (1 day)
    */
   relativeWithinMs?: number;
+  /**
+   * Weekday and time only (`"Tue 14:05"`), for tables and legends where the full date repeats.
+   * The hover title keeps the full time.
+   * @default false
+   */
+  short?: boolean;
 }
 
 export interface TimestampLabel {
@@ -323,6 +329,9 @@ export function timestampLabel(atMs: number, options: TimestampLabelOptions): Ti
   const withinMs = options.relativeWithinMs ?? DAY_MS;
   if (options.relative && Math.abs(options.nowMs - atMs) <= withinMs) {
     return { text: formatRelativeTime(atMs, options.nowMs), title: `${local} (${iso})`, iso };
+  }
+  if (options.short) {
+    return { text: formatTimeTick(atMs, DAY_MS, options), title: `${local} (${iso})`, iso };
   }
   return { text: local, title: iso, iso };
 }
