@@ -31,6 +31,7 @@ import { EmptyState } from "../ui/empty-state";
 import { LocalTime } from "../ui/local-time";
 import { SkeletonChart } from "../ui/skeleton";
 import { BLOCKED_STYLE, WOULD_BLOCK_STYLE } from "./chart-theme";
+import { isolatedDot } from "./isolated-dot";
 import { useIsMounted } from "./use-is-mounted";
 
 export interface DryRunChartProps {
@@ -122,7 +123,9 @@ function DryRunPairChart({
                     type="number"
                     dataKey="xMs"
                     domain={[data.startMs, data.endMs]}
-                    ticks={timeTicks(data)}
+                    ticks={timeTicks(data, {
+                      utcOffsetMs: -new Date(data.endMs).getTimezoneOffset() * 60_000,
+                    })}
                     tickFormatter={(value: number) => formatTimeTick(value, spanMs)}
                     tick={{ fontSize: 12 }}
                   />
@@ -150,7 +153,10 @@ function DryRunPairChart({
                     stroke={BLOCKED_STYLE.stroke}
                     strokeDasharray={BLOCKED_STYLE.dash}
                     strokeWidth={2}
-                    dot={{ r: 2 }}
+                    dot={isolatedDot(
+                      rows.map((row) => row.values[0] ?? null),
+                      BLOCKED_STYLE.stroke,
+                    )}
                     connectNulls={false}
                     isAnimationActive={false}
                   />
@@ -161,7 +167,10 @@ function DryRunPairChart({
                     stroke={WOULD_BLOCK_STYLE.stroke}
                     strokeDasharray={WOULD_BLOCK_STYLE.dash}
                     strokeWidth={2}
-                    dot={{ r: 2 }}
+                    dot={isolatedDot(
+                      rows.map((row) => row.values[1] ?? null),
+                      WOULD_BLOCK_STYLE.stroke,
+                    )}
                     connectNulls={false}
                     isAnimationActive={false}
                   />
@@ -198,7 +207,7 @@ function DryRunPairChart({
                   {series.points.map((point) => (
                     <tr key={point.startMs}>
                       <th scope="row">
-                        <LocalTime at={point.startMs} />
+                        <LocalTime at={point.startMs} short />
                       </th>
                       <td>
                         <Count value={point.blocked} of={point.enforcedRequests} />

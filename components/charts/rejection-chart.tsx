@@ -33,6 +33,7 @@ import { EmptyState } from "../ui/empty-state";
 import { LocalTime } from "../ui/local-time";
 import { SkeletonChart } from "../ui/skeleton";
 import { MARKER_COLORS, seriesStyle } from "./chart-theme";
+import { isolatedDot } from "./isolated-dot";
 import { useIsMounted } from "./use-is-mounted";
 
 export interface RejectionChartProps {
@@ -92,7 +93,9 @@ export function RejectionChart({ data, markers = [], title, height = 280 }: Reje
                 type="number"
                 dataKey="xMs"
                 domain={[data.startMs, data.endMs]}
-                ticks={timeTicks(data)}
+                ticks={timeTicks(data, {
+                  utcOffsetMs: -new Date(data.endMs).getTimezoneOffset() * 60_000,
+                })}
                 tickFormatter={(value: number) => formatTimeTick(value, spanMs)}
                 tick={{ fontSize: 12 }}
               />
@@ -143,7 +146,10 @@ export function RejectionChart({ data, markers = [], title, height = 280 }: Reje
                     stroke={style.stroke}
                     strokeDasharray={style.dash}
                     strokeWidth={2}
-                    dot={{ r: 2 }}
+                    dot={isolatedDot(
+                      rows.map((row) => row.values[index] ?? null),
+                      style.stroke,
+                    )}
                     connectNulls={false}
                     isAnimationActive={false}
                   />
@@ -175,7 +181,8 @@ export function RejectionChart({ data, markers = [], title, height = 280 }: Reje
               {formatNumber(series.totalRequests)} requests rejected
               {series.peakRate !== null && series.peakAtMs !== null ? (
                 <>
-                  ; highest {formatPercent(series.peakRate)} at <LocalTime at={series.peakAtMs} />
+                  ; highest {formatPercent(series.peakRate)} at{" "}
+                  <LocalTime at={series.peakAtMs} short />
                 </>
               ) : null}
             </li>
@@ -201,7 +208,7 @@ export function RejectionChart({ data, markers = [], title, height = 280 }: Reje
                 <th scope="col">Time</th>
                 {data.series.map((series) => (
                   <th key={series.scope} scope="col">
-                    {series.scope}
+                    <code>{series.scope}</code>
                   </th>
                 ))}
               </tr>
@@ -210,7 +217,7 @@ export function RejectionChart({ data, markers = [], title, height = 280 }: Reje
               {rows.map((row, rowIndex) => (
                 <tr key={row.startMs}>
                   <th scope="row">
-                    <LocalTime at={row.startMs} />
+                    <LocalTime at={row.startMs} short />
                   </th>
                   {data.series.map((series) => {
                     const point = series.points[rowIndex];
@@ -247,7 +254,7 @@ function MarkerList({ markers }: { markers: readonly ChartMarker[] }) {
           <Badge tone={marker.kind === "incident-override" ? "warn" : "info"}>
             {marker.kind === "incident-override" ? "incident override" : "policy change"}
           </Badge>{" "}
-          <LocalTime at={marker.atMs} /> <a href={marker.href}>{marker.label}</a>
+          <LocalTime at={marker.atMs} short /> <a href={marker.href}>{marker.label}</a>
         </li>
       ))}
     </ol>

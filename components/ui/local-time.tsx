@@ -17,6 +17,11 @@ export interface LocalTimeProps {
    * @default 86_400_000 (1 day)
    */
   relativeWithinMs?: number;
+  /**
+   * Weekday and time only ("Tue 14:05"), for tables and legends; the full time stays on hover.
+   * @default false
+   */
+  short?: boolean;
   className?: string;
 }
 
@@ -28,7 +33,13 @@ const RELATIVE_REFRESH_MS = 30_000;
  * `<time dateTime>`. The server (and the first client render) shows UTC, identical on both sides,
  * so hydration never mismatches; the local text replaces it once mounted.
  */
-export function LocalTime({ at, relative = false, relativeWithinMs, className }: LocalTimeProps) {
+export function LocalTime({
+  at,
+  relative = false,
+  relativeWithinMs,
+  short = false,
+  className,
+}: LocalTimeProps) {
   const atMs = toEpochMs(at) ?? Number.NaN;
   const [nowMs, setNowMs] = useState<number | null>(null);
 
@@ -39,7 +50,7 @@ export function LocalTime({ at, relative = false, relativeWithinMs, className }:
     return () => clearInterval(timer);
   }, [relative]);
 
-  const label = timestampLabel(atMs, { nowMs, relative, relativeWithinMs });
+  const label = timestampLabel(atMs, { nowMs, relative, relativeWithinMs, short });
   if (label.iso === null) return <span className="muted">{label.text}</span>;
   return (
     <time dateTime={label.iso} title={label.title} className={className}>
