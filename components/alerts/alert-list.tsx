@@ -1,0 +1,59 @@
+import type { ConsoleAlert } from "@/lib/console/alerts";
+import { formatPercent, formatRateChange } from "@/lib/console/format";
+import { Badge } from "../ui/badge";
+import { Countdown } from "../ui/countdown";
+
+export interface AlertListProps {
+  /** From `detectRejectionRateAlerts` and `detectExpiringIncidents`, in the order to show. */
+  alerts: readonly ConsoleAlert[];
+  /** The server's clock, so countdowns render the same on server and client. */
+  nowMs: number;
+  /**
+   * Where an incident alert links, to extend or revert the override.
+   * @default `/overrides?incident=<id>` (the Overrides area)
+   */
+  incidentHref?: (incidentId: string) => string;
+}
+
+function defaultIncidentHref(incidentId: string): string {
+  return `/overrides?incident=${encodeURIComponent(incidentId)}`;
+}
+
+/**
+ * The overview's alerts, each in words with its numbers: rejection-rate changes (from, to, the
+ * change in points) and incident overrides about to expire (with a live countdown). Nothing at all
+ * when there are none; the page says "no alerts" if it wants to.
+ */
+export function AlertList({ alerts, nowMs, incidentHref = defaultIncidentHref }: AlertListProps) {
+  if (alerts.length === 0) return null;
+  return (
+    <ul className="alert-list" aria-label="Alerts">
+      {alerts.map((alert) =>
+        alert.kind === "rejection-rate-change" ? (
+          <li key={alert.key} className={`alert-item alert-item-${alert.direction}`}>
+            <Badge tone={alert.direction === "rise" ? "bad" : "warn"}>
+              rejections {alert.direction === "rise" ? "up" : "down"}
+            </Badge>
+            <code>{alert.scope}</code>
+            <span>
+              {formatPercent(alert.baselineRate)} → {formatPercent(alert.recentRate)} (
+              {formatRateChange(alert.absoluteChange)})
+            </span>
+            <span className="muted small">{alert.message}</span>
+          </li>
+        ) : (
+          <li key={alert.key} className="alert-item">
+            <Badge tone="warn">override expiring</Badge>
+            <code>{alert.scope}</code>
+            <span>
+              for <code>{alert.customerId}</code>
+              {alert.endpointClass === null ? " (all endpoints)" : ` on ${alert.endpointClass}`}:{" "}
+              <Countdown expiresAt={alert.expiresAtMs} serverNowMs={nowMs} />
+            </span>
+            <a href={incidentHref(alert.incidentId)}>Extend or revert</a>
+          </li>
+        ),
+      )}
+    </ul>
+  );
+}

@@ -1,0 +1,107 @@
+import { renderToStaticMarkup } from "react-dom/server";
+import { describe, expect, it } from "vitest";
+import {
+  buildChartMarkers,
+  buildDryRunSeries,
+  buildRejectionRateSeries,
+  CHART_RANGES,
+} from "@/lib/console/chart-series";
+import { MINUTE_MS } from "@/lib/console/minute-counts";
+import { DryRunChart } from "./dry-run-chart";
+import { RejectionChart } from "./rejection-chart";
+
+const NOW_MS = Date.UTC(2025, 2, 4, 12, 7, 30);
+const LAST_MINUTE = Date.UTC(2025, 2, 4, 12, 6);
+const range = CHART_RANGES["15m"];
+
+describe("RejectionChart", () => {
+  it("with no traffic shows an empty state, not an empty chart, and still lists the changes", () => {
+    const data = buildRejectionRateSeries([], range, { nowMs: NOW_MS });
+    const markers = buildChartMarkers(
+      [{ atMs: LAST_MINUTE, auditEntryId: "42", action: "tier.update" }],
+      data,
+    );
+    const html = renderToStaticMarkup(
+      <RejectionChart data={data} markers={markers} title="Rejection rate" />,
+    );
+    expect(html).toContain("No traffic in this range");
+    expect(html).toContain("No scope evaluated a request in the 15 min shown");
+    expect(html).toContain('href="/audit?entry=42"');
+  });
+
+  it("on the server: a placeholder for the drawing, and the whole chart as text and a table", () => {
+    const data = buildRejectionRateSeries(
+      [
+        { scope: "tier:free", minuteStartMs: LAST_MINUTE, allowed: 0, rejected: 100 },
+        { scope: "tier:free", minuteStartMs: LAST_MINUTE - MINUTE_MS, allowed: 98, rejected: 2 },
+      ],
+      range,
+      { nowMs: NOW_MS },
+    );
+    const markers = buildChartMarkers(
+      [{ atMs: LAST_MINUTE, auditEntryId: "7", action: "incident.raise", label: "<b>raise</b>" }],
+      data,
+    );
+    const html = renderToStaticMarkup(
+      <RejectionChart data={data} markers={markers} title="Rejection rate" />,
+    );
+    expect(html).toContain("Drawing Rejection rate…");
+    expect(html).not.toContain("recharts-surface");
+    expect(html).toContain("<code>tier:free</code>: 51% of 200 requests rejected; highest 100% at");
+    expect(html).toContain('<a href="/audit?entry=7">&lt;b&gt;raise&lt;/b&gt;</a>');
+    expect(html).toContain("incident override");
+    // Fifteen rows, thirteen of them without traffic: said, not shown as 0%.
+    expect(html.match(/no traffic/g)).toHaveLength(13);
+    expect(html).toContain('title="2 of 100 rejected">2%</span>');
+  });
+
+  it("names the scopes it left out", () => {
+    const rows = ["a", "b", "c"].map((name, i) => ({
+      scope: `tier:${name}`,
+      minuteStartMs: LAST_MINUTE,
+      allowed: 10,
+      rejected: i,
+    }));
+    const data = buildRejectionRateSeries(rows, range, { nowMs: NOW_MS, maxScopes: 2 });
+    expect(renderToStaticMarkup(<RejectionChart data={data} title="t" />)).toContain(
+      "1 more scope with fewer rejections not drawn: tier:a.",
+    );
+  });
+});
+
+describe("DryRunChart", () => {
+  const pairs = [
+    { enforcedScope: "tier:free", dryRunScope: "candidate:c1", label: "Stricter free" },
+  ];
+
+  it("says blocked and would-block totals in words", () => {
+    const data = buildDryRunSeries(
+      [
+        { scope: "tier:free", minuteStartMs: LAST_MINUTE, allowed: 95, rejected: 5 },
+        {
+          scope: "candidate:c1",
+          minuteStartMs: LAST_MINUTE,
+          allowed: 60,
+          rejected: 0,
+          wouldReject: 40,
+        },
+      ],
+      range,
+      { nowMs: NOW_MS, pairs },
+    );
+    const html = renderToStaticMarkup(<DryRunChart data={data} title="Dry-run" />);
+    expect(html).toContain("Blocked 5 of 100 requests (5%); would block 40 of 100 (40%).");
+    expect(html).toContain("<strong>Stricter free</strong>");
+  });
+
+  it("has empty states for no candidates and for no traffic", () => {
+    const none = buildDryRunSeries([], range, { nowMs: NOW_MS, pairs: [] });
+    expect(renderToStaticMarkup(<DryRunChart data={none} title="Dry-run" />)).toContain(
+      "No dry-run candidates",
+    );
+    const quiet = buildDryRunSeries([], range, { nowMs: NOW_MS, pairs });
+    expect(renderToStaticMarkup(<DryRunChart data={quiet} title="Dry-run" />)).toContain(
+      "No traffic yet",
+    );
+  });
+});

@@ -1,0 +1,403 @@
+/**
+ * The overview's alerts, as pure functions the console and the worker (which sends them to
+ * webhooks) share:
+ *
+ * - A **rejection-rate change**: a scope whose rejection rate moved sharply against its own recent
+ *   baseline. A change, not a level: a scope that always rejects 40% is working as configured,
+ *   while one going from 2% to 100% is nearly always a configuration mistake. Volume minimums in
+ *   both windows keep a handful of requests from raising it.
+ * - An **incident override about to expire**: so its owner can extend it before the customer is
+ *   cut back to the old limit.
+ *
+ * Time is a parameter (`nowMs`); nothing here reads a clock.
+ */
+import { formatDurationMs, formatPercent } from "./format";
+import {
+  type CountTotals,
+  compareCodeUnits,
+  groupByScope,
+  MINUTE_MS,
+  type ScopeMinuteCount,
+  sumRange,
+} from "./minute-counts";
+
+// ---------------------------------------------------------------------------------------------
+// Rejection-rate change
+
+export interface RejectionRateAlertOptions {
+  /**
+   * The evaluation instant. Both windows end at the start of the minute containing it: the
+   * current minute is still being counted and would look like a drop in volume. If the roll-up
+   * runs late, pass `nowMs` minus its lag so the newest minutes are complete.
+   */
+  nowMs: number;
+  /**
+   * Length of the recent window, whose rate is compared with the baseline's. Short enough to
+   * react within minutes, long enough that one odd minute does not alert.
+   * @default 300_000 (5 minutes)
+   */
+  recentWindowMs?: number;
+  /**
+   * Length of the baseline window, which ends where the recent window starts: the scope's own
+   * recent normal.
+   * @default 3_600_000 (1 hour)
+   */
+  baselineWindowMs?: number;
+  /**
+   * Fewest requests the recent window must hold; below it the verdict is `low-volume`.
+   * @default 50
+   */
+  minRecentRequests?: number;
+  /**
+   * Fewest requests the baseline window must hold; below it (but above zero) the verdict is
+   * `low-volume`, and with no requests at all it is `no-baseline`. Values below 1 count as 1.
+   * @default 100
+   */
+  minBaselineRequests?: number;
+  /**
+   * Smallest change of rate that alerts, as a fraction (0.2 is 20 percentage points). Stops a
+   * move from 0.1% to 0.5% (five times as much, but nobody is hurt) from alerting.
+   * @default 0.2
+   */
+  minAbsoluteChange?: number;
+  /**
+   * Smallest relative change that alerts: the larger rate divided by the smaller must reach it
+   * (a rate from 0 counts as infinitely larger). Stops a move from 50% to 75% (a busy scope
+   * getting a little busier) from alerting.
+   * @default 2
+   */
+  minRelativeChange?: number;
+  /**
+   * Whether a sharp drop alerts as well as a rise. A scope going from 90% to 0% rejected usually
+   * means a limit was lifted or switched off by mistake.
+   * @default true
+   */
+  alertOnDrop?: boolean;
+}
+
+/** Why a scope did or did not alert. */
+export type RejectionRateVerdict =
+  /** The rate changed sharply with enough volume on both sides. */
+  | "alert"
+  /** Enough volume, no sharp change. */
+  | "steady"
+  /** Too few requests in one window to judge. */
+  | "low-volume"
+  /** No requests at all in the baseline window: there is nothing to compare with. */
+  | "no-baseline"
+  /** A sharp drop, and drops are configured not to alert. */
+  | "drop-ignored";
+
+export interface WindowRate {
+  readonly fromMs: number;
+  readonly toMs: number;
+  readonly requests: number;
+  readonly rejected: number;
+  /** `rejected / requests`; `null` when the window had no requests (never 0, never NaN). */
+  readonly rate: number | null;
+}
+
+export interface ScopeRateEvaluation {
+  readonly scope: string;
+  readonly verdict: RejectionRateVerdict;
+  readonly baseline: WindowRate;
+  readonly recent: WindowRate;
+  /** `recent.rate - baseline.rate`; `null` when either rate is. */
+  readonly absoluteChange: number | null;
+}
+
+export interface RejectionRateAlert {
+  readonly kind: "rejection-rate-change";
+  /** Stable while the condition lasts, for de-duplicating deliveries: kind, scope, direction. */
+  readonly key: string;
+  readonly scope: string;
+  readonly direction: "rise" | "drop";
+  readonly baselineRate: number;
+  readonly recentRate: number;
+  /** Signed: positive for a rise. */
+  readonly absoluteChange: number;
+  readonly baselineRequests: number;
+  readonly recentRequests: number;
+  /** Where the recent window ends (the start of the minute containing `nowMs`). */
+  readonly windowEndMs: number;
+  /** One plain sentence, for the overview and for webhook text. */
+  readonly message: string;
+}
+
+interface ResolvedRateOptions {
+  readonly windowEndMs: number;
+  readonly recentWindowMs: number;
+  readonly baselineWindowMs: number;
+  readonly minRecentRequests: number;
+  readonly minBaselineRequests: number;
+  readonly minAbsoluteChange: number;
+  readonly minRelativeChange: number;
+  readonly alertOnDrop: boolean;
+}
+
+/** The defaults of {@link RejectionRateAlertOptions}, for display and for tests. */
+export const REJECTION_RATE_ALERT_DEFAULTS = {
+  recentWindowMs: 5 * MINUTE_MS,
+  baselineWindowMs: 60 * MINUTE_MS,
+  minRecentRequests: 50,
+  minBaselineRequests: 100,
+  minAbsoluteChange: 0.2,
+  minRelativeChange: 2,
+  alertOnDrop: true,
+} as const;
+
+function resolveRateOptions(options: RejectionRateAlertOptions): ResolvedRateOptions {
+  const d = REJECTION_RATE_ALERT_DEFAULTS;
+  const resolved = {
+    windowEndMs: Math.floor(options.nowMs / MINUTE_MS) * MINUTE_MS,
+    recentWindowMs: options.recentWindowMs ?? d.recentWindowMs,
+    baselineWindowMs: options.baselineWindowMs ?? d.baselineWindowMs,
+    minRecentRequests: Math.max(1, options.minRecentRequests ?? d.minRecentRequests),
+    minBaselineRequests: Math.max(1, options.minBaselineRequests ?? d.minBaselineRequests),
+    minAbsoluteChange: options.minAbsoluteChange ?? d.minAbsoluteChange,
+    minRelativeChange: options.minRelativeChange ?? d.minRelativeChange,
+    alertOnDrop: options.alertOnDrop ?? d.alertOnDrop,
+  };
+  // Misconfiguration is a programmer's mistake: say which option, instead of never alerting.
+  if (!Number.isFinite(options.nowMs)) throw new RangeError("nowMs must be a finite number");
+  for (const name of ["recentWindowMs", "baselineWindowMs"] as const) {
+    if (!(Number.isFinite(resolved[name]) && resolved[name] > 0)) {
+      throw new RangeError(`${name} must be a positive number of milliseconds`);
+    }
+  }
+  for (const name of ["minRecentRequests", "minBaselineRequests"] as const) {
+    if (!Number.isFinite(resolved[name])) throw new RangeError(`${name} must be a finite number`);
+  }
+  if (!(resolved.minAbsoluteChange >= 0 && resolved.minAbsoluteChange <= 1)) {
+    throw new RangeError("minAbsoluteChange must be a fraction from 0 to 1");
+  }
+  if (!(resolved.minRelativeChange >= 1)) {
+    throw new RangeError("minRelativeChange must be at least 1");
+  }
+  return resolved;
+}
+
+function windowRate(totals: CountTotals, fromMs: number, toMs: number): WindowRate {
+  return {
+    fromMs,
+    toMs,
+    requests: totals.requests,
+    rejected: totals.rejected,
+    rate: totals.requests > 0 ? totals.rejected / totals.requests : null,
+  };
+}
+
+/** Whether `larger` is at least `factor` times `smaller`, with anything above 0 infinitely above 0. */
+function isRelativelyLarger(larger: number, smaller: number, factor: number): boolean {
+  if (smaller === 0) return larger > 0;
+  return larger / smaller >= factor;
+}
+
+function evaluateRows(
+  scope: string,
+  rows: readonly ScopeMinuteCount[],
+  o: ResolvedRateOptions,
+): ScopeRateEvaluation {
+  const recentFromMs = o.windowEndMs - o.recentWindowMs;
+  const baselineFromMs = recentFromMs - o.baselineWindowMs;
+  const baseline = windowRate(
+    sumRange(rows, baselineFromMs, recentFromMs),
+    baselineFromMs,
+    recentFromMs,
+  );
+  const recent = windowRate(
+    sumRange(rows, recentFromMs, o.windowEndMs),
+    recentFromMs,
+    o.windowEndMs,
+  );
+  const absoluteChange =
+    baseline.rate === null || recent.rate === null ? null : recent.rate - baseline.rate;
+  const result = (verdict: RejectionRateVerdict): ScopeRateEvaluation => ({
+    scope,
+    verdict,
+    baseline,
+    recent,
+    absoluteChange,
+  });
+
+  if (baseline.rate === null) return result("no-baseline");
+  if (recent.rate === null || recent.requests < o.minRecentRequests) return result("low-volume");
+  if (baseline.requests < o.minBaselineRequests) return result("low-volume");
+  if (absoluteChange === null || Math.abs(absoluteChange) < o.minAbsoluteChange) {
+    return result("steady");
+  }
+  const isRise = absoluteChange > 0;
+  const isSharp = isRise
+    ? isRelativelyLarger(recent.rate, baseline.rate, o.minRelativeChange)
+    : isRelativelyLarger(baseline.rate, recent.rate, o.minRelativeChange);
+  if (!isSharp) return result("steady");
+  if (!isRise && !o.alertOnDrop) return result("drop-ignored");
+  return result("alert");
+}
+
+/**
+ * Judges every scope in `rows` (see {@link ScopeMinuteCount}) and says why each did or did not
+ * alert, in scope order. Unusable rows (NaN or negative counts) are ignored; missing minutes are
+ * minutes with no traffic.
+ *
+ * The algorithm: with `end` the start of the minute containing `nowMs`, the recent window is
+ * `[end - recentWindowMs, end)` and the baseline `[end - recentWindowMs - baselineWindowMs,
+ * end - recentWindowMs)`. Each window's rate is `rejected / requests`. A scope alerts when:
+ * 1. the baseline had at least one request (else `no-baseline`: a scope that only just started
+ *    receiving traffic has no normal to depart from),
+ * 2. both windows hold their minimum volume (else `low-volume`),
+ * 3. the rate moved by at least `minAbsoluteChange` and the larger rate is at least
+ *    `minRelativeChange` times the smaller (else `steady`),
+ * 4. it rose, or it dropped and `alertOnDrop` is set (else `drop-ignored`).
+ *
+ * @throws RangeError for options that can never make sense (a non-positive window, a relative
+ *   change below 1): a configuration mistake, not something to alert on.
+ */
+export function evaluateRejectionRates(
+  rows: readonly ScopeMinuteCount[],
+  options: RejectionRateAlertOptions,
+): ScopeRateEvaluation[] {
+  const resolved = resolveRateOptions(options);
+  return [...groupByScope(rows)].map(([scope, scopeRows]) =>
+    evaluateRows(scope, scopeRows, resolved),
+  );
+}
+
+/**
+ * The alerts among {@link evaluateRejectionRates}'s verdicts, largest change first (then by scope),
+ * each with a plain sentence. Same options, same defaults.
+ */
+export function detectRejectionRateAlerts(
+  rows: readonly ScopeMinuteCount[],
+  options: RejectionRateAlertOptions,
+): RejectionRateAlert[] {
+  const resolved = resolveRateOptions(options);
+  const alerts: RejectionRateAlert[] = [];
+  for (const evaluation of evaluateRejectionRates(rows, options)) {
+    const { baseline, recent, absoluteChange } = evaluation;
+    if (
+      evaluation.verdict !== "alert" ||
+      baseline.rate === null ||
+      recent.rate === null ||
+      absoluteChange === null
+    ) {
+      continue;
+    }
+    const direction = absoluteChange > 0 ? "rise" : "drop";
+    alerts.push({
+      kind: "rejection-rate-change",
+      key: `rejection-rate-change:${evaluation.scope}:${direction}`,
+      scope: evaluation.scope,
+      direction,
+      baselineRate: baseline.rate,
+      recentRate: recent.rate,
+      absoluteChange,
+      baselineRequests: baseline.requests,
+      recentRequests: recent.requests,
+      windowEndMs: resolved.windowEndMs,
+      message:
+        `Rejections on ${evaluation.scope} ${direction === "rise" ? "rose" : "fell"} from ` +
+        `${formatPercent(baseline.rate)} to ${formatPercent(recent.rate)} in the last ` +
+        `${formatDurationMs(resolved.recentWindowMs)}, against the ` +
+        `${formatDurationMs(resolved.baselineWindowMs)} before (${recent.requests} requests).`,
+    });
+  }
+  return alerts.sort(
+    (a, b) =>
+      Math.abs(b.absoluteChange) - Math.abs(a.absoluteChange) || compareCodeUnits(a.scope, b.scope),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Incident override about to expire
+
+/** What the expiry alert needs of an incident override; `TIncidentOverride` fits. */
+export interface IncidentForExpiry {
+  readonly id: string;
+  readonly customerId: string;
+  /** `null` for all endpoints. */
+  readonly endpointClass: string | null;
+  /** ISO 8601 instant. An override that has not started yet does not alert. */
+  readonly startsAt?: string;
+  /** ISO 8601 instant at which it stops applying. */
+  readonly expiresAt: string;
+}
+
+export interface IncidentExpiryAlertOptions {
+  /** The evaluation instant. */
+  nowMs: number;
+  /**
+   * How long before expiry to warn. Long enough to find the owner and decide whether to extend.
+   * @default 900_000 (15 minutes)
+   */
+  warningWindowMs?: number;
+}
+
+export const INCIDENT_EXPIRY_ALERT_DEFAULTS = { warningWindowMs: 15 * MINUTE_MS } as const;
+
+export interface IncidentExpiryAlert {
+  readonly kind: "incident-expiring";
+  /** Stable for one override: kind and incident id. */
+  readonly key: string;
+  readonly incidentId: string;
+  /** `incident:ID`, as in the scope grammar. */
+  readonly scope: string;
+  readonly customerId: string;
+  readonly endpointClass: string | null;
+  readonly expiresAtMs: number;
+  /** `expiresAtMs - nowMs`; always above 0 and at most the warning window. */
+  readonly remainingMs: number;
+  readonly message: string;
+}
+
+/**
+ * Incident overrides in force at `nowMs` (started, `nowMs < expiresAt`) that expire within
+ * `warningWindowMs`, soonest first (then by id). An expired, not-yet-started or unreadable-time
+ * override never alerts.
+ *
+ * @throws RangeError when `nowMs` is not finite or `warningWindowMs` is not positive.
+ */
+export function detectExpiringIncidents(
+  incidents: readonly IncidentForExpiry[],
+  options: IncidentExpiryAlertOptions,
+): IncidentExpiryAlert[] {
+  const warningWindowMs = options.warningWindowMs ?? INCIDENT_EXPIRY_ALERT_DEFAULTS.warningWindowMs;
+  if (!Number.isFinite(options.nowMs)) throw new RangeError("nowMs must be a finite number");
+  if (!(Number.isFinite(warningWindowMs) && warningWindowMs > 0)) {
+    throw new RangeError("warningWindowMs must be a positive number of milliseconds");
+  }
+  const alerts: IncidentExpiryAlert[] = [];
+  for (const incident of incidents) {
+    const expiresAtMs = Date.parse(incident.expiresAt);
+    if (!Number.isFinite(expiresAtMs)) continue;
+    if (incident.startsAt !== undefined) {
+      const startsAtMs = Date.parse(incident.startsAt);
+      if (!Number.isFinite(startsAtMs) || startsAtMs > options.nowMs) continue;
+    }
+    const remainingMs = expiresAtMs - options.nowMs;
+    if (remainingMs <= 0 || remainingMs > warningWindowMs) continue;
+    const where =
+      incident.endpointClass === null
+        ? "all endpoints"
+        : `endpoint class ${incident.endpointClass}`;
+    alerts.push({
+      kind: "incident-expiring",
+      key: `incident-expiring:${incident.id}`,
+      incidentId: incident.id,
+      scope: `incident:${incident.id}`,
+      customerId: incident.customerId,
+      endpointClass: incident.endpointClass,
+      expiresAtMs,
+      remainingMs,
+      message:
+        `The incident override for ${incident.customerId} (${where}) expires in ` +
+        `${formatDurationMs(remainingMs)}; extend it or let the normal limit return.`,
+    });
+  }
+  return alerts.sort(
+    (a, b) => a.remainingMs - b.remainingMs || compareCodeUnits(a.incidentId, b.incidentId),
+  );
+}
+
+/** Every alert the overview shows. */
+export type ConsoleAlert = RejectionRateAlert | IncidentExpiryAlert;

@@ -1,0 +1,376 @@
+/**
+ * Plain-language formatting for the console: numbers, percentages, durations, countdowns, relative
+ * times, rates and limits. Pure and deterministic: the locale is fixed (`en-US` digits and
+ * separators) so a server render and a client render of the same value agree, and every function
+ * says what it returns for a value that is missing or not a finite number (`NO_VALUE`).
+ */
+import type { LimitSpec } from "@/lib/limiter/types";
+
+/** What a missing value (no traffic, unknown, not a finite number) reads as. */
+export const NO_VALUE = "—";
+
+const SECOND_MS = 1000;
+const MINUTE_MS = 60 * SECOND_MS;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
+
+const numberFormats = new Map<number, Intl.NumberFormat>();
+
+function numberFormat(maximumFractionDigits: number): Intl.NumberFormat {
+  let format = numberFormats.get(maximumFractionDigits);
+  if (format === undefined) {
+    format = new Intl.NumberFormat("en-US", { maximumFractionDigits, useGrouping: true });
+    numberFormats.set(maximumFractionDigits, format);
+  }
+  return format;
+}
+
+export interface FormatNumberOptions {
+  /**
+   * Most digits after the decimal point; the value is rounded to them.
+   * @default 2
+   */
+  maximumFractionDigits?: number;
+}
+
+/** `1234.5` → `"1,234.5"`. Not a finite number → {@link NO_VALUE}. */
+export function formatNumber(value: number, options: FormatNumberOptions = {}): string {
+  if (!Number.isFinite(value)) return NO_VALUE;
+  const formatted = numberFormat(options.maximumFractionDigits ?? 2).format(value);
+  // Intl writes a rounded-to-zero negative as "-0".
+  return formatted === "-0" ? "0" : formatted;
+}
+
+/**
+ * Short form for chart axes: `950` → `"950"`, `1_234` → `"1.2k"`, `3_400_000` → `"3.4M"`,
+ * `2e9` → `"2B"`. Not a finite number → {@link NO_VALUE}.
+ */
+export function formatCompactNumber(value: number): string {
+  if (!Number.isFinite(value)) return NO_VALUE;
+  if (Math.abs(value) < 1000) return formatNumber(value, { maximumFractionDigits: 1 });
+  const units: readonly (readonly [number, string])[] = [
+    [1e3, "k"],
+    [1e6, "M"],
+    [1e9, "B"],
+  ];
+  for (const [index, [size, suffix]] of units.entries()) {
+    const scaled = Math.round((value / size) * 10) / 10;
+    // 999_950 rounds to "1000k": move up to the next unit unless there is none.
+    if (Math.abs(scaled) < 1000 || index === units.length - 1) {
+      return `${formatNumber(scaled, { maximumFractionDigits: 1 })}${suffix}`;
+    }
+  }
+  return formatNumber(value, { maximumFractionDigits: 1 });
+}
+
+/**
+ * A rejection rate (a fraction from 0 to 1) as a percentage a person can compare at a glance:
+ * `0` → `"0%"`, `0.0004` → `"<0.1%"`, `0.025` → `"2.5%"`, `0.4` → `"40%"`, `0.9996` → `">99.9%"`,
+ * `1` → `"100%"`. Below 10% one decimal is shown, above it none, and a rate that is not exactly 0
+ * or 1 never rounds to look like one. `null` (no traffic) or not a finite number → {@link NO_VALUE}.
+ */
+export function formatPercent(rate: number | null): string {
+  if (rate === null || !Number.isFinite(rate)) return NO_VALUE;
+  if (rate === 0) return "0%";
+  if (rate === 1) return "100%";
+  const percent = rate * 100;
+  if (percent > 0 && percent < 0.1) return "<0.1%";
+  if (percent < 100 && percent > 99.9) return ">99.9%";
+  const digits = Math.abs(percent) < 10 ? 1 : 0;
+  const rounded = formatNumber(percent, { maximumFractionDigits: digits });
+  // 99.6% with no decimals would read "100%".
+  if (rounded === "100" && percent < 100)
+    return `${formatNumber(percent, { maximumFractionDigits: 1 })}%`;
+  return `${rounded}%`;
+}
+
+/** A change in a rate, in percentage points with a sign: `0.98` → `"+98 pts"`, `-0.05` → `"−5 pts"`. */
+export function formatRateChange(change: number): string {
+  if (!Number.isFinite(change)) return NO_VALUE;
+  const points = change * 100;
+  const digits = Math.abs(points) < 10 ? 1 : 0;
+  const magnitude = formatNumber(Math.abs(points), { maximumFractionDigits: digits });
+  if (magnitude === "0") return "0 pts";
+  return `${points > 0 ? "+" : "−"}${magnitude} pts`;
+}
+
+/**
+ * A duration in its two largest units, rounded to the smaller of them: `45_000` → `"45 s"`,
+ * `840_000` → `"14 min"`, `90_000` → `"1 min 30 s"`, `7_500_000` → `"2 h 5 min"`,
+ * `100_800_000` → `"1 d 4 h"`. Sub-second durations read `"0 s"` (or `"<1 s"` when not zero); a
+ * negative duration is formatted by its size; not a finite number → {@link NO_VALUE}.
+ */
+export function formatDurationMs(durationMs: number): string {
+  if (!Number.isFinite(durationMs)) return NO_VALUE;
+  const sizeMs = Math.abs(durationMs);
+  if (sizeMs > 0 && sizeMs < 500) return "<1 s";
+  const seconds = Math.round(sizeMs / SECOND_MS);
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return joinUnits(Math.floor(seconds / 60), "min", seconds % 60, "s");
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 24 * 60) return joinUnits(Math.floor(minutes / 60), "h", minutes % 60, "min");
+  const hours = Math.round(minutes / 60);
+  return joinUnits(Math.floor(hours / 24), "d", hours % 24, "h");
+}
+
+/**
+ * Time left until an expiry, for a ticking display: seconds are rounded up (it reads `"1 s"` until
+ * the instant itself), larger units are cut, never rounded up, so it never promises more time than
+ * is left: `872_000` → `"14 min 32 s"`, `7_530_000` → `"2 h 5 min"`, `0` or less → `"expired"`.
+ * Not a finite number → {@link NO_VALUE}.
+ */
+export function formatCountdown(remainingMs: number): string {
+  if (Number.isNaN(remainingMs)) return NO_VALUE;
+  if (remainingMs <= 0) return "expired";
+  if (remainingMs === Number.POSITIVE_INFINITY) return NO_VALUE;
+  const seconds = Math.ceil(remainingMs / SECOND_MS);
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return joinUnits(Math.floor(seconds / 60), "min", seconds % 60, "s");
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 24 * 60) return joinUnits(Math.floor(minutes / 60), "h", minutes % 60, "min");
+  const hours = Math.floor(minutes / 60);
+  return joinUnits(Math.floor(hours / 24), "d", hours % 24, "h");
+}
+
+function joinUnits(major: number, majorUnit: string, minor: number, minorUnit: string): string {
+  return minor === 0 ? `${major} ${majorUnit}` : `${major} ${majorUnit} ${minor} ${minorUnit}`;
+}
+
+/**
+ * How long ago (or until) `atMs` is from `nowMs`, in words: within 45 s either way `"just now"`;
+ * then `"3 min ago"` / `"in 3 min"`, `"2 h ago"`, `"4 d ago"` (rounded to the nearest unit, at
+ * least 1). Either argument not a finite number → {@link NO_VALUE}.
+ */
+export function formatRelativeTime(atMs: number, nowMs: number): string {
+  if (!Number.isFinite(atMs) || !Number.isFinite(nowMs)) return NO_VALUE;
+  const agoMs = nowMs - atMs;
+  const sizeMs = Math.abs(agoMs);
+  if (sizeMs < 45 * SECOND_MS) return "just now";
+  let phrase: string;
+  if (sizeMs < 59.5 * MINUTE_MS) phrase = `${Math.max(1, Math.round(sizeMs / MINUTE_MS))} min`;
+  else if (sizeMs < 23.5 * HOUR_MS) phrase = `${Math.max(1, Math.round(sizeMs / HOUR_MS))} h`;
+  else phrase = `${Math.max(1, Math.round(sizeMs / DAY_MS))} d`;
+  return agoMs > 0 ? `${phrase} ago` : `in ${phrase}`;
+}
+
+/**
+ * A sustained rate in the unit that keeps the number at 1 or more: `10` → `"10/s"`,
+ * `0.5` → `"30/min"`, `0.01` → `"36/h"`, `0.000_01` → `"0.86/d"`. Zero → `"0/s"`; negative or not
+ * a finite number → {@link NO_VALUE}.
+ */
+export function formatRatePerSec(ratePerSec: number): string {
+  if (!Number.isFinite(ratePerSec) || ratePerSec < 0) return NO_VALUE;
+  if (ratePerSec === 0 || ratePerSec >= 1)
+    return `${formatNumber(ratePerSec, { maximumFractionDigits: 3 })}/s`;
+  const perMinute = ratePerSec * 60;
+  if (perMinute >= 1) return `${formatNumber(perMinute, { maximumFractionDigits: 3 })}/min`;
+  const perHour = perMinute * 60;
+  if (perHour >= 1) return `${formatNumber(perHour, { maximumFractionDigits: 3 })}/h`;
+  return `${formatNumber(perHour * 24, { maximumFractionDigits: 3 })}/d`;
+}
+
+/**
+ * A window length as the tail of "N per …": `60_000` → `"minute"`, `1000` → `"second"`,
+ * `3_600_000` → `"hour"`, `86_400_000` → `"day"`, anything else `formatDurationMs` (`"30 s"`).
+ */
+export function formatWindow(windowMs: number): string {
+  switch (windowMs) {
+    case SECOND_MS:
+      return "second";
+    case MINUTE_MS:
+      return "minute";
+    case HOUR_MS:
+      return "hour";
+    case DAY_MS:
+      return "day";
+    default:
+      return formatDurationMs(windowMs);
+  }
+}
+
+/** The words for an algorithm: `"token-bucket"` → `"token bucket"`. */
+export function formatAlgorithm(algorithm: LimitSpec["algorithm"]): string {
+  return algorithm.replace("-", " ");
+}
+
+/**
+ * What a limit allows, in the terms a customer plans with (units of cost; most endpoints cost 1):
+ * token bucket and leaky meter `"10/s, bursts of 20"`; fixed window `"100 per minute"`; sliding
+ * log and sliding window `"100 per rolling minute"`.
+ */
+export function formatLimit(spec: LimitSpec): string {
+  switch (spec.algorithm) {
+    case "token-bucket":
+      return `${formatRatePerSec(spec.refillPerSec)}, bursts of ${formatNumber(spec.capacity)}`;
+    case "leaky-meter":
+      return `${formatRatePerSec(spec.drainPerSec)}, bursts of ${formatNumber(spec.burst)}`;
+    case "fixed-window":
+      return `${formatNumber(spec.limit)} per ${formatWindow(spec.windowMs)}`;
+    case "sliding-log":
+    case "sliding-window":
+      return `${formatNumber(spec.limit)} per rolling ${formatWindow(spec.windowMs)}`;
+    default:
+      return assertNever(spec);
+  }
+}
+
+/** An incident factor: `2` → `"×2"`, `0.5` → `"×0.5"`. */
+export function formatFactor(factor: number): string {
+  if (!Number.isFinite(factor)) return NO_VALUE;
+  return `×${formatNumber(factor, { maximumFractionDigits: 3 })}`;
+}
+
+/**
+ * Milliseconds since the epoch from what a timestamp arrives as: a number of milliseconds, a
+ * `Date`, or an ISO 8601 string. Anything unreadable → `null`, never `NaN`.
+ */
+export function toEpochMs(value: string | number | Date): number | null {
+  const ms =
+    typeof value === "number" ? value : value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/**
+ * The same instant for every viewer, used where the operator's time zone is not known (a server
+ * render): `"2025-03-04 10:05:07 UTC"`. Not a valid instant → {@link NO_VALUE}.
+ */
+export function formatUtcTimestamp(atMs: number): string {
+  if (!Number.isFinite(atMs)) return NO_VALUE;
+  const date = new Date(atMs);
+  if (Number.isNaN(date.getTime())) return NO_VALUE;
+  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+export interface LocalTimestampOptions {
+  /**
+   * IANA time zone. Leave unset in the browser to use the operator's own.
+   * @default the runtime's time zone
+   */
+  timeZone?: string;
+  /**
+   * BCP 47 locale for the order of date parts and the clock style.
+   * @default the runtime's locale
+   */
+  locale?: string;
+}
+
+/**
+ * An instant in a time zone, with the zone named so a screenshot is never ambiguous:
+ * `"Mar 4, 2025, 11:05:07 AM CET"`. An unknown time zone or locale falls back to
+ * {@link formatUtcTimestamp} instead of throwing. Not a valid instant → {@link NO_VALUE}.
+ */
+export function formatLocalTimestamp(atMs: number, options: LocalTimestampOptions = {}): string {
+  if (!Number.isFinite(atMs) || Number.isNaN(new Date(atMs).getTime())) return NO_VALUE;
+  try {
+    return new Intl.DateTimeFormat(options.locale, {
+      dateStyle: "medium",
+      timeStyle: "long",
+      timeZone: options.timeZone,
+    }).format(atMs);
+  } catch (error: unknown) {
+    if (error instanceof RangeError) return formatUtcTimestamp(atMs);
+    throw error;
+  }
+}
+
+/** The ISO 8601 form for `dateTime` attributes and hover titles; invalid → `null`. */
+export function toIsoString(atMs: number): string | null {
+  if (!Number.isFinite(atMs)) return null;
+  const date = new Date(atMs);
+  return Number.isNaN(date.getTime()) ? null : date.toISOString();
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
+}
+
+export interface TimestampLabelOptions extends LocalTimestampOptions {
+  /**
+   * The viewer's current time, or `null` before it is known (a server render, or a client render
+   * before mount): the label is then the same UTC text everywhere, so hydration matches.
+   */
+  nowMs: number | null;
+  /**
+   * Say how long ago instead of the date, when within `relativeWithinMs`.
+   * @default false
+   */
+  relative?: boolean;
+  /**
+   * How far from now a time may be and still be said relatively.
+   * @default 86_400_000 (1 day)
+   */
+  relativeWithinMs?: number;
+  /**
+   * Weekday and time only (`"Tue 14:05"`), for tables and legends where the full date repeats.
+   * The hover title keeps the full time.
+   * @default false
+   */
+  short?: boolean;
+}
+
+export interface TimestampLabel {
+  /** What to show. */
+  readonly text: string;
+  /** What to show on hover: the absolute time, always with its ISO 8601 form. */
+  readonly title: string;
+  /** For `<time dateTime>`; `null` for an invalid time. */
+  readonly iso: string | null;
+}
+
+/**
+ * The text and hover title of a timestamp for a viewer: UTC until the viewer's clock is known;
+ * then local, or relative ("3 min ago") when asked and recent. Invalid → `"unknown time"`.
+ */
+export function timestampLabel(atMs: number, options: TimestampLabelOptions): TimestampLabel {
+  const iso = toIsoString(atMs);
+  if (iso === null) return { text: "unknown time", title: "unknown time", iso: null };
+  if (options.nowMs === null) return { text: formatUtcTimestamp(atMs), title: iso, iso };
+  const local = formatLocalTimestamp(atMs, options);
+  const withinMs = options.relativeWithinMs ?? DAY_MS;
+  if (options.relative && Math.abs(options.nowMs - atMs) <= withinMs) {
+    return { text: formatRelativeTime(atMs, options.nowMs), title: `${local} (${iso})`, iso };
+  }
+  if (options.short) {
+    return { text: formatTimeTick(atMs, DAY_MS, options), title: `${local} (${iso})`, iso };
+  }
+  return { text: local, title: iso, iso };
+}
+
+/**
+ * A time-axis tick: `"14:05"` within a day's span, `"Tue 14:05"` for longer spans, so a day chart
+ * says which day. Same time zone and locale options as {@link formatLocalTimestamp}.
+ */
+export function formatTimeTick(
+  atMs: number,
+  spanMs: number,
+  options: LocalTimestampOptions = {},
+): string {
+  if (!Number.isFinite(atMs)) return NO_VALUE;
+  const parts: Intl.DateTimeFormatOptions = {
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  };
+  if (spanMs > 12 * HOUR_MS) parts.weekday = "short";
+  try {
+    return new Intl.DateTimeFormat(options.locale, { ...parts, timeZone: options.timeZone }).format(
+      atMs,
+    );
+  } catch (error: unknown) {
+    if (!(error instanceof RangeError)) throw error;
+    return new Intl.DateTimeFormat("en-GB", { ...parts, timeZone: "UTC" }).format(atMs);
+  }
+}
+
+/**
+ * A bucket's span for a tooltip or table: `"14:05–14:06"`; with `withWeekday` (for charts that
+ * cover more than a day's worth of hours) `"Tue 14:00–14:15"`.
+ */
+export function formatTimeSpan(
+  startMs: number,
+  endMs: number,
+  options: LocalTimestampOptions & { withWeekday?: boolean } = {},
+): string {
+  const startSpanMs = options.withWeekday ? DAY_MS : 0;
+  return `${formatTimeTick(startMs, startSpanMs, options)}–${formatTimeTick(endMs, 0, options)}`;
+}
