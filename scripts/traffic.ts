@@ -28,7 +28,9 @@ function parseDurationMs(text: string): number {
 }
 
 if (values.gateways === undefined) {
-  console.error("usage: npm run traffic -- --gateways http://127.0.0.1:4001[,...] [--duration 30s]");
+  console.error(
+    "usage: npm run traffic -- --gateways http://127.0.0.1:4001[,...] [--duration 30s]",
+  );
   process.exit(2);
 }
 const gateways = values.gateways.split(",").map((url) => new URL(url.trim()));

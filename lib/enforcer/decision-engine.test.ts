@@ -189,8 +189,8 @@ describe("DecisionEngine", () => {
     const candidate = engine.metrics
       .totals()
       .scopes.find((counts) => counts.scope === "candidate:free-halved");
-    // Bursts of 10: the 11th to 15th would have been rejected.
-    expect(candidate).toMatchObject({ allowed: 15, wouldReject: 5, rejected: 0 });
+    // Bursts of 10: the first 10 would have been admitted, the 11th to 15th rejected.
+    expect(candidate).toMatchObject({ allowed: 10, wouldReject: 5, rejected: 0 });
   });
 
   it("when the store fails, each limit does what it declares and the decision is counted degraded", async () => {

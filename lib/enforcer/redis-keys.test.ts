@@ -34,7 +34,6 @@ describe("metrics bucket fields", () => {
     expect(Object.fromEntries(fields)).toEqual({
       "tier:free|allowed": 1,
       "tier:free|rejected": 1,
-      "candidate:c|allowed": 1,
       "candidate:c|wouldReject": 1,
       "@latency|le=50": 1,
       "@latency|le=1000": 1,
@@ -47,7 +46,7 @@ describe("metrics bucket fields", () => {
     );
     expect(Object.fromEntries(parseScopeCounts(asRedisHash))).toEqual({
       "tier:free": { allowed: 1, rejected: 1, wouldReject: 0, degraded: 0 },
-      "candidate:c": { allowed: 1, rejected: 0, wouldReject: 1, degraded: 0 },
+      "candidate:c": { allowed: 0, rejected: 0, wouldReject: 1, degraded: 0 },
     });
   });
 

@@ -19,7 +19,8 @@ const ROOT = path.resolve(import.meta.dirname, "../../..");
  */
 export function filePrefix(tag: string): string {
   const prefix = `${inject("redisKeyPrefix")}${tag}${randomBytes(2).toString("hex")}:`;
-  if (prefix.length > 32) throw new Error(`prefix ${prefix} is longer than REDIS_KEY_PREFIX allows`);
+  if (prefix.length > 32)
+    throw new Error(`prefix ${prefix} is longer than REDIS_KEY_PREFIX allows`);
   return prefix;
 }
 
@@ -127,10 +128,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
 }
 
 /** Starts `count` gateways in parallel. */
-export function startGateways(
-  count: number,
-  options: GatewayOptions,
-): Promise<GatewayProcess[]> {
+export function startGateways(count: number, options: GatewayOptions): Promise<GatewayProcess[]> {
   return Promise.all(
     Array.from({ length: count }, (_, index) =>
       startGateway({ ...options, id: `${options.id ?? "gw"}-${index + 1}` }),
