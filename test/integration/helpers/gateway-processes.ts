@@ -192,8 +192,8 @@ export interface PrivateRedis {
  * A `redis-server` of the test's own on a free port, which the test may stop and start again (the
  * shared one on 6379 is never touched). No persistence: a restart comes back empty.
  */
-export async function privateRedis(): Promise<PrivateRedis> {
-  const port = await freePort();
+export async function privateRedis(port?: number): Promise<PrivateRedis> {
+  port ??= await freePort();
   const url = `redis://127.0.0.1:${port}/0`;
   let child: ChildProcess | undefined;
   const redis = {
