@@ -186,6 +186,10 @@ export interface PrivateRedis {
   readonly url: string;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** SIGSTOP: the server keeps its connections but answers nothing (a hung Redis). */
+  pause(): void;
+  /** SIGCONT. */
+  resume(): void;
 }
 
 /**
@@ -215,6 +219,12 @@ export async function privateRedis(port?: number): Promise<PrivateRedis> {
           client.disconnect();
         }
       });
+    },
+    pause() {
+      child?.kill("SIGSTOP");
+    },
+    resume() {
+      child?.kill("SIGCONT");
     },
     async stop() {
       if (child === undefined || child.exitCode !== null) return;
