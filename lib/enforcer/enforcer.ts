@@ -85,7 +85,11 @@ export interface EnforcerOptions {
   readonly localStage?: LocalStageOptions | false;
   /** How often the stored policy version is checked, healing missed announcements. @default 2_000 */
   readonly pollIntervalMs?: number;
-  /** How long `createEnforcer` waits for a first snapshot before returning. @default 5_000 */
+  /**
+   * How long `createEnforcer` waits for a first snapshot before returning (plus at most the
+   * control connection's command timeout, 1 s, if Redis is unreachable).
+   * @default 5_000
+   */
   readonly startupWaitMs?: number;
   /** A snapshot to enforce until Redis provides a newer one. @default none */
   readonly bootstrapSnapshot?: TSnapshot | string;
@@ -151,6 +155,7 @@ export class Enforcer implements RequestChecker {
   readonly #heartbeatIntervalMs: number;
   readonly #metricsFlushIntervalMs: number;
   readonly #startupWaitMs: number;
+  readonly #clock: Clock;
   #loops: TimerHandle[] = [];
   #isStopped = false;
 
@@ -163,6 +168,7 @@ export class Enforcer implements RequestChecker {
     this.enforcerId =
       options.enforcerId ?? `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
     const clock = options.clock ?? monotonicClock;
+    this.#clock = clock;
     const wallClock = options.wallClock ?? defaultWallClock;
     this.#timers = options.timers ?? systemTimers;
     this.#logger = options.logger ?? jsonLineLogger({ enforcerId: this.enforcerId });
@@ -251,8 +257,10 @@ export class Enforcer implements RequestChecker {
    * `startupWaitMs` for a first snapshot. Resolves whether a snapshot is in force.
    */
   async start(): Promise<boolean> {
+    const startedAtMs = this.#clock.nowMs();
     await this.#follower.start(Math.min(this.#startupWaitMs, 1_000));
-    const hasPolicy = await this.#follower.waitForSnapshot(this.#startupWaitMs);
+    const leftMs = Math.max(0, this.#startupWaitMs - (this.#clock.nowMs() - startedAtMs));
+    const hasPolicy = await this.#follower.waitForSnapshot(leftMs);
     if (!hasPolicy) {
       this.#logger.log("warn", "no policy snapshot yet; admitting requests until one arrives", {
         waitedMs: this.#startupWaitMs,
