@@ -96,6 +96,11 @@ export {
   wallClock,
 } from "./metrics";
 export {
+  type MetricsReadingRedis,
+  readScopeMinute,
+  type ScopeMinuteCounts,
+} from "./metrics-reader";
+export {
   createNodeMiddleware,
   type NodeMiddleware,
   type NodeMiddlewareOptions,
