@@ -246,8 +246,12 @@ export class Enforcer implements RequestChecker {
       rejectionsTtlMs: options.rejectionsTtlMs ?? 3_600_000,
       logger: this.#logger,
     });
-    // Report a new version at once, not at the next beat: the console's lag is measured on it.
+    // Report a new version or a refusal at once, not at the next beat: the console's lag is
+    // measured on it.
     this.#follower.onApplied(() => {
+      void this.#status.beat();
+    });
+    this.#follower.onRefused(() => {
       void this.#status.beat();
     });
   }

@@ -100,6 +100,7 @@ export interface PolicyFollowerOptions {
 }
 
 type AppliedListener = (applied: AppliedSnapshot) => void;
+type RefusedListener = (errors: SnapshotErrorReport) => void;
 
 export class PolicyFollower {
   readonly #redis: FollowerRedis;
@@ -111,6 +112,7 @@ export class PolicyFollower {
   readonly #wallClock: Clock;
   readonly #timers: Timers;
   readonly #listeners = new Set<AppliedListener>();
+  readonly #refusedListeners = new Set<RefusedListener>();
 
   #current: PreparedSnapshot | null = null;
   #applied: AppliedSnapshot | null = null;
@@ -179,6 +181,12 @@ export class PolicyFollower {
   onApplied(listener: AppliedListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Calls `listener` after every snapshot refused from now on. Returns the unsubscribe. */
+  onRefused(listener: RefusedListener): () => void {
+    this.#refusedListeners.add(listener);
+    return () => this.#refusedListeners.delete(listener);
   }
 
   /**
@@ -347,6 +355,15 @@ export class PolicyFollower {
       keptVersion: this.#current?.version ?? null,
       error: message,
     });
+    for (const listener of this.#refusedListeners) {
+      try {
+        listener(this.#errors);
+      } catch (error: unknown) {
+        this.#logger.log("error", "a policy-refused listener threw", {
+          error: describeError(error),
+        });
+      }
+    }
   }
 
   #sourceDown(error: unknown): void {
