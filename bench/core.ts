@@ -50,12 +50,6 @@ async function nsPerOpAsync(ops: number, body: (i: number) => Promise<unknown>):
   return Number(process.hrtime.bigint() - startNs) / ops;
 }
 
-const collectGarbage: () => void = (() => {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error("run with node --expose-gc (npm run bench does)");
-  return gc;
-})();
-
 /** One side of a comparison: runs `ops` decisions and returns nanoseconds per decision. */
 type Side = (ops: number) => Promise<number>;
 
@@ -89,10 +83,7 @@ async function compare(ours: Side, theirs: Side): Promise<Comparison> {
   const theirsTrials: number[] = [];
   const ratios: number[] = [];
   for (let trial = 0; trial < TRIALS; trial++) {
-    // Each side starts on a clean heap, so neither pays for collecting the other's garbage.
-    collectGarbage();
     const oursNs = await ours(OUR_OPS);
-    collectGarbage();
     const theirsNs = await theirs(THEIR_OPS);
     oursTrials.push(oursNs);
     theirsTrials.push(theirsNs);
@@ -100,6 +91,12 @@ async function compare(ours: Side, theirs: Side): Promise<Comparison> {
   }
   return { oursNs: median(oursTrials), theirsNs: median(theirsTrials), ratio: median(ratios) };
 }
+
+const collectGarbage: () => void = (() => {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error("run with node --expose-gc (npm run bench does)");
+  return gc;
+})();
 
 /** Live bytes on and off the JS heap (typed arrays live off it), after full collections. */
 function liveBytes(): number {
