@@ -5,6 +5,7 @@
  * Figures are medians of several trials after a warm-up; the machine is small and noisy, so read
  * them as orders of magnitude and ratios, not as exact numbers.
  */
+import { availableParallelism, loadavg } from "node:os";
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { MemoryStore } from "@/lib/limiter/stores/memory";
 import type { DecideInput, LimitCheck } from "@/lib/limiter/types";
@@ -197,7 +198,13 @@ function throughputRow(what: string, comparison: Comparison, minRatio: number | 
   };
 }
 
+/** The machine's 1-minute load average over its cores: above 1, other work competed for CPU. */
+function loadPerCore(): string {
+  return ((loadavg()[0] ?? 0) / availableParallelism()).toFixed(2);
+}
+
 export async function run(): Promise<void> {
+  const loadAtStart = loadPerCore();
   const subjects = Array.from({ length: KEY_COUNT }, (_, i) => `user-${i}`);
   const subjectAt = (i: number) => subjects[i] ?? "missing";
   const inputsOf = (check: LimitCheck): DecideInput[] =>
@@ -324,6 +331,9 @@ export async function run(): Promise<void> {
   ];
   console.log(
     `node ${process.version}; medians of ${TRIALS} alternating rounds after a warm-up; throughput ratio = median of per-round ours/theirs; bytes ratio = theirs/ours`,
+  );
+  console.log(
+    `load average per core: ${loadAtStart} at start, ${loadPerCore()} at end (${availableParallelism()} cores; above 1 means other processes competed for the CPU and every figure is inflated)`,
   );
   printTable(rows);
   console.log(
