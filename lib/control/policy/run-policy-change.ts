@@ -173,7 +173,11 @@ async function validateAndCompile<Value>(
   change: PolicyChange<Value>,
   nowMs: number,
 ): Promise<NewVersion | null> {
-  const stored = await readStoredPolicy(tx, { nowMs, customers: "referenced" });
+  const stored = await readStoredPolicy(tx, {
+    nowMs,
+    customers: "referenced",
+    last: change.focus,
+  });
   if (stored === null) {
     if (!change.affectsSnapshot) return null;
     throw noPolicyYet();

@@ -49,6 +49,16 @@ export interface ReadStoredPolicyOptions {
   readonly nowMs: number;
   /** `referenced`: only customers that overrides or incidents name; `all`: the whole registry. */
   readonly customers: "referenced" | "all";
+  /**
+   * The entity being changed, placed last in its collection: the document's duplicate rules
+   * report the later of two entries, so they then point at the change rather than at what it
+   * collides with.
+   */
+  readonly last?: PolicyEntityRef | null;
+}
+
+function placeLast<Item>(items: Item[], isLast: (item: Item) => boolean): Item[] {
+  return [...items.filter((item) => !isLast(item)), ...items.filter(isLast)];
 }
 
 /** The stored policy, or null when there is none yet (no settings row). */
@@ -104,6 +114,18 @@ export async function readStoredPolicy(
       select: { id: true, target: true, limit: true },
     }),
   ]);
+  const last = options.last;
+  const isLast = (collection: PolicyCollection, key: string) =>
+    last !== undefined &&
+    last !== null &&
+    "id" in last &&
+    last.collection === collection &&
+    last.id === key;
+  const orderedTiers = placeLast(tiers, (tier) => isLast("tiers", tier.name));
+  const orderedClasses = placeLast(endpointClasses, (item) => isLast("endpointClasses", item.name));
+  const orderedOverrides = placeLast(overrides, (item) => isLast("customerOverrides", item.scope));
+  const orderedIncidents = placeLast(incidents, (item) => isLast("incidentOverrides", item.id));
+  const orderedCandidates = placeLast(candidates, (item) => isLast("dryRunCandidates", item.id));
   const referenced = [
     ...new Set([...overrides, ...incidents].map((item) => item.customerId)),
   ].sort();
@@ -118,30 +140,30 @@ export async function readStoredPolicy(
     defaultEndpointClass: settings.defaultEndpointClass,
     guardrails: settings.guardrails,
     ceilings: settings.ceilings,
-    tiers,
-    endpointClasses,
+    tiers: orderedTiers,
+    endpointClasses: orderedClasses,
     customers,
-    customerOverrides: overrides.map(({ customerId, endpointClass, limit }) => ({
+    customerOverrides: orderedOverrides.map(({ customerId, endpointClass, limit }) => ({
       customerId,
       endpointClass,
       limit,
     })),
-    incidentOverrides: incidents.map((incident) => ({
+    incidentOverrides: orderedIncidents.map((incident) => ({
       ...incident,
       startsAt: incident.startsAt.toISOString(),
       expiresAt: incident.expiresAt.toISOString(),
     })),
-    dryRunCandidates: candidates,
+    dryRunCandidates: orderedCandidates,
   };
   return {
     input,
     keys: {
-      tiers: tiers.map((tier) => tier.name),
-      endpointClasses: endpointClasses.map((endpointClass) => endpointClass.name),
+      tiers: orderedTiers.map((tier) => tier.name),
+      endpointClasses: orderedClasses.map((endpointClass) => endpointClass.name),
       customers: customers.map((customer) => customer.id),
-      customerOverrides: overrides.map((override) => override.scope),
-      incidentOverrides: incidents.map((incident) => incident.id),
-      dryRunCandidates: candidates.map((candidate) => candidate.id),
+      customerOverrides: orderedOverrides.map((override) => override.scope),
+      incidentOverrides: orderedIncidents.map((incident) => incident.id),
+      dryRunCandidates: orderedCandidates.map((candidate) => candidate.id),
     },
   };
 }
@@ -192,6 +214,19 @@ function locate(stored: StoredPolicy, path: FieldPath): LocatedError {
   return { entity: { collection: "settings" }, rest: path, label: "the settings", keyedPath: path };
 }
 
+const POSITION_IN_MESSAGE = new RegExp(`\\b(${POLICY_COLLECTIONS.join("|")})\\[(\\d+)\\]`, "g");
+
+/** `endpointClasses[1]` in a message becomes `endpointClasses.search`: positions mean nothing here. */
+function keyPositions(stored: StoredPolicy, message: string): string {
+  return message.replace(
+    POSITION_IN_MESSAGE,
+    (text, collection: PolicyCollection, position: string) => {
+      const key = stored.keys[collection][Number(position)];
+      return key === undefined ? text : formatFieldPath([collection, key]);
+    },
+  );
+}
+
 function isSameEntity(a: PolicyEntityRef | null, b: PolicyEntityRef | null): boolean {
   if (a === null || b === null || a.collection !== b.collection) return false;
   return !("id" in a) || !("id" in b) || a.id === b.id;
@@ -210,13 +245,11 @@ export function policyValidationError(
 ): AppError {
   const fieldErrors: FieldError[] = errors.map((error) => {
     const located = locate(stored, error.path);
+    const message = keyPositions(stored, error.message);
     if (focus !== null && isSameEntity(located.entity, focus)) {
-      return { path: formatFieldPath(located.rest), message: error.message };
+      return { path: formatFieldPath(located.rest), message };
     }
-    return {
-      path: formatFieldPath(located.keyedPath),
-      message: `${located.label}: ${error.message}`,
-    };
+    return { path: formatFieldPath(located.keyedPath), message: `${located.label}: ${message}` };
   });
   return validationError(fieldErrors);
 }
