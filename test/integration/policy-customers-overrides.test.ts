@@ -194,7 +194,11 @@ describe("customers", () => {
       );
     }
     await createCustomer(
-      { id: uniqueName("zz-other"), displayName: `Mentions ${tag.toUpperCase()} Ltd`, tier: "free" },
+      {
+        id: uniqueName("zz-other"),
+        displayName: `Mentions ${tag.toUpperCase()} Ltd`,
+        tier: "free",
+      },
       operatorContext(),
       deps,
     );
