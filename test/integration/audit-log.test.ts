@@ -7,12 +7,7 @@ import { createCustomer } from "@/lib/control/customer/create-customer";
 import { updateCustomer } from "@/lib/control/customer/update-customer";
 import { isAppError } from "@/lib/control/errors";
 import { createTier } from "@/lib/control/tier/create-tier";
-import {
-  depsFor,
-  importExamplePolicy,
-  operatorContext,
-  uniqueName,
-} from "./helpers/policy-fixtures";
+import { depsFor, importExamplePolicy, uniqueName } from "./helpers/policy-fixtures";
 import { provideTestDatabase } from "./helpers/test-database";
 
 const database = provideTestDatabase();
