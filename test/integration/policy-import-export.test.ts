@@ -3,7 +3,7 @@ import { isAppError } from "@/lib/control/errors";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { importPolicy } from "@/lib/control/policy/import-policy";
 import { canonicalPolicy, type TPolicyDocumentInput, ZPolicyDocument } from "@/lib/policy";
-import { examplePolicyForSeed } from "../../scripts/seed";
+import { examplePolicyForSeed, seedPolicy } from "../../scripts/seed";
 import {
   countEverything,
   depsFor,
@@ -14,6 +14,7 @@ import { provideTestDatabase } from "./helpers/test-database";
 
 const source = provideTestDatabase();
 const target = provideTestDatabase();
+const seeded = provideTestDatabase();
 
 async function refusal(promise: Promise<unknown>) {
   const error = await promise.then(
@@ -166,5 +167,26 @@ describe("importPolicy and exportPolicy", () => {
     expect(incident.revokedAt).not.toBeNull();
     const exported = await exportPolicy({}, deps);
     expect(exported.document).toBe(canonicalPolicy(ZPolicyDocument.parse(input)));
+  });
+});
+
+describe("seedPolicy", () => {
+  it("imports the example once, by the system actor, with its incident moved to start now", async () => {
+    const { db } = seeded.current();
+    const nowMs = Date.parse("2030-03-01T12:00:00.000Z");
+    const deps = depsFor(db, () => nowMs);
+    expect(await seedPolicy(deps)).toEqual({ status: "seeded", policyVersion: 1 });
+    expect(await seedPolicy(deps)).toEqual({ status: "skipped" });
+    const [entry] = await latestAuditEntries(db);
+    expect(entry).toMatchObject({
+      action: "policy.import",
+      actorType: "system",
+      actorName: "seed",
+      reason: "initial seed",
+    });
+    expect(
+      await db.incidentOverride.findMany({ select: { startsAt: true, expiresAt: true } }),
+    ).toEqual([{ startsAt: new Date(nowMs), expiresAt: new Date(nowMs + 12 * 3_600_000) }]);
+    expect(await db.customer.count()).toBe(4);
   });
 });
