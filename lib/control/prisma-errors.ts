@@ -5,6 +5,7 @@
  * With the `pg` driver adapter, Prisma reports the Postgres error in
  * `meta.driverAdapterError.cause` (`originalCode`, `kind`, `constraint.index`).
  */
+import { z } from "zod";
 import { Prisma } from "@/lib/generated/prisma/client";
 import { AppError } from "./errors";
 
@@ -18,17 +19,18 @@ export interface DbErrorSubject {
   readonly field?: string;
 }
 
-interface DriverCause {
-  readonly originalCode?: string;
-  readonly kind?: string;
-  readonly constraint?: { readonly index?: string };
-}
+const ZDriverAdapterError = z.object({
+  cause: z.object({
+    originalCode: z.string().optional(),
+    kind: z.string().optional(),
+    constraint: z.object({ index: z.string().optional() }).optional(),
+  }),
+});
+type DriverCause = z.output<typeof ZDriverAdapterError>["cause"];
 
 function driverCause(error: Prisma.PrismaClientKnownRequestError): DriverCause {
-  const adapterError = error.meta?.driverAdapterError;
-  if (typeof adapterError !== "object" || adapterError === null) return {};
-  const cause = (adapterError as { cause?: unknown }).cause;
-  return typeof cause === "object" && cause !== null ? (cause as DriverCause) : {};
+  const parsed = ZDriverAdapterError.safeParse(error.meta?.driverAdapterError);
+  return parsed.success ? parsed.data.cause : {};
 }
 
 /**

@@ -141,8 +141,13 @@ export async function runPolicyChange<Value extends object>(
         published,
       };
     } catch (error: unknown) {
-      if (attempt < MAX_ATTEMPTS && isRetryableTransactionError(error)) continue;
-      throw error;
+      if (!isRetryableTransactionError(error)) throw error;
+      if (attempt < MAX_ATTEMPTS) continue;
+      throw new AppError(
+        "CONFLICT",
+        "The change collided with other changes being made at the same moment; nothing was saved. Try again.",
+        { cause: error },
+      );
     }
   }
 }
