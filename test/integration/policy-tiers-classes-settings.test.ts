@@ -141,6 +141,30 @@ describe("tiers", () => {
     });
   });
 
+  it("concurrent changes apply one at a time: versions are contiguous and a second edit of the same version conflicts", async () => {
+    const { db } = database.current();
+    const created = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        createTier({ name: uniqueName("burst"), limit: bucket(100, 10) }, operatorContext(), deps),
+      ),
+    );
+    const versions = created.map((result) => result.policyVersion ?? 0).sort((a, b) => a - b);
+    const first = versions[0] ?? 0;
+    expect(versions).toEqual([first, first + 1, first + 2, first + 3, first + 4]);
+
+    const name = created[0]?.tier.name ?? "";
+    const outcomes = await Promise.allSettled([
+      updateTier({ name, expectedVersion: 1, limit: bucket(110, 10) }, operatorContext("a"), deps),
+      updateTier({ name, expectedVersion: 1, limit: bucket(120, 10) }, operatorContext("b"), deps),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(["fulfilled", "rejected"]);
+    const rejected = outcomes.find((outcome) => outcome.status === "rejected");
+    expect(rejected?.status === "rejected" && rejected.reason).toMatchObject({
+      code: "VERSION_CONFLICT",
+    });
+    expect(await db.auditEntry.count({ where: { entityType: "tier", entityId: name } })).toBe(2);
+  });
+
   it.each([
     {
       name: "a malformed limit, and a missing reason, are reported by field",
