@@ -3,8 +3,9 @@ import { ZCustomerOverride } from "@/lib/policy";
 import { type ChangeContext, parseChange } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
 import { findCustomer } from "../customer/customer-record";
-import { AppError, validationError } from "../errors";
-import { type ChangeReceipt, runPolicyChange, type Tx } from "../policy/run-policy-change";
+import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
+import { AppError } from "../errors";
+import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
 import {
   type CustomerOverrideRecord,
@@ -16,17 +17,6 @@ import {
 
 /** A standing limit for one customer: all endpoints (`endpointClass: null`) or one class. */
 export type CreateCustomerOverrideOptions = z.input<typeof ZCustomerOverride>;
-
-/** Refuses an endpoint class that does not exist, at the `endpointClass` field. */
-export async function requireEndpointClass(tx: Tx, name: string | null): Promise<void> {
-  if (name === null) return;
-  const found = await tx.endpointClass.findUnique({ where: { name }, select: { name: true } });
-  if (found === null) {
-    throw validationError([
-      { path: "endpointClass", message: `there is no endpoint class "${name}"` },
-    ]);
-  }
-}
 
 export async function createCustomerOverride(
   options: CreateCustomerOverrideOptions,

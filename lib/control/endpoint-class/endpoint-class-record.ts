@@ -1,6 +1,6 @@
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { type TEndpointClass, ZEndpointClass } from "@/lib/policy";
-import { notFound } from "../errors";
+import { notFound, validationError } from "../errors";
 import type { Db } from "../policy/stored-policy";
 import { isoOf, jsonColumn, parseStored, toJson } from "../stored";
 
@@ -60,4 +60,15 @@ export async function findEndpointClass(db: Db, name: string): Promise<EndpointC
   const row = await db.endpointClass.findUnique({ where: { name }, select: endpointClassSelect });
   if (row === null) throw notFound("Endpoint class", name);
   return toEndpointClassRecord(row);
+}
+
+/** Refuses an endpoint class that does not exist, at the `endpointClass` field. */
+export async function requireEndpointClass(db: Db, name: string | null): Promise<void> {
+  if (name === null) return;
+  const found = await db.endpointClass.findUnique({ where: { name }, select: { name: true } });
+  if (found === null) {
+    throw validationError([
+      { path: "endpointClass", message: `there is no endpoint class "${name}"` },
+    ]);
+  }
 }

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { fieldErrorsFromZod, MAX_WINDOW_MS, ZIncidentOverride, ZInstant } from "@/lib/policy";
 import { type ChangeContext, parseChange } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
-import { requireEndpointClass } from "../customer-override/create-customer-override";
+import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
 import { AppError, toFieldErrors, validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";

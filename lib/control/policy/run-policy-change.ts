@@ -210,7 +210,7 @@ async function validateAndCompile<Value>(
 }
 
 /** SHA-256 of the canonical JSON of a compiled policy: equal policies, equal hashes. */
-export function hashPolicy(policy: unknown): string {
+function hashPolicy(policy: unknown): string {
   return createHash("sha256").update(canonicalJson(policy)).digest("hex");
 }
 

@@ -18,7 +18,7 @@ import { type AppError, type FieldError, validationError } from "../errors";
 
 export type Db = PrismaClient | Prisma.TransactionClient;
 
-export const POLICY_COLLECTIONS = [
+const POLICY_COLLECTIONS = [
   "tiers",
   "endpointClasses",
   "customers",
