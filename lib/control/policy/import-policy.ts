@@ -40,6 +40,12 @@ import { currentIncidentWhere } from "./stored-policy";
 /** Customers per INSERT: a million-customer file is written in bounded statements. */
 const CUSTOMER_CHUNK = 5_000;
 
+/**
+ * From this many customers on, the import refreshes the table's statistics: without them the
+ * planner misjudges the search's trigram conditions until autovacuum gets round to it.
+ */
+const ANALYZE_FROM_CUSTOMERS = 10_000;
+
 export async function importPolicy(
   document: unknown,
   context: ChangeContext,
@@ -220,6 +226,7 @@ async function upsertCustomers(tx: Tx, doc: TPolicyDocument): Promise<void> {
             "version" = "Customer"."version" + 1, "updatedAt" = now()
         WHERE ("Customer"."displayName", "Customer"."tier") IS DISTINCT FROM (EXCLUDED."displayName", EXCLUDED."tier")`;
   }
+  if (doc.customers.length >= ANALYZE_FROM_CUSTOMERS) await tx.$executeRaw`ANALYZE "Customer"`;
 }
 
 async function upsertSettings(tx: Tx, doc: TPolicyDocument): Promise<void> {
