@@ -203,7 +203,8 @@ describe("the worker", () => {
 
   it("npm run worker leads, and stops cleanly on SIGTERM", async () => {
     const root = path.resolve(import.meta.dirname, "../..");
-    const child = spawn(path.join(root, "node_modules/.bin/tsx"), ["scripts/worker.ts"], {
+    // node itself, not the tsx wrapper: the signal must reach the worker, not a relay.
+    const child = spawn(process.execPath, ["--import", "tsx", "scripts/worker.ts"], {
       cwd: root,
       env: {
         ...process.env,
