@@ -2,8 +2,9 @@
  * `npm run up`: from a fresh clone to a running control plane.
  *
  * Checks the configuration, creates the database if it is missing, applies the migrations,
- * generates the Prisma client, builds the console when the build is missing or older than the
- * sources, and starts it. Ctrl-C stops everything this started.
+ * generates the Prisma client, seeds the example policy into a database that has none, builds the
+ * console when the build is missing or older than the sources, and starts it next to the worker
+ * (which publishes policy versions to Redis). Ctrl-C stops everything this started.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -99,10 +100,25 @@ async function main(): Promise<void> {
     PRISMA_SCHEMA_ENGINE_BINARY: path.join(ROOT, "package.json"),
   });
 
+  step("Seeding the example policy (only into a database without one)");
+  await run(path.join(ROOT, "node_modules/.bin/tsx"), ["scripts/seed.ts"], childEnv);
+
   if (await isBuildStale()) {
     step("Building the console (first run or sources changed)");
     await run("npx", ["next", "build"], childEnv);
   }
+
+  step("Starting the worker");
+  const worker = startService(
+    path.join(ROOT, "node_modules/.bin/tsx"),
+    ["scripts/worker.ts"],
+    childEnv,
+  );
+  worker.on("exit", (code) => {
+    console.log(
+      `worker exited (${code ?? "signal"}); policy changes wait in the outbox until it runs again`,
+    );
+  });
 
   step(`Starting the console on port ${env.PORT}`);
   const server = startService(

@@ -72,3 +72,19 @@ export async function executeSql(databaseUrl: string, sql: string): Promise<void
     await client.end();
   }
 }
+
+/** Drops every database on the server whose name starts with `prefix` (test leftovers). */
+export async function dropDatabasesStartingWith(
+  databaseUrl: string,
+  prefix: string,
+): Promise<void> {
+  await withAdmin(databaseUrl, async (client) => {
+    const { rows } = await client.query<{ datname: string }>(
+      "SELECT datname FROM pg_database WHERE starts_with(datname, $1)",
+      [prefix],
+    );
+    for (const { datname } of rows) {
+      await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(datname)} WITH (FORCE)`);
+    }
+  });
+}

@@ -6,7 +6,12 @@
 import { Redis } from "ioredis";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
-import { createDatabase, dropDatabase, withDatabase } from "../../scripts/db/databases";
+import {
+  createDatabase,
+  dropDatabase,
+  dropDatabasesStartingWith,
+  withDatabase,
+} from "../../scripts/db/databases";
 import { applyMigrations } from "../../scripts/db/schema-engine";
 
 declare module "vitest" {
@@ -68,7 +73,8 @@ export default async function setup(project: TestProject) {
   await assertPostgres();
   const redis = await assertRedis();
   const runId = `${Date.now().toString(36)}_${process.pid}`;
-  const databaseUrl = withDatabase(BASE_DATABASE_URL, `lp_it_${runId}`);
+  const databaseName = `lp_it_${runId}`;
+  const databaseUrl = withDatabase(BASE_DATABASE_URL, databaseName);
   const redisKeyPrefix = `lpt:${runId}:`;
   await createDatabase(databaseUrl);
   await applyMigrations(databaseUrl);
@@ -78,6 +84,8 @@ export default async function setup(project: TestProject) {
 
   return async () => {
     await dropDatabase(databaseUrl);
+    // Files that need a database of their own name it after the run's (helpers/test-database.ts).
+    await dropDatabasesStartingWith(databaseUrl, `${databaseName}_`);
     await deleteKeys(redis, redisKeyPrefix);
     redis.disconnect();
   };

@@ -1,0 +1,47 @@
+/**
+ * The closed set of audit actions and entity types. An action is `<entity>.<verb>`; the console
+ * filters by it and the API documents it, so adding one is a deliberate change here.
+ */
+
+export const AUDIT_ACTIONS = [
+  "tier.create",
+  "tier.update",
+  "tier.delete",
+  "endpoint-class.create",
+  "endpoint-class.update",
+  "endpoint-class.delete",
+  "settings.update",
+  "customer.create",
+  "customer.update",
+  "customer.delete",
+  "override.create",
+  "override.update",
+  "override.delete",
+  "incident.raise",
+  "incident.extend",
+  "incident.revert",
+  "incident.expire",
+  "candidate.create",
+  "candidate.update",
+  "candidate.promote",
+  "candidate.discard",
+  "policy.import",
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** What `entityType` names; `entityId` is the entity's key (a name, an id, or an override's scope). */
+export const AUDIT_ENTITY_TYPES = [
+  "tier",
+  "endpoint-class",
+  "settings",
+  "customer",
+  "customer-override",
+  "incident",
+  "candidate",
+  "policy",
+] as const;
+export type AuditEntityType = (typeof AUDIT_ENTITY_TYPES)[number];
+
+export function isAuditAction(value: string): value is AuditAction {
+  return (AUDIT_ACTIONS as readonly string[]).includes(value);
+}

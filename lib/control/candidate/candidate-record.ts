@@ -1,0 +1,50 @@
+import type { Prisma } from "@/lib/generated/prisma/client";
+import { type TDryRunCandidate, ZDryRunCandidate } from "@/lib/policy";
+import { notFound } from "../errors";
+import type { Db } from "../policy/stored-policy";
+import { isoOf, parseStored } from "../stored";
+
+export const candidateSelect = {
+  id: true,
+  target: true,
+  limit: true,
+  createdBy: true,
+  version: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.DryRunCandidateSelect;
+
+type CandidateRow = Prisma.DryRunCandidateGetPayload<{ select: typeof candidateSelect }>;
+
+export type CandidateRecord = TDryRunCandidate & {
+  /** Display name of the actor who created it. */
+  readonly createdBy: string;
+  readonly version: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+};
+
+export function candidateLabel(id: string): string {
+  return `dry-run candidate "${id}"`;
+}
+
+export function toCandidateRecord(row: CandidateRow): CandidateRecord {
+  const candidate = parseStored(
+    ZDryRunCandidate,
+    { id: row.id, target: row.target, limit: row.limit },
+    candidateLabel(row.id),
+  );
+  return {
+    ...candidate,
+    createdBy: row.createdBy,
+    version: row.version,
+    createdAt: isoOf(row.createdAt),
+    updatedAt: isoOf(row.updatedAt),
+  };
+}
+
+export async function findCandidate(db: Db, id: string): Promise<CandidateRecord> {
+  const row = await db.dryRunCandidate.findUnique({ where: { id }, select: candidateSelect });
+  if (row === null) throw notFound("Dry-run candidate", id);
+  return toCandidateRecord(row);
+}

@@ -1,0 +1,50 @@
+import { z } from "zod";
+import { ZDryRunCandidate } from "@/lib/policy";
+import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import { type ControlDeps, getControlDeps } from "../control-deps";
+import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
+import { auditView } from "../stored";
+import { assertExpectedVersion } from "../version-conflict";
+import { type CandidateRecord, candidateLabel, findCandidate } from "./candidate-record";
+
+export const ZDiscardCandidateOptions = z.strictObject({
+  id: ZDryRunCandidate.shape.id,
+  expectedVersion: ZExpectedVersion,
+});
+export type DiscardCandidateOptions = z.input<typeof ZDiscardCandidateOptions>;
+
+/** Stops a dry-run candidate; the rule it targeted stays as it is. */
+export async function discardCandidate(
+  options: DiscardCandidateOptions,
+  context: ChangeContext,
+  deps: ControlDeps = getControlDeps(),
+): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
+  const { input, ctx } = parseChange(ZDiscardCandidateOptions, options, context);
+  return runPolicyChange(deps, ctx, {
+    action: "candidate.discard",
+    entityType: "candidate",
+    affectsSnapshot: true,
+    focus: null,
+    async write(tx) {
+      const current = await findCandidate(tx, input.id);
+      await assertExpectedVersion(
+        tx,
+        {
+          entityType: "candidate",
+          entityId: input.id,
+          label: candidateLabel(input.id),
+          current: auditView(current),
+        },
+        input.expectedVersion,
+      );
+      await tx.dryRunCandidate.delete({ where: { id: input.id }, select: { id: true } });
+      return {
+        entityId: input.id,
+        customerId: null,
+        before: auditView(current),
+        after: null,
+        value: { candidate: current },
+      };
+    },
+  });
+}

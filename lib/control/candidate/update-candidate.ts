@@ -1,0 +1,70 @@
+import { z } from "zod";
+import { ZDryRunCandidate } from "@/lib/policy";
+import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import { type ControlDeps, getControlDeps } from "../control-deps";
+import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
+import { auditView, toJson } from "../stored";
+import { assertExpectedVersion } from "../version-conflict";
+import {
+  type CandidateRecord,
+  candidateLabel,
+  candidateSelect,
+  findCandidate,
+  toCandidateRecord,
+} from "./candidate-record";
+
+export const ZUpdateCandidateOptions = z
+  .strictObject({
+    id: ZDryRunCandidate.shape.id,
+    expectedVersion: ZExpectedVersion,
+    target: ZDryRunCandidate.shape.target.optional(),
+    limit: ZDryRunCandidate.shape.limit.optional(),
+  })
+  .refine((options) => options.target !== undefined || options.limit !== undefined, {
+    error: "give at least one field to change: target, limit",
+  });
+export type UpdateCandidateOptions = z.input<typeof ZUpdateCandidateOptions>;
+
+export async function updateCandidate(
+  options: UpdateCandidateOptions,
+  context: ChangeContext,
+  deps: ControlDeps = getControlDeps(),
+): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
+  const { input, ctx } = parseChange(ZUpdateCandidateOptions, options, context);
+  return runPolicyChange(deps, ctx, {
+    action: "candidate.update",
+    entityType: "candidate",
+    affectsSnapshot: true,
+    focus: { collection: "dryRunCandidates", id: input.id },
+    async write(tx) {
+      const current = await findCandidate(tx, input.id);
+      await assertExpectedVersion(
+        tx,
+        {
+          entityType: "candidate",
+          entityId: input.id,
+          label: candidateLabel(input.id),
+          current: auditView(current),
+        },
+        input.expectedVersion,
+      );
+      const row = await tx.dryRunCandidate.update({
+        where: { id: input.id },
+        data: {
+          target: input.target,
+          limit: input.limit === undefined ? undefined : toJson(input.limit),
+          version: { increment: 1 },
+        },
+        select: candidateSelect,
+      });
+      const candidate = toCandidateRecord(row);
+      return {
+        entityId: candidate.id,
+        customerId: null,
+        before: auditView(current),
+        after: auditView(candidate),
+        value: { candidate },
+      };
+    },
+  });
+}

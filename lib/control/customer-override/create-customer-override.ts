@@ -1,0 +1,66 @@
+import type { z } from "zod";
+import { ZCustomerOverride } from "@/lib/policy";
+import { type ChangeContext, parseChange } from "../change-context";
+import { type ControlDeps, getControlDeps } from "../control-deps";
+import { findCustomer } from "../customer/customer-record";
+import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
+import { AppError } from "../errors";
+import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
+import { auditView, toJson } from "../stored";
+import {
+  type CustomerOverrideRecord,
+  customerOverrideSelect,
+  overrideLabel,
+  overrideScope,
+  toCustomerOverrideRecord,
+} from "./customer-override-record";
+
+/** A standing limit for one customer: all endpoints (`endpointClass: null`) or one class. */
+export type CreateCustomerOverrideOptions = z.input<typeof ZCustomerOverride>;
+
+export async function createCustomerOverride(
+  options: CreateCustomerOverrideOptions,
+  context: ChangeContext,
+  deps: ControlDeps = getControlDeps(),
+): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
+  const { input, ctx } = parseChange(ZCustomerOverride, options, context);
+  const scope = overrideScope(input.customerId, input.endpointClass);
+  return runPolicyChange(deps, ctx, {
+    action: "override.create",
+    entityType: "customer-override",
+    affectsSnapshot: true,
+    focus: { collection: "customerOverrides", id: scope },
+    async write(tx) {
+      await findCustomer(tx, input.customerId);
+      await requireEndpointClass(tx, input.endpointClass);
+      const existing = await tx.customerOverride.findUnique({
+        where: { scope },
+        select: { version: true },
+      });
+      if (existing !== null) {
+        throw new AppError(
+          "CONFLICT",
+          `${overrideLabel(scope)} already exists (version ${existing.version}); edit it instead.`,
+          { details: { scope, currentVersion: existing.version } },
+        );
+      }
+      const row = await tx.customerOverride.create({
+        data: {
+          scope,
+          customerId: input.customerId,
+          endpointClass: input.endpointClass,
+          limit: toJson(input.limit),
+        },
+        select: customerOverrideSelect,
+      });
+      const override = toCustomerOverrideRecord(row);
+      return {
+        entityId: scope,
+        customerId: input.customerId,
+        before: null,
+        after: auditView(override),
+        value: { override },
+      };
+    },
+  });
+}

@@ -1,0 +1,71 @@
+import type { Prisma } from "@/lib/generated/prisma/client";
+import { formatScope, type TCustomerOverride, ZCustomerOverride } from "@/lib/policy";
+import { AppError } from "../errors";
+import type { Db } from "../policy/stored-policy";
+import { isoOf, parseStored } from "../stored";
+
+export const customerOverrideSelect = {
+  scope: true,
+  customerId: true,
+  endpointClass: true,
+  limit: true,
+  version: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.CustomerOverrideSelect;
+
+type CustomerOverrideRow = Prisma.CustomerOverrideGetPayload<{
+  select: typeof customerOverrideSelect;
+}>;
+
+/** A customer override, with its scope (`customer:C` or `customer:C/endpoint:E`): its key. */
+export type CustomerOverrideRecord = TCustomerOverride & {
+  readonly scope: string;
+  readonly version: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+};
+
+/** The key of a customer's override on one layer (null: all endpoints). */
+export function overrideScope(customerId: string, endpointClass: string | null): string {
+  return formatScope({ kind: "customer", customerId, endpointClass });
+}
+
+export function overrideLabel(scope: string): string {
+  return `customer override "${scope}"`;
+}
+
+export function toCustomerOverrideRecord(row: CustomerOverrideRow): CustomerOverrideRecord {
+  const override = parseStored(
+    ZCustomerOverride,
+    { customerId: row.customerId, endpointClass: row.endpointClass, limit: row.limit },
+    overrideLabel(row.scope),
+  );
+  return {
+    ...override,
+    scope: row.scope,
+    version: row.version,
+    createdAt: isoOf(row.createdAt),
+    updatedAt: isoOf(row.updatedAt),
+  };
+}
+
+export async function findCustomerOverride(
+  db: Db,
+  customerId: string,
+  endpointClass: string | null,
+): Promise<CustomerOverrideRecord> {
+  const scope = overrideScope(customerId, endpointClass);
+  const row = await db.customerOverride.findUnique({
+    where: { scope },
+    select: customerOverrideSelect,
+  });
+  if (row === null) {
+    throw new AppError(
+      "NOT_FOUND",
+      `Customer "${customerId}" has no override ${endpointClass === null ? "for all endpoints" : `on endpoint class "${endpointClass}"`}.`,
+      { details: { entity: "Customer override", id: scope } },
+    );
+  }
+  return toCustomerOverrideRecord(row);
+}

@@ -1,0 +1,38 @@
+import type { Prisma } from "@/lib/generated/prisma/client";
+import { type TCustomer, ZCustomer } from "@/lib/policy";
+import { notFound } from "../errors";
+import type { Db } from "../policy/stored-policy";
+import { isoOf, parseStored } from "../stored";
+
+export const customerSelect = {
+  id: true,
+  displayName: true,
+  tier: true,
+  version: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.CustomerSelect;
+
+type CustomerRow = Prisma.CustomerGetPayload<{ select: typeof customerSelect }>;
+
+export type CustomerRecord = TCustomer & {
+  readonly version: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+};
+
+export function customerLabel(id: string): string {
+  return `customer "${id}"`;
+}
+
+export function toCustomerRecord(row: CustomerRow): CustomerRecord {
+  const { version, createdAt, updatedAt, ...fields } = row;
+  const customer = parseStored(ZCustomer, fields, customerLabel(row.id));
+  return { ...customer, version, createdAt: isoOf(createdAt), updatedAt: isoOf(updatedAt) };
+}
+
+export async function findCustomer(db: Db, id: string): Promise<CustomerRecord> {
+  const row = await db.customer.findUnique({ where: { id }, select: customerSelect });
+  if (row === null) throw notFound("Customer", id);
+  return toCustomerRecord(row);
+}

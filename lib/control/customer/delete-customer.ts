@@ -1,0 +1,68 @@
+import { z } from "zod";
+import { ZCustomer } from "@/lib/policy";
+import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import { type ControlDeps, getControlDeps } from "../control-deps";
+import { AppError } from "../errors";
+import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
+import { auditView } from "../stored";
+import { assertExpectedVersion } from "../version-conflict";
+import { type CustomerRecord, customerLabel, findCustomer } from "./customer-record";
+import { findCustomerPolicyEntries } from "./customer-references";
+
+export const ZDeleteCustomerOptions = z.strictObject({
+  id: ZCustomer.shape.id,
+  expectedVersion: ZExpectedVersion,
+});
+export type DeleteCustomerOptions = z.input<typeof ZDeleteCustomerOptions>;
+
+/**
+ * Removes a customer from the registry. One with overrides or current incidents is refused,
+ * naming them: removing those changes what enforcers do, and is each its own audited change.
+ * Past incidents stay as history.
+ */
+export async function deleteCustomer(
+  options: DeleteCustomerOptions,
+  context: ChangeContext,
+  deps: ControlDeps = getControlDeps(),
+): Promise<{ readonly customer: CustomerRecord } & ChangeReceipt> {
+  const { input, ctx } = parseChange(ZDeleteCustomerOptions, options, context);
+  return runPolicyChange(deps, ctx, {
+    action: "customer.delete",
+    entityType: "customer",
+    affectsSnapshot: false,
+    focus: null,
+    async write(tx, nowMs) {
+      const current = await findCustomer(tx, input.id);
+      await assertExpectedVersion(
+        tx,
+        {
+          entityType: "customer",
+          entityId: input.id,
+          label: customerLabel(input.id),
+          current: auditView(current),
+        },
+        input.expectedVersion,
+      );
+      const { overrides, incidents } = await findCustomerPolicyEntries(tx, input.id, nowMs);
+      const referrers = [
+        ...overrides.map((scope) => `customer override "${scope}"`),
+        ...incidents.map((id) => `incident "${id}"`),
+      ];
+      if (referrers.length > 0) {
+        throw new AppError(
+          "CONFLICT",
+          `${customerLabel(input.id)} still has ${referrers.join(", ")}; delete or revert those first.`,
+          { details: { referrers } },
+        );
+      }
+      await tx.customer.delete({ where: { id: input.id }, select: { id: true } });
+      return {
+        entityId: input.id,
+        customerId: input.id,
+        before: auditView(current),
+        after: null,
+        value: { customer: current },
+      };
+    },
+  });
+}

@@ -1,0 +1,128 @@
+import { z } from "zod";
+import { parseScope, ZEndpointClass } from "@/lib/policy";
+import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import { type ControlDeps, getControlDeps } from "../control-deps";
+import { AppError } from "../errors";
+import { type ChangeReceipt, runPolicyChange, type Tx } from "../policy/run-policy-change";
+import { currentIncidentWhere } from "../policy/stored-policy";
+import { auditView } from "../stored";
+import { assertExpectedVersion } from "../version-conflict";
+import {
+  type EndpointClassRecord,
+  endpointClassLabel,
+  findEndpointClass,
+} from "./endpoint-class-record";
+
+export const ZDeleteEndpointClassOptions = z.strictObject({
+  name: ZEndpointClass.shape.name,
+  expectedVersion: ZExpectedVersion,
+});
+export type DeleteEndpointClassOptions = z.input<typeof ZDeleteEndpointClassOptions>;
+
+const NAMED = 3;
+
+/**
+ * Deletes an endpoint class nothing refers to: not the default class, and no customer override,
+ * current incident or dry-run candidate on it (expired incidents are history and do not count).
+ */
+export async function deleteEndpointClass(
+  options: DeleteEndpointClassOptions,
+  context: ChangeContext,
+  deps: ControlDeps = getControlDeps(),
+): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
+  const { input, ctx } = parseChange(ZDeleteEndpointClassOptions, options, context);
+  return runPolicyChange(deps, ctx, {
+    action: "endpoint-class.delete",
+    entityType: "endpoint-class",
+    affectsSnapshot: true,
+    focus: null,
+    async write(tx, nowMs) {
+      const current = await findEndpointClass(tx, input.name);
+      await assertExpectedVersion(
+        tx,
+        {
+          entityType: "endpoint-class",
+          entityId: input.name,
+          label: endpointClassLabel(input.name),
+          current: auditView(current),
+        },
+        input.expectedVersion,
+      );
+      const referrers = await findReferrers(tx, input.name, nowMs);
+      if (referrers.length > 0) {
+        throw new AppError(
+          "CONFLICT",
+          `${endpointClassLabel(input.name)} is still used by ${referrers.join(", ")}; change or remove those first.`,
+          { details: { referrers } },
+        );
+      }
+      await tx.endpointClass.delete({ where: { name: input.name }, select: { name: true } });
+      return {
+        entityId: input.name,
+        customerId: null,
+        before: auditView(current),
+        after: null,
+        value: { endpointClass: current },
+      };
+    },
+  });
+}
+
+function named(noun: string, keys: readonly string[], count: number): string {
+  const list = keys.map((key) => `"${key}"`).join(", ");
+  return count <= keys.length
+    ? `${noun} ${list}`
+    : `${count} ${noun} (${list} and ${count - keys.length} more)`;
+}
+
+async function findReferrers(tx: Tx, name: string, nowMs: number): Promise<string[]> {
+  const incidentWhere = { ...currentIncidentWhere(nowMs), endpointClass: name };
+  const [settings, overrides, overrideCount, incidents, incidentCount, candidates] =
+    await Promise.all([
+      tx.policySettings.findUnique({ where: { id: 1 }, select: { defaultEndpointClass: true } }),
+      tx.customerOverride.findMany({
+        where: { endpointClass: name },
+        orderBy: { scope: "asc" },
+        take: NAMED,
+        select: { scope: true },
+      }),
+      tx.customerOverride.count({ where: { endpointClass: name } }),
+      tx.incidentOverride.findMany({
+        where: incidentWhere,
+        orderBy: { id: "asc" },
+        take: NAMED,
+        select: { id: true },
+      }),
+      tx.incidentOverride.count({ where: incidentWhere }),
+      tx.dryRunCandidate.findMany({ orderBy: { id: "asc" }, select: { id: true, target: true } }),
+    ]);
+  const referrers: string[] = [];
+  if (settings?.defaultEndpointClass === name) {
+    referrers.push("the settings (defaultEndpointClass)");
+  }
+  if (overrideCount > 0) {
+    referrers.push(
+      named(
+        "customer overrides",
+        overrides.map((override) => override.scope),
+        overrideCount,
+      ),
+    );
+  }
+  if (incidentCount > 0) {
+    referrers.push(
+      named(
+        "incidents",
+        incidents.map((incident) => incident.id),
+        incidentCount,
+      ),
+    );
+  }
+  for (const candidate of candidates) {
+    const scope = parseScope(candidate.target);
+    if (scope !== null && "endpointClass" in scope && scope.endpointClass === name) {
+      referrers.push(`dry-run candidate "${candidate.id}" (target ${candidate.target})`);
+    }
+  }
+  return referrers;
+}

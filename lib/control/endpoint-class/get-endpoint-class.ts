@@ -1,0 +1,10 @@
+import { getControlDeps, type ReadDeps } from "../control-deps";
+import { type EndpointClassRecord, findEndpointClass } from "./endpoint-class-record";
+
+/** One endpoint class, or NOT_FOUND. */
+export async function getEndpointClass(
+  name: string,
+  deps: ReadDeps = getControlDeps(),
+): Promise<EndpointClassRecord> {
+  return findEndpointClass(deps.db, name);
+}

@@ -1,0 +1,17 @@
+import { getControlDeps, type ReadDeps } from "../control-deps";
+import {
+  type EndpointClassRecord,
+  endpointClassSelect,
+  toEndpointClassRecord,
+} from "./endpoint-class-record";
+
+/** Every endpoint class, by name. */
+export async function listEndpointClasses(
+  deps: ReadDeps = getControlDeps(),
+): Promise<EndpointClassRecord[]> {
+  const rows = await deps.db.endpointClass.findMany({
+    orderBy: { name: "asc" },
+    select: endpointClassSelect,
+  });
+  return rows.map(toEndpointClassRecord);
+}

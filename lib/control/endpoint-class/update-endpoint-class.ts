@@ -1,0 +1,99 @@
+import { z } from "zod";
+import { ZEndpointClass } from "@/lib/policy";
+import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import { type ControlDeps, getControlDeps } from "../control-deps";
+import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
+import { auditView } from "../stored";
+import { assertExpectedVersion } from "../version-conflict";
+import {
+  type EndpointClassRecord,
+  endpointClassData,
+  endpointClassLabel,
+  endpointClassSelect,
+  findEndpointClass,
+  toEndpointClassRecord,
+} from "./endpoint-class-record";
+
+const shape = ZEndpointClass.shape;
+const EDITABLE = [
+  "displayName",
+  "match",
+  "cost",
+  "limits",
+  "anonymousLimit",
+  "ceiling",
+  "keyBy",
+] as const;
+
+/** Fields not given are left as they are; `limits` and `match` are replaced whole. */
+export const ZUpdateEndpointClassOptions = z
+  .strictObject({
+    name: shape.name,
+    expectedVersion: ZExpectedVersion,
+    displayName: shape.displayName.unwrap().optional(),
+    match: shape.match.unwrap().optional(),
+    cost: shape.cost.unwrap().optional(),
+    limits: shape.limits.unwrap().optional(),
+    anonymousLimit: shape.anonymousLimit.unwrap().optional(),
+    ceiling: shape.ceiling.unwrap().optional(),
+    keyBy: shape.keyBy.unwrap().optional(),
+  })
+  .refine((options) => EDITABLE.some((field) => options[field] !== undefined), {
+    error: `give at least one field to change: ${EDITABLE.join(", ")}`,
+  });
+export type UpdateEndpointClassOptions = z.input<typeof ZUpdateEndpointClassOptions>;
+
+export async function updateEndpointClass(
+  options: UpdateEndpointClassOptions,
+  context: ChangeContext,
+  deps: ControlDeps = getControlDeps(),
+): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
+  const { input, ctx } = parseChange(ZUpdateEndpointClassOptions, options, context);
+  return runPolicyChange(deps, ctx, {
+    action: "endpoint-class.update",
+    entityType: "endpoint-class",
+    affectsSnapshot: true,
+    focus: { collection: "endpointClasses", id: input.name },
+    async write(tx) {
+      const current = await findEndpointClass(tx, input.name);
+      await assertExpectedVersion(
+        tx,
+        {
+          entityType: "endpoint-class",
+          entityId: input.name,
+          label: endpointClassLabel(input.name),
+          current: auditView(current),
+        },
+        input.expectedVersion,
+      );
+      const next = {
+        ...current,
+        displayName: given(input.displayName, current.displayName),
+        match: given(input.match, current.match),
+        cost: given(input.cost, current.cost),
+        limits: given(input.limits, current.limits),
+        anonymousLimit: given(input.anonymousLimit, current.anonymousLimit),
+        ceiling: given(input.ceiling, current.ceiling),
+        keyBy: given(input.keyBy, current.keyBy),
+      };
+      const row = await tx.endpointClass.update({
+        where: { name: input.name },
+        data: { ...endpointClassData(next), version: { increment: 1 } },
+        select: endpointClassSelect,
+      });
+      const endpointClass = toEndpointClassRecord(row);
+      return {
+        entityId: endpointClass.name,
+        customerId: null,
+        before: auditView(current),
+        after: auditView(endpointClass),
+        value: { endpointClass },
+      };
+    },
+  });
+}
+
+/** The new value when one was given (null included: it clears), else the current one. */
+function given<Value>(next: Value | undefined, current: Value): Value {
+  return next === undefined ? current : next;
+}

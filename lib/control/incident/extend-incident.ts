@@ -1,0 +1,94 @@
+import { z } from "zod";
+import { ZIncidentOverride, ZInstant } from "@/lib/policy";
+import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import { type ControlDeps, getControlDeps } from "../control-deps";
+import { validationError } from "../errors";
+import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
+import { auditView } from "../stored";
+import { assertExpectedVersion } from "../version-conflict";
+import { assertWithinGuardrails } from "./incident-guardrails";
+import {
+  findIncident,
+  type IncidentRecord,
+  incidentLabel,
+  incidentSelect,
+  toIncidentRecord,
+} from "./incident-record";
+import { assertIncidentIsCurrent } from "./incident-state";
+import { ZIncidentDurationMs } from "./raise-incident";
+
+export const ZExtendIncidentOptions = z
+  .strictObject({
+    id: ZIncidentOverride.shape.id,
+    expectedVersion: ZExpectedVersion,
+    /** The new expiry; give this or `durationMs`, counted from the incident's `startsAt`. */
+    expiresAt: ZInstant.optional(),
+    durationMs: ZIncidentDurationMs.optional(),
+  })
+  .superRefine((options, ctx) => {
+    if ((options.expiresAt === undefined) === (options.durationMs === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["expiresAt"],
+        message: "give either expiresAt or durationMs (the new total, from startsAt)",
+      });
+    }
+  });
+export type ExtendIncidentOptions = z.input<typeof ZExtendIncidentOptions>;
+
+/**
+ * Moves a current incident's expiry later. The maximum duration is checked again from its
+ * `startsAt`, so extending cannot outlast the guardrail. To end one sooner, revert it.
+ */
+export async function extendIncident(
+  options: ExtendIncidentOptions,
+  context: ChangeContext,
+  deps: ControlDeps = getControlDeps(),
+): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
+  const { input, ctx } = parseChange(ZExtendIncidentOptions, options, context);
+  return runPolicyChange(deps, ctx, {
+    action: "incident.extend",
+    entityType: "incident",
+    affectsSnapshot: true,
+    focus: { collection: "incidentOverrides", id: input.id },
+    async write(tx, nowMs) {
+      const current = await findIncident(tx, input.id);
+      await assertExpectedVersion(
+        tx,
+        {
+          entityType: "incident",
+          entityId: input.id,
+          label: incidentLabel(input.id),
+          current: auditView(current),
+        },
+        input.expectedVersion,
+      );
+      assertIncidentIsCurrent(current, nowMs, "extend");
+      const expiresAt =
+        input.expiresAt ??
+        new Date(Date.parse(current.startsAt) + (input.durationMs ?? 0)).toISOString();
+      if (Date.parse(expiresAt) <= Date.parse(current.expiresAt)) {
+        throw validationError([
+          {
+            path: "expiresAt",
+            message: `must be later than the current expiry ${current.expiresAt}; to end it sooner, revert it`,
+          },
+        ]);
+      }
+      await assertWithinGuardrails(tx, { ...current, expiresAt }, nowMs);
+      const row = await tx.incidentOverride.update({
+        where: { id: input.id },
+        data: { expiresAt: new Date(expiresAt), version: { increment: 1 } },
+        select: incidentSelect,
+      });
+      const incident = toIncidentRecord(row);
+      return {
+        entityId: incident.id,
+        customerId: incident.customerId,
+        before: auditView(current),
+        after: auditView(incident),
+        value: { incident },
+      };
+    },
+  });
+}

@@ -1,0 +1,70 @@
+import { z } from "zod";
+import { ZIncidentOverride } from "@/lib/policy";
+import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import { type ControlDeps, getControlDeps } from "../control-deps";
+import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
+import { auditView } from "../stored";
+import { assertExpectedVersion } from "../version-conflict";
+import {
+  findIncident,
+  type IncidentRecord,
+  incidentLabel,
+  incidentSelect,
+  toIncidentRecord,
+} from "./incident-record";
+import { assertIncidentIsCurrent } from "./incident-state";
+
+export const ZRevertIncidentOptions = z.strictObject({
+  id: ZIncidentOverride.shape.id,
+  expectedVersion: ZExpectedVersion,
+});
+export type RevertIncidentOptions = z.input<typeof ZRevertIncidentOptions>;
+
+/**
+ * Ends an active or upcoming incident now. It leaves the policy at once and a new version is
+ * published; the row stays, marked reverted, as history.
+ */
+export async function revertIncident(
+  options: RevertIncidentOptions,
+  context: ChangeContext,
+  deps: ControlDeps = getControlDeps(),
+): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
+  const { input, ctx } = parseChange(ZRevertIncidentOptions, options, context);
+  return runPolicyChange(deps, ctx, {
+    action: "incident.revert",
+    entityType: "incident",
+    affectsSnapshot: true,
+    focus: null,
+    async write(tx, nowMs) {
+      const current = await findIncident(tx, input.id);
+      await assertExpectedVersion(
+        tx,
+        {
+          entityType: "incident",
+          entityId: input.id,
+          label: incidentLabel(input.id),
+          current: auditView(current),
+        },
+        input.expectedVersion,
+      );
+      assertIncidentIsCurrent(current, nowMs, "revert");
+      const row = await tx.incidentOverride.update({
+        where: { id: input.id },
+        data: {
+          revokedAt: new Date(nowMs),
+          revokedBy: ctx.actor.name,
+          version: { increment: 1 },
+        },
+        select: incidentSelect,
+      });
+      const incident = toIncidentRecord(row);
+      return {
+        entityId: incident.id,
+        customerId: incident.customerId,
+        before: auditView(current),
+        after: auditView(incident),
+        value: { incident },
+      };
+    },
+  });
+}

@@ -1,0 +1,157 @@
+/**
+ * The control plane's policy services: one function per operation, each validating its input,
+ * writing the change and exactly one audit entry in one transaction, and publishing a new policy
+ * version when enforcers would see a difference. Route handlers and pages call these and never
+ * touch Prisma. See README.md.
+ */
+
+export {
+  AUDIT_ACTIONS,
+  AUDIT_ENTITY_TYPES,
+  type AuditAction,
+  type AuditEntityType,
+  isAuditAction,
+} from "./audit/audit-actions";
+export { customerHistory } from "./audit/customer-history";
+export {
+  type AuditEntryRecord,
+  type AuditPage,
+  type ListAuditEntriesOptions,
+  listAuditEntries,
+  ZListAuditEntriesOptions,
+} from "./audit/list-audit-entries";
+export type { CandidateRecord } from "./candidate/candidate-record";
+export {
+  type CreateCandidateOptions,
+  createCandidate,
+  ZCreateCandidateOptions,
+} from "./candidate/create-candidate";
+export {
+  type DiscardCandidateOptions,
+  discardCandidate,
+  ZDiscardCandidateOptions,
+} from "./candidate/discard-candidate";
+export { getCandidate } from "./candidate/get-candidate";
+export { listCandidates } from "./candidate/list-candidates";
+export {
+  type PromoteCandidateOptions,
+  promoteCandidate,
+  ZPromoteCandidateOptions,
+} from "./candidate/promote-candidate";
+export {
+  type UpdateCandidateOptions,
+  updateCandidate,
+  ZUpdateCandidateOptions,
+} from "./candidate/update-candidate";
+export {
+  ACTOR_TYPES,
+  type Actor,
+  type ActorType,
+  type ChangeContext,
+  systemActor,
+  ZActor,
+  ZChangeContext,
+} from "./change-context";
+export { type ControlDeps, getControlDeps, type ReadDeps } from "./control-deps";
+export { type CreateCustomerOptions, createCustomer } from "./customer/create-customer";
+export type { CustomerRecord } from "./customer/customer-record";
+export {
+  type DeleteCustomerOptions,
+  deleteCustomer,
+  ZDeleteCustomerOptions,
+} from "./customer/delete-customer";
+export { getCustomer } from "./customer/get-customer";
+export {
+  type CustomerPage,
+  type ListCustomersOptions,
+  listCustomers,
+  ZListCustomersOptions,
+} from "./customer/list-customers";
+export {
+  type UpdateCustomerOptions,
+  updateCustomer,
+  ZUpdateCustomerOptions,
+} from "./customer/update-customer";
+export {
+  type CreateCustomerOverrideOptions,
+  createCustomerOverride,
+} from "./customer-override/create-customer-override";
+export type { CustomerOverrideRecord } from "./customer-override/customer-override-record";
+export {
+  type DeleteCustomerOverrideOptions,
+  deleteCustomerOverride,
+  ZDeleteCustomerOverrideOptions,
+} from "./customer-override/delete-customer-override";
+export { listCustomerOverrides } from "./customer-override/list-customer-overrides";
+export {
+  type UpdateCustomerOverrideOptions,
+  updateCustomerOverride,
+  ZUpdateCustomerOverrideOptions,
+} from "./customer-override/update-customer-override";
+export {
+  type CreateEndpointClassOptions,
+  createEndpointClass,
+} from "./endpoint-class/create-endpoint-class";
+export {
+  type DeleteEndpointClassOptions,
+  deleteEndpointClass,
+  ZDeleteEndpointClassOptions,
+} from "./endpoint-class/delete-endpoint-class";
+export type { EndpointClassRecord } from "./endpoint-class/endpoint-class-record";
+export { getEndpointClass } from "./endpoint-class/get-endpoint-class";
+export { listEndpointClasses } from "./endpoint-class/list-endpoint-classes";
+export {
+  type UpdateEndpointClassOptions,
+  updateEndpointClass,
+  ZUpdateEndpointClassOptions,
+} from "./endpoint-class/update-endpoint-class";
+export {
+  AppError,
+  type ErrorCode,
+  type FieldError,
+  HTTP_STATUS,
+  isAppError,
+} from "./errors";
+export {
+  type ExtendIncidentOptions,
+  extendIncident,
+  ZExtendIncidentOptions,
+} from "./incident/extend-incident";
+export { getIncident } from "./incident/get-incident";
+export type { IncidentRecord, IncidentState } from "./incident/incident-record";
+export {
+  type IncidentWithState,
+  type ListIncidentsOptions,
+  listIncidents,
+  ZListIncidentsOptions,
+} from "./incident/list-incidents";
+export {
+  type RaiseIncidentOptions,
+  raiseIncident,
+  ZRaiseIncidentOptions,
+} from "./incident/raise-incident";
+export { recordIncidentExpiries } from "./incident/record-incident-expiries";
+export {
+  type RevertIncidentOptions,
+  revertIncident,
+  ZRevertIncidentOptions,
+} from "./incident/revert-incident";
+export type { DrainOutcome, SnapshotPublisher } from "./outbox/publish-pending-snapshots";
+export { exportPolicy, type PolicyExport } from "./policy/export-policy";
+export { type CurrentSnapshot, getCurrentSnapshot } from "./policy/get-current-snapshot";
+export { importPolicy } from "./policy/import-policy";
+export type { PolicySummary } from "./policy/policy-summary";
+export type { ChangeReceipt } from "./policy/run-policy-change";
+export { getPolicySettings } from "./settings/get-policy-settings";
+export type { PolicySettingsRecord } from "./settings/settings-record";
+export {
+  type UpdatePolicySettingsOptions,
+  updatePolicySettings,
+  ZUpdatePolicySettingsOptions,
+} from "./settings/update-policy-settings";
+export { type CreateTierOptions, createTier } from "./tier/create-tier";
+export { type DeleteTierOptions, deleteTier, ZDeleteTierOptions } from "./tier/delete-tier";
+export { getTier } from "./tier/get-tier";
+export { listTiers } from "./tier/list-tiers";
+export type { TierRecord } from "./tier/tier-record";
+export { type UpdateTierOptions, updateTier, ZUpdateTierOptions } from "./tier/update-tier";

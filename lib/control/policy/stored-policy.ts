@@ -1,0 +1,255 @@
+/**
+ * The policy as stored, assembled into a policy document so lib/policy can validate and compile
+ * it. Only what the snapshot and the document's cross-field rules need is read: tiers, endpoint
+ * classes, settings, customer overrides, current incidents (not revoked, not yet expired), dry-run
+ * candidates, and the customers those overrides and incidents name. A million customers without
+ * overrides are never loaded (export asks for them explicitly).
+ */
+import type { Prisma, PrismaClient } from "@/lib/generated/prisma/client";
+import {
+  type FieldPath,
+  formatFieldErrors,
+  formatFieldPath,
+  type PolicyFieldError,
+  parsePolicyDocument,
+  type TPolicyDocument,
+} from "@/lib/policy";
+import { type AppError, type FieldError, validationError } from "../errors";
+
+export type Db = PrismaClient | Prisma.TransactionClient;
+
+const POLICY_COLLECTIONS = [
+  "tiers",
+  "endpointClasses",
+  "customers",
+  "customerOverrides",
+  "incidentOverrides",
+  "dryRunCandidates",
+] as const;
+export type PolicyCollection = (typeof POLICY_COLLECTIONS)[number];
+
+/** One entity of the policy: an item of a collection, or the settings. */
+export type PolicyEntityRef =
+  | { readonly collection: PolicyCollection; readonly id: string }
+  | { readonly collection: "settings" };
+
+export interface StoredPolicy {
+  /** The document as stored, unparsed: what `parsePolicyDocument` is given. */
+  readonly input: Record<string, unknown>;
+  /** Each collection's keys, by position in `input`, to name entities in error messages. */
+  readonly keys: Readonly<Record<PolicyCollection, readonly string[]>>;
+}
+
+/** The incidents that belong to the policy at `nowMs`: not reverted and not yet expired. */
+export function currentIncidentWhere(nowMs: number): Prisma.IncidentOverrideWhereInput {
+  return { revokedAt: null, expiresAt: { gt: new Date(nowMs) } };
+}
+
+export interface ReadStoredPolicyOptions {
+  readonly nowMs: number;
+  /** `referenced`: only customers that overrides or incidents name; `all`: the whole registry. */
+  readonly customers: "referenced" | "all";
+  /**
+   * The entity being changed, placed last in its collection: the document's duplicate rules
+   * report the later of two entries, so they then point at the change rather than at what it
+   * collides with.
+   */
+  readonly last?: PolicyEntityRef | null;
+}
+
+function placeLast<Item>(items: Item[], isLast: (item: Item) => boolean): Item[] {
+  return [...items.filter((item) => !isLast(item)), ...items.filter(isLast)];
+}
+
+/** The stored policy, or null when there is none yet (no settings row). */
+export async function readStoredPolicy(
+  db: Db,
+  options: ReadStoredPolicyOptions,
+): Promise<StoredPolicy | null> {
+  const settings = await db.policySettings.findUnique({
+    where: { id: 1 },
+    select: { defaultTier: true, defaultEndpointClass: true, ceilings: true, guardrails: true },
+  });
+  if (settings === null) return null;
+  const [tiers, endpointClasses, overrides, incidents, candidates] = await Promise.all([
+    db.tier.findMany({
+      orderBy: { name: "asc" },
+      select: { name: true, displayName: true, limit: true },
+    }),
+    db.endpointClass.findMany({
+      orderBy: { name: "asc" },
+      select: {
+        name: true,
+        displayName: true,
+        match: true,
+        cost: true,
+        limits: true,
+        anonymousLimit: true,
+        ceiling: true,
+        keyBy: true,
+      },
+    }),
+    db.customerOverride.findMany({
+      orderBy: { scope: "asc" },
+      select: { scope: true, customerId: true, endpointClass: true, limit: true },
+    }),
+    db.incidentOverride.findMany({
+      where: currentIncidentWhere(options.nowMs),
+      orderBy: [{ startsAt: "asc" }, { id: "asc" }],
+      select: {
+        id: true,
+        customerId: true,
+        endpointClass: true,
+        factor: true,
+        limit: true,
+        startsAt: true,
+        expiresAt: true,
+        owner: true,
+        reason: true,
+        ticketUrl: true,
+      },
+    }),
+    db.dryRunCandidate.findMany({
+      orderBy: { id: "asc" },
+      select: { id: true, target: true, limit: true },
+    }),
+  ]);
+  const last = options.last;
+  const isLast = (collection: PolicyCollection, key: string) =>
+    last !== undefined &&
+    last !== null &&
+    "id" in last &&
+    last.collection === collection &&
+    last.id === key;
+  const orderedTiers = placeLast(tiers, (tier) => isLast("tiers", tier.name));
+  const orderedClasses = placeLast(endpointClasses, (item) => isLast("endpointClasses", item.name));
+  const orderedOverrides = placeLast(overrides, (item) => isLast("customerOverrides", item.scope));
+  const orderedIncidents = placeLast(incidents, (item) => isLast("incidentOverrides", item.id));
+  const orderedCandidates = placeLast(candidates, (item) => isLast("dryRunCandidates", item.id));
+  const referenced = [
+    ...new Set([...overrides, ...incidents].map((item) => item.customerId)),
+  ].sort();
+  const customers = await db.customer.findMany({
+    where: options.customers === "all" ? {} : { id: { in: referenced } },
+    orderBy: { id: "asc" },
+    select: { id: true, displayName: true, tier: true },
+  });
+  const input: Record<string, unknown> = {
+    schemaVersion: 1,
+    defaultTier: settings.defaultTier,
+    defaultEndpointClass: settings.defaultEndpointClass,
+    guardrails: settings.guardrails,
+    ceilings: settings.ceilings,
+    tiers: orderedTiers,
+    endpointClasses: orderedClasses,
+    customers,
+    customerOverrides: orderedOverrides.map(({ customerId, endpointClass, limit }) => ({
+      customerId,
+      endpointClass,
+      limit,
+    })),
+    incidentOverrides: orderedIncidents.map((incident) => ({
+      ...incident,
+      startsAt: incident.startsAt.toISOString(),
+      expiresAt: incident.expiresAt.toISOString(),
+    })),
+    dryRunCandidates: orderedCandidates,
+  };
+  return {
+    input,
+    keys: {
+      tiers: orderedTiers.map((tier) => tier.name),
+      endpointClasses: orderedClasses.map((endpointClass) => endpointClass.name),
+      customers: customers.map((customer) => customer.id),
+      customerOverrides: orderedOverrides.map((override) => override.scope),
+      incidentOverrides: orderedIncidents.map((incident) => incident.id),
+      dryRunCandidates: orderedCandidates.map((candidate) => candidate.id),
+    },
+  };
+}
+
+/** The stored policy parsed; a stored policy that fails is damage, not a caller's mistake. */
+export function parseStoredPolicy(stored: StoredPolicy): TPolicyDocument {
+  const parsed = parsePolicyDocument(stored.input);
+  if (parsed.ok) return parsed.value;
+  throw new Error(`The stored policy is invalid:\n${formatFieldErrors(parsed.errors)}`);
+}
+
+const LABELS: Record<PolicyCollection, string> = {
+  tiers: "tier",
+  endpointClasses: "endpoint class",
+  customers: "customer",
+  customerOverrides: "customer override",
+  incidentOverrides: "incident",
+  dryRunCandidates: "candidate",
+};
+
+interface LocatedError {
+  readonly entity: PolicyEntityRef | null;
+  /** The path inside the entity. */
+  readonly rest: FieldPath;
+  /** `tier "free"`, `the settings`. */
+  readonly label: string;
+  /** The path with the position replaced by the key: `tiers.free.limit.capacity`. */
+  readonly keyedPath: FieldPath;
+}
+
+function locate(stored: StoredPolicy, path: FieldPath): LocatedError {
+  const [head, position, ...rest] = path;
+  const collection = POLICY_COLLECTIONS.find((name) => name === head);
+  if (collection !== undefined && typeof position === "number") {
+    const id = stored.keys[collection][position];
+    if (id !== undefined) {
+      return {
+        entity: { collection, id },
+        rest,
+        label: `${LABELS[collection]} "${id}"`,
+        keyedPath: [collection, id, ...rest],
+      };
+    }
+  }
+  if (head === undefined || collection !== undefined) {
+    return { entity: null, rest: path, label: "the policy", keyedPath: path };
+  }
+  return { entity: { collection: "settings" }, rest: path, label: "the settings", keyedPath: path };
+}
+
+const POSITION_IN_MESSAGE = new RegExp(`\\b(${POLICY_COLLECTIONS.join("|")})\\[(\\d+)\\]`, "g");
+
+/** `endpointClasses[1]` in a message becomes `endpointClasses.search`: positions mean nothing here. */
+function keyPositions(stored: StoredPolicy, message: string): string {
+  return message.replace(
+    POSITION_IN_MESSAGE,
+    (text, collection: PolicyCollection, position: string) => {
+      const key = stored.keys[collection][Number(position)];
+      return key === undefined ? text : formatFieldPath([collection, key]);
+    },
+  );
+}
+
+function isSameEntity(a: PolicyEntityRef | null, b: PolicyEntityRef | null): boolean {
+  if (a === null || b === null || a.collection !== b.collection) return false;
+  return !("id" in a) || !("id" in b) || a.id === b.id;
+}
+
+/**
+ * The problems a change would cause in the whole policy, as an error for the caller. Problems in
+ * the entity being changed (`focus`) point at the caller's own fields (`limit.capacity`); problems
+ * elsewhere name the entity they are in (`tier "free": capacity 20 is less than ...`), keyed by
+ * name rather than position, since positions in the stored policy mean nothing to the caller.
+ */
+export function policyValidationError(
+  stored: StoredPolicy,
+  errors: readonly PolicyFieldError[],
+  focus: PolicyEntityRef | null,
+): AppError {
+  const fieldErrors: FieldError[] = errors.map((error) => {
+    const located = locate(stored, error.path);
+    const message = keyPositions(stored, error.message);
+    if (focus !== null && isSameEntity(located.entity, focus)) {
+      return { path: formatFieldPath(located.rest), message };
+    }
+    return { path: formatFieldPath(located.keyedPath), message: `${located.label}: ${message}` };
+  });
+  return validationError(fieldErrors);
+}

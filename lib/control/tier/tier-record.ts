@@ -1,0 +1,53 @@
+import type { Prisma } from "@/lib/generated/prisma/client";
+import { type TTier, ZTier } from "@/lib/policy";
+import { notFound } from "../errors";
+import type { Db } from "../policy/stored-policy";
+import { isoOf, parseStored, toJson } from "../stored";
+
+export const tierSelect = {
+  name: true,
+  displayName: true,
+  limit: true,
+  version: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.TierSelect;
+
+type TierRow = Prisma.TierGetPayload<{ select: typeof tierSelect }>;
+
+/** A tier as services return it. */
+export type TierRecord = TTier & {
+  readonly version: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+};
+
+export function tierLabel(name: string): string {
+  return `tier "${name}"`;
+}
+
+export function toTierRecord(row: TierRow): TierRecord {
+  const tier = parseStored(
+    ZTier,
+    { name: row.name, displayName: row.displayName, limit: row.limit },
+    tierLabel(row.name),
+  );
+  return {
+    ...tier,
+    version: row.version,
+    createdAt: isoOf(row.createdAt),
+    updatedAt: isoOf(row.updatedAt),
+  };
+}
+
+/** The columns of a tier. */
+export function tierData(tier: TTier) {
+  return { displayName: tier.displayName, limit: toJson(tier.limit) };
+}
+
+/** The tier, or NOT_FOUND. */
+export async function findTier(db: Db, name: string): Promise<TierRecord> {
+  const row = await db.tier.findUnique({ where: { name }, select: tierSelect });
+  if (row === null) throw notFound("Tier", name);
+  return toTierRecord(row);
+}

@@ -1,0 +1,8 @@
+/** The worker: leader election, the job loop, and the jobs. See worker.ts and lib/control/README.md. */
+export { type PublishSnapshotsJobOptions, publishSnapshotsJob } from "./jobs/publish-snapshots-job";
+export {
+  type RecordIncidentExpiriesJobOptions,
+  recordIncidentExpiriesJob,
+} from "./jobs/record-incident-expiries-job";
+export { startWorker, type Worker, type WorkerOptions } from "./worker";
+export type { WorkerJob } from "./worker-job";

@@ -1,0 +1,59 @@
+import { OUTBOX_NOTIFY_CHANNEL } from "@/lib/control/outbox/outbox";
+import {
+  type DrainOutcome,
+  publishPendingSnapshots,
+  type SnapshotPublisher,
+} from "@/lib/control/outbox/publish-pending-snapshots";
+import type { WorkerJob } from "../worker-job";
+
+/** A Redis client that says when it has (re)connected; ioredis's client is one. */
+export interface ReconnectingRedis {
+  on(event: "ready", listener: () => void): unknown;
+  off(event: "ready", listener: () => void): unknown;
+}
+
+export interface PublishSnapshotsJobOptions {
+  readonly publisher: SnapshotPublisher & { readonly redis: ReconnectingRedis };
+  /** The safety-net poll when nothing wakes the job. @default 5000 */
+  readonly pollMs?: number;
+  /** Told of every drain, for logs and tests. */
+  readonly onDrain?: (outcome: DrainOutcome) => void;
+}
+
+/**
+ * The guaranteed path of publication: drains the outbox to Redis in order. Runs when a change
+ * commits (NOTIFY), when the Redis client reconnects ("ready"), at each backoff deadline while
+ * Redis is down, and every `pollMs` regardless.
+ */
+export function publishSnapshotsJob(options: PublishSnapshotsJobOptions): WorkerJob {
+  const pollMs = options.pollMs ?? 5_000;
+  const nowMs = options.publisher.nowMs ?? Date.now;
+  return {
+    name: "publish snapshots",
+    wakeOn: [OUTBOX_NOTIFY_CHANNEL],
+    attach(wake) {
+      const redis = options.publisher.redis;
+      redis.on("ready", wake);
+      return () => redis.off("ready", wake);
+    },
+    async run() {
+      const outcome = await publishPendingSnapshots(options.publisher, "wait");
+      options.onDrain?.(outcome);
+      switch (outcome.status) {
+        case "published":
+          return { nextRunInMs: outcome.hasMore ? 0 : pollMs };
+        case "failed":
+        case "backoff":
+          return { nextRunInMs: Math.min(pollMs, Math.max(0, outcome.retryAtMs - nowMs())) };
+        case "idle":
+        case "busy":
+        case "unavailable":
+          return { nextRunInMs: pollMs };
+        default: {
+          const unknown: never = outcome;
+          throw new Error(`unknown drain outcome ${JSON.stringify(unknown)}`);
+        }
+      }
+    },
+  };
+}

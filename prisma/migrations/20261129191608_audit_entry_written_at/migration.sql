@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "AuditEntry" ALTER COLUMN "at" SET DEFAULT clock_timestamp();

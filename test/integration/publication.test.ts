@@ -1,0 +1,318 @@
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { ControlDeps } from "@/lib/control/control-deps";
+import type {
+  DrainOutcome,
+  SnapshotPublisher,
+} from "@/lib/control/outbox/publish-pending-snapshots";
+import { publishPendingSnapshots } from "@/lib/control/outbox/publish-pending-snapshots";
+import { getCurrentSnapshot } from "@/lib/control/policy/get-current-snapshot";
+import { createTier } from "@/lib/control/tier/create-tier";
+import { exampleSnapshot } from "@/lib/policy/fixtures/policy-factory";
+import {
+  parseAnnouncement,
+  policyRedisNames,
+  publishSnapshot,
+  readCurrentSnapshot,
+} from "@/lib/publication";
+import { createRedis } from "@/lib/server/redis";
+import { publishSnapshotsJob, startWorker, type Worker } from "@/lib/worker";
+import { createOwnRedisServer, type OwnRedisServer } from "./helpers/own-redis-server";
+import { importExamplePolicy, operatorContext, uniqueName } from "./helpers/policy-fixtures";
+import { provideTestDatabase } from "./helpers/test-database";
+import { waitFor } from "./helpers/wait-for";
+
+const database = provideTestDatabase();
+const sharedRedisUrl = inject("redisUrl");
+const clients: Redis[] = [];
+const workers: Worker[] = [];
+let ownRedis: OwnRedisServer | null = null;
+
+/** A prefix of this test's own, under the run's, so tests never see each other's keys. */
+function testPrefix(): string {
+  return `${inject("redisKeyPrefix")}${randomBytes(3).toString("hex")}:`;
+}
+
+function control(url = sharedRedisUrl): Redis {
+  const client = createRedis("control", { url, connectionName: "lp-test-publication" });
+  clients.push(client);
+  return client;
+}
+
+/** Subscribes to the announce channel; `versions` fills as announcements arrive. */
+async function listen(prefix: string, url = sharedRedisUrl): Promise<{ versions: number[] }> {
+  const subscriber = createRedis("subscriber", { url });
+  clients.push(subscriber);
+  const versions: number[] = [];
+  subscriber.on("message", (_channel: string, message: string) => {
+    const announcement = parseAnnouncement(message);
+    if (announcement !== null) versions.push(announcement.version);
+  });
+  await subscriber.subscribe(policyRedisNames(prefix).announce);
+  return { versions };
+}
+
+function bucket(capacity: number) {
+  return { algorithm: "token-bucket" as const, capacity, refillPerSec: capacity / 10 };
+}
+
+async function storedVersion(redis: Redis, prefix: string): Promise<number> {
+  return Number((await redis.hget(policyRedisNames(prefix).current, "version")) ?? 0);
+}
+
+beforeAll(async () => {
+  await importExamplePolicy({ db: database.current().db, publisher: null, nowMs: Date.now });
+});
+
+afterAll(async () => {
+  await Promise.all(workers.map((worker) => worker.stop()));
+  for (const client of clients) client.disconnect();
+  await ownRedis?.stop();
+});
+
+describe("publishSnapshot (the Lua script)", () => {
+  it("makes only newer versions current, and announces each applied version once", async () => {
+    const redis = control();
+    const prefix = testPrefix();
+    const announced = await listen(prefix);
+    const publish = (version: number) => {
+      const snapshot = exampleSnapshot(() => {}, { version });
+      return publishSnapshot(redis, prefix, {
+        version,
+        checksum: snapshot.checksum,
+        snapshotJson: JSON.stringify(snapshot),
+      });
+    };
+    expect(await publish(2)).toEqual({ applied: true, currentVersion: 2 });
+    expect(await publish(1)).toEqual({ applied: false, currentVersion: 2 });
+    expect(await publish(2)).toEqual({ applied: false, currentVersion: 2 });
+    expect(await publish(3)).toEqual({ applied: true, currentVersion: 3 });
+    await waitFor(() => announced.versions.length >= 2, { what: "two announcements" });
+    expect(announced.versions).toEqual([2, 3]);
+    const current = await readCurrentSnapshot(redis, prefix);
+    expect(current.status === "ok" && current.snapshot.version).toBe(3);
+  });
+
+  it("works after Redis forgets its scripts (EVALSHA falls back to EVAL)", async () => {
+    const redis = control();
+    const prefix = testPrefix();
+    await redis.script("FLUSH");
+    const snapshot = exampleSnapshot(() => {}, { version: 1 });
+    const result = await publishSnapshot(redis, prefix, {
+      version: 1,
+      checksum: snapshot.checksum,
+      snapshotJson: JSON.stringify(snapshot),
+    });
+    expect(result.applied).toBe(true);
+  });
+
+  it("readCurrentSnapshot reports nothing published, and refuses a damaged snapshot", async () => {
+    const redis = control();
+    const prefix = testPrefix();
+    expect(await readCurrentSnapshot(redis, prefix)).toEqual({ status: "none" });
+    const snapshot = exampleSnapshot(() => {}, { version: 4 });
+    const damaged = { ...snapshot, policy: { ...snapshot.policy, defaultTier: "pro" } };
+    await redis.hset(policyRedisNames(prefix).current, {
+      version: "4",
+      checksum: snapshot.checksum,
+      snapshot: JSON.stringify(damaged),
+      publishedAt: "1",
+    });
+    const read = await readCurrentSnapshot(redis, prefix);
+    expect(read).toMatchObject({ status: "invalid", version: 4 });
+    expect(read.status === "invalid" && read.errors[0]?.message).toMatch(
+      /does not match the content/,
+    );
+  });
+
+  it("two publishers racing with versions in any order never move Redis back", async () => {
+    const first = control();
+    const second = control();
+    const watcher = control();
+    const prefix = testPrefix();
+    const announced = await listen(prefix);
+    const observed: number[] = [];
+    let watching = true;
+    const watching$ = (async () => {
+      while (watching) observed.push(await storedVersion(watcher, prefix));
+    })();
+    const versions = Array.from({ length: 40 }, (_, index) => index + 1).sort(
+      () => Math.random() - 0.5,
+    );
+    const snapshots = new Map(
+      versions.map((version) => [version, exampleSnapshot(() => {}, { version })]),
+    );
+    await Promise.all(
+      versions.map((version, index) => {
+        const snapshot = snapshots.get(version);
+        if (snapshot === undefined) throw new Error("missing snapshot");
+        return publishSnapshot(index % 2 === 0 ? first : second, prefix, {
+          version,
+          checksum: snapshot.checksum,
+          snapshotJson: JSON.stringify(snapshot),
+        });
+      }),
+    );
+    watching = false;
+    await watching$;
+    expect(await storedVersion(watcher, prefix)).toBe(40);
+    for (let index = 1; index < observed.length; index++) {
+      expect(observed[index]).toBeGreaterThanOrEqual(observed[index - 1] ?? 0);
+    }
+    await waitFor(() => announced.versions.at(-1) === 40, { what: "version 40 announced" });
+    for (let index = 1; index < announced.versions.length; index++) {
+      expect(announced.versions[index]).toBeGreaterThan(announced.versions[index - 1] ?? 0);
+    }
+  });
+});
+
+describe("publication through the outbox", () => {
+  it("versions arrive in order, each published as its change commits", async () => {
+    const { db } = database.current();
+    const prefix = testPrefix();
+    const redis = control();
+    const deps: ControlDeps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
+    // Anything left pending (the import) goes out first.
+    await publishPendingSnapshots({ db, redis, prefix }, "wait");
+    const announced = await listen(prefix);
+    const produced: number[] = [];
+    for (let index = 0; index < 5; index++) {
+      const result = await createTier(
+        { name: uniqueName("ordered"), limit: bucket(100 + index) },
+        operatorContext(),
+        deps,
+      );
+      expect(result.published).toBe(true);
+      if (result.policyVersion !== null) produced.push(result.policyVersion);
+    }
+    await waitFor(() => announced.versions.length >= 5, { what: "five announcements" });
+    expect(announced.versions).toEqual(produced);
+    const current = await readCurrentSnapshot(redis, prefix);
+    const stored = await getCurrentSnapshot({ db });
+    expect(current.status === "ok" && current.snapshot).toEqual(stored.snapshot);
+    expect(stored.publishedAt).not.toBeNull();
+  });
+
+  it("two publishers draining at once publish every version once, in order, and never go back", async () => {
+    const { db } = database.current();
+    const prefix = testPrefix();
+    const publishers: SnapshotPublisher[] = [
+      { db, redis: control(), prefix },
+      { db, redis: control(), prefix },
+    ];
+    await publishPendingSnapshots({ db, redis: control(), prefix }, "wait");
+    const watcher = control();
+    const announced = await listen(prefix);
+    const observed: number[] = [];
+    let running = true;
+    const loops = [
+      ...publishers.map(async (publisher, index) => {
+        while (running) await publishPendingSnapshots(publisher, index === 0 ? "wait" : "try");
+      }),
+      (async () => {
+        while (running) observed.push(await storedVersion(watcher, prefix));
+      })(),
+    ];
+    const deps: ControlDeps = { db, publisher: null, nowMs: Date.now };
+    const produced: number[] = [];
+    for (let index = 0; index < 8; index++) {
+      const result = await createTier(
+        { name: uniqueName("race"), limit: bucket(100) },
+        operatorContext(),
+        deps,
+      );
+      if (result.policyVersion !== null) produced.push(result.policyVersion);
+    }
+    await waitFor(async () => (await storedVersion(watcher, prefix)) === produced.at(-1), {
+      what: "the last version in Redis",
+    });
+    running = false;
+    await Promise.all(loops);
+    await waitFor(() => announced.versions.at(-1) === produced.at(-1), {
+      what: "the last announcement",
+    });
+    expect(announced.versions).toEqual(produced);
+    for (let index = 1; index < observed.length; index++) {
+      expect(observed[index]).toBeGreaterThanOrEqual(observed[index - 1] ?? 0);
+    }
+  });
+
+  it("with Redis stopped during several changes, the worker catches up in order when it returns", async () => {
+    const { db, url } = database.current();
+    ownRedis = await createOwnRedisServer();
+    await ownRedis.start();
+    const prefix = testPrefix();
+    const serviceRedis = control(ownRedis.url);
+    const workerRedis = control(ownRedis.url);
+    const probe = control(ownRedis.url);
+    const drains: DrainOutcome[] = [];
+    const publisher: SnapshotPublisher & { redis: Redis } = {
+      db,
+      redis: workerRedis,
+      prefix,
+      backoff: { initialMs: 100, maxMs: 400 },
+    };
+    const worker = startWorker({
+      databaseUrl: url,
+      leaderPollMs: 200,
+      log: () => {},
+      jobs: [
+        publishSnapshotsJob({
+          publisher,
+          pollMs: 60_000,
+          onDrain: (outcome) => drains.push(outcome),
+        }),
+      ],
+    });
+    workers.push(worker);
+    await worker.whenLeading();
+    const deps: ControlDeps = {
+      db,
+      publisher: { db, redis: serviceRedis, prefix },
+      nowMs: Date.now,
+    };
+    const change = () =>
+      createTier({ name: uniqueName("outage"), limit: bucket(100) }, operatorContext(), deps);
+
+    const before = await change();
+    await waitFor(async () => (await storedVersion(probe, prefix)) === before.policyVersion, {
+      what: "the first version in Redis",
+    });
+
+    await ownRedis.stop();
+    const during = [await change(), await change(), await change()];
+    expect(during.map((result) => result.published)).toEqual([false, false, false]);
+    const last = during.at(-1)?.policyVersion;
+    // The worker has tried, failed, and is backing off.
+    await waitFor(() => drains.some((outcome) => outcome.status === "failed"), {
+      what: "a failed attempt",
+    });
+    const head = await db.outboxEvent.findFirstOrThrow({
+      where: { publishedAt: null },
+      orderBy: { id: "asc" },
+      select: { attempts: true, lastError: true },
+    });
+    expect(head.attempts).toBeGreaterThan(0);
+    expect(head.lastError).not.toBeNull();
+
+    await ownRedis.start();
+    const appliedVersions = () =>
+      drains.flatMap((outcome) =>
+        outcome.status === "published" || outcome.status === "failed"
+          ? outcome.versions
+              .filter((published) => published.applied)
+              .map((published) => published.version)
+          : [],
+      );
+    // The drain reports after it has marked the rows published and committed.
+    await waitFor(() => appliedVersions().includes(last ?? -1), {
+      what: `the worker to publish version ${last} after the restart`,
+      timeoutMs: 20_000,
+    });
+    expect(appliedVersions().slice(-3)).toEqual(during.map((result) => result.policyVersion));
+    expect(await db.outboxEvent.count({ where: { publishedAt: null } })).toBe(0);
+    const current = await readCurrentSnapshot(probe, prefix);
+    expect(current.status === "ok" && current.snapshot.version).toBe(last);
+  });
+});
