@@ -7,7 +7,8 @@
  *   heals announcements missed while the subscriber was reconnecting or the message was lost;
  * - after the subscriber reconnects, reads at once.
  *
- * Every snapshot is validated (`readCurrentSnapshot`: shape, references, checksum); a bad one is
+ * Every snapshot is validated (`readCurrentSnapshot` of `lib/publication`: shape, references,
+ * checksum, agreement with the hash's version and checksum); a bad one is
  * refused, counted once, reported (last message, version, time) and logged once, and the last
  * good snapshot stays in force. Versions only move forward: an older or equal version is never
  * applied, whatever Redis holds (a restored backup, a flushed and re-seeded Redis).
@@ -24,15 +25,15 @@ import {
   prepareSnapshot,
 } from "../policy";
 import type { TSnapshot } from "../policy/schemas";
-import { describeError, type EnforcerLogger } from "./logger";
-import { wallClock as defaultWallClock } from "./metrics";
-import { enforcerRedisNames } from "./redis-keys";
 import {
   type CurrentSnapshotRead,
   parseAnnouncement,
+  policyRedisNames,
   type ReadingRedis,
   readCurrentSnapshot,
-} from "./snapshot-reader";
+} from "../publication";
+import { describeError, type EnforcerLogger } from "./logger";
+import { wallClock as defaultWallClock } from "./metrics";
 import { systemTimers, type TimerHandle, type Timers } from "./timers";
 
 /** The commands the follower reads with (a `control` client). */
@@ -147,7 +148,7 @@ export class PolicyFollower {
     this.#redis = options.redis;
     this.#subscriber = options.subscriber;
     this.#prefix = options.prefix;
-    this.#channel = enforcerRedisNames(options.prefix).policyAnnounce;
+    this.#channel = policyRedisNames(options.prefix).announce;
     this.#pollIntervalMs = options.pollIntervalMs ?? 2_000;
     if (!(this.#pollIntervalMs >= 10)) {
       throw new RangeError(`pollIntervalMs must be at least 10, got ${this.#pollIntervalMs}`);
@@ -391,7 +392,7 @@ export class PolicyFollower {
   async #poll(): Promise<void> {
     let field: string | null;
     try {
-      field = await this.#redis.hget(enforcerRedisNames(this.#prefix).policyCurrent, "version");
+      field = await this.#redis.hget(policyRedisNames(this.#prefix).current, "version");
     } catch (error: unknown) {
       this.#sourceDown(error);
       return;

@@ -4,8 +4,8 @@
  *
  * | Name | Type | Written by | TTL |
  * | --- | --- | --- | --- |
- * | `policy:current` | hash `version`, `checksum`, `snapshot`, `publishedAt` | the publisher | none |
- * | `policy:announce` | channel, JSON `{version, checksum}` | the publisher | - |
+ * | `policy:current` | hash `version`, `checksum`, `snapshot`, `publishedAt` (`lib/publication`) | the publisher | none |
+ * | `policy:announce` | channel, JSON `{version, checksum}` (`lib/publication`) | the publisher | - |
  * | `enforcers` | sorted set: enforcer id, scored by its last heartbeat (epoch ms) | each enforcer | members older than an hour are trimmed on every heartbeat |
  * | `enforcer:<id>` | hash: what one enforcer runs and reports (see `heartbeat.ts`) | that enforcer | `heartbeatTtlMs` |
  * | `metrics:sec:<epochSecond>` | hash `<scope>\|allowed` ... and `@latency\|...` | every enforcer, HINCRBY | `secondBucketTtlMs` (3 h) |
@@ -28,8 +28,6 @@ export type ScopeCountField = (typeof SCOPE_COUNT_FIELDS)[number];
 export const NON_SCOPE_FIELD_PREFIX = "@";
 
 export interface EnforcerRedisNames {
-  readonly policyCurrent: string;
-  readonly policyAnnounce: string;
   readonly enforcers: string;
   enforcer(enforcerId: string): string;
   metricsSecond(epochSecond: number): string;
@@ -40,8 +38,6 @@ export interface EnforcerRedisNames {
 
 export function enforcerRedisNames(prefix: string): EnforcerRedisNames {
   return {
-    policyCurrent: `${prefix}policy:current`,
-    policyAnnounce: `${prefix}policy:announce`,
     enforcers: `${prefix}enforcers`,
     enforcer: (enforcerId) => `${prefix}enforcer:${enforcerId}`,
     metricsSecond: (epochSecond) => `${prefix}metrics:sec:${epochSecond}`,

@@ -1,10 +1,11 @@
 /**
- * Snapshots for the enforcer's tests, published the way the control plane publishes them (the
- * fixed contract: hash `${prefix}policy:current`, channel `${prefix}policy:announce`).
+ * Snapshots for the enforcer's tests, published with the control plane's own `publishSnapshot`
+ * (hash `${prefix}policy:current`, channel `${prefix}policy:announce`, newer versions only).
  */
 import type { Redis } from "ioredis";
 import { exampleSnapshot } from "@/lib/policy/fixtures/policy-factory";
 import type { TPolicyDocumentInput, TSnapshot } from "@/lib/policy/schemas";
+import { publishSnapshot } from "@/lib/publication";
 
 /** The example policy compiled as `version`, after `edit`. */
 export function snapshotVersion(
@@ -14,22 +15,18 @@ export function snapshotVersion(
   return exampleSnapshot(edit, { version, compiledAt: new Date().toISOString() });
 }
 
-/** Makes `snapshot` current and announces it (newer-only, like the publisher's script). */
+/** Makes `snapshot` current and announces it; throws if Redis already had it or a newer one. */
 export async function publishTestSnapshot(
   redis: Redis,
   prefix: string,
   snapshot: TSnapshot,
 ): Promise<void> {
-  const stored = Number((await redis.hget(`${prefix}policy:current`, "version")) ?? "0");
-  if (snapshot.version <= stored) throw new Error(`version ${snapshot.version} <= ${stored}`);
-  await redis.hset(`${prefix}policy:current`, {
-    version: String(snapshot.version),
+  const result = await publishSnapshot(redis, prefix, {
+    version: snapshot.version,
     checksum: snapshot.checksum,
-    snapshot: JSON.stringify(snapshot),
-    publishedAt: String(Date.now()),
+    snapshotJson: JSON.stringify(snapshot),
   });
-  await redis.publish(
-    `${prefix}policy:announce`,
-    JSON.stringify({ version: snapshot.version, checksum: snapshot.checksum }),
-  );
+  if (!result.applied) {
+    throw new Error(`version ${snapshot.version} refused: Redis has ${result.currentVersion}`);
+  }
 }
