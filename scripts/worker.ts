@@ -1,13 +1,19 @@
 /**
  * `npm run worker`: the control plane's background process. Publishes new policy versions to
- * Redis from the outbox and records incident expiries in the audit log. Run as many copies as you
- * like: one leads (a Postgres advisory lock), the others wait to take over. Ctrl-C or SIGTERM
- * stops it cleanly: current runs finish and the lead is released.
+ * Redis from the outbox, records incident expiries in the audit log, and rolls the enforcers'
+ * per-scope counts up into Postgres per minute (deleting rows past METRICS_RETENTION_DAYS). Run
+ * as many copies as you like: one leads (a Postgres advisory lock), the others wait to take over.
+ * Ctrl-C or SIGTERM stops it cleanly: current runs finish and the lead is released.
  */
 import { getPrisma } from "../lib/server/db";
 import { EnvError, loadEnv } from "../lib/server/env";
 import { createRedis } from "../lib/server/redis";
-import { publishSnapshotsJob, recordIncidentExpiriesJob, startWorker } from "../lib/worker";
+import {
+  publishSnapshotsJob,
+  recordIncidentExpiriesJob,
+  rollUpMetricsJob,
+  startWorker,
+} from "../lib/worker";
 
 function main(): void {
   const env = loadEnv();
@@ -32,6 +38,10 @@ function main(): void {
       recordIncidentExpiriesJob({
         deps: { db, publisher: null, nowMs: Date.now },
         onRecorded: (ids) => console.log(`worker: recorded the expiry of ${ids.join(", ")}`),
+      }),
+      rollUpMetricsJob({
+        deps: { db, redis, prefix: env.REDIS_KEY_PREFIX, nowMs: Date.now },
+        retentionDays: env.METRICS_RETENTION_DAYS,
       }),
     ],
   });

@@ -69,6 +69,13 @@ export const ZEnv = z
       .min(1, "must be at least 1")
       .max(100, "must be at most 100")
       .default(10),
+    /** Days of per-minute decision counts the worker keeps in Postgres (older rows are deleted). */
+    METRICS_RETENTION_DAYS: z.coerce
+      .number({ error: "must be a number" })
+      .int("must be a whole number of days")
+      .min(1, "must be at least 1")
+      .max(3650, "must be at most 3650")
+      .default(30),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === "production" && env.SESSION_SECRET === DEV_SESSION_SECRET) {
