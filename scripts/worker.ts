@@ -28,6 +28,13 @@ function main(): void {
             );
           }
         },
+        onRepublish(outcome) {
+          if (outcome.status === "republished") {
+            console.log(
+              `worker: Redis had ${outcome.redisHad === null ? "no policy" : `version ${outcome.redisHad}`}; published version ${outcome.version} again`,
+            );
+          }
+        },
       }),
       recordIncidentExpiriesJob({
         deps: { db, publisher: null, nowMs: Date.now },
