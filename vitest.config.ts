@@ -33,6 +33,7 @@ export default defineConfig({
           include: ["test/integration/**/*.test.ts"],
           environment: "node",
           globalSetup: ["test/integration/global-setup.ts"],
+          setupFiles: ["test/integration/setup-env.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

@@ -1,0 +1,24 @@
+import { connection } from "next/server";
+import { statusReport } from "@/lib/server/status";
+
+/**
+ * Liveness and dependency health for load balancers and humans with curl.
+ * 200 when Postgres and Redis both answer, 503 otherwise; the body says which one failed.
+ */
+export async function GET(): Promise<Response> {
+  await connection();
+  const report = await statusReport();
+  const healthy = report.postgres.ok && report.redis.ok;
+  return Response.json(
+    {
+      status: healthy ? "ok" : "degraded",
+      checkedAt: report.checkedAt,
+      postgres: { ok: report.postgres.ok, error: report.postgres.error },
+      redis: { ok: report.redis.ok, error: report.redis.error },
+      pendingMigrations: report.migrations?.pending.length ?? null,
+      version: report.build.version,
+      commit: report.build.commit,
+    },
+    { status: healthy ? 200 : 503, headers: { "cache-control": "no-store" } },
+  );
+}

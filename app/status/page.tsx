@@ -1,0 +1,146 @@
+import type { Metadata } from "next";
+import { connection } from "next/server";
+import { Suspense } from "react";
+import { AutoRefresh } from "@/components/auto-refresh";
+import { type ServiceCheck, statusReport } from "@/lib/server/status";
+
+export const metadata: Metadata = { title: "Status" };
+
+export default function StatusPage() {
+  return (
+    <>
+      <header className="page-header">
+        <h1>Status</h1>
+        <p>
+          Whether the control plane can reach its database and Redis, which migrations are applied,
+          and which build is running. <AutoRefresh />
+        </p>
+      </header>
+      <Suspense fallback={<StatusSkeleton />}>
+        <StatusPanels />
+      </Suspense>
+    </>
+  );
+}
+
+function StatusSkeleton() {
+  return (
+    <div className="grid-2" role="status" aria-busy="true" aria-label="Checking services">
+      {["Postgres", "Redis"].map((name) => (
+        <section className="panel" key={name}>
+          <h2>{name}</h2>
+          <div className="skeleton" />
+          <div className="skeleton" style={{ width: "60%" }} />
+        </section>
+      ))}
+    </div>
+  );
+}
+
+async function StatusPanels() {
+  await connection();
+  const report = await statusReport();
+  return (
+    <>
+      <div className="grid-2">
+        <ServicePanel name="Postgres" check={report.postgres} />
+        <ServicePanel name="Redis" check={report.redis} />
+      </div>
+      <section className="panel" aria-labelledby="migrations-heading">
+        <h2 id="migrations-heading">Migrations</h2>
+        {report.migrations === null ? (
+          <p className="muted">
+            Unknown: the migration history cannot be read while Postgres is unreachable.
+          </p>
+        ) : (
+          <>
+            {report.migrations.pending.length > 0 && (
+              <p>
+                <span className="badge badge-warn">{report.migrations.pending.length} pending</span>{" "}
+                Run <code>npm run db:deploy</code> to apply: {report.migrations.pending.join(", ")}
+              </p>
+            )}
+            {report.migrations.applied.length === 0 ? (
+              <div className="empty">No migration has been applied to this database yet.</div>
+            ) : (
+              <table className="data">
+                <thead>
+                  <tr>
+                    <th>Migration</th>
+                    <th>Applied</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {report.migrations.applied.map((migration) => (
+                    <tr key={migration.name} data-testid="migration-row">
+                      <td className="mono">{migration.name}</td>
+                      <td>
+                        {migration.appliedAt ? (
+                          <time dateTime={migration.appliedAt} title={migration.appliedAt}>
+                            {migration.appliedAt.replace("T", " ").replace(/\.\d+Z$/, " UTC")}
+                          </time>
+                        ) : (
+                          <span className="badge badge-bad">failed or in progress</span>
+                        )}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          </>
+        )}
+      </section>
+      <section className="panel" aria-labelledby="build-heading">
+        <h2 id="build-heading">Build</h2>
+        <dl className="facts">
+          <dt>Version</dt>
+          <dd data-testid="build-version">{report.build.version}</dd>
+          <dt>Commit</dt>
+          <dd className="mono">{report.build.commit}</dd>
+          <dt>Built</dt>
+          <dd>{report.build.builtAt}</dd>
+          <dt>Checked</dt>
+          <dd>{report.checkedAt}</dd>
+        </dl>
+      </section>
+    </>
+  );
+}
+
+function ServicePanel({ name, check }: { name: string; check: ServiceCheck }) {
+  const slug = name.toLowerCase();
+  return (
+    <section className="panel" aria-labelledby={`${slug}-heading`} data-testid={`service-${slug}`}>
+      <h2 id={`${slug}-heading`}>
+        {name}{" "}
+        {check.ok ? (
+          <span className="badge badge-ok" data-testid={`${slug}-state`}>
+            <span className="dot" /> Connected
+          </span>
+        ) : (
+          <span className="badge badge-bad" data-testid={`${slug}-state`}>
+            <span className="dot" /> Unreachable
+          </span>
+        )}
+      </h2>
+      <dl className="facts">
+        <dt>Address</dt>
+        <dd className="mono">{check.target}</dd>
+        {check.ok ? (
+          <>
+            <dt>Version</dt>
+            <dd>{check.version ?? "unknown"}</dd>
+            <dt>Round trip</dt>
+            <dd>{check.latencyMs === null ? "n/a" : `${check.latencyMs.toFixed(1)} ms`}</dd>
+          </>
+        ) : (
+          <>
+            <dt>Problem</dt>
+            <dd>{check.error}</dd>
+          </>
+        )}
+      </dl>
+    </section>
+  );
+}

@@ -1,0 +1,27 @@
+"use client";
+
+import { useRouter } from "next/navigation";
+import { useEffect, useState } from "react";
+
+/**
+ * Re-renders the server components of the current page every `intervalMs`, so a status view stays
+ * live without a client-side copy of its data. Pauses while the tab is hidden.
+ */
+export function AutoRefresh({ intervalMs = 5_000 }: { intervalMs?: number }) {
+  const router = useRouter();
+  const [lastRefreshAt, setLastRefreshAt] = useState<Date | null>(null);
+  useEffect(() => {
+    const timer = setInterval(() => {
+      if (document.visibilityState !== "visible") return;
+      router.refresh();
+      setLastRefreshAt(new Date());
+    }, intervalMs);
+    return () => clearInterval(timer);
+  }, [router, intervalMs]);
+  return (
+    <span className="muted small" aria-live="off">
+      Live: refreshes every {Math.round(intervalMs / 1000)} s
+      {lastRefreshAt ? ` (last ${lastRefreshAt.toLocaleTimeString()})` : ""}
+    </span>
+  );
+}

@@ -1,0 +1,22 @@
+/**
+ * The end-to-end run's own database, Redis prefix and ports, shared by playwright.config.ts and the
+ * specs. The run id is fixed once in the main process; workers inherit it through the environment.
+ */
+process.env.LP_E2E_RUN ??= `${Date.now().toString(36)}_${process.pid}`;
+const run = process.env.LP_E2E_RUN;
+
+export const E2E_PORT = Number(process.env.E2E_PORT ?? 3100);
+export const BASE_URL = `http://127.0.0.1:${E2E_PORT}`;
+/** A second server of the same build whose Redis is a port where nothing listens. */
+export const NO_REDIS_PORT = E2E_PORT + 1;
+export const NO_REDIS_BASE_URL = `http://127.0.0.1:${NO_REDIS_PORT}`;
+export const DEAD_REDIS_URL = `redis://127.0.0.1:${E2E_PORT + 2}/0`;
+
+const databaseUrl = new URL(
+  process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
+);
+databaseUrl.pathname = `/lp_e2e_${run}`;
+export const E2E_DATABASE_URL = databaseUrl.toString();
+export const E2E_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
+export const E2E_REDIS_PREFIX = `lpe:${run}:`;
+export const E2E_SESSION_SECRET = `e2e-session-secret-${run}-0123456789abcdef`;

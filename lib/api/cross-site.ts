@@ -1,0 +1,33 @@
+/**
+ * Cross-site request protection for requests authenticated by the session cookie.
+ *
+ * The cookie is `SameSite=Lax`, so browsers do not send it on cross-site POSTs; as a second,
+ * independent layer every state-changing request made with a session must prove it comes from the
+ * console's own origin: its `Origin` header (which browsers always send on POST, PUT, PATCH and
+ * DELETE) must equal the origin the request was addressed to, or, failing an Origin header,
+ * `Sec-Fetch-Site` must be `same-origin`. Requests with an API token carry no ambient credential
+ * and are not checked.
+ */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export function isSafeMethod(method: string): boolean {
+  return SAFE_METHODS.has(method.toUpperCase());
+}
+
+/** The origin the request was addressed to, from the Host header the client used. */
+export function requestOrigin(request: Request): string | null {
+  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
+  if (!host) return null;
+  const proto =
+    request.headers.get("x-forwarded-proto")?.split(",")[0]?.trim() ??
+    new URL(request.url).protocol.replace(":", "");
+  return `${proto}://${host}`.toLowerCase();
+}
+
+export function isSameOriginRequest(request: Request): boolean {
+  const origin = request.headers.get("origin");
+  if (origin !== null && origin !== "null") {
+    return origin.toLowerCase() === requestOrigin(request);
+  }
+  return request.headers.get("sec-fetch-site") === "same-origin";
+}

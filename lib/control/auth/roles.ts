@@ -1,0 +1,38 @@
+/**
+ * Roles and what each may do. One table, read by route handlers (the server refuses) and by pages
+ * (what a role may not do is not offered).
+ *
+ * - viewer: reads everything.
+ * - operator: also incident overrides, customer overrides, customers and dry-run candidates.
+ * - admin: everything, including tiers, endpoint classes, ceilings, settings, operators and tokens.
+ */
+export const ROLES = ["viewer", "operator", "admin"] as const;
+export type Role = (typeof ROLES)[number];
+
+export const PERMISSIONS = {
+  "policy.read": "viewer",
+  "audit.read": "viewer",
+  "metrics.read": "viewer",
+  "customer.write": "operator",
+  "override.write": "operator",
+  "incident.write": "operator",
+  "candidate.write": "operator",
+  "tier.write": "admin",
+  "endpoint-class.write": "admin",
+  "settings.write": "admin",
+  "policy.import": "admin",
+  "operator.manage": "admin",
+  "token.manage": "admin",
+} as const satisfies Record<string, Role>;
+
+export type Permission = keyof typeof PERMISSIONS;
+
+const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
+
+export function can(role: Role, permission: Permission): boolean {
+  return RANK[role] >= RANK[PERMISSIONS[permission]];
+}
+
+export function isRole(value: unknown): value is Role {
+  return typeof value === "string" && (ROLES as readonly string[]).includes(value);
+}

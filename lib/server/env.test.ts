@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { EnvError, parseEnv } from "./env";
+
+describe("parseEnv", () => {
+  it("works on this machine with nothing set", () => {
+    const env = parseEnv({});
+    expect(env.DATABASE_URL).toBe("postgresql://postgres@127.0.0.1:5432/limitplane");
+    expect(env.REDIS_URL).toBe("redis://127.0.0.1:6379/0");
+    expect(env.PORT).toBe(3000);
+  });
+
+  it("treats an empty variable as unset", () => {
+    expect(parseEnv({ REDIS_URL: "" }).REDIS_URL).toBe("redis://127.0.0.1:6379/0");
+  });
+
+  it.each([
+    [{ DATABASE_URL: "notaurl" }, 'DATABASE_URL is not a URL (got "notaurl")'],
+    [{ DATABASE_URL: "mysql://db/x" }, "DATABASE_URL must start with postgres:// or postgresql://"],
+    [{ DATABASE_URL: "postgres://" }, "DATABASE_URL has no host"],
+    [{ REDIS_URL: "http://cache:6379" }, "REDIS_URL must start with redis:// or rediss://"],
+    [{ REDIS_URL: "redis://cache:6379/42" }, "REDIS_URL selects a database outside 0-15"],
+    [{ PORT: "eighty" }, "PORT must be a number"],
+    [{ PORT: "0" }, "PORT must be between 1 and 65535"],
+    [{ REDIS_KEY_PREFIX: "has space" }, "REDIS_KEY_PREFIX must be 1-32 letters"],
+    [{ NODE_ENV: "production" }, "SESSION_SECRET must be set in production"],
+  ])("names the variable and the problem in one line: %o", (source, expected) => {
+    let message = "";
+    try {
+      parseEnv(source);
+    } catch (error: unknown) {
+      expect(error).toBeInstanceOf(EnvError);
+      message = (error as EnvError).message;
+    }
+    expect(message).toContain(expected);
+    expect(message).not.toContain("\n");
+  });
+
+  it("never echoes a password or a secret", () => {
+    const attempt = () =>
+      parseEnv({ DATABASE_URL: "mysql://admin:hunter2@db/x", SESSION_SECRET: "tooshort" });
+    expect(attempt).toThrow(/mysql:\/\/admin:\*\*\*@db\/x/);
+    expect(attempt).not.toThrow(/hunter2|tooshort/);
+  });
+});

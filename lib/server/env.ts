@@ -1,0 +1,128 @@
+/**
+ * Environment configuration, parsed once with zod. Every process (console, worker, gateways,
+ * scripts) reads its settings through `loadEnv()`; nothing else touches `process.env` for these.
+ *
+ * A bad value stops the process with ONE line that names the variable and the problem
+ * (`formatEnvError`), never a stack trace. Defaults work on a development machine with Postgres and
+ * Redis on their standard local ports.
+ */
+import { z } from "zod";
+
+const postgresUrl = z
+  .string()
+  .trim()
+  .min(1, { error: "is empty", abort: true })
+  .refine((value) => URL.canParse(value), { error: "is not a URL", abort: true })
+  .refine((value) => ["postgres:", "postgresql:"].includes(new URL(value).protocol), {
+    error: "must start with postgres:// or postgresql://",
+    abort: true,
+  })
+  .refine((value) => new URL(value).hostname !== "", "has no host");
+
+const redisUrl = z
+  .string()
+  .trim()
+  .min(1, { error: "is empty", abort: true })
+  .refine((value) => URL.canParse(value), { error: "is not a URL", abort: true })
+  .refine((value) => ["redis:", "rediss:"].includes(new URL(value).protocol), {
+    error: "must start with redis:// or rediss://",
+    abort: true,
+  })
+  .refine((value) => new URL(value).hostname !== "", "has no host")
+  .refine((value) => {
+    const db = new URL(value).pathname.replace(/^\//, "");
+    return db === "" || /^(?:[0-9]|1[0-5])$/.test(db);
+  }, "selects a database outside 0-15 (the path after the host is the database number)");
+
+const port = z.coerce
+  .number({ error: "must be a number" })
+  .int("must be a whole number")
+  .min(1, "must be between 1 and 65535")
+  .max(65535, "must be between 1 and 65535");
+
+/** The development secret. Refused when NODE_ENV is production. */
+const DEV_SESSION_SECRET = "limitplane-development-secret-do-not-use-in-production";
+
+export const ZEnv = z
+  .object({
+    NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+    /** Postgres for the control plane. */
+    DATABASE_URL: postgresUrl.default("postgresql://postgres@127.0.0.1:5432/limitplane"),
+    /** Redis shared by the control plane and every enforcer. */
+    REDIS_URL: redisUrl.default("redis://127.0.0.1:6379/0"),
+    /** Prefix of every Redis key and channel, so several installations can share one Redis. */
+    REDIS_KEY_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9:_-]{1,32}$/, "must be 1-32 letters, digits, ':', '_' or '-'")
+      .default("lp:"),
+    /** Port of the control plane's HTTP server. */
+    PORT: port.default(3000),
+    /** Signs session cookies. At least 32 characters; required in production. */
+    SESSION_SECRET: z
+      .string()
+      .min(32, "must be at least 32 characters")
+      .default(DEV_SESSION_SECRET),
+    /** Postgres connections per process; 1 for the embedded database, which serves one. */
+    DATABASE_POOL_SIZE: z.coerce
+      .number({ error: "must be a number" })
+      .int("must be a whole number")
+      .min(1, "must be at least 1")
+      .max(100, "must be at most 100")
+      .default(10),
+  })
+  .superRefine((env, ctx) => {
+    if (env.NODE_ENV === "production" && env.SESSION_SECRET === DEV_SESSION_SECRET) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["SESSION_SECRET"],
+        message: "must be set in production (the development default is public)",
+      });
+    }
+  });
+
+export type Env = z.infer<typeof ZEnv>;
+
+/** Raised by `loadEnv`; its message is the single line to print. */
+export class EnvError extends Error {
+  override name = "EnvError";
+}
+
+/** Turns zod issues into one line: `DATABASE_URL is not a URL (got "foo")`. */
+export function formatEnvError(
+  error: z.ZodError,
+  source: Record<string, string | undefined>,
+): string {
+  const parts = error.issues.map((issue) => {
+    const variable = String(issue.path[0] ?? "environment");
+    const raw = source[variable];
+    const shown = raw === undefined ? "" : ` (got ${JSON.stringify(redact(variable, raw))})`;
+    return `${variable} ${issue.message}${shown}`;
+  });
+  return `Invalid configuration: ${parts.join("; ")}`;
+}
+
+/** Never echo a password or secret back into a log line. */
+function redact(variable: string, raw: string): string {
+  if (variable.includes("SECRET")) return "<hidden>";
+  if (!URL.canParse(raw)) return raw.length > 80 ? `${raw.slice(0, 80)}…` : raw;
+  const url = new URL(raw);
+  if (url.password !== "") url.password = "***";
+  return url.toString();
+}
+
+/** Parses `source` (default `process.env`). Throws `EnvError` with one readable line. */
+export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
+  // Treat empty strings as unset so `FOO= npm start` falls back to the default.
+  const cleaned = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== ""));
+  const result = ZEnv.safeParse(cleaned);
+  if (!result.success) throw new EnvError(formatEnvError(result.error, source));
+  return result.data;
+}
+
+let cached: Env | undefined;
+
+/** The process's configuration, parsed on first use. */
+export function loadEnv(): Env {
+  cached ??= parseEnv();
+  return cached;
+}

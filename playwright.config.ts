@@ -1,0 +1,89 @@
+/**
+ * End-to-end tests: the Playwright runner drives Debian's Chromium against the production build
+ * (`next build` runs first, in `npm run test:e2e`), started here on ports of its own.
+ *
+ * Two servers share one fresh database and one Redis key prefix for the run:
+ * - `healthy` on E2E_PORT (default 3100) with the real Redis;
+ * - `no-redis` on E2E_PORT+1 pointed at a port where no Redis listens, for the failure views.
+ * The run's ids and ports live in e2e/run-env.ts.
+ */
+import { defineConfig, devices } from "@playwright/test";
+import {
+  BASE_URL,
+  DEAD_REDIS_URL,
+  E2E_DATABASE_URL,
+  E2E_PORT,
+  E2E_REDIS_PREFIX,
+  E2E_REDIS_URL,
+  E2E_SESSION_SECRET,
+  NO_REDIS_BASE_URL,
+  NO_REDIS_PORT,
+} from "./e2e/run-env";
+
+const serverEnv = {
+  DATABASE_URL: E2E_DATABASE_URL,
+  REDIS_KEY_PREFIX: E2E_REDIS_PREFIX,
+  SESSION_SECRET: E2E_SESSION_SECRET,
+  DATABASE_POOL_SIZE: "4",
+};
+
+export default defineConfig({
+  testDir: "e2e",
+  outputDir: "test-results/e2e",
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  timeout: 30_000,
+  expect: { timeout: 10_000 },
+  reporter: [["list"], ["html", { outputFolder: "test-results/e2e-report", open: "never" }]],
+  globalSetup: "./e2e/global-setup.ts",
+  globalTeardown: "./e2e/global-teardown.ts",
+  use: {
+    baseURL: BASE_URL,
+    trace: "retain-on-failure",
+    screenshot: "only-on-failure",
+  },
+  projects: [
+    {
+      name: "ui",
+      use: {
+        ...devices["Desktop Chrome"],
+        launchOptions: {
+          executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+          args: [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+          ],
+        },
+      },
+    },
+  ],
+  webServer: [
+    {
+      name: "healthy",
+      command: `npx tsx scripts/db/migrate.ts deploy && npx next start -p ${E2E_PORT}`,
+      url: `${BASE_URL}/api/health`,
+      env: { ...serverEnv, REDIS_URL: E2E_REDIS_URL },
+      timeout: 120_000,
+      reuseExistingServer: false,
+      stdout: "ignore",
+      stderr: "pipe",
+    },
+    {
+      name: "no-redis",
+      command: `npx next start -p ${NO_REDIS_PORT}`,
+      // /api/health answers 503 without Redis; any answer means the server is up.
+      url: `${NO_REDIS_BASE_URL}/status`,
+      env: { ...serverEnv, REDIS_URL: DEAD_REDIS_URL },
+      timeout: 120_000,
+      reuseExistingServer: false,
+      stdout: "ignore",
+      stderr: "pipe",
+    },
+  ],
+});

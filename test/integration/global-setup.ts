@@ -1,0 +1,84 @@
+/**
+ * Gives each integration run its own Postgres database (migrated from prisma/migrations) and its
+ * own Redis key prefix, so two runs on one machine cannot see each other's data. Both are removed
+ * when the run ends.
+ */
+import { Redis } from "ioredis";
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { createDatabase, dropDatabase, withDatabase } from "../../scripts/db/databases";
+import { applyMigrations } from "../../scripts/db/schema-engine";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    databaseUrl: string;
+    redisUrl: string;
+    redisKeyPrefix: string;
+  }
+}
+
+const BASE_DATABASE_URL =
+  process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
+
+async function assertPostgres(): Promise<void> {
+  const client = new pg.Client({
+    connectionString: BASE_DATABASE_URL,
+    connectionTimeoutMillis: 3_000,
+  });
+  try {
+    await client.connect();
+    await client.end();
+  } catch (error: unknown) {
+    throw new Error(
+      `Integration tests need Postgres at ${BASE_DATABASE_URL} (${String(error)}). Start it: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`,
+    );
+  }
+}
+
+async function assertRedis(): Promise<Redis> {
+  const redis = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 3_000,
+    maxRetriesPerRequest: 0,
+  });
+  redis.on("error", () => {});
+  try {
+    await redis.connect();
+    await redis.ping();
+    return redis;
+  } catch (error: unknown) {
+    redis.disconnect();
+    throw new Error(
+      `Integration tests need Redis at ${REDIS_URL} (${String(error)}). Start it: redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no`,
+    );
+  }
+}
+
+async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== "0");
+}
+
+export default async function setup(project: TestProject) {
+  await assertPostgres();
+  const redis = await assertRedis();
+  const runId = `${Date.now().toString(36)}_${process.pid}`;
+  const databaseUrl = withDatabase(BASE_DATABASE_URL, `lp_it_${runId}`);
+  const redisKeyPrefix = `lpt:${runId}:`;
+  await createDatabase(databaseUrl);
+  await applyMigrations(databaseUrl);
+  project.provide("databaseUrl", databaseUrl);
+  project.provide("redisUrl", REDIS_URL);
+  project.provide("redisKeyPrefix", redisKeyPrefix);
+
+  return async () => {
+    await dropDatabase(databaseUrl);
+    await deleteKeys(redis, redisKeyPrefix);
+    redis.disconnect();
+  };
+}
