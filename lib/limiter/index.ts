@@ -8,6 +8,7 @@ export { type FixedWindowState, peekFixedWindow, stepFixedWindow } from "./fixed
 export {
   assertDistinctBuckets,
   bucketOf,
+  combineOutcomes,
   decideLayered,
   type LayeredStep,
   peekLayered,

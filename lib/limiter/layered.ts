@@ -147,21 +147,37 @@ export function decideLayered(
     ? stepped
     : stepped.map((state, i) => (outcomes[i]?.allowed === true ? states[i] : state));
 
+  return { decision: layeredDecisionOf(outcomes, isAllowed), states: next };
+}
+
+function layeredDecisionOf(outcomes: readonly LimitOutcome[], isAllowed: boolean): LayeredDecision {
   const binding = bindingOutcome(outcomes, isAllowed);
-  const decision: LayeredDecision =
-    binding === undefined
-      ? unboundDecision(outcomes)
-      : {
-          allowed: isAllowed,
-          limit: binding.limit,
-          remaining: binding.remaining,
-          retryAfterMs: binding.retryAfterMs,
-          resetAfterMs: binding.resetAfterMs,
-          reason: binding.reason,
-          scope: binding.scope,
-          outcomes,
-        };
-  return { decision, states: next };
+  return binding === undefined
+    ? unboundDecision(outcomes)
+    : {
+        allowed: isAllowed,
+        limit: binding.limit,
+        remaining: binding.remaining,
+        retryAfterMs: binding.retryAfterMs,
+        resetAfterMs: binding.resetAfterMs,
+        reason: binding.reason,
+        scope: binding.scope,
+        outcomes,
+      };
+}
+
+/**
+ * The layered decision for outcomes evaluated elsewhere, in check order: admitted only if every
+ * enforced outcome admits, and the top level chosen exactly as `decideLayered` chooses it. For
+ * stores that evaluate the limits themselves (the Redis store's script), so that the combination
+ * rule lives here only.
+ */
+export function combineOutcomes(outcomes: readonly LimitOutcome[]): LayeredDecision {
+  let isAllowed = true;
+  for (const outcome of outcomes) {
+    if (outcome.mode === "enforce" && !outcome.allowed) isAllowed = false;
+  }
+  return layeredDecisionOf(outcomes, isAllowed);
 }
 
 /** The layered decision a request of `cost` would get now; computes, writes nothing. */
