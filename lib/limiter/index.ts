@@ -10,6 +10,7 @@ export {
   bucketOf,
   combineOutcomes,
   decideLayered,
+  decideLayeredInto,
   type LayeredStep,
   peekLayered,
   UNLIMITED,
@@ -26,7 +27,7 @@ export { MS_TOLERANCE, UNIT_TOLERANCE } from "./numeric";
 export { peekSlidingLog, type SlidingLogState, stepSlidingLog } from "./sliding-log";
 export { peekSlidingWindow, type SlidingWindowState, stepSlidingWindow } from "./sliding-window";
 export { type LimitState, peekLimit, stepLimit } from "./step-limit";
-export { MemoryStore, type MemoryStoreOptions, memoryStorageKey } from "./stores/memory";
+export { MemoryStore, type MemoryStoreOptions } from "./stores/memory";
 export {
   type RedisScriptClient,
   RedisStore,

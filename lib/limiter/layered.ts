@@ -123,47 +123,68 @@ export function decideLayered(
   nowMs: number,
   cost: number,
 ): LayeredStep {
-  if (states.length !== checks.length) {
-    throw new RangeError(`got ${states.length} states for ${checks.length} checks`);
+  const next = new Array<LimitState | undefined>(checks.length);
+  return { decision: decideLayeredInto(states, checks, nowMs, cost, next), states: next };
+}
+
+/**
+ * `decideLayered` for stores on a hot path: the same decision, with the states to store written
+ * into `next` (same length as `checks`, not `states` itself) instead of a new array, so a store
+ * can reuse one scratch array across decisions. Writes nothing else.
+ */
+export function decideLayeredInto(
+  states: readonly (LimitState | undefined)[],
+  checks: readonly LimitCheck[],
+  nowMs: number,
+  cost: number,
+  next: (LimitState | undefined)[],
+): LayeredDecision {
+  if (states.length !== checks.length || next.length !== checks.length || next === states) {
+    throw new RangeError(
+      `got ${states.length} states and ${next.length} slots for ${checks.length} checks`,
+    );
   }
   assertTimeAndCost(nowMs, cost);
   assertDistinctBuckets(checks);
 
-  const outcomes: LimitOutcome[] = [];
-  const stepped: (LimitState | undefined)[] = [];
+  const outcomes = new Array<LimitOutcome>(checks.length);
   let isAllowed = true;
   let index = 0;
   for (const check of checks) {
-    const step = stepLimit(states[index++], check.limit, nowMs, cost);
-    if (check.mode === "enforce" && !step.decision.allowed) isAllowed = false;
-    outcomes.push(toOutcome(check, step.decision));
-    stepped.push(step.state);
+    const step = stepLimit(states[index], check.limit, nowMs, cost);
+    if (!step.decision.allowed && check.mode === "enforce") isAllowed = false;
+    outcomes[index] = toOutcome(check, step.decision);
+    next[index] = step.state;
+    index++;
   }
 
   // On admission every stepped state is written: enforced checks all admitted and consume, and a
   // dry-run check's state is consuming exactly when it would itself admit. On rejection a check
   // that would have admitted keeps its stored state untouched.
-  const next = isAllowed
-    ? stepped
-    : stepped.map((state, i) => (outcomes[i]?.allowed === true ? states[i] : state));
+  if (!isAllowed) {
+    index = 0;
+    for (const outcome of outcomes) {
+      if (outcome.allowed) next[index] = states[index];
+      index++;
+    }
+  }
 
-  return { decision: layeredDecisionOf(outcomes, isAllowed), states: next };
+  return layeredDecisionOf(outcomes, isAllowed);
 }
 
 function layeredDecisionOf(outcomes: readonly LimitOutcome[], isAllowed: boolean): LayeredDecision {
   const binding = bindingOutcome(outcomes, isAllowed);
-  return binding === undefined
-    ? unboundDecision(outcomes)
-    : {
-        allowed: isAllowed,
-        limit: binding.limit,
-        remaining: binding.remaining,
-        retryAfterMs: binding.retryAfterMs,
-        resetAfterMs: binding.resetAfterMs,
-        reason: binding.reason,
-        scope: binding.scope,
-        outcomes,
-      };
+  if (binding === undefined) return unboundDecision(outcomes);
+  return {
+    allowed: isAllowed,
+    limit: binding.limit,
+    remaining: binding.remaining,
+    retryAfterMs: binding.retryAfterMs,
+    resetAfterMs: binding.resetAfterMs,
+    reason: binding.reason,
+    scope: binding.scope,
+    outcomes,
+  };
 }
 
 /**
@@ -187,5 +208,5 @@ export function peekLayered(
   nowMs: number,
   cost = 1,
 ): LayeredDecision {
-  return decideLayered(states, checks, nowMs, cost).decision;
+  return decideLayeredInto(states, checks, nowMs, cost, new Array(checks.length));
 }

@@ -3,13 +3,15 @@
  * reads agree with the decisions the algorithms make.
  *
  * Costs, rates and elapsed times are doubles, and 0.1 of a token is not exact in binary: a balance
- * meant to be 1 can come out as 0.9999999999999999. Two tolerances absorb that noise:
+ * meant to be 1 can come out as 0.9999999999999999. Three tolerances absorb that noise:
  * - `UNIT_TOLERANCE`: a request fits when `cost <= available + UNIT_TOLERANCE`, and `remaining`
  *   rounds `available + UNIT_TOLERANCE` down, so `remaining >= cost` exactly when an integer cost
  *   would be admitted. It can admit at most 1e-9 units more than exact arithmetic, per admission:
  *   nothing an integer-cost caller can observe. (For budgets beyond about 1e6 units, double noise
  *   exceeds it and `remaining` may read one lower than exact; decisions stay consistent.)
  * - `MS_TOLERANCE`: a wait that comes out as 50.00000000000001 ms reports 50, not 51.
+ * - `timeNoiseMs`: states holding one absolute instant (leaky meter, shaper) are evaluated a few
+ *   units in the last place after `nowMs`, so rounding of that instant cannot reject a fit.
  *
  * Waits are whole milliseconds, rounded up. Each algorithm then checks its `retryAfterMs` by
  * evaluating itself at exactly `nowMs + retryAfterMs` against the state it just wrote, adding a
@@ -29,9 +31,9 @@ export const MS_TOLERANCE = 1e-6;
  * absolute instant per key, and every write rounds it to the doubles near `nowMs`: a grid of
  * 2^-12 ms around today's epoch milliseconds. Two such roundings (a clamp, then an admission)
  * could otherwise make a meter that should have exactly `cost` units of room read a few millionths
- * short and reject. They evaluate themselves this much after `nowMs` (8 units in the last place of
- * `nowMs`, about 2 µs today; nothing near 0), which absorbs a few roundings and is far below
- * anything a caller can observe.
+ * short and reject. They evaluate themselves this much after `nowMs` (8 to 16 units in the last
+ * place of `nowMs`: about 3 µs today, nothing near 0), which absorbs a few roundings and is far
+ * below anything a caller can observe.
  */
 export function timeNoiseMs(nowMs: number): number {
   return Math.abs(nowMs) * 8 * Number.EPSILON;
@@ -75,7 +77,7 @@ export function windowsBetween(
  * The element at `index` of an array whose bounds the caller maintains. Throws on a hole or an
  * out-of-range index instead of letting `undefined` turn into NaN downstream.
  */
-export function numberAt(array: ArrayLike<number>, index: number): number {
+export function numberAt(array: readonly number[], index: number): number {
   const value = array[index];
   if (value === undefined) {
     throw new RangeError(`index ${index} is outside an array of length ${array.length}`);

@@ -67,20 +67,20 @@ export function stepTokenBucket(
   assertPositive("refillPerSec", limit.refillPerSec);
 
   const tokens = tokensAt(state, limit, nowMs);
-  const refilled: TokenBucketState = { algorithm: "token-bucket", tokens, lastMs: nowMs };
-  const resetAfterMs = msUntil(tokens, limit.capacity, limit.refillPerSec);
-
-  if (cost > limit.capacity) {
-    return {
-      decision: reject("cost-exceeds-capacity", limit.capacity, tokens, 0, resetAfterMs),
-      state: refilled,
-    };
-  }
-  if (cost <= tokens + UNIT_TOLERANCE) {
+  if (cost <= tokens + UNIT_TOLERANCE && cost <= limit.capacity) {
     const left = tokens > cost ? tokens - cost : 0;
     return {
       decision: admit(limit.capacity, left, msUntil(left, limit.capacity, limit.refillPerSec)),
       state: { algorithm: "token-bucket", tokens: left, lastMs: nowMs },
+    };
+  }
+
+  const refilled: TokenBucketState = { algorithm: "token-bucket", tokens, lastMs: nowMs };
+  const resetAfterMs = msUntil(tokens, limit.capacity, limit.refillPerSec);
+  if (cost > limit.capacity) {
+    return {
+      decision: reject("cost-exceeds-capacity", limit.capacity, tokens, 0, resetAfterMs),
+      state: refilled,
     };
   }
   // Terminates: the balance grows with time up to capacity >= cost.

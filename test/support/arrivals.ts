@@ -93,9 +93,9 @@ export function arrivalsArbitrary(options: ArrivalOptions): fc.Arbitrary<Arrival
     });
 }
 
-export interface Replayed<S> {
+export interface Replayed<S, D extends Decision = Decision> {
   readonly arrival: Arrival;
-  readonly decision: Decision;
+  readonly decision: D;
   /** The state the step was given. */
   readonly before: S | undefined;
   /** The state the step returned. */
@@ -103,10 +103,10 @@ export interface Replayed<S> {
 }
 
 /** Feeds arrivals through a pure step function, threading its state. */
-export function replay<S>(
-  step: (state: S | undefined, nowMs: number, cost: number) => { decision: Decision; state: S },
+export function replay<S, D extends Decision = Decision>(
+  step: (state: S | undefined, nowMs: number, cost: number) => { decision: D; state: S },
   arrivals: readonly Arrival[],
-): Replayed<S>[] {
+): Replayed<S, D>[] {
   let state: S | undefined;
   return arrivals.map((arrival) => {
     const before = state;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../clock";
 import type { DecideInput, LimitCheck, LimitSpec } from "../types";
-import { MemoryStore, memoryStorageKey } from "./memory";
+import { MemoryStore } from "./memory";
 
 const T0 = 1_700_000_000_000;
 
@@ -86,6 +86,28 @@ describe("MemoryStore: bounded keys", () => {
     expect(store.peekSync({ ...input("x", account), cost: 0 }).remaining).toBe(1);
     expect(store.peekSync({ ...input("x", endpoint), cost: 0 }).remaining).toBe(2);
   });
+
+  it.each([0, 1, 2])(
+    "evicting one of a subject's keys keeps its others: evict position %i",
+    (position) => {
+      const store = new MemoryStore({ clock: new ManualClock(T0), maxKeys: 3 });
+      const layers = ["a", "b", "c"].map(
+        (scope): LimitCheck => ({ scope, limit: SLOW, mode: "enforce" }),
+      );
+      for (const [i, layer] of layers.entries()) {
+        store.decideSync({ subject: "s", checks: [layer], cost: i + 1 });
+      }
+      // Use every layer except the one at `position`, then add a key: that layer is evicted.
+      for (const [i, layer] of layers.entries()) {
+        if (i !== position) store.decideSync({ subject: "s", checks: [layer], cost: 0 });
+      }
+      store.decideSync(input("other"));
+      const left = layers.map(
+        (layer) => store.peekSync({ subject: "s", checks: [layer], cost: 0 }).remaining,
+      );
+      expect(left).toEqual([2, 1, 0].map((value, i) => (i === position ? 3 : value)));
+    },
+  );
 
   it("refuses a decision with more checks than it can hold", () => {
     const store = new MemoryStore({ clock: new ManualClock(T0), maxKeys: 1 });
@@ -187,28 +209,5 @@ describe("MemoryStore: API", () => {
     };
     expect(store.decideSync(input("alg", bucket))).toMatchObject({ allowed: true, remaining: 1 });
     expect(store.decideSync(input("alg", log))).toMatchObject({ allowed: true, remaining: 1 });
-  });
-});
-
-describe("memoryStorageKey", () => {
-  it.each([
-    [
-      ["a:b", "c"],
-      ["a", "b:c"],
-    ],
-    [
-      ["", "a:b"],
-      ["a", "b"],
-    ],
-    [
-      ["1:a", "b"],
-      ["1", "a:b"],
-    ],
-    [
-      ["10:", "x"],
-      ["1", "0::x"],
-    ],
-  ])("never maps two (subject, bucket) pairs to one key: %j vs %j", ([s1, b1], [s2, b2]) => {
-    expect(memoryStorageKey(s1 ?? "", b1 ?? "")).not.toBe(memoryStorageKey(s2 ?? "", b2 ?? ""));
   });
 });

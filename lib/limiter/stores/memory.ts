@@ -1,6 +1,5 @@
 import { type Clock, monotonicClock } from "../clock";
-import { bucketOf, decideLayered, peekLayered } from "../layered";
-import { numberAt } from "../numeric";
+import { bucketOf, decideLayeredInto, peekLayered } from "../layered";
 import type { LimitState } from "../step-limit";
 import type { DecideInput, LayeredDecision, LimiterStore } from "../types";
 
@@ -21,21 +20,19 @@ export interface MemoryStoreOptions {
   readonly clock?: Clock;
 }
 
-/**
- * The storage key of a check's bucket under a subject: `<subject length>:<subject>:<bucket>`.
- * The length prefix makes it collision-proof whatever the subject contains: the digits before the
- * first `:` say exactly where the subject ends, so `("a:b", "c")` and `("a", "b:c")` differ.
- */
-export function memoryStorageKey(subject: string, bucket: string): string {
-  return `${subject.length}:${subject}:${bucket}`;
-}
-
 /** Which algorithm a slot holds; 0 never appears in a live slot. */
 const FIXED_WINDOW = 1;
 const SLIDING_LOG = 2;
 const SLIDING_WINDOW = 3;
 const TOKEN_BUCKET = 4;
 const LEAKY_METER = 5;
+
+/** Working arrays for one decision: its checks' slots, stored states and states to store. */
+interface Scratch {
+  readonly slots: number[];
+  readonly states: (LimitState | undefined)[];
+  readonly next: (LimitState | undefined)[];
+}
 
 /** End of the recency list. */
 const NO_SLOT = -1;
@@ -46,17 +43,23 @@ const INITIAL_CAPACITY = 1024;
  * The in-process store: every decision is computed by the pure layered combiner, and this class
  * only keeps state, bounded and cheap.
  *
- * Layout: a `Map` from storage key to a slot index, and a slab of typed arrays indexed by slot:
- * the algorithm (1 byte), up to three numbers of state (8 bytes each; the third column only
- * exists once a sliding window counter has been stored), and an intrusive doubly linked recency
- * list (two 4-byte slot indices). A slot also holds a reference to its key so eviction can delete
- * it from the map, and a sliding log's entries, which vary in size, live in a side array. The
- * slab doubles as keys arrive, up to `maxKeys`.
+ * A key is one check's bucket under one subject. Layout: a `Map` from subject to the first slot
+ * of that subject's chain of keys, and a slab of typed arrays indexed by slot: the algorithm
+ * (1 byte), up to three numbers of state (8 bytes each; the third column only exists once a
+ * sliding window counter has been stored), the subject's chain (next and previous slot of the
+ * same subject, 4 bytes each) and an intrusive doubly linked recency list (two 4-byte slot
+ * indices). A slot also refers to its subject and bucket strings; a sliding log's entries, which
+ * vary in size, live in a side array. The slab doubles as keys arrive, up to `maxKeys`.
  *
- * Eviction is O(1): the least recently used slot is the tail of the list, unlinking and relinking
- * are index writes, and the map deletion is one hash lookup. (A `Map` used as its own LRU, evicting
- * with `map.keys().next()`, walks over the holes that deletions leave at the front of its table
- * and costs tens of microseconds per operation under a flood of unique keys.)
+ * Keys are never built by joining strings: the subject is looked up as given and each bucket is
+ * compared exactly along the subject's chain (a handful of slots: one per layer), so no subject
+ * or bucket, whatever characters it holds, can collide with another, and a decision costs one
+ * hash lookup however many layers it checks.
+ *
+ * Eviction is O(1): the least recently used slot is the tail of the recency list, unlinking and
+ * relinking are index writes, and dropping it from its subject's chain is at most one map write
+ * (a deletion when it was the subject's last key). (A `Map` used as its own LRU, evicting with
+ * `map.keys().next()`, walks over the holes deletions leave at the front of its table.)
  *
  * Time: every decision reads the injected clock once; by default the monotonic clock, never
  * `Date`, so moving the wall clock changes nothing.
@@ -64,21 +67,27 @@ const INITIAL_CAPACITY = 1024;
 export class MemoryStore implements LimiterStore {
   readonly #maxKeys: number;
   readonly #clock: Clock;
-  readonly #slotByKey = new Map<string, number>();
+  readonly #firstSlotBySubject = new Map<string, number>();
   #capacity: number;
   #used = 0;
-  #keys: (string | undefined)[] = [];
+  #subjects: (string | undefined)[] = [];
+  #buckets: (string | undefined)[] = [];
   #algorithms: Uint8Array;
   #first: Float64Array;
   #second: Float64Array;
   #third: Float64Array | undefined;
   #logs: (readonly number[] | undefined)[] = [];
+  /** The next and previous slots of the same subject (a doubly linked chain), or NO_SLOT. */
+  #nextOfSubject: Int32Array;
+  #previousOfSubject: Int32Array;
   /** Toward the most recently used end. */
   #newer: Int32Array;
   /** Toward the least recently used end. */
   #older: Int32Array;
   #newest = NO_SLOT;
   #oldest = NO_SLOT;
+  /** Per number of checks, arrays reused by every decision of that size (decisions never nest). */
+  readonly #scratchByLength: (Scratch | undefined)[] = [];
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 100_000;
@@ -91,6 +100,8 @@ export class MemoryStore implements LimiterStore {
     this.#algorithms = new Uint8Array(this.#capacity);
     this.#first = new Float64Array(this.#capacity);
     this.#second = new Float64Array(this.#capacity);
+    this.#nextOfSubject = new Int32Array(this.#capacity);
+    this.#previousOfSubject = new Int32Array(this.#capacity);
     this.#newer = new Int32Array(this.#capacity);
     this.#older = new Int32Array(this.#capacity);
   }
@@ -111,30 +122,29 @@ export class MemoryStore implements LimiterStore {
   /** `decide` without the promise, for the hot path: evaluate and, when admitted, consume. */
   decideSync(input: DecideInput): LayeredDecision {
     const nowMs = this.#clock.nowMs();
-    const checks = input.checks;
+    const { subject, checks } = input;
     if (checks.length > this.#maxKeys) {
       throw new RangeError(
         `a decision with ${checks.length} checks cannot fit a store of ${this.#maxKeys} keys`,
       );
     }
-    const keys: string[] = [];
-    const slots: number[] = [];
-    const states: (LimitState | undefined)[] = [];
+    const firstSlot = this.#firstSlotBySubject.get(subject) ?? NO_SLOT;
+    const { slots, states, next } = this.#scratchFor(checks.length);
+    let index = 0;
     for (const check of checks) {
-      const key = memoryStorageKey(input.subject, bucketOf(check));
-      const slot = this.#slotByKey.get(key) ?? NO_SLOT;
-      keys.push(key);
-      slots.push(slot);
-      states.push(slot === NO_SLOT ? undefined : this.#read(slot));
+      const slot = this.#findSlot(firstSlot, bucketOf(check));
+      slots[index] = slot;
+      states[index] = slot === NO_SLOT ? undefined : this.#read(slot);
+      index++;
     }
 
-    const result = decideLayered(states, checks, nowMs, input.cost ?? 1);
+    const decision = decideLayeredInto(states, checks, nowMs, input.cost ?? 1, next);
 
     // Existing keys first, each moved to the recent end, so that evictions made room for new
     // keys below can only take keys outside this decision (it has at most maxKeys checks).
-    let index = 0;
+    index = 0;
     for (const slot of slots) {
-      const state = result.states[index];
+      const state = next[index];
       if (slot !== NO_SLOT) {
         this.#touch(slot);
         if (state !== undefined && state !== states[index]) this.#write(slot, state);
@@ -142,15 +152,16 @@ export class MemoryStore implements LimiterStore {
       index++;
     }
     index = 0;
-    for (const slot of slots) {
-      const state = result.states[index];
-      const key = keys[index];
-      if (slot === NO_SLOT && state !== undefined && key !== undefined) {
-        this.#write(this.#allocate(key), state);
+    let anchorSlot = firstSlot;
+    for (const check of checks) {
+      const state = next[index];
+      if (slots[index] === NO_SLOT && state !== undefined) {
+        anchorSlot = this.#allocate(subject, bucketOf(check), anchorSlot);
+        this.#write(anchorSlot, state);
       }
       index++;
     }
-    return result.decision;
+    return decision;
   }
 
   /**
@@ -159,12 +170,39 @@ export class MemoryStore implements LimiterStore {
    */
   peekSync(input: DecideInput): LayeredDecision {
     const nowMs = this.#clock.nowMs();
+    const firstSlot = this.#firstSlotBySubject.get(input.subject) ?? NO_SLOT;
     const states: (LimitState | undefined)[] = [];
     for (const check of input.checks) {
-      const slot = this.#slotByKey.get(memoryStorageKey(input.subject, bucketOf(check)));
-      states.push(slot === undefined ? undefined : this.#read(slot));
+      const slot = this.#findSlot(firstSlot, bucketOf(check));
+      states.push(slot === NO_SLOT ? undefined : this.#read(slot));
     }
     return peekLayered(states, input.checks, nowMs, input.cost ?? 1);
+  }
+
+  /**
+   * Arrays of exactly `length` elements for one decision, allocated once per length: reusing them
+   * saves three allocations per decision, and never resizing them avoids the slow path that
+   * setting an array's `length` takes.
+   */
+  #scratchFor(length: number): Scratch {
+    const existing = this.#scratchByLength[length];
+    if (existing !== undefined) return existing;
+    const scratch: Scratch = {
+      slots: new Array<number>(length).fill(NO_SLOT),
+      states: new Array<LimitState | undefined>(length).fill(undefined),
+      next: new Array<LimitState | undefined>(length).fill(undefined),
+    };
+    this.#scratchByLength[length] = scratch;
+    return scratch;
+  }
+
+  /** The slot of `bucket` in the chain starting at `firstSlot`, or NO_SLOT. */
+  #findSlot(firstSlot: number, bucket: string): number {
+    let slot = firstSlot;
+    while (slot !== NO_SLOT && this.#buckets[slot] !== bucket) {
+      slot = linkAt(this.#nextOfSubject, slot);
+    }
+    return slot;
   }
 
   #read(slot: number): LimitState {
@@ -172,26 +210,26 @@ export class MemoryStore implements LimiterStore {
       case FIXED_WINDOW:
         return {
           algorithm: "fixed-window",
-          windowStartMs: numberAt(this.#first, slot),
-          count: numberAt(this.#second, slot),
+          windowStartMs: floatAt(this.#first, slot),
+          count: floatAt(this.#second, slot),
         };
       case SLIDING_LOG:
         return { algorithm: "sliding-log", entries: this.#logs[slot] ?? [] };
       case SLIDING_WINDOW:
         return {
           algorithm: "sliding-window",
-          windowStartMs: numberAt(this.#first, slot),
-          currentCount: numberAt(this.#second, slot),
-          previousCount: this.#third === undefined ? 0 : numberAt(this.#third, slot),
+          windowStartMs: floatAt(this.#first, slot),
+          currentCount: floatAt(this.#second, slot),
+          previousCount: this.#third === undefined ? 0 : floatAt(this.#third, slot),
         };
       case TOKEN_BUCKET:
         return {
           algorithm: "token-bucket",
-          tokens: numberAt(this.#first, slot),
-          lastMs: numberAt(this.#second, slot),
+          tokens: floatAt(this.#first, slot),
+          lastMs: floatAt(this.#second, slot),
         };
       case LEAKY_METER:
-        return { algorithm: "leaky-meter", zeroRoomAtMs: numberAt(this.#first, slot) };
+        return { algorithm: "leaky-meter", zeroRoomAtMs: floatAt(this.#first, slot) };
       default:
         throw new RangeError(`slot ${slot} holds no state`);
     }
@@ -235,17 +273,34 @@ export class MemoryStore implements LimiterStore {
     }
   }
 
-  /** A slot for a new key: a never-used one while the slab has room, else the LRU key's. */
-  #allocate(key: string): number {
+  /**
+   * A slot for a new key: a never-used one while the slab has room, else the LRU key's. It joins
+   * its subject's chain next to `anchorSlot`, any slot of that subject (NO_SLOT if none), which
+   * saves a map lookup per new key.
+   */
+  #allocate(subject: string, bucket: string, anchorSlot: number): number {
+    let anchor = anchorSlot;
     let slot: number;
     if (this.#used < this.#maxKeys) {
       if (this.#used === this.#capacity) this.#grow();
       slot = this.#used++;
     } else {
       slot = this.#evictOldest();
+      if (slot === anchor) anchor = this.#firstSlotBySubject.get(subject) ?? NO_SLOT;
     }
-    this.#keys[slot] = key;
-    this.#slotByKey.set(key, slot);
+    this.#subjects[slot] = subject;
+    this.#buckets[slot] = bucket;
+    if (anchor === NO_SLOT) {
+      this.#firstSlotBySubject.set(subject, slot);
+      this.#previousOfSubject[slot] = NO_SLOT;
+      this.#nextOfSubject[slot] = NO_SLOT;
+    } else {
+      const after = linkAt(this.#nextOfSubject, anchor);
+      this.#previousOfSubject[slot] = anchor;
+      this.#nextOfSubject[slot] = after;
+      this.#nextOfSubject[anchor] = slot;
+      if (after !== NO_SLOT) this.#previousOfSubject[after] = slot;
+    }
     this.#linkNewest(slot);
     return slot;
   }
@@ -253,12 +308,23 @@ export class MemoryStore implements LimiterStore {
   #evictOldest(): number {
     const slot = this.#oldest;
     this.#unlink(slot);
-    const key = this.#keys[slot];
-    if (key !== undefined) this.#slotByKey.delete(key);
-    this.#keys[slot] = undefined;
+    const subject = this.#subjects[slot];
+    if (subject !== undefined) this.#unlinkFromSubject(subject, slot);
+    this.#subjects[slot] = undefined;
+    this.#buckets[slot] = undefined;
     this.#logs[slot] = undefined;
     this.#algorithms[slot] = 0;
     return slot;
+  }
+
+  /** Drops `slot` from its subject's chain, and the subject from the map if that was its last. */
+  #unlinkFromSubject(subject: string, slot: number): void {
+    const previous = linkAt(this.#previousOfSubject, slot);
+    const next = linkAt(this.#nextOfSubject, slot);
+    if (next !== NO_SLOT) this.#previousOfSubject[next] = previous;
+    if (previous !== NO_SLOT) this.#nextOfSubject[previous] = next;
+    else if (next === NO_SLOT) this.#firstSlotBySubject.delete(subject);
+    else this.#firstSlotBySubject.set(subject, next);
   }
 
   #touch(slot: number): void {
@@ -276,8 +342,8 @@ export class MemoryStore implements LimiterStore {
   }
 
   #unlink(slot: number): void {
-    const newer = numberAt(this.#newer, slot);
-    const older = numberAt(this.#older, slot);
+    const newer = linkAt(this.#newer, slot);
+    const older = linkAt(this.#older, slot);
     if (newer === NO_SLOT) this.#newest = older;
     else this.#older[newer] = older;
     if (older === NO_SLOT) this.#oldest = newer;
@@ -289,11 +355,29 @@ export class MemoryStore implements LimiterStore {
     this.#algorithms = resized(this.#algorithms, new Uint8Array(capacity));
     this.#first = resized(this.#first, new Float64Array(capacity));
     this.#second = resized(this.#second, new Float64Array(capacity));
+    this.#nextOfSubject = resized(this.#nextOfSubject, new Int32Array(capacity));
+    this.#previousOfSubject = resized(this.#previousOfSubject, new Int32Array(capacity));
     if (this.#third !== undefined) this.#third = resized(this.#third, new Float64Array(capacity));
     this.#newer = resized(this.#newer, new Int32Array(capacity));
     this.#older = resized(this.#older, new Int32Array(capacity));
     this.#capacity = capacity;
   }
+}
+
+/*
+ * Slab reads. Slots are always within the slab by construction; the checks turn a bug into an
+ * error instead of a NaN, and one helper per array type keeps each read monomorphic (fast).
+ */
+function floatAt(column: Float64Array, slot: number): number {
+  const value = column[slot];
+  if (value === undefined) throw new RangeError(`slot ${slot} is outside the slab`);
+  return value;
+}
+
+function linkAt(links: Int32Array, slot: number): number {
+  const value = links[slot];
+  if (value === undefined) throw new RangeError(`slot ${slot} is outside the slab`);
+  return value;
 }
 
 function resized<T extends Uint8Array | Int32Array | Float64Array>(from: T, to: T): T {

@@ -1,0 +1,329 @@
+/**
+ * Core suite: the in-process limiter against rate-limiter-flexible's RateLimiterMemory, side by
+ * side in one process, plus the eviction cost under a unique-key flood and bytes per key.
+ *
+ * Figures are medians of several trials after a warm-up; the machine is small and noisy, so read
+ * them as orders of magnitude and ratios, not as exact numbers.
+ */
+import { RateLimiterMemory } from "rate-limiter-flexible";
+import { MemoryStore } from "@/lib/limiter/stores/memory";
+import type { DecideInput, LimitCheck } from "@/lib/limiter/types";
+
+const TRIALS = 7;
+const OUR_OPS = 300_000;
+const THEIR_OPS = 100_000;
+const KEY_COUNT = 100_000;
+const FLOOD_OPS = 1_000_000;
+const NAIVE_FLOOD_OPS = 20_000;
+
+/** Always admits within the bench: a token bucket that can never run dry. */
+const ROOMY: LimitCheck = {
+  scope: "api",
+  limit: { algorithm: "token-bucket", capacity: 1e12, refillPerSec: 1e9 },
+  mode: "enforce",
+};
+
+/** Admits once, then rejects for the rest of the bench. */
+const EXHAUSTED: LimitCheck = {
+  scope: "api",
+  limit: { algorithm: "token-bucket", capacity: 1, refillPerSec: 1e-6 },
+  mode: "enforce",
+};
+
+/** rate-limiter-flexible's windows, long enough that nothing expires during the bench. */
+const THEIR_DURATION_SEC = 3600;
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+function nsPerOpSync(ops: number, body: (i: number) => void): number {
+  const startNs = process.hrtime.bigint();
+  for (let i = 0; i < ops; i++) body(i);
+  return Number(process.hrtime.bigint() - startNs) / ops;
+}
+
+async function nsPerOpAsync(ops: number, body: (i: number) => Promise<unknown>): Promise<number> {
+  const startNs = process.hrtime.bigint();
+  for (let i = 0; i < ops; i++) await body(i);
+  return Number(process.hrtime.bigint() - startNs) / ops;
+}
+
+/** One side of a comparison: runs `ops` decisions and returns nanoseconds per decision. */
+type Side = (ops: number) => Promise<number>;
+
+const syncSide =
+  (body: (i: number) => void): Side =>
+  async (ops) =>
+    nsPerOpSync(ops, body);
+
+const asyncSide =
+  (body: (i: number) => Promise<unknown>): Side =>
+  (ops) =>
+    nsPerOpAsync(ops, body);
+
+/**
+ * Nanoseconds per decision for both sides: one warm-up each, then TRIALS rounds that alternate
+ * ours and theirs, so that both see the same background load; medians of the rounds. Theirs are
+ * awaited one after another, as a caller of its promise API would.
+ */
+async function compare(ours: Side, theirs: Side): Promise<{ oursNs: number; theirsNs: number }> {
+  await ours(OUR_OPS);
+  await theirs(THEIR_OPS);
+  const oursTrials: number[] = [];
+  const theirsTrials: number[] = [];
+  for (let trial = 0; trial < TRIALS; trial++) {
+    oursTrials.push(await ours(OUR_OPS));
+    theirsTrials.push(await theirs(THEIR_OPS));
+  }
+  return { oursNs: median(oursTrials), theirsNs: median(theirsTrials) };
+}
+
+const collectGarbage: () => void = (() => {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error("run with node --expose-gc (npm run bench does)");
+  return gc;
+})();
+
+/** Live bytes on and off the JS heap (typed arrays live off it), after full collections. */
+function liveBytes(): number {
+  collectGarbage();
+  collectGarbage();
+  const usage = process.memoryUsage();
+  return usage.heapUsed + usage.arrayBuffers;
+}
+
+/** Bytes per key held by whatever `fill` builds, measured while it is still reachable. */
+async function bytesPerKey(keyCount: number, fill: () => Promise<unknown>): Promise<number> {
+  const beforeBytes = liveBytes();
+  const held = await fill();
+  const afterBytes = liveBytes();
+  // Keep `held` reachable until after the measurement.
+  if (held === undefined) throw new Error("fill must return what it built");
+  return (afterBytes - beforeBytes) / keyCount;
+}
+
+/**
+ * The LRU the issue warns about: a Map that moves a key to the end on use and evicts with
+ * `map.keys().next()`. Deletions leave holes at the front of V8's ordered hash table, which every
+ * `keys().next()` walks until the table is rebuilt.
+ */
+class NaiveMapLru {
+  readonly #buckets = new Map<string, { tokens: number; lastMs: number }>();
+  constructor(readonly maxKeys: number) {}
+
+  take(key: string, nowMs: number): boolean {
+    const bucket = this.#buckets.get(key) ?? { tokens: 10, lastMs: nowMs };
+    this.#buckets.delete(key);
+    bucket.tokens = Math.min(10, bucket.tokens + (nowMs - bucket.lastMs) / 1000);
+    bucket.lastMs = nowMs;
+    const isAllowed = bucket.tokens >= 1;
+    if (isAllowed) bucket.tokens -= 1;
+    this.#buckets.set(key, bucket);
+    if (this.#buckets.size > this.maxKeys) {
+      const oldest = this.#buckets.keys().next();
+      if (oldest.done !== true) this.#buckets.delete(oldest.value);
+    }
+    return isAllowed;
+  }
+}
+
+interface Row {
+  readonly what: string;
+  readonly unit: string;
+  readonly ours: number;
+  readonly theirs: number | null;
+  /** ours / theirs, oriented so that bigger is better for us. */
+  readonly ratio: number | null;
+  readonly aim: string;
+  readonly verdict: "PASS" | "SHORT" | "";
+}
+
+function perSecond(nsPerOp: number): number {
+  return 1e9 / nsPerOp;
+}
+
+function formatNumber(value: number): string {
+  if (value >= 100) return Math.round(value).toLocaleString("en-US");
+  return value.toFixed(value >= 10 ? 1 : 2);
+}
+
+function printTable(rows: readonly Row[]): void {
+  const header = ["measure", "unit", "ours", "rate-limiter-flexible", "ratio", "aim", ""];
+  const body = rows.map((row) => [
+    row.what,
+    row.unit,
+    formatNumber(row.ours),
+    row.theirs === null ? "-" : formatNumber(row.theirs),
+    row.ratio === null ? "-" : `${row.ratio.toFixed(1)}x`,
+    row.aim,
+    row.verdict,
+  ]);
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...body.map((cells) => (cells[column] ?? "").length)),
+  );
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join("  ")
+      .trimEnd();
+  console.log(line(header));
+  console.log(line(widths.map((width) => "-".repeat(width))));
+  for (const cells of body) console.log(line(cells));
+}
+
+function throughputRow(what: string, oursNs: number, theirsNs: number, minRatio: number): Row {
+  const ratio = theirsNs / oursNs;
+  return {
+    what,
+    unit: "decisions/s",
+    ours: perSecond(oursNs),
+    theirs: perSecond(theirsNs),
+    ratio,
+    aim: `>= ${minRatio}x`,
+    verdict: ratio >= minRatio ? "PASS" : "SHORT",
+  };
+}
+
+export async function run(): Promise<void> {
+  const subjects = Array.from({ length: KEY_COUNT }, (_, i) => `user-${i}`);
+  const subjectAt = (i: number) => subjects[i] ?? "missing";
+  const inputsOf = (check: LimitCheck): DecideInput[] =>
+    subjects.map((subject) => ({ subject, checks: [check] }));
+  const roomyInputs = inputsOf(ROOMY);
+  const exhaustedInputs = inputsOf(EXHAUSTED);
+  const roomyAt = (i: number): DecideInput =>
+    roomyInputs[i] ?? { subject: "missing", checks: [ROOMY] };
+  const exhaustedAt = (i: number): DecideInput =>
+    exhaustedInputs[i] ?? { subject: "missing", checks: [EXHAUSTED] };
+  const hotRoomy: DecideInput = { subject: "hot", checks: [ROOMY] };
+  const hotExhausted: DecideInput = { subject: "hot", checks: [EXHAUSTED] };
+  const expectRejection = (promise: Promise<unknown>) =>
+    promise.then(
+      () => {
+        throw new Error("expected a rejection");
+      },
+      () => undefined,
+    );
+
+  // Hot key, allow path.
+  const ours = new MemoryStore({ maxKeys: KEY_COUNT });
+  const theirsRoomy = new RateLimiterMemory({ points: 1e12, duration: THEIR_DURATION_SEC });
+  const allowHot = await compare(
+    syncSide(() => ours.decideSync(hotRoomy)),
+    asyncSide(() => theirsRoomy.consume("hot")),
+  );
+  const allowHotAsync = await compare(
+    asyncSide(() => ours.decide(hotRoomy)),
+    asyncSide(() => theirsRoomy.consume("hot")),
+  );
+
+  // Hot key, reject path.
+  const oursRejecting = new MemoryStore({ maxKeys: KEY_COUNT });
+  oursRejecting.decideSync(hotExhausted);
+  const theirsExhausted = new RateLimiterMemory({ points: 1, duration: THEIR_DURATION_SEC });
+  await theirsExhausted.consume("hot");
+  const rejectHot = await compare(
+    syncSide(() => oursRejecting.decideSync(hotExhausted)),
+    asyncSide(() => expectRejection(theirsExhausted.consume("hot"))),
+  );
+
+  // 100k keys, round robin: allow, then reject once every key is exhausted.
+  const oursMany = new MemoryStore({ maxKeys: KEY_COUNT });
+  const theirsMany = new RateLimiterMemory({ points: 1e12, duration: THEIR_DURATION_SEC });
+  const allowMany = await compare(
+    syncSide((i) => oursMany.decideSync(roomyAt(i % KEY_COUNT))),
+    asyncSide((i) => theirsMany.consume(subjectAt(i % KEY_COUNT))),
+  );
+  const oursManyRejecting = new MemoryStore({ maxKeys: KEY_COUNT });
+  const theirsManyExhausted = new RateLimiterMemory({ points: 1, duration: THEIR_DURATION_SEC });
+  for (let i = 0; i < KEY_COUNT; i++) {
+    oursManyRejecting.decideSync(exhaustedAt(i));
+    await theirsManyExhausted.consume(subjectAt(i));
+  }
+  const rejectMany = await compare(
+    syncSide((i) => oursManyRejecting.decideSync(exhaustedAt(i % KEY_COUNT))),
+    asyncSide((i) => expectRejection(theirsManyExhausted.consume(subjectAt(i % KEY_COUNT)))),
+  );
+
+  // Flood: a million unique keys into a store bounded at 100k (900k evictions). The subjects
+  // are made beforehand, so the figure is the store's cost, not string building.
+  const floodInputs = Array.from(
+    { length: FLOOD_OPS },
+    (_, i): DecideInput => ({ subject: `flood-${i}`, checks: [ROOMY] }),
+  );
+  const floodAt = (i: number): DecideInput => floodInputs[i] ?? hotRoomy;
+  const flooded = new MemoryStore({ maxKeys: KEY_COUNT });
+  const oursFloodNs = nsPerOpSync(FLOOD_OPS, (i) => flooded.decideSync(floodAt(i)));
+  const naive = new NaiveMapLru(KEY_COUNT);
+  for (let i = 0; i < KEY_COUNT; i++) naive.take(floodAt(i).subject, 0);
+  const naiveFloodNs = nsPerOpSync(NAIVE_FLOOD_OPS, (i) =>
+    naive.take(floodAt(KEY_COUNT + i).subject, 0),
+  );
+  floodInputs.length = 0;
+
+  // Bytes per key, 100k keys each. Subject strings are built inside, so what each side retains
+  // of them (our subjects, their prefixed keys) is counted.
+  const oursBytes = await bytesPerKey(KEY_COUNT, async () => {
+    const store = new MemoryStore({ maxKeys: KEY_COUNT });
+    for (let i = 0; i < KEY_COUNT; i++) store.decideSync({ subject: `key-${i}`, checks: [ROOMY] });
+    return store;
+  });
+  const theirsBytes = await bytesPerKey(KEY_COUNT, async () => {
+    const limiter = new RateLimiterMemory({ points: 1e12, duration: THEIR_DURATION_SEC });
+    for (let i = 0; i < KEY_COUNT; i++) await limiter.consume(`key-${i}`);
+    return limiter;
+  });
+
+  const bytesRatio = theirsBytes / oursBytes;
+  const rows: Row[] = [
+    throughputRow("allow, hot key (decideSync)", allowHot.oursNs, allowHot.theirsNs, 2),
+    throughputRow("reject, hot key (decideSync)", rejectHot.oursNs, rejectHot.theirsNs, 10),
+    throughputRow("allow, 100k keys (decideSync)", allowMany.oursNs, allowMany.theirsNs, 2),
+    throughputRow("reject, 100k keys (decideSync)", rejectMany.oursNs, rejectMany.theirsNs, 10),
+    {
+      what: "allow, hot key (await decide)",
+      unit: "decisions/s",
+      ours: perSecond(allowHotAsync.oursNs),
+      theirs: perSecond(allowHotAsync.theirsNs),
+      ratio: allowHotAsync.theirsNs / allowHotAsync.oursNs,
+      aim: "(info)",
+      verdict: "",
+    },
+    {
+      what: "bytes per key, 100k keys",
+      unit: "bytes",
+      ours: oursBytes,
+      theirs: theirsBytes,
+      ratio: bytesRatio,
+      aim: "<= 1/3 theirs",
+      verdict: bytesRatio >= 3 ? "PASS" : "SHORT",
+    },
+    {
+      what: "1M-key flood, bounded at 100k",
+      unit: "ns/op",
+      ours: oursFloodNs,
+      theirs: null,
+      ratio: null,
+      aim: "~1 us (<= 1,000 ns)",
+      verdict: oursFloodNs <= 1000 ? "PASS" : "SHORT",
+    },
+    {
+      what: `naive Map LRU flood (${NAIVE_FLOOD_OPS / 1000}k ops past 100k)`,
+      unit: "ns/op",
+      ours: naiveFloodNs,
+      theirs: null,
+      ratio: null,
+      aim: "(comparison)",
+      verdict: "",
+    },
+  ];
+  console.log(
+    `node ${process.version}; median of ${TRIALS} alternating rounds after a warm-up; ratio = ours / theirs for throughput, theirs / ours for bytes`,
+  );
+  printTable(rows);
+  console.log(
+    `flood: ${flooded.keyCount.toLocaleString("en-US")} keys held after ${FLOOD_OPS.toLocaleString("en-US")} unique keys (${(FLOOD_OPS - flooded.keyCount).toLocaleString("en-US")} evictions); naive LRU is ${(naiveFloodNs / oursFloodNs).toFixed(0)}x slower per op`,
+  );
+}

@@ -1,0 +1,42 @@
+/**
+ * Benchmark runner: `npm run bench` runs every registered suite, `npm run bench -- core` only the
+ * named ones. A benchmark prints figures for people to read; it is not a test and asserts
+ * nothing. Node runs with --expose-gc (see package.json) so suites can measure memory.
+ *
+ * To add a suite, add one line to SUITES: its name and a lazy import of a module exporting
+ * `run(): Promise<void>`. Lazy, so that running one suite never loads another's dependencies
+ * (a Redis client, a server).
+ */
+
+interface BenchSuite {
+  run(): Promise<void>;
+}
+
+const SUITES: Record<string, () => Promise<BenchSuite>> = {
+  core: () => import("./core"),
+};
+
+async function main(): Promise<void> {
+  const requested = process.argv.slice(2);
+  const unknown = requested.filter((name) => !(name in SUITES));
+  if (unknown.length > 0) {
+    console.error(
+      `unknown suite(s): ${unknown.join(", ")}; known: ${Object.keys(SUITES).join(", ")}`,
+    );
+    process.exitCode = 2;
+    return;
+  }
+  const names = requested.length > 0 ? requested : Object.keys(SUITES);
+  for (const name of names) {
+    const load = SUITES[name];
+    if (load === undefined) continue;
+    console.log(`\n=== bench: ${name} ===`);
+    const suite = await load();
+    await suite.run();
+  }
+}
+
+await main();
+
+// A module (not a script), so that the await above is top level.
+export {};
