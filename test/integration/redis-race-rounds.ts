@@ -14,6 +14,8 @@ export interface RaceRound {
    * over-admission can only come from the processes overlapping.
    */
   readonly isSequential?: boolean;
+  /** Each process batches its requests: its share goes out as one script call. */
+  readonly isBatched?: boolean;
 }
 
 /**

@@ -19,6 +19,7 @@ const decisions = await readyRedis("decisions");
 const subscriber = await readyRedis("subscriber");
 const publisher = await readyRedis("control");
 const store = new RedisStore({ client: decisions, keyPrefix: prefix });
+const batchingStore = new RedisStore({ client: decisions, keyPrefix: prefix, maxBatchSize: 64 });
 
 /**
  * The deliberately wrong implementation the test must catch: read the state, wait for the reply,
@@ -43,7 +44,8 @@ async function fire(round: RaceRound): Promise<number> {
       if (only?.limit.algorithm !== "token-bucket") throw new Error("non-atomic needs one bucket");
       return decideNonAtomically(round.subject, only.limit);
     }
-    return (await store.decide({ subject: round.subject, checks })).allowed;
+    const decider = round.isBatched === true ? batchingStore : store;
+    return (await decider.decide({ subject: round.subject, checks })).allowed;
   };
   if (round.isSequential === true) {
     let admitted = 0;

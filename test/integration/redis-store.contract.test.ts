@@ -16,3 +16,21 @@ runLimiterStoreContract("RedisStore", async (clock) => {
     },
   };
 });
+
+// Batching on: each decision still goes through the queue and the batched script path.
+runLimiterStoreContract("RedisStore, batching up to 64 decisions per call", async (clock) => {
+  const client = await readyRedis("decisions");
+  const store = new RedisStore({
+    client,
+    keyPrefix: inject("redisKeyPrefix"),
+    clock,
+    maxBatchSize: 64,
+  });
+  return {
+    decide: (input) => store.decide(input),
+    peek: (input) => store.peek(input),
+    close: async () => {
+      await client.quit();
+    },
+  };
+});

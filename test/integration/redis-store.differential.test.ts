@@ -203,6 +203,53 @@ describe("RedisStore agrees with the pure core", () => {
     );
   });
 
+  it("with batching, decisions made together agree with the same decisions made in turn", async () => {
+    const requestArbitrary = fc.record({
+      subject: fc.constantFrom("c:one", "c:two", "a:192.0.2.1"),
+      policy: fc.nat(),
+      cost: stepArbitrary.map((step) => step.cost),
+      isPeek: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        awkwardStartMs,
+        policiesArbitrary,
+        fc.array(
+          fc.record({
+            gapMs: stepArbitrary.map((step) => step.gapMs),
+            requests: fc.array(requestArbitrary, { minLength: 1, maxLength: 12 }),
+          }),
+          { minLength: 1, maxLength: 8 },
+        ),
+        async (startMs, policies, groups) => {
+          const clock = new ManualClock(startMs);
+          const reference = new ReferenceStore(clock);
+          const store = new RedisStore({ client, keyPrefix: prefix, clock, maxBatchSize: 5 });
+          const run = ++runCount;
+          for (const group of groups) {
+            clock.advance(group.gapMs);
+            const inputs = group.requests.map((request) => ({
+              subject: `${request.subject}/run-${run}`,
+              checks: policies[request.policy % policies.length] ?? [],
+              cost: request.cost,
+              isPeek: request.isPeek,
+            }));
+            // All sent in one turn: up to 5 per script call, evaluated in the order made.
+            const batched = await Promise.all(
+              inputs.map((input) => (input.isPeek ? store.peek(input) : store.decide(input))),
+            );
+            const inTurn = [];
+            for (const input of inputs) {
+              inTurn.push(await (input.isPeek ? reference.peek(input) : reference.decide(input)));
+            }
+            expect(batched).toEqual(inTurn);
+          }
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
   it("for the leaky shaper, reserving slots in turn", async () => {
     const shaperArbitrary: fc.Arbitrary<LeakyShaperLimit> = fc.record({
       algorithm: fc.constant("leaky-shaper" as const),

@@ -112,6 +112,16 @@ describe("RedisStore under races across processes", () => {
     expect(admitted).toEqual(Array(ROUNDS).fill(20));
   });
 
+  it(`with batching on, each process's share in one script call: still exactly 20, in each of ${ROUNDS} rounds`, async () => {
+    const admitted: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      admitted.push(
+        await runRound({ variant: "atomic", subject: `c:batched-${round}`, isBatched: true }),
+      );
+    }
+    expect(admitted).toEqual(Array(ROUNDS).fill(20));
+  });
+
   it(`a layered decision (ceiling and tier) admits exactly 20 and consumes nothing on rejection, in each of ${ROUNDS} rounds`, async () => {
     const store = new RedisStore({ client: decisions, keyPrefix: prefix });
     const admitted: number[] = [];

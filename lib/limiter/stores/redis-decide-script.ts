@@ -16,23 +16,24 @@
  *
  * Lua numbers are IEEE doubles like JS numbers. The places where the two languages differ are
  * handled explicitly: JS `%` is C `fmod` (Lua's `%` floors), JS `Math.round` rounds half up, and
- * numbers cross the boundary as `%.17g` text both ways, because Redis truncates a Lua number in a
- * reply to an integer and `tostring` keeps only 14 digits.
+ * fractional numbers cross the boundary as `%.17g` text (Redis truncates a Lua number in a reply
+ * to an integer, and `tostring` keeps only 14 digits); every number the script replies with is
+ * whole.
  *
- * Protocol (`RedisStore` builds it):
- *   KEYS[i]  the key of check i (all share the subject's hash tag)
- *   ARGV[1]  op: "d" decide, "p" peek (writes nothing), "s" shape, "q" peek a shaper
- *   ARGV[2]  now in ms, or "" for Redis `TIME` (production)
- *   ARGV[3]  cost
- *   ARGV[4]  expiry margin in ms added to every key's lifetime
- *   ARGV[5 + 4(i-1) ..]  per check: algorithm code, first parameter, second parameter, mode
- *            ("e" enforce, "d" dry-run); codes and parameters:
+ * Protocol (`RedisStore` builds it). One call carries one decision or a batch of them, evaluated
+ * one after another (a later decision sees what an earlier one wrote), atomically as a whole:
+ *   ARGV[1]  expiry margin in ms added to every key's lifetime
+ *   then per decision: op ("d" decide, "p" peek: writes nothing, "s" shape, "q" peek a shaper),
+ *            now in ms or "" for Redis `TIME` (production; read once per call), cost, and the
+ *            number of checks n; then per check: algorithm code, first parameter, second
+ *            parameter, mode ("e" enforce, "d" dry-run). Codes and parameters:
  *            1 fixed-window (limit, windowMs)      2 sliding-log (limit, windowMs)
  *            3 sliding-window (limit, windowMs)    4 token-bucket (capacity, refillPerSec)
  *            5 leaky-meter (burst, drainPerSec)    6 leaky-shaper (maxQueue, drainPerSec)
- * Reply: per check, `code, remaining, retryAfterMs, resetAfterMs` (code 0 allowed,
- * 1 limit-exceeded, 2 cost-exceeds-capacity, 3 queue-full), plus `delayMs` for the shaper. The
- * numbers are `%.17g` strings.
+ *   KEYS     each decision's n keys, in order (on Redis Cluster all in one slot: one subject)
+ * Reply, flat, per check: `code, remaining, retryAfterMs, resetAfterMs` (code 0 allowed,
+ * 1 limit-exceeded, 2 cost-exceeds-capacity, 3 queue-full), plus `delayMs` for a shaper. Numbers
+ * are integers, or `%.17g` text from 2^53 up.
  *
  * Stored state: a sliding log is a sorted set (score = instant, member = `<12 hex digits of a
  * per-key sequence>:<cost>`, unique even for equal instants and costs, and ordered as the core's
@@ -60,16 +61,9 @@ local fmt, byte, sub = string.format, string.byte, string.sub
 local pack, sunpack = struct.pack, struct.unpack
 local call, pcall_ = redis.call, redis.pcall
 
-local op = ARGV[1]
-local now
-if ARGV[2] == "" then
-  local t = call("TIME")
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-else
-  now = tonumber(ARGV[2])
-end
-local cost = tonumber(ARGV[3])
-local margin_ms = tonumber(ARGV[4])
+-- Set for each decision of the call, read by the step functions below.
+local now, cost
+local margin_ms = tonumber(ARGV[1])
 
 -- numeric.ts ---------------------------------------------------------------------------------
 
@@ -456,58 +450,84 @@ local function write_log(key, log, w)
   call("PEXPIRE", key, ttl_arg(log.at[log.n] + w - now))
 end
 
+-- A reply number: every one is a whole number >= 0. Below 2^53 a Lua number, which Redis sends as
+-- an exact integer; above it (a limit of 1e300 units) text, which Redis would otherwise mangle.
 local function num(x)
+  if x < 9007199254740992 then return x end
   return fmt("%.17g", x)
 end
 
--- decide / peek / shape ---------------------------------------------------------------------
-
-if op == "s" or op == "q" then
-  local key, max_queue, rate = KEYS[1], tonumber(ARGV[6]), tonumber(ARGV[7])
-  local code, remaining, retry, reset, st, delay =
-    step_leaky_shaper(read_packed(key, 6), max_queue, rate)
-  if op == "s" and code == 0 then write_packed(key, 6, st, max_queue, rate) end
-  return { code, num(remaining), num(retry), num(reset), num(delay) }
-end
+-- decide / peek / shape, one decision after another ---------------------------------------
 
 local reply = {}
-local codes, states = {}, {}
-local is_allowed = true
-for i = 1, #KEYS do
-  local base = 5 + (i - 1) * 4
-  local algorithm, p1, p2 = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
-  local code, remaining, retry, reset, st
-  if algorithm == 1 then
-    code, remaining, retry, reset, st = step_fixed_window(read_packed(KEYS[i], 1), p1, p2)
-  elseif algorithm == 2 then
-    code, remaining, retry, reset, st = step_sliding_log(sl_read(KEYS[i]), p1, p2)
-  elseif algorithm == 3 then
-    code, remaining, retry, reset, st = step_sliding_window(read_packed(KEYS[i], 3), p1, p2)
-  elseif algorithm == 4 then
-    code, remaining, retry, reset, st = step_token_bucket(read_packed(KEYS[i], 4), p1, p2)
-  elseif algorithm == 5 then
-    code, remaining, retry, reset, st = step_leaky_meter(read_packed(KEYS[i], 5), p1, p2)
+local r = 0        -- reply fields written
+local k = 0        -- KEYS used by earlier decisions
+local a = 2        -- next ARGV
+local redis_now    -- Redis TIME, read at most once per call
+while a <= #ARGV do
+  local op, count = ARGV[a], tonumber(ARGV[a + 3])
+  if ARGV[a + 1] == "" then
+    if not redis_now then
+      local t = call("TIME")
+      redis_now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+    end
+    now = redis_now
   else
-    return redis.error_reply("unknown algorithm code " .. tostring(ARGV[base]))
+    now = tonumber(ARGV[a + 1])
   end
-  if code ~= 0 and ARGV[base + 3] == "e" then is_allowed = false end
-  codes[i], states[i] = code, st
-  local r = (i - 1) * 4
-  reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = code, num(remaining), num(retry), num(reset)
-end
+  cost = tonumber(ARGV[a + 2])
+  a = a + 4
 
-if op == "d" then
-  for i = 1, #KEYS do
-    if is_allowed or codes[i] ~= 0 then
-      local base = 5 + (i - 1) * 4
-      local algorithm = tonumber(ARGV[base])
-      if algorithm == 2 then
-        write_log(KEYS[i], states[i], tonumber(ARGV[base + 2]))
+  if op == "s" or op == "q" then
+    local key, max_queue, rate = KEYS[k + 1], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    local code, remaining, retry, reset, st, delay =
+      step_leaky_shaper(read_packed(key, 6), max_queue, rate)
+    if op == "s" and code == 0 then write_packed(key, 6, st, max_queue, rate) end
+    reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] =
+      code, num(remaining), num(retry), num(reset), num(delay)
+    r = r + 5
+  else
+    local codes, states = {}, {}
+    local is_allowed = true
+    for i = 1, count do
+      local key, base = KEYS[k + i], a + (i - 1) * 4
+      local algorithm, p1, p2 = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
+      local code, remaining, retry, reset, st
+      if algorithm == 1 then
+        code, remaining, retry, reset, st = step_fixed_window(read_packed(key, 1), p1, p2)
+      elseif algorithm == 2 then
+        code, remaining, retry, reset, st = step_sliding_log(sl_read(key), p1, p2)
+      elseif algorithm == 3 then
+        code, remaining, retry, reset, st = step_sliding_window(read_packed(key, 3), p1, p2)
+      elseif algorithm == 4 then
+        code, remaining, retry, reset, st = step_token_bucket(read_packed(key, 4), p1, p2)
+      elseif algorithm == 5 then
+        code, remaining, retry, reset, st = step_leaky_meter(read_packed(key, 5), p1, p2)
       else
-        write_packed(KEYS[i], algorithm, states[i], tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]))
+        return redis.error_reply("unknown algorithm code " .. tostring(ARGV[base]))
+      end
+      if code ~= 0 and ARGV[base + 3] == "e" then is_allowed = false end
+      codes[i], states[i] = code, st
+      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] =
+        code, num(remaining), num(retry), num(reset)
+      r = r + 4
+    end
+    if op == "d" then
+      for i = 1, count do
+        if is_allowed or codes[i] ~= 0 then
+          local key, base = KEYS[k + i], a + (i - 1) * 4
+          local algorithm = tonumber(ARGV[base])
+          if algorithm == 2 then
+            write_log(key, states[i], tonumber(ARGV[base + 2]))
+          else
+            write_packed(key, algorithm, states[i], tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]))
+          end
+        end
       end
     end
   end
+  k = k + count
+  a = a + 4 * count
 end
 
 return reply
@@ -517,4 +537,4 @@ return reply
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "97a3196e1db3d6cfb08c9db9e18658f60c6c51db";
+export const REDIS_DECIDE_SHA1 = "fc97f5f891379e927aa78fe55bf365475dd6dfc2";

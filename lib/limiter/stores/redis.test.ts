@@ -35,7 +35,9 @@ class ReplyError extends Error {
 }
 
 /** A client that records calls and answers with `respond`. */
-function fakeClient(respond: (command: "evalsha" | "eval") => Promise<unknown>): {
+function fakeClient(
+  respond: (command: "evalsha" | "eval", keysAndArgs: readonly string[]) => Promise<unknown>,
+): {
   client: RedisScriptClient;
   calls: string[];
 } {
@@ -43,13 +45,13 @@ function fakeClient(respond: (command: "evalsha" | "eval") => Promise<unknown>):
   return {
     calls,
     client: {
-      evalsha: (sha1) => {
+      evalsha: (sha1, _numKeys, ...keysAndArgs) => {
         calls.push(`evalsha ${sha1}`);
-        return respond("evalsha");
+        return respond("evalsha", keysAndArgs);
       },
-      eval: () => {
+      eval: (_script, _numKeys, ...keysAndArgs) => {
         calls.push("eval");
-        return respond("eval");
+        return respond("eval", keysAndArgs);
       },
     },
   };
@@ -150,6 +152,41 @@ describe("RedisStore: arguments", () => {
   it("a test clock's NaN time throws", async () => {
     const clocked = new RedisStore({ client, keyPrefix: "lp:", clock: new ManualClock(NaN) });
     await expect(clocked.decide(ONE_CHECK)).rejects.toThrow(/nowMs/);
+  });
+});
+
+describe("RedisStore: batching", () => {
+  /** Answers each decision of a call with remaining = the number of its key's subject. */
+  const echoRemaining = async (_command: string, keysAndArgs: readonly string[]) =>
+    keysAndArgs
+      .filter((part) => part.startsWith("lp:rl:"))
+      .flatMap((key) => [0, key.replace(/^lp:rl:\{c:(\d+)\}:account$/, "$1"), "0", "0"]);
+
+  const decisionFor = (n: number): DecideInput => ({ ...ONE_CHECK, subject: `c:${n}` });
+
+  it("decisions made in one turn share script calls of at most maxBatchSize", async () => {
+    const { client, calls } = fakeClient(echoRemaining);
+    const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 2 });
+    const decisions = await Promise.all([1, 2, 3, 4, 5].map((n) => store.decide(decisionFor(n))));
+    expect(decisions.map((d) => d.remaining)).toEqual([1, 2, 3, 4, 5]);
+    expect(calls).toHaveLength(3);
+  });
+
+  it("a failed call fails every decision in it, with StoreUnavailableError", async () => {
+    const { client } = fakeClient(async () => {
+      throw new Error("Connection is closed.");
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 8 });
+    const results = await Promise.allSettled([1, 2, 3].map((n) => store.decide(decisionFor(n))));
+    for (const result of results) {
+      expect(result).toMatchObject({ status: "rejected" });
+      if (result.status === "rejected") expect(result.reason).toBeInstanceOf(StoreUnavailableError);
+    }
+  });
+
+  it.each([0, 1.5, Number.NaN])("maxBatchSize %s is refused", (maxBatchSize) => {
+    const { client } = fakeClient(echoRemaining);
+    expect(() => new RedisStore({ client, keyPrefix: "lp:", maxBatchSize })).toThrow(RangeError);
   });
 });
 
