@@ -388,9 +388,22 @@ end
 -- Byte length of the packed state of each algorithm code (2, the sliding log, is a sorted set).
 local LENGTHS = { [1] = 17, [3] = 25, [4] = 17, [5] = 9, [6] = 9 }
 
--- The stored state of algorithm code, or nil: no key, or another algorithm's state.
-local function read_packed(key, code)
-  local value = pcall_("GET", key)
+-- Every key's value as the call began, read with MGET (false: absent or not a string, e.g. a
+-- sliding log), in chunks that stay below Lua's limit on unpacked values. One MGET costs about
+-- what one GET does, so a call reads its strings for the price of one command.
+local initial = {}
+for first = 1, #KEYS, 1000 do
+  local values = call("MGET", unpack(KEYS, first, min(first + 999, #KEYS)))
+  for i = 1, #values do initial[first + i - 1] = values[i] end
+end
+-- What this call has written so far, by key (false: no longer a string), for a later decision
+-- of the same call on the same key.
+local written = {}
+
+-- The stored state of algorithm code at KEYS[index], or nil: no key, or another algorithm's.
+local function read_packed(index, code)
+  local value = written[KEYS[index]]
+  if value == nil then value = initial[index] end
   if type(value) ~= "string" or byte(value, 1) ~= code or #value ~= LENGTHS[code] then
     return nil
   end
@@ -424,9 +437,11 @@ local function write_packed(key, code, st, p1, p2)
     value = pack("<Bd", code, st[1])
   end
   call("SET", key, value, "PX", ttl_arg(lifetime))
+  written[key] = value
 end
 
 local function write_log(key, log, w)
+  written[key] = false
   if log.foreign then call("DEL", key) end
   if log.dropped > 0 then call("ZREMRANGEBYRANK", key, 0, log.dropped - 1) end
   if log.n == 0 then
@@ -481,7 +496,7 @@ while a <= #ARGV do
   if op == "s" or op == "q" then
     local key, max_queue, rate = KEYS[k + 1], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
     local code, remaining, retry, reset, st, delay =
-      step_leaky_shaper(read_packed(key, 6), max_queue, rate)
+      step_leaky_shaper(read_packed(k + 1, 6), max_queue, rate)
     if op == "s" and code == 0 then write_packed(key, 6, st, max_queue, rate) end
     reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] =
       code, num(remaining), num(retry), num(reset), num(delay)
@@ -494,15 +509,15 @@ while a <= #ARGV do
       local algorithm, p1, p2 = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
       local code, remaining, retry, reset, st
       if algorithm == 1 then
-        code, remaining, retry, reset, st = step_fixed_window(read_packed(key, 1), p1, p2)
+        code, remaining, retry, reset, st = step_fixed_window(read_packed(k + i, 1), p1, p2)
       elseif algorithm == 2 then
         code, remaining, retry, reset, st = step_sliding_log(sl_read(key), p1, p2)
       elseif algorithm == 3 then
-        code, remaining, retry, reset, st = step_sliding_window(read_packed(key, 3), p1, p2)
+        code, remaining, retry, reset, st = step_sliding_window(read_packed(k + i, 3), p1, p2)
       elseif algorithm == 4 then
-        code, remaining, retry, reset, st = step_token_bucket(read_packed(key, 4), p1, p2)
+        code, remaining, retry, reset, st = step_token_bucket(read_packed(k + i, 4), p1, p2)
       elseif algorithm == 5 then
-        code, remaining, retry, reset, st = step_leaky_meter(read_packed(key, 5), p1, p2)
+        code, remaining, retry, reset, st = step_leaky_meter(read_packed(k + i, 5), p1, p2)
       else
         return redis.error_reply("unknown algorithm code " .. tostring(ARGV[base]))
       end
@@ -537,4 +552,4 @@ return reply
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "fc97f5f891379e927aa78fe55bf365475dd6dfc2";
+export const REDIS_DECIDE_SHA1 = "1c9132e67a24e97aa08ac71810b2f084964706e1";

@@ -123,7 +123,12 @@ const UNAVAILABLE_REPLIES = [
  * no encoded subject can be, so its tag is never empty (an empty tag would hash the whole key).
  */
 export function redisStorageKey(keyPrefix: string, subject: string, bucket: string): string {
-  return `${keyPrefix}rl:{${hashTagOf(subject)}}:${bucket}`;
+  return subjectKeyPrefix(keyPrefix, subject) + bucket;
+}
+
+/** Everything of a key before the bucket: shared by all keys of one decision. */
+function subjectKeyPrefix(keyPrefix: string, subject: string): string {
+  return `${keyPrefix}rl:{${hashTagOf(subject)}}:`;
 }
 
 function hashTagOf(subject: string): string {
@@ -132,8 +137,23 @@ function hashTagOf(subject: string): string {
   return subject.replaceAll("%", "%25").replaceAll("{", "%7B").replaceAll("}", "%7D");
 }
 
+/**
+ * The script arguments of each limit seen, by identity. Limits come from a compiled policy and
+ * are reused for every request, so each is checked and turned into text once, not per decision.
+ */
+const argsByLimit = new WeakMap<LimitSpec | LeakyShaperLimit, readonly [string, string, string]>();
+
 /** The script's algorithm code and two parameters, after the same checks the core makes. */
-function limitArgs(limit: LimitSpec | LeakyShaperLimit): [string, string, string] {
+function limitArgs(limit: LimitSpec | LeakyShaperLimit): readonly [string, string, string] {
+  let args = argsByLimit.get(limit);
+  if (args === undefined) {
+    args = checkedLimitArgs(limit);
+    argsByLimit.set(limit, args);
+  }
+  return args;
+}
+
+function checkedLimitArgs(limit: LimitSpec | LeakyShaperLimit): [string, string, string] {
   switch (limit.algorithm) {
     case "fixed-window":
       assertSize("limit", limit.limit);
@@ -320,8 +340,9 @@ export class RedisStore implements LimiterStore {
     assertDistinctBuckets(checks);
     if (checks.length === 0) return combineOutcomes([]);
     const keys: string[] = [];
+    const keyPrefix = subjectKeyPrefix(this.#keyPrefix, input.subject);
     for (const check of checks) {
-      keys.push(this.storageKey(input.subject, check.bucket ?? check.scope));
+      keys.push(keyPrefix + (check.bucket ?? check.scope));
       const [code, first, second] = limitArgs(check.limit);
       args.push(code, first, second, check.mode === "enforce" ? "e" : "d");
     }
@@ -369,12 +390,17 @@ export class RedisStore implements LimiterStore {
     });
   }
 
-  /** Sends the decisions queued during this turn, `maxBatchSize` per script call. */
+  /**
+   * Sends the decisions queued during this turn: at most `maxBatchSize` per script call, and in
+   * at least two calls when two or more are queued, so that Redis runs one while the client is
+   * still reading or writing the other (a single call in flight leaves one of them idle).
+   */
   #flush(): void {
     const queue = this.#queue;
     this.#queue = [];
-    for (let start = 0; start < queue.length; start += this.#maxBatchSize) {
-      this.#sendBatch(queue.slice(start, start + this.#maxBatchSize));
+    const size = Math.min(this.#maxBatchSize, Math.ceil(queue.length / 2));
+    for (let start = 0; start < queue.length; start += size) {
+      this.#sendBatch(queue.slice(start, start + size));
     }
   }
 
