@@ -40,7 +40,11 @@
  * array is). Every other algorithm is a string `struct.pack("<B d...")`: a byte naming the
  * algorithm (the code above), then its numbers as raw doubles, exact and 9 to 25 bytes. A state of
  * another algorithm (another byte, or a sorted set where a string is expected and vice versa) is
- * ignored, so an algorithm switch starts the bucket fresh, as `step-limit.ts` does.
+ * ignored, so an algorithm switch starts the bucket fresh, as `step-limit.ts` does. (The sequence
+ * restarts whenever a log empties; 12 hex digits last for 2^48 admissions to one live log.)
+ *
+ * Commands per call: one MGET for every key's string state, a ZRANGE per sliding log, and per
+ * check that writes one SET with PX (a log: its ZADD/ZREM and a PEXPIRE), plus TIME once.
  *
  * Expiry: every write sets a TTL of the time until the state is indistinguishable from no state
  * (window over, bucket full, meter drained, newest log entry out of the window), rounded up, plus

@@ -264,7 +264,19 @@ function reasonOf(code: number): RejectReason | null {
  * - Scripts: EVALSHA, and EVAL when Redis answers NOSCRIPT (after `SCRIPT FLUSH` or a restart),
  *   which caches it again.
  * - Failure: when Redis cannot answer, {@link StoreUnavailableError}, within the client's command
- *   timeout; other errors (a bad argument, a script bug) propagate as they are.
+ *   timeout; other errors (a bad argument, a script bug) propagate as they are. A call that timed
+ *   out may still have been applied by Redis: at most once, and the failure policy decides.
+ * - Throughput: with `maxBatchSize` above 1, decisions made in one event-loop turn share script
+ *   calls (see {@link RedisStoreOptions.maxBatchSize}); each is still evaluated on its own.
+ *
+ * ```ts
+ * const store = new RedisStore({
+ *   client: createRedis("decisions"),
+ *   keyPrefix: loadEnv().REDIS_KEY_PREFIX,
+ *   maxBatchSize: 64,
+ * });
+ * const decision = await store.decide({ subject: "c:acme", checks });
+ * ```
  */
 export class RedisStore implements LimiterStore {
   /** SHA-1 of the script the store runs; see `REDIS_DECIDE_SHA1`. */
