@@ -289,8 +289,9 @@ export class RedisStore implements LimiterStore {
   readonly #maxBatchSize: number;
   /** The EVAL re-caching the script after a NOSCRIPT, while one is in flight. */
   #reloading: Promise<unknown> | undefined;
-  /** Decisions waiting for the end of this event-loop turn, when batching. */
+  /** Decisions waiting for their batch to fill or for the end of this event-loop turn. */
   #queue: PendingDecision[] = [];
+  #isFlushScheduled = false;
 
   constructor(options: RedisStoreOptions) {
     if (/[{}]/.test(options.keyPrefix)) {
@@ -385,7 +386,14 @@ export class RedisStore implements LimiterStore {
     };
   }
 
-  /** One decision's reply: sent alone, or queued for this turn's batch. */
+  /**
+   * One decision's reply: sent alone, or queued for a batch. A batch leaves as soon as it is full
+   * and otherwise at the end of this event-loop turn. Leaving when full is what keeps Redis and
+   * the client working at the same time under load: the replies of one batch arrive while Redis
+   * runs the next, and their callers' next decisions fill a new batch, which leaves at once
+   * instead of waiting for the turn to end behind the others (which would send everything
+   * together and leave one side idle while the other works).
+   */
   #submit(
     keys: readonly string[],
     args: readonly string[],
@@ -397,23 +405,25 @@ export class RedisStore implements LimiterStore {
       );
     }
     return new Promise((resolve, reject) => {
-      if (this.#queue.length === 0) setImmediate(() => this.#flush());
       this.#queue.push({ keys, args, replyLength, resolve, reject });
+      if (this.#queue.length >= this.#maxBatchSize) {
+        this.#flush();
+      } else if (!this.#isFlushScheduled) {
+        this.#isFlushScheduled = true;
+        setImmediate(() => {
+          this.#isFlushScheduled = false;
+          this.#flush();
+        });
+      }
     });
   }
 
-  /**
-   * Sends the decisions queued during this turn: at most `maxBatchSize` per script call, and in
-   * at least two calls when two or more are queued, so that Redis runs one while the client is
-   * still reading or writing the other (a single call in flight leaves one of them idle).
-   */
+  /** Sends the decisions queued so far as one script call. */
   #flush(): void {
     const queue = this.#queue;
+    if (queue.length === 0) return;
     this.#queue = [];
-    const size = Math.min(this.#maxBatchSize, Math.ceil(queue.length / 2));
-    for (let start = 0; start < queue.length; start += size) {
-      this.#sendBatch(queue.slice(start, start + size));
-    }
+    this.#sendBatch(queue);
   }
 
   #sendBatch(batch: readonly PendingDecision[]): void {
