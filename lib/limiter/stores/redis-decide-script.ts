@@ -23,10 +23,12 @@
  * Protocol (`RedisStore` builds it). One call carries one decision or a batch of them, evaluated
  * one after another (a later decision sees what an earlier one wrote), atomically as a whole:
  *   ARGV[1]  expiry margin in ms added to every key's lifetime
- *   then per decision: op ("d" decide, "p" peek: writes nothing, "s" shape, "q" peek a shaper),
- *            now in ms or "" for Redis `TIME` (production; read once per call), cost, and the
- *            number of checks n; then per check: algorithm code, first parameter, second
- *            parameter, mode ("e" enforce, "d" dry-run). Codes and parameters:
+ *   then per decision one argument "<op> <now> <cost> <n>": op "d" decide, "p" peek (writes
+ *            nothing), "s" shape, "q" peek a shaper; now in ms, or "-" for Redis `TIME`
+ *            (production; read once per call); n checks, each one argument
+ *            "<algorithm code> <first parameter> <second parameter> <mode>", mode "e" enforce or
+ *            "d" dry-run. (Few, short arguments: the client encodes and Redis parses less.)
+ *            Codes and parameters:
  *            1 fixed-window (limit, windowMs)      2 sliding-log (limit, windowMs)
  *            3 sliding-window (limit, windowMs)    4 token-bucket (capacity, refillPerSec)
  *            5 leaky-meter (burst, drainPerSec)    6 leaky-shaper (maxQueue, drainPerSec)
@@ -61,7 +63,7 @@ local EPSILON = 2 ^ -52
 local MAX_TTL_MS = 2 ^ 52
 
 local floor, ceil, fmod, abs, min = math.floor, math.ceil, math.fmod, math.abs, math.min
-local fmt, byte, sub = string.format, string.byte, string.sub
+local fmt, byte, sub, match = string.format, string.byte, string.sub, string.match
 local pack, sunpack = struct.pack, struct.unpack
 local call, pcall_ = redis.call, redis.pcall
 
@@ -484,21 +486,30 @@ local k = 0        -- KEYS used by earlier decisions
 local a = 2        -- next ARGV
 local redis_now    -- Redis TIME, read at most once per call
 while a <= #ARGV do
-  local op, count = ARGV[a], tonumber(ARGV[a + 3])
-  if ARGV[a + 1] == "" then
+  local op, t, c, n = match(ARGV[a], "^(%a) (%S+) (%S+) (%d+)$")
+  if not op then return redis.error_reply("malformed decision " .. tostring(ARGV[a])) end
+  if t == "-" then
     if not redis_now then
-      local t = call("TIME")
-      redis_now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+      local time = call("TIME")
+      redis_now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
     end
     now = redis_now
   else
-    now = tonumber(ARGV[a + 1])
+    now = tonumber(t)
   end
-  cost = tonumber(ARGV[a + 2])
-  a = a + 4
+  cost = tonumber(c)
+  local count = tonumber(n)
+
+  -- Each check: "<algorithm code> <first parameter> <second parameter> <mode>".
+  local algorithms, firsts, seconds, modes = {}, {}, {}, {}
+  for i = 1, count do
+    local code, p1, p2, mode = match(ARGV[a + i], "^(%d) (%S+) (%S+) (%a)$")
+    if not code then return redis.error_reply("malformed check " .. tostring(ARGV[a + i])) end
+    algorithms[i], firsts[i], seconds[i], modes[i] = tonumber(code), tonumber(p1), tonumber(p2), mode
+  end
 
   if op == "s" or op == "q" then
-    local key, max_queue, rate = KEYS[k + 1], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    local key, max_queue, rate = KEYS[k + 1], firsts[1], seconds[1]
     local code, remaining, retry, reset, st, delay =
       step_leaky_shaper(read_packed(k + 1, 6), max_queue, rate)
     if op == "s" and code == 0 then write_packed(key, 6, st, max_queue, rate) end
@@ -509,13 +520,12 @@ while a <= #ARGV do
     local codes, states = {}, {}
     local is_allowed = true
     for i = 1, count do
-      local key, base = KEYS[k + i], a + (i - 1) * 4
-      local algorithm, p1, p2 = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
+      local algorithm, p1, p2 = algorithms[i], firsts[i], seconds[i]
       local code, remaining, retry, reset, st
       if algorithm == 1 then
         code, remaining, retry, reset, st = step_fixed_window(read_packed(k + i, 1), p1, p2)
       elseif algorithm == 2 then
-        code, remaining, retry, reset, st = step_sliding_log(sl_read(key), p1, p2)
+        code, remaining, retry, reset, st = step_sliding_log(sl_read(KEYS[k + i]), p1, p2)
       elseif algorithm == 3 then
         code, remaining, retry, reset, st = step_sliding_window(read_packed(k + i, 3), p1, p2)
       elseif algorithm == 4 then
@@ -523,9 +533,9 @@ while a <= #ARGV do
       elseif algorithm == 5 then
         code, remaining, retry, reset, st = step_leaky_meter(read_packed(k + i, 5), p1, p2)
       else
-        return redis.error_reply("unknown algorithm code " .. tostring(ARGV[base]))
+        return redis.error_reply("unknown algorithm code " .. tostring(algorithm))
       end
-      if code ~= 0 and ARGV[base + 3] == "e" then is_allowed = false end
+      if code ~= 0 and modes[i] == "e" then is_allowed = false end
       codes[i], states[i] = code, st
       reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] =
         code, num(remaining), num(retry), num(reset)
@@ -534,19 +544,17 @@ while a <= #ARGV do
     if op == "d" then
       for i = 1, count do
         if is_allowed or codes[i] ~= 0 then
-          local key, base = KEYS[k + i], a + (i - 1) * 4
-          local algorithm = tonumber(ARGV[base])
-          if algorithm == 2 then
-            write_log(key, states[i], tonumber(ARGV[base + 2]))
+          if algorithms[i] == 2 then
+            write_log(KEYS[k + i], states[i], seconds[i])
           else
-            write_packed(key, algorithm, states[i], tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]))
+            write_packed(KEYS[k + i], algorithms[i], states[i], firsts[i], seconds[i])
           end
         end
       end
     end
   end
   k = k + count
-  a = a + 4 * count
+  a = a + 1 + count
 end
 
 return reply
@@ -556,4 +564,4 @@ return reply
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "1c9132e67a24e97aa08ac71810b2f084964706e1";
+export const REDIS_DECIDE_SHA1 = "6d6009fcb7792d0cbeee1155ee1ab720921a5c62";

@@ -8,6 +8,7 @@ import type {
   LeakyShaperLimit,
   LimitCheck,
   LimiterStore,
+  LimitMode,
   LimitOutcome,
   LimitSpec,
   RejectReason,
@@ -138,21 +139,25 @@ function hashTagOf(subject: string): string {
 }
 
 /**
- * The script arguments of each limit seen, by identity. Limits come from a compiled policy and
- * are reused for every request, so each is checked and turned into text once, not per decision.
+ * The script argument of each limit seen, by identity, as enforced and as dry-run. Limits come
+ * from a compiled policy and are reused for every request, so each is checked and turned into
+ * text once, not per decision.
  */
-const argsByLimit = new WeakMap<LimitSpec | LeakyShaperLimit, readonly [string, string, string]>();
+const argsByLimit = new WeakMap<LimitSpec | LeakyShaperLimit, { e: string; d: string }>();
 
-/** The script's algorithm code and two parameters, after the same checks the core makes. */
-function limitArgs(limit: LimitSpec | LeakyShaperLimit): readonly [string, string, string] {
+/** The script's argument for one check: algorithm code, two parameters, mode. */
+function checkArg(limit: LimitSpec | LeakyShaperLimit, mode: LimitMode): string {
   let args = argsByLimit.get(limit);
   if (args === undefined) {
-    args = checkedLimitArgs(limit);
+    const [code, first, second] = checkedLimitArgs(limit);
+    const text = `${code} ${first} ${second}`;
+    args = { e: `${text} e`, d: `${text} d` };
     argsByLimit.set(limit, args);
   }
-  return args;
+  return mode === "enforce" ? args.e : args.d;
 }
 
+/** The algorithm code and two parameters, after the same checks the core makes. */
 function checkedLimitArgs(limit: LimitSpec | LeakyShaperLimit): [string, string, string] {
   switch (limit.algorithm) {
     case "fixed-window":
@@ -339,25 +344,24 @@ export class RedisStore implements LimiterStore {
     return this.#shaped("q", input);
   }
 
-  /** A decision's leading arguments: op, time ("" = Redis TIME), cost, number of checks. */
-  #headArgs(op: string, cost: number, checkCount: number): string[] {
+  /** A decision's leading argument: op, time ("-" = Redis TIME), cost, number of checks. */
+  #headArg(op: string, cost: number, checkCount: number): string {
     const nowMs = this.#clock?.nowMs();
     // Redis's TIME is always a valid time; only an injected clock's reading needs checking.
     assertTimeAndCost(nowMs ?? 0, cost);
-    return [op, nowMs === undefined ? "" : String(nowMs), String(cost), String(checkCount)];
+    return `${op} ${nowMs === undefined ? "-" : String(nowMs)} ${String(cost)} ${checkCount}`;
   }
 
   async #layered(op: "d" | "p", input: DecideInput): Promise<LayeredDecision> {
     const checks = input.checks;
-    const args = this.#headArgs(op, input.cost ?? 1, checks.length);
+    const args = [this.#headArg(op, input.cost ?? 1, checks.length)];
     assertDistinctBuckets(checks);
     if (checks.length === 0) return combineOutcomes([]);
     const keys: string[] = [];
     const keyPrefix = subjectKeyPrefix(this.#keyPrefix, input.subject);
     for (const check of checks) {
       keys.push(keyPrefix + (check.bucket ?? check.scope));
-      const [code, first, second] = limitArgs(check.limit);
-      args.push(code, first, second, check.mode === "enforce" ? "e" : "d");
+      args.push(checkArg(check.limit, check.mode));
     }
     const reply = await this.#submit(keys, args, checks.length * FIELDS_PER_CHECK);
     const outcomes: LimitOutcome[] = [];
@@ -370,8 +374,7 @@ export class RedisStore implements LimiterStore {
   }
 
   async #shaped(op: "s" | "q", input: ShapeInput): Promise<ShapedDecision> {
-    const args = this.#headArgs(op, input.cost ?? 1, 1);
-    args.push(...limitArgs(input.limit), "e");
+    const args = [this.#headArg(op, input.cost ?? 1, 1), checkArg(input.limit, "enforce")];
     const key = this.storageKey(input.subject, input.bucket);
     const reply = await this.#submit([key], args, FIELDS_PER_CHECK + 1);
     const code = replyNumber(reply, 0);
