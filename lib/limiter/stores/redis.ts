@@ -45,15 +45,15 @@ export interface RedisStoreOptions {
    */
   readonly clock?: Clock;
   /**
-   * Most decisions sent in one script call. With more than 1, decisions made while an earlier
-   * call is in flight travel together: a batch leaves when it is full or at the end of the
-   * current event-loop turn, and a decision made when nothing is in flight leaves at once, so
-   * batching adds no wait at low load. A batch is one round trip and one script run, its
-   * decisions evaluated one after another (each sees what the one before it wrote), atomically as
-   * a whole, so no decision admits more than its limit allows. Under load it saves most of the
-   * per-call cost in Redis and in the client; 64 suits a busy gateway. A single Redis node only:
-   * on Redis Cluster a script's keys must share one slot, and decisions for different subjects
-   * do not, so keep 1 there (each layered decision is still one call).
+   * Most decisions sent in one script call. With more than 1, decisions made close together
+   * travel together: a batch leaves as soon as it is full, otherwise at the end of the current
+   * event-loop turn (a lone decision waits for that turn only, microseconds). A batch is one
+   * round trip and one script run, its decisions evaluated one after another (each sees what the
+   * one before it wrote), atomically as a whole, so no decision admits more than its limit
+   * allows. Under load it saves most of the per-call cost in Redis and in the client; 64 suits a
+   * busy gateway. A single Redis node only: on Redis Cluster a script's keys must share one slot,
+   * and decisions for different subjects do not, so keep 1 there (each layered decision is still
+   * one call).
    * @default 1
    */
   readonly maxBatchSize?: number;
@@ -298,8 +298,6 @@ export class RedisStore implements LimiterStore {
   /** Decisions waiting for their batch to fill or for the end of this event-loop turn. */
   #queue: PendingDecision[] = [];
   #isFlushScheduled = false;
-  /** Decisions sent in batches whose replies have not arrived yet. */
-  #inFlight = 0;
 
   constructor(options: RedisStoreOptions) {
     if (/[{}]/.test(options.keyPrefix)) {
@@ -393,11 +391,12 @@ export class RedisStore implements LimiterStore {
   }
 
   /**
-   * One decision's reply: sent alone, or in a batch. Like Nagle's algorithm: when no call is in
-   * flight the decision leaves at once (no added latency at low load); otherwise it waits for the
-   * batch to fill or for the end of this event-loop turn, collecting the decisions that arrive
-   * while Redis is busy. Under load this settles into a few calls in flight, Redis running one
-   * while the client reads or writes another.
+   * One decision's reply: sent alone, or queued for a batch. A batch leaves as soon as it is full
+   * and otherwise at the end of this event-loop turn. Leaving when full is what keeps Redis and
+   * the client working at the same time under load: the replies of one batch arrive while Redis
+   * runs the next, and their callers' next decisions fill a new batch, which leaves at once
+   * instead of waiting for the turn to end behind the others (which would send everything
+   * together and leave one side idle while the other works).
    */
   #submit(
     keys: readonly string[],
@@ -411,7 +410,7 @@ export class RedisStore implements LimiterStore {
     }
     return new Promise((resolve, reject) => {
       this.#queue.push({ keys, args, replyLength, resolve, reject });
-      if (this.#inFlight === 0 || this.#queue.length >= this.#maxBatchSize) {
+      if (this.#queue.length >= this.#maxBatchSize) {
         this.#flush();
       } else if (!this.#isFlushScheduled) {
         this.#isFlushScheduled = true;
@@ -432,7 +431,6 @@ export class RedisStore implements LimiterStore {
   }
 
   #sendBatch(batch: readonly PendingDecision[]): void {
-    this.#inFlight += batch.length;
     const keys: string[] = [];
     const args: string[] = [this.#marginMs];
     let replyLength = 0;
@@ -443,7 +441,6 @@ export class RedisStore implements LimiterStore {
     }
     this.#run(keys, args).then(
       (reply) => {
-        this.#inFlight -= batch.length;
         let checked: readonly unknown[];
         try {
           checked = replyArray(reply, replyLength);
@@ -458,7 +455,6 @@ export class RedisStore implements LimiterStore {
         }
       },
       (error: unknown) => {
-        this.#inFlight -= batch.length;
         for (const pending of batch) pending.reject(error);
       },
     );
