@@ -15,6 +15,7 @@ interface BenchSuite {
 const SUITES: Record<string, () => Promise<BenchSuite>> = {
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
+  redis: () => import("./redis"),
 };
 
 async function main(): Promise<void> {

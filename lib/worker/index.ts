@@ -5,5 +5,6 @@ export {
   recordIncidentExpiriesJob,
 } from "./jobs/record-incident-expiries-job";
 export { type RollUpMetricsJobOptions, rollUpMetricsJob } from "./jobs/roll-up-metrics-job";
+export { createStandardJobs, type StandardJobsOptions } from "./standard-jobs";
 export { startWorker, type Worker, type WorkerOptions } from "./worker";
 export type { WorkerJob } from "./worker-job";
