@@ -7,7 +7,9 @@
  *
  * Identification (a demo: there is no credential check): `Authorization: Bearer <customerId>` or
  * `x-customer-id: <customerId>`, and the tier in `x-tier` (absent: the policy's default tier).
- * Neither header: anonymous, keyed by the TCP peer address. A malformed customer id is a 401.
+ * Neither header: anonymous, keyed by the TCP peer address, or with `--trust-proxy <n>` by the
+ * n-th `X-Forwarded-For` entry from the right (only behind n proxies you run: a client can write
+ * that header). A malformed customer id is a 401.
  *
  * | Endpoint | Endpoint class (example policy) | Cost |
  * | --- | --- | --- |
@@ -43,6 +45,7 @@ const { values } = parseArgs({
     "timeout-ms": { type: "string" },
     "poll-interval-ms": { type: "string" },
     "no-local-stage": { type: "boolean", default: false },
+    "trust-proxy": { type: "string", default: "0" },
     memory: { type: "boolean", default: false },
   },
 });
@@ -118,6 +121,7 @@ const enforcer = await createEnforcer({
 const identities = new WeakMap<IncomingMessage, Identity | null>();
 const limit = createNodeMiddleware(enforcer, {
   identify: (req) => identities.get(req) ?? null,
+  trustProxy: wholeNumber("trust-proxy", values["trust-proxy"]) ?? 0,
 });
 
 const server = createServer((req, res) => {

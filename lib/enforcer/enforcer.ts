@@ -19,6 +19,7 @@ import { loadEnv } from "@/lib/server/env";
 import { createRedis } from "@/lib/server/redis";
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
+import { RedisStore } from "../limiter/stores/redis";
 import type { LimiterStore } from "../limiter/types";
 import type { TSnapshot } from "../policy";
 import type { BreakerSnapshot, CircuitBreakerOptions } from "./circuit-breaker";
@@ -72,9 +73,16 @@ export interface EnforcerOptions {
   /**
    * The shared store, made from the `decisions` client. Pass a `MemoryStore` to run one gateway
    * without shared state (tests, local development).
-   * @default the Redis store on the `decisions` client
+   * @default a RedisStore on the `decisions` client (one Lua script per layered decision)
    */
   readonly store?: (clients: EnforcerClients, keyPrefix: string) => LimiterStore;
+  /**
+   * Decisions the default RedisStore sends in one script call when they arrive in the same
+   * event-loop turn (each is still one layered decision, atomic; see `RedisStoreOptions`). Set 1
+   * on Redis Cluster, where decisions of different subjects live in different slots.
+   * @default 64
+   */
+  readonly storeBatchSize?: number;
   /** Longest wait for the store before the failure policy answers. @default 50 */
   readonly timeoutMs?: number;
   /** @default 5 consecutive failures or >= 50 % of >= 20 calls in 10 s open it; 2 s cool-down */
@@ -139,9 +147,6 @@ export interface EnforcerStatus {
   readonly lostMetricsFlushes: number;
 }
 
-/** Until the Redis store lands: none. */
-const defaultStore: EnforcerOptions["store"] = undefined;
-
 export class Enforcer implements RequestChecker {
   readonly enforcerId: string;
   readonly keyPrefix: string;
@@ -157,6 +162,7 @@ export class Enforcer implements RequestChecker {
   readonly #startupWaitMs: number;
   readonly #clock: Clock;
   #loops: TimerHandle[] = [];
+  #isStoreFailing = false;
   #isStopped = false;
 
   /** Use `createEnforcer`, which also starts it. */
@@ -175,8 +181,11 @@ export class Enforcer implements RequestChecker {
     this.#heartbeatIntervalMs = options.heartbeatIntervalMs ?? 1_000;
     this.#metricsFlushIntervalMs = options.metricsFlushIntervalMs ?? 1_000;
     this.#startupWaitMs = options.startupWaitMs ?? 5_000;
-    const makeStore = options.store ?? defaultStore;
-    if (makeStore === undefined) throw new TypeError("no store: pass options.store");
+    const storeBatchSize = options.storeBatchSize ?? 64;
+    const makeStore =
+      options.store ??
+      ((clients: EnforcerClients, keyPrefix: string) =>
+        new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: storeBatchSize }));
 
     const connectionName = (role: string) => `limitplane-enforcer-${role}-${this.enforcerId}`;
     this.#clients = {
@@ -197,7 +206,6 @@ export class Enforcer implements RequestChecker {
       timers: this.#timers,
     });
 
-    let isStoreFailing = false;
     this.#engine = new DecisionEngine({
       store: makeStore(this.#clients, this.keyPrefix),
       snapshot: () => this.#follower.current,
@@ -212,9 +220,10 @@ export class Enforcer implements RequestChecker {
       wallClock,
       timers: this.#timers,
       onStoreError: (error) => {
-        // Once per outage; the breaker state in the heartbeat and the metrics say the rest.
-        if (isStoreFailing && this.#engine.breaker.state !== "closed") return;
-        isStoreFailing = true;
+        // Once per outage (until the heartbeat sees the store healthy again); the metrics and the
+        // breaker state in the heartbeat say the rest.
+        if (this.#isStoreFailing) return;
+        this.#isStoreFailing = true;
         this.#logger.log("warn", "limiter store call failed; failure policies decide", {
           error: describeError(error),
         });
@@ -272,10 +281,21 @@ export class Enforcer implements RequestChecker {
     }
     await this.#status.beat();
     this.#loops.push(
-      runEvery(this.#timers, this.#heartbeatIntervalMs, () => this.#status.beat()),
+      runEvery(this.#timers, this.#heartbeatIntervalMs, () => {
+        this.#noticeStoreRecovery();
+        return this.#status.beat();
+      }),
       runEvery(this.#timers, this.#metricsFlushIntervalMs, () => this.#flusher.flush()),
     );
     return hasPolicy;
+  }
+
+  #noticeStoreRecovery(): void {
+    if (!this.#isStoreFailing) return;
+    const breaker = this.#engine.breaker.snapshot();
+    if (breaker.state !== "closed" || breaker.consecutiveFailures > 0) return;
+    this.#isStoreFailing = false;
+    this.#logger.log("info", "limiter store answering again");
   }
 
   /** Decides one request. See `DecisionEngine.check`. */

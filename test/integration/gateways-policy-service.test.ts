@@ -110,19 +110,19 @@ describe("policy changes through the services, enforced by three gateways", () =
   it("a tier change reaches every gateway, which then enforce the new limit", async () => {
     const free = await getTier("free", deps);
     const receipt = await updateTier(
-      { name: "free", expectedVersion: free.version, limit: tokenBucket(5, 1) },
-      operatorContext("free tier abuse: bursts of 5 at 1/s"),
+      { name: "free", expectedVersion: free.version, limit: tokenBucket(10, 1) },
+      operatorContext("free tier abuse: bursts of 10 at 1/s"),
       deps,
     );
     expect(receipt.published).toBe(true);
     if (receipt.policyVersion === null) throw new Error("no new version");
     await waitForVersion(gateways, receipt.policyVersion);
 
-    const { replies, spanMs, admitted } = await burst(12, "tier-change-1", "free");
-    expect(admitted).toBeGreaterThanOrEqual(5);
-    expect(admitted).toBeLessThanOrEqual(5 + Math.floor(spanMs / 1000));
+    const { replies, spanMs, admitted } = await burst(16, "tier-change-1", "free");
+    expect(admitted).toBeGreaterThanOrEqual(10);
+    expect(admitted).toBeLessThanOrEqual(10 + Math.floor(spanMs / 1000));
     const rejection = replies.find((reply) => reply.status === 429);
-    expect(rejection?.policy).toMatch(/^"tier:free";q=5;w=5/);
+    expect(rejection?.policy).toMatch(/^"tier:free";q=10;w=10/);
     expect(JSON.parse(rejection?.body ?? "{}")).toMatchObject({ scope: "tier:free" });
   });
 
@@ -138,12 +138,12 @@ describe("policy changes through the services, enforced by three gateways", () =
     await waitForVersion(gateways, incidentVersion);
     const scope = `incident:${receipt.incident.id}`;
 
-    // The free tier is bursts of 5 now; the incident makes it 20 for initech alone.
-    const raised = await burst(12, "initech", "free");
-    expect(raised.admitted).toBe(12);
-    expect(raised.replies[0]?.policy).toContain(`"${scope}";q=20;`);
-    const other = await burst(12, "not-initech", "free");
-    expect(other.admitted).toBeLessThanOrEqual(5 + Math.floor(other.spanMs / 1000));
+    // The free tier is bursts of 10 now; the incident makes it 40 for initech alone.
+    const raised = await burst(16, "initech", "free");
+    expect(raised.admitted).toBe(16);
+    expect(raised.replies[0]?.policy).toContain(`"${scope}";q=40;`);
+    const other = await burst(16, "not-initech", "free");
+    expect(other.admitted).toBeLessThanOrEqual(10 + Math.floor(other.spanMs / 1000));
     expect(other.replies.find((reply) => reply.status === 429)?.policy).toMatch(/^"tier:free"/);
 
     // At its expiry each gateway stops applying it by its own clock.
@@ -158,8 +158,8 @@ describe("policy changes through the services, enforced by three gateways", () =
       { timeoutMs: durationMs + 15_000, intervalMs: 250 },
     );
     expect(await versions()).toEqual([incidentVersion, incidentVersion, incidentVersion]);
-    const after = await burst(12, "initech", "free");
-    expect(after.admitted).toBeLessThanOrEqual(5 + Math.floor(after.spanMs / 1000));
+    const after = await burst(16, "initech", "free");
+    expect(after.admitted).toBeLessThanOrEqual(10 + Math.floor(after.spanMs / 1000));
     const rejection = after.replies.find((reply) => reply.status === 429);
     expect(JSON.parse(rejection?.body ?? "{}")).toMatchObject({ scope: "tier:free" });
   });
