@@ -14,7 +14,6 @@
  */
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { createEnforcer, createNodeMiddleware, silentLogger } from "@/lib/enforcer";
@@ -118,7 +117,9 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 server.listen(0, "127.0.0.1");
 await once(server, "listening");
-console.log(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+const address = server.address();
+if (address === null || typeof address === "string") throw new Error("not listening on TCP");
+console.log(`listening on http://127.0.0.1:${address.port}`);
 
 process.once("SIGTERM", () => {
   server.close();

@@ -25,7 +25,6 @@
  */
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import {
   createEnforcer,
@@ -156,7 +155,8 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 30_000;
 server.listen(port, values.host);
 await once(server, "listening");
-const address = server.address() as AddressInfo;
+const address = server.address();
+if (address === null || typeof address === "string") throw new Error("not listening on TCP");
 const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
 console.log(
   `gateway ${enforcer.enforcerId} listening on http://${host}:${address.port} policy=${

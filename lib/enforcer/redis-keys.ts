@@ -47,6 +47,10 @@ export function enforcerRedisNames(prefix: string): EnforcerRedisNames {
   };
 }
 
+function isScopeCountField(text: string): text is ScopeCountField {
+  return SCOPE_COUNT_FIELDS.some((field) => field === text);
+}
+
 /** The per-scope field name in a metrics bucket. */
 export function scopeField(scope: string, count: ScopeCountField): string {
   return `${scope}|${count}`;
@@ -66,7 +70,7 @@ export function parseScopeCounts(
     const separator = field.lastIndexOf("|");
     if (separator <= 0) continue;
     const count = field.slice(separator + 1);
-    if (!(SCOPE_COUNT_FIELDS as readonly string[]).includes(count)) continue;
+    if (!isScopeCountField(count)) continue;
     const scope = field.slice(0, separator);
     let counts = byScope.get(scope);
     if (counts === undefined) {
@@ -74,7 +78,7 @@ export function parseScopeCounts(
       byScope.set(scope, counts);
     }
     const value = Number(raw);
-    counts[count as ScopeCountField] = Number.isSafeInteger(value) && value >= 0 ? value : 0;
+    counts[count] = Number.isSafeInteger(value) && value >= 0 ? value : 0;
   }
   return byScope;
 }
