@@ -300,18 +300,21 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   );
   const modes = ["bare", "limitplane", "limitplane-no-local", "flexible"];
   const results = new Map<string, LoadResult[]>(modes.map((mode) => [mode, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const mode of modes) {
-      const target = await startTarget(mode, prefix, redisUrl);
-      try {
-        await load(target.url, WARMUP_MS);
-        results.get(mode)?.push(await load(target.url, MEASURE_MS));
-      } finally {
-        await stopTarget(target);
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const mode of modes) {
+        const target = await startTarget(mode, prefix, redisUrl);
+        try {
+          await load(target.url, WARMUP_MS);
+          results.get(mode)?.push(await load(target.url, MEASURE_MS));
+        } finally {
+          await stopTarget(target);
+        }
       }
     }
+  } finally {
+    await deleteKeys(redis, prefix);
   }
-  await deleteKeys(redis, prefix);
 
   console.log(
     `\ndecisions per second through the HTTP middleware (server in a child process, ${IN_FLIGHT} keep-alive requests in flight from this process, ${CUSTOMERS} enterprise customers, ${ROUNDS} alternating rounds of ${MEASURE_MS / 1000} s each; median round, best in brackets):`,
