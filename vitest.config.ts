@@ -17,6 +17,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
+          setupFiles: ["test/fast-check-setup.ts"],
           include: [
             "lib/**/*.test.ts",
             "components/**/*.test.{ts,tsx}",
@@ -33,7 +34,7 @@ export default defineConfig({
           include: ["test/integration/**/*.test.ts"],
           environment: "node",
           globalSetup: ["test/integration/global-setup.ts"],
-          setupFiles: ["test/integration/setup-env.ts"],
+          setupFiles: ["test/fast-check-setup.ts", "test/integration/setup-env.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
