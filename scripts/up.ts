@@ -23,7 +23,7 @@ import { freePort } from "./lib/free-port";
 import { findRedisServer, type PrivateRedis, startPrivateRedis } from "./lib/private-redis";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
-const STATE_DIR = path.join(ROOT, process.env.LIMITPLANE_STATE_DIR ?? ".limitplane");
+const STATE_DIR = path.resolve(ROOT, process.env.LIMITPLANE_STATE_DIR ?? ".limitplane");
 const TSX = path.join(ROOT, "node_modules/.bin/tsx");
 const NEXT = path.join(ROOT, "node_modules/.bin/next");
 
