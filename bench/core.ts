@@ -256,6 +256,13 @@ export async function run(): Promise<void> {
     asyncSide(() => theirsRoomy.consume("hot")),
   );
 
+  // The same, through the single-limit fast path (the operation rate-limiter-flexible offers).
+  const oursSingle = new MemoryStore({ maxKeys: KEY_COUNT });
+  const allowHotSingle = await compare(
+    syncSide(() => oursSingle.consumeSync("hot", "api", ROOMY.limit)),
+    asyncSide(() => theirsRoomy.consume("hot")),
+  );
+
   // Hot key, reject path.
   const oursRejecting = new MemoryStore({ maxKeys: KEY_COUNT });
   oursRejecting.decideSync(hotExhausted);
@@ -263,6 +270,13 @@ export async function run(): Promise<void> {
   await theirsExhausted.consume("hot");
   const rejectHot = await compare(
     syncSide(() => oursRejecting.decideSync(hotExhausted)),
+    asyncSide(() => expectRejection(theirsExhausted.consume("hot"))),
+  );
+
+  const oursSingleRejecting = new MemoryStore({ maxKeys: KEY_COUNT });
+  oursSingleRejecting.consumeSync("hot", "api", EXHAUSTED.limit);
+  const rejectHotSingle = await compare(
+    syncSide(() => oursSingleRejecting.consumeSync("hot", "api", EXHAUSTED.limit)),
     asyncSide(() => expectRejection(theirsExhausted.consume("hot"))),
   );
 
@@ -281,6 +295,22 @@ export async function run(): Promise<void> {
   }
   const rejectMany = await compare(
     syncSide((i) => oursManyRejecting.decideSync(exhaustedAt(i % KEY_COUNT))),
+    asyncSide((i) => expectRejection(theirsManyExhausted.consume(subjectAt(i % KEY_COUNT)))),
+  );
+
+  const oursManySingle = new MemoryStore({ maxKeys: KEY_COUNT });
+  const allowManySingle = await compare(
+    syncSide((i) => oursManySingle.consumeSync(subjectAt(i % KEY_COUNT), "api", ROOMY.limit)),
+    asyncSide((i) => theirsMany.consume(subjectAt(i % KEY_COUNT))),
+  );
+  const oursManySingleRejecting = new MemoryStore({ maxKeys: KEY_COUNT });
+  for (let i = 0; i < KEY_COUNT; i++) {
+    oursManySingleRejecting.consumeSync(subjectAt(i), "api", EXHAUSTED.limit);
+  }
+  const rejectManySingle = await compare(
+    syncSide((i) =>
+      oursManySingleRejecting.consumeSync(subjectAt(i % KEY_COUNT), "api", EXHAUSTED.limit),
+    ),
     asyncSide((i) => expectRejection(theirsManyExhausted.consume(subjectAt(i % KEY_COUNT)))),
   );
 
@@ -315,10 +345,14 @@ export async function run(): Promise<void> {
 
   const bytesRatio = theirsBytes / oursBytes;
   const rows: Row[] = [
-    throughputRow("allow, hot key (decideSync)", allowHot, 2),
-    throughputRow("reject, hot key (decideSync)", rejectHot, 10),
-    throughputRow("allow, 100k keys (decideSync)", allowMany, 2),
-    throughputRow("reject, 100k keys (decideSync)", rejectMany, 10),
+    throughputRow("allow, hot key (consumeSync, one limit)", allowHotSingle, 2),
+    throughputRow("reject, hot key (consumeSync, one limit)", rejectHotSingle, 10),
+    throughputRow("allow, 100k keys (consumeSync, one limit)", allowManySingle, 2),
+    throughputRow("reject, 100k keys (consumeSync, one limit)", rejectManySingle, 10),
+    throughputRow("allow, hot key (layered decideSync)", allowHot, null),
+    throughputRow("reject, hot key (layered decideSync)", rejectHot, null),
+    throughputRow("allow, 100k keys (layered decideSync)", allowMany, null),
+    throughputRow("reject, 100k keys (layered decideSync)", rejectMany, null),
     throughputRow("allow, hot key (await decide)", allowHotAsync, null),
     {
       what: "bytes per key, 100k keys",

@@ -1,10 +1,15 @@
 /**
- * `npm run up`: from a fresh clone to a running control plane.
+ * `npm run up`: from a fresh clone to a working product, on a machine with only Node and npm.
  *
- * Checks the configuration, creates the database if it is missing, applies the migrations,
- * generates the Prisma client, seeds the example policy into a database that has none, builds the
- * console when the build is missing or older than the sources, and starts it next to the worker
- * (which publishes policy versions to Redis). Ctrl-C stops everything this started.
+ * - Postgres: DATABASE_URL when set (the database is created if missing); otherwise an embedded
+ *   Postgres (PGlite) whose data lives in .limitplane/pgdata. It serves one connection, so the
+ *   console runs with a pool of one and hosts the worker's jobs itself.
+ * - Redis: REDIS_URL when set; otherwise a private redis-server on a free port when one is
+ *   installed; otherwise it stops with a one-line hint.
+ * - Then: migrations, the Prisma client, the example policy (only into an empty database), a build
+ *   of the console when missing or older than the sources, and the console and worker.
+ *
+ * Ctrl-C stops everything it started.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -13,25 +18,74 @@ import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { EnvError, loadEnv } from "../lib/server/env";
 import { deploy } from "./db/migrate";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "./lib/embedded-postgres";
+import { freePort } from "./lib/free-port";
+import { findRedisServer, type PrivateRedis, startPrivateRedis } from "./lib/private-redis";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
-const STATE_DIR = path.join(ROOT, ".limitplane");
+const STATE_DIR = path.join(ROOT, process.env.LIMITPLANE_STATE_DIR ?? ".limitplane");
+const TSX = path.join(ROOT, "node_modules/.bin/tsx");
+const NEXT = path.join(ROOT, "node_modules/.bin/next");
+
 const children: ChildProcess[] = [];
+let embeddedPostgres: EmbeddedPostgres | null = null;
+let privateRedis: PrivateRedis | null = null;
 
 function step(message: string): void {
   console.log(`\u25b8 ${message}`);
 }
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
+/** Runs a command to completion, inheriting the terminal. */
+function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: ROOT, env, stdio: "inherit" });
     child.on("exit", (code) =>
       code === 0
         ? resolve()
-        : reject(new Error(`${command} ${args.join(" ")} exited with ${code}`)),
+        : reject(new Error(`${path.basename(command)} ${args.join(" ")} exited with ${code}`)),
     );
     child.on("error", reject);
   });
+}
+
+/** Each long-running child leads its own process group, so stopping it stops its children too. */
+function startService(
+  name: string,
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): ChildProcess {
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true });
+  children.push(child);
+  child.on("exit", (code, signal) => {
+    if (!shuttingDown) {
+      console.log(`${name} exited (${code ?? signal}); stopping everything`);
+      void shutdown(code ?? 1);
+    }
+  });
+  return child;
+}
+
+let shuttingDown = false;
+
+async function shutdown(exitCode: number): Promise<never> {
+  shuttingDown = true;
+  const exits = children
+    .filter((child) => child.exitCode === null && child.pid !== undefined)
+    .map((child) => {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      try {
+        process.kill(-(child.pid ?? 0), "SIGTERM");
+      } catch {
+        // Already gone.
+      }
+      return Promise.race([exited, new Promise<void>((resolve) => setTimeout(resolve, 10_000))]);
+    });
+  await Promise.all(exits);
+  // The database and Redis go last: the console may still be finishing a write.
+  await privateRedis?.stop().catch(() => {});
+  await embeddedPostgres?.stop().catch(() => {});
+  process.exit(exitCode);
 }
 
 /** A session secret kept across restarts (so sign-ins survive), created on first run. */
@@ -65,34 +119,55 @@ async function isBuildStale(): Promise<boolean> {
   return false;
 }
 
-/** Each long-running child leads its own process group, so stopping it stops its children too. */
-function startService(command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true });
-  children.push(child);
-  return child;
-}
-
-function stopAll(): void {
-  for (const child of children) {
-    if (child.exitCode !== null || child.pid === undefined) continue;
-    try {
-      process.kill(-child.pid, "SIGTERM");
-    } catch {
-      // Already gone.
-    }
-  }
+/** Lets the next process connect: the embedded database serves one connection at a time. */
+async function databaseFree(): Promise<void> {
+  await embeddedPostgres?.whenIdle();
 }
 
 async function main(): Promise<void> {
-  const env = loadEnv();
-  const secret = sessionSecret();
-  const childEnv = { ...process.env, SESSION_SECRET: secret, NEXT_TELEMETRY_DISABLED: "1" };
+  const useEmbeddedPostgres = !process.env.DATABASE_URL;
+  const usePrivateRedis = !process.env.REDIS_URL;
 
-  step(
-    `Migrating ${new URL(env.DATABASE_URL).pathname.slice(1)} on ${new URL(env.DATABASE_URL).host}`,
-  );
+  let redisBinary: string | null = null;
+  if (usePrivateRedis) {
+    redisBinary = findRedisServer();
+    if (redisBinary === null) {
+      throw new Error(
+        "Redis is needed: set REDIS_URL to a Redis 7, or install redis-server (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) and run again.",
+      );
+    }
+  }
+
+  if (useEmbeddedPostgres) {
+    step(
+      "Starting an embedded Postgres (PGlite; data in .limitplane/pgdata; set DATABASE_URL to use yours)",
+    );
+    embeddedPostgres = await startEmbeddedPostgres({
+      dataDir: path.join(STATE_DIR, "pgdata"),
+      port: await freePort(),
+    });
+    process.env.DATABASE_URL = embeddedPostgres.url;
+    process.env.DATABASE_POOL_SIZE = "1";
+    process.env.LIMITPLANE_WORKER = "in-process";
+  }
+  if (redisBinary !== null) {
+    step("Starting a private redis-server (set REDIS_URL to use yours)");
+    privateRedis = await startPrivateRedis({ binary: redisBinary, port: await freePort() });
+    process.env.REDIS_URL = privateRedis.url;
+  }
+
+  const env = loadEnv();
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    SESSION_SECRET: sessionSecret(),
+    NEXT_TELEMETRY_DISABLED: "1",
+  };
+
+  const database = new URL(env.DATABASE_URL);
+  step(`Migrating ${database.pathname.slice(1)} on ${database.host}`);
   const applied = await deploy(env.DATABASE_URL);
   console.log(applied.length ? `  applied ${applied.join(", ")}` : "  up to date");
+  await databaseFree();
 
   step("Generating the Prisma client");
   await run("npx", ["prisma", "generate"], {
@@ -101,54 +176,45 @@ async function main(): Promise<void> {
   });
 
   step("Seeding the example policy (only into a database without one)");
-  await run(path.join(ROOT, "node_modules/.bin/tsx"), ["scripts/seed.ts"], childEnv);
+  await run(TSX, ["scripts/seed.ts"], childEnv);
+  await databaseFree();
 
   if (await isBuildStale()) {
     step("Building the console (first run or sources changed)");
-    await run("npx", ["next", "build"], childEnv);
+    await run(NEXT, ["build"], childEnv);
   }
 
-  step("Starting the worker");
-  const worker = startService(
-    path.join(ROOT, "node_modules/.bin/tsx"),
-    ["scripts/worker.ts"],
-    childEnv,
-  );
-  worker.on("exit", (code) => {
-    console.log(
-      `worker exited (${code ?? "signal"}); policy changes wait in the outbox until it runs again`,
-    );
-  });
+  if (env.LIMITPLANE_WORKER === "separate") {
+    step("Starting the worker");
+    startService("worker", TSX, ["scripts/worker.ts"], childEnv);
+  }
 
   step(`Starting the console on port ${env.PORT}`);
-  const server = startService(
-    path.join(ROOT, "node_modules/.bin/next"),
-    ["start", "-p", String(env.PORT)],
-    childEnv,
-  );
-  server.on("exit", (code) => {
-    console.log(`console exited (${code ?? "signal"})`);
-    stopAll();
-    process.exit(code ?? 0);
-  });
+  startService("console", NEXT, ["start", "-p", String(env.PORT)], childEnv);
+
   console.log(
-    `\n  Limitplane is starting: http://127.0.0.1:${env.PORT}/status\n  Ctrl-C stops it.\n`,
+    [
+      "",
+      `  Console:   http://127.0.0.1:${env.PORT}/   (status: http://127.0.0.1:${env.PORT}/status)`,
+      `  Postgres:  ${useEmbeddedPostgres ? `embedded (PGlite), data in ${path.relative(ROOT, path.join(STATE_DIR, "pgdata"))}` : database.host}`,
+      `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : new URL(env.REDIS_URL).host}`,
+      "  Ctrl-C stops everything started here.",
+      "",
+    ].join("\n"),
   );
 }
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
-    stopAll();
-    process.exit(0);
+    if (!shuttingDown) void shutdown(0);
   });
 }
 
 main().catch((error: unknown) => {
-  stopAll();
   console.error(
     error instanceof EnvError
       ? error.message
       : `up: ${error instanceof Error ? error.message : String(error)}`,
   );
-  process.exit(1);
+  void shutdown(1);
 });

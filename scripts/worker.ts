@@ -7,7 +7,7 @@
 import { getPrisma } from "../lib/server/db";
 import { EnvError, loadEnv } from "../lib/server/env";
 import { createRedis } from "../lib/server/redis";
-import { publishSnapshotsJob, recordIncidentExpiriesJob, startWorker } from "../lib/worker";
+import { createStandardJobs, startWorker } from "../lib/worker";
 
 function main(): void {
   const env = loadEnv();
@@ -15,25 +15,7 @@ function main(): void {
   const redis = createRedis("control", { connectionName: "limitplane-worker" });
   const worker = startWorker({
     databaseUrl: env.DATABASE_URL,
-    jobs: [
-      publishSnapshotsJob({
-        publisher: { db, redis, prefix: env.REDIS_KEY_PREFIX },
-        onDrain(outcome) {
-          if (outcome.status === "published" && outcome.versions.length > 0) {
-            const versions = outcome.versions.map((published) => published.version);
-            console.log(`worker: published policy version ${versions.join(", ")}`);
-          } else if (outcome.status === "failed") {
-            console.log(
-              `worker: publishing failed (${outcome.error}); retrying at ${new Date(outcome.retryAtMs).toISOString()}`,
-            );
-          }
-        },
-      }),
-      recordIncidentExpiriesJob({
-        deps: { db, publisher: null, nowMs: Date.now },
-        onRecorded: (ids) => console.log(`worker: recorded the expiry of ${ids.join(", ")}`),
-      }),
-    ],
+    jobs: createStandardJobs({ db, redis, prefix: env.REDIS_KEY_PREFIX }),
   });
 
   let stopping = false;

@@ -8,6 +8,7 @@ export { type FixedWindowState, peekFixedWindow, stepFixedWindow } from "./fixed
 export {
   assertDistinctBuckets,
   bucketOf,
+  combineOutcomes,
   decideLayered,
   decideLayeredInto,
   type LayeredStep,
@@ -27,5 +28,13 @@ export { peekSlidingLog, type SlidingLogState, stepSlidingLog } from "./sliding-
 export { peekSlidingWindow, type SlidingWindowState, stepSlidingWindow } from "./sliding-window";
 export { type LimitState, peekLimit, stepLimit } from "./step-limit";
 export { MemoryStore, type MemoryStoreOptions } from "./stores/memory";
+export {
+  type RedisScriptClient,
+  RedisStore,
+  type RedisStoreOptions,
+  redisStorageKey,
+  type ShapeInput,
+} from "./stores/redis";
+export { StoreUnavailableError } from "./stores/store-unavailable-error";
 export { peekTokenBucket, stepTokenBucket, type TokenBucketState } from "./token-bucket";
 export type * from "./types";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decideLayered, peekLayered, UNLIMITED } from "./layered";
+import { combineOutcomes, decideLayered, peekLayered, UNLIMITED } from "./layered";
 import type { LimitState } from "./step-limit";
 import type { LimitCheck, LimitMode, LimitSpec } from "./types";
 
@@ -299,6 +299,21 @@ describe("layered decisions: properties", () => {
                 : Math.max(...enforced.filter((o) => !o.allowed).map((o) => o.retryAfterMs)),
             );
           }
+          states = next;
+        }
+      }),
+    );
+  });
+
+  it("combineOutcomes rebuilds exactly the decision decideLayered made from the same outcomes", () => {
+    fc.assert(
+      fc.property(checksArbitrary, requestsArbitrary, (checks, requests) => {
+        let states: readonly (LimitState | undefined)[] = checks.map(() => undefined);
+        let nowMs = T0;
+        for (const [gapMs, cost] of requests) {
+          nowMs += gapMs;
+          const { decision, states: next } = decideLayered(states, checks, nowMs, cost);
+          expect(combineOutcomes(decision.outcomes)).toEqual(decision);
           states = next;
         }
       }),

@@ -169,6 +169,10 @@ export function decideLayeredInto(
     }
   }
 
+  return layeredDecisionOf(outcomes, isAllowed);
+}
+
+function layeredDecisionOf(outcomes: readonly LimitOutcome[], isAllowed: boolean): LayeredDecision {
   const binding = bindingOutcome(outcomes, isAllowed);
   if (binding === undefined) return unboundDecision(outcomes);
   return {
@@ -181,6 +185,20 @@ export function decideLayeredInto(
     scope: binding.scope,
     outcomes,
   };
+}
+
+/**
+ * The layered decision for outcomes evaluated elsewhere, in check order: admitted only if every
+ * enforced outcome admits, and the top level chosen exactly as `decideLayered` chooses it. For
+ * stores that evaluate the limits themselves (the Redis store's script), so that the combination
+ * rule lives here only.
+ */
+export function combineOutcomes(outcomes: readonly LimitOutcome[]): LayeredDecision {
+  let isAllowed = true;
+  for (const outcome of outcomes) {
+    if (outcome.mode === "enforce" && !outcome.allowed) isAllowed = false;
+  }
+  return layeredDecisionOf(outcomes, isAllowed);
 }
 
 /** The layered decision a request of `cost` would get now; computes, writes nothing. */

@@ -89,6 +89,13 @@ export const ZEnv = z
       .min(1, "must be at least 1")
       .max(100, "must be at most 100")
       .default(10),
+    /**
+     * Where the worker's jobs run: `separate` (the `npm run worker` process, the default) or
+     * `in-process` (inside the console, for the embedded one-connection database).
+     */
+    LIMITPLANE_WORKER: z
+      .enum(["separate", "in-process"], { error: "must be separate or in-process" })
+      .default("separate"),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === "production" && env.SESSION_SECRET === DEV_SESSION_SECRET) {

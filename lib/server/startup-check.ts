@@ -1,6 +1,8 @@
 /**
- * Node-only startup check, imported by instrumentation.ts. A malformed DATABASE_URL or REDIS_URL
- * stops the server here with one line that names the variable, not a stack trace.
+ * Node-only startup, imported by instrumentation.ts. A malformed DATABASE_URL or REDIS_URL stops
+ * the server here with one line that names the variable, not a stack trace. With
+ * LIMITPLANE_WORKER=in-process the console also runs the worker's jobs (the embedded database
+ * serves one connection, so there can be no separate worker process).
  */
 import { EnvError, loadEnv } from "@/lib/server/env";
 
@@ -14,4 +16,25 @@ export function checkEnvOrExit(): void {
     }
     throw error;
   }
+}
+
+export async function startInProcessWorkerIfAsked(): Promise<void> {
+  const env = loadEnv();
+  if (env.LIMITPLANE_WORKER !== "in-process") return;
+  const [{ getPrisma }, { createRedis }, { createStandardJobs, startWorker }] = await Promise.all([
+    import("@/lib/server/db"),
+    import("@/lib/server/redis"),
+    import("@/lib/worker"),
+  ]);
+  const db = getPrisma();
+  const redis = createRedis("control", { connectionName: "limitplane-worker" });
+  const worker = startWorker({
+    databaseUrl: null,
+    jobs: createStandardJobs({ db, redis, prefix: env.REDIS_KEY_PREFIX }),
+  });
+  const stop = () => {
+    void worker.stop().finally(() => redis.disconnect());
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
 }

@@ -4,5 +4,6 @@ export {
   type RecordIncidentExpiriesJobOptions,
   recordIncidentExpiriesJob,
 } from "./jobs/record-incident-expiries-job";
+export { createStandardJobs, type StandardJobsOptions } from "./standard-jobs";
 export { startWorker, type Worker, type WorkerOptions } from "./worker";
 export type { WorkerJob } from "./worker-job";

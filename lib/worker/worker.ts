@@ -21,8 +21,13 @@ import { Sleeper } from "./sleeper";
 import type { WorkerJob } from "./worker-job";
 
 export interface WorkerOptions {
-  /** Postgres for the leader lock and LISTEN (the jobs bring their own clients). */
-  readonly databaseUrl: string;
+  /**
+   * Postgres for the leader lock and LISTEN (the jobs bring their own clients); null runs SOLO:
+   * no election and no LISTEN, the jobs run on their own schedules and wake-ups. Solo is for the
+   * embedded Postgres, which serves one connection and so cannot give the worker its own; there
+   * is exactly one process then, so there is nothing to elect.
+   */
+  readonly databaseUrl: string | null;
   readonly jobs: readonly WorkerJob[];
   /** How often a follower tries to take the lead, and the leader checks its connection. @default 1000 */
   readonly leaderPollMs?: number;
@@ -102,9 +107,9 @@ export function startWorker(options: WorkerOptions): Worker {
     }
   }
 
-  async function connect(): Promise<pg.Client | null> {
+  async function connect(connectionString: string): Promise<pg.Client | null> {
     const client = new pg.Client({
-      connectionString: options.databaseUrl,
+      connectionString,
       connectionTimeoutMillis: 5_000,
       keepAlive: true,
       application_name: "limitplane-worker",
@@ -144,9 +149,22 @@ export function startWorker(options: WorkerOptions): Worker {
     return rows[0]?.locked === true;
   }
 
+  async function leadSolo(): Promise<void> {
+    const jobs = options.jobs.map((job) => ({ job, sleeper: new Sleeper() }));
+    const detachers = jobs.map(({ job, sleeper }) => job.attach?.(() => sleeper.wake()));
+    leading = true;
+    log("worker: running solo (in this process, no election)");
+    resolveFirstLead();
+    await Promise.all(jobs.map(({ job, sleeper }) => runJob(job, sleeper, stopping.signal)));
+    for (const detach of detachers) detach?.();
+    leading = false;
+  }
+
+  const databaseUrl = options.databaseUrl;
   const done = (async () => {
+    if (databaseUrl === null) return leadSolo();
     while (!stopping.signal.aborted) {
-      const client = await connect();
+      const client = await connect(databaseUrl);
       if (client === null) {
         await pause.sleep(pollMs, stopping.signal);
         continue;

@@ -16,6 +16,7 @@ import {
 } from "@prisma/driver-adapter-utils";
 import type { MigrationList, SchemaEngine } from "@prisma/schema-engine-wasm";
 import * as wasmBindings from "@prisma/schema-engine-wasm/schema_engine_bg";
+import pg from "pg";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 export const SCHEMA_PATH = path.join(ROOT, "prisma/schema.prisma");
@@ -89,7 +90,11 @@ export interface EngineHandle {
 export async function openEngine(databaseUrl: string, schemaText?: string): Promise<EngineHandle> {
   await initWasm();
   const datamodel = schemaText ?? (await readFile(SCHEMA_PATH, "utf8"));
-  const factory = new WholeScriptPg({ connectionString: databaseUrl, max: 1 });
+  // Our own pool, so closing the engine really closes its connection (an embedded Postgres serves
+  // one connection at a time, and the next step needs it).
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  pool.on("error", () => {});
+  const factory = new WholeScriptPg(pool);
   const adapter = bindMigrationAwareSqlAdapterFactory(factory);
   const logs: string[] = [];
   const engine = await wasmBindings.SchemaEngine.new(
@@ -101,6 +106,7 @@ export async function openEngine(databaseUrl: string, schemaText?: string): Prom
     engine,
     async close() {
       engine.free();
+      await pool.end();
     },
   };
 }

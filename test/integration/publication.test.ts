@@ -316,3 +316,53 @@ describe("publication through the outbox", () => {
     expect(current.status === "ok" && current.snapshot.version).toBe(last);
   });
 });
+
+describe("a Redis that lost the policy", () => {
+  it("gets the latest version again from the worker, with nothing pending in the outbox", async () => {
+    const { db, url } = database.current();
+    await createTier({ name: uniqueName("forgotten"), limit: bucket(50) }, operatorContext(), {
+      db,
+      publisher: null,
+      nowMs: Date.now,
+    });
+    await db.outboxEvent.updateMany({
+      where: { publishedAt: null },
+      data: { publishedAt: new Date() },
+    });
+    // A fresh prefix is a Redis that restarted without persistence: no policy at all, while the
+    // outbox says everything was published.
+    const prefix = testPrefix();
+    const redis = control();
+    expect(await storedVersion(redis, prefix)).toBe(0);
+
+    // One worker leads per database: stop the earlier tests' so this one takes the lead.
+    await Promise.all(workers.splice(0).map((earlier) => earlier.stop()));
+    const republished: number[] = [];
+    const worker = startWorker({
+      databaseUrl: url,
+      leaderPollMs: 200,
+      log: () => {},
+      jobs: [
+        publishSnapshotsJob({
+          publisher: { db, redis: control(), prefix },
+          pollMs: 60_000,
+          onRepublish: (outcome) => {
+            if (outcome.status === "republished") republished.push(outcome.version);
+          },
+        }),
+      ],
+    });
+    workers.push(worker);
+    await waitFor(async () => (await storedVersion(redis, prefix)) > 0, {
+      what: "the worker to publish the latest version again",
+      timeoutMs: 20_000,
+    });
+    const latest = await db.policyVersion.findFirstOrThrow({
+      orderBy: { version: "desc" },
+      select: { version: true },
+    });
+    expect(await storedVersion(redis, prefix)).toBe(latest.version);
+    expect(republished).toEqual([latest.version]);
+    expect((await readCurrentSnapshot(redis, prefix)).status).toBe("ok");
+  });
+});

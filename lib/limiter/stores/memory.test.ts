@@ -211,3 +211,54 @@ describe("MemoryStore: API", () => {
     expect(store.decideSync(input("alg", log))).toMatchObject({ allowed: true, remaining: 1 });
   });
 });
+
+describe("MemoryStore: consumeSync, the single-limit fast path", () => {
+  const limits: LimitSpec[] = [
+    { algorithm: "token-bucket", capacity: 5, refillPerSec: 2 },
+    { algorithm: "fixed-window", limit: 4, windowMs: 1_000 },
+    { algorithm: "sliding-log", limit: 4, windowMs: 1_000 },
+    { algorithm: "sliding-window", limit: 4, windowMs: 1_000 },
+    { algorithm: "leaky-meter", burst: 5, drainPerSec: 2 },
+  ];
+
+  it.each(limits)("decides exactly as decideSync with one enforced check: $algorithm", (limit) => {
+    const fastClock = new ManualClock(1_000_000);
+    const layeredClock = new ManualClock(1_000_000);
+    const fast = new MemoryStore({ clock: fastClock });
+    const layered = new MemoryStore({ clock: layeredClock });
+    const check: LimitCheck = { scope: "api", limit, mode: "enforce" };
+    // A deterministic mix of bursts, pauses and costs.
+    for (let i = 0; i < 200; i++) {
+      const stepMs = (i * 37) % 11 === 0 ? 450 : (i * 13) % 7;
+      fastClock.advance(stepMs);
+      layeredClock.advance(stepMs);
+      const cost = i % 9 === 0 ? 2 : 1;
+      const expected = layered.decideSync({ subject: "k", checks: [check], cost });
+      const actual = fast.consumeSync("k", "api", limit, cost);
+      expect(actual).toEqual({
+        allowed: expected.allowed,
+        limit: expected.limit,
+        remaining: expected.remaining,
+        retryAfterMs: expected.retryAfterMs,
+        resetAfterMs: expected.resetAfterMs,
+        reason: expected.reason,
+      });
+    }
+  });
+
+  it("shares the stored state with decideSync and stays within maxKeys", () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore({ clock, maxKeys: 2 });
+    const limit: LimitSpec = { algorithm: "token-bucket", capacity: 2, refillPerSec: 0.001 };
+    store.consumeSync("a", "api", limit);
+    const layered = store.decideSync({
+      subject: "a",
+      checks: [{ scope: "api", limit, mode: "enforce" }],
+    });
+    expect(layered.remaining).toBe(0);
+    expect(store.consumeSync("a", "api", limit).allowed).toBe(false);
+    store.consumeSync("b", "api", limit);
+    store.consumeSync("c", "api", limit);
+    expect(store.keyCount).toBe(2);
+  });
+});

@@ -1,7 +1,7 @@
 import { type Clock, monotonicClock } from "../clock";
 import { bucketOf, decideLayeredInto, peekLayered } from "../layered";
-import type { LimitState } from "../step-limit";
-import type { DecideInput, LayeredDecision, LimiterStore } from "../types";
+import { type LimitState, stepLimit } from "../step-limit";
+import type { DecideInput, Decision, LayeredDecision, LimiterStore, LimitSpec } from "../types";
 
 export interface MemoryStoreOptions {
   /**
@@ -162,6 +162,27 @@ export class MemoryStore implements LimiterStore {
       index++;
     }
     return decision;
+  }
+
+  /**
+   * One enforced limit, no layering: the fast path for a gateway that checks a single limit per
+   * key (and the operation single-limit libraries offer). The same algorithms and the same stored
+   * state as `decideSync` with one enforced check, so the two can be mixed on one key; it only
+   * skips building a layered decision. A rejection writes back what the algorithm writes (a token
+   * bucket's refill), nothing else.
+   */
+  consumeSync(subject: string, bucket: string, limit: LimitSpec, cost = 1): Decision {
+    const nowMs = this.#clock.nowMs();
+    const firstSlot = this.#firstSlotBySubject.get(subject) ?? NO_SLOT;
+    const slot = this.#findSlot(firstSlot, bucket);
+    const step = stepLimit(slot === NO_SLOT ? undefined : this.#read(slot), limit, nowMs, cost);
+    if (slot === NO_SLOT) {
+      this.#write(this.#allocate(subject, bucket, firstSlot), step.state);
+    } else {
+      this.#touch(slot);
+      this.#write(slot, step.state);
+    }
+    return step.decision;
   }
 
   /**

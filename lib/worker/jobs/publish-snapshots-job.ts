@@ -4,6 +4,11 @@ import {
   publishPendingSnapshots,
   type SnapshotPublisher,
 } from "@/lib/control/outbox/publish-pending-snapshots";
+import {
+  type RepublishOutcome,
+  republishLatestIfBehind,
+  type VersionReadingRedis,
+} from "@/lib/control/outbox/republish-latest";
 import type { WorkerJob } from "../worker-job";
 
 /** A Redis client that says when it has (re)connected; ioredis's client is one. */
@@ -13,11 +18,15 @@ export interface ReconnectingRedis {
 }
 
 export interface PublishSnapshotsJobOptions {
-  readonly publisher: SnapshotPublisher & { readonly redis: ReconnectingRedis };
+  readonly publisher: SnapshotPublisher & {
+    readonly redis: ReconnectingRedis & VersionReadingRedis;
+  };
   /** The safety-net poll when nothing wakes the job. @default 5000 */
   readonly pollMs?: number;
   /** Told of every drain, for logs and tests. */
   readonly onDrain?: (outcome: DrainOutcome) => void;
+  /** Told when Redis had lost the policy and the latest version was published again. */
+  readonly onRepublish?: (outcome: RepublishOutcome) => void;
 }
 
 /**
@@ -45,7 +54,11 @@ export function publishSnapshotsJob(options: PublishSnapshotsJobOptions): Worker
         case "failed":
         case "backoff":
           return { nextRunInMs: Math.min(pollMs, Math.max(0, outcome.retryAtMs - nowMs())) };
-        case "idle":
+        case "idle": {
+          const repaired = await republishLatestIfBehind(options.publisher);
+          if (repaired.status === "republished") options.onRepublish?.(repaired);
+          return { nextRunInMs: pollMs };
+        }
         case "busy":
         case "unavailable":
           return { nextRunInMs: pollMs };

@@ -1,0 +1,259 @@
+import { createHash } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../clock";
+import type { DecideInput, LimitSpec } from "../types";
+import { type RedisScriptClient, RedisStore, redisStorageKey } from "./redis";
+import { REDIS_DECIDE_LUA, REDIS_DECIDE_SHA1 } from "./redis-decide-script";
+import { StoreUnavailableError } from "./store-unavailable-error";
+
+/*
+ * What can be checked without a Redis: the script's identity, key names, argument checks and
+ * how failures are classified. Decisions themselves are tested against the real Redis in
+ * test/integration/redis-store.*.test.ts.
+ */
+
+/** Redis Cluster's key slot: CRC16/XMODEM of the hash tag (or the whole key), modulo 16384. */
+function clusterSlot(key: string): number {
+  const open = key.indexOf("{");
+  let hashed = key;
+  if (open !== -1) {
+    const close = key.indexOf("}", open + 1);
+    if (close > open + 1) hashed = key.slice(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of Buffer.from(hashed, "utf8")) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) {
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+  }
+  return crc % 16384;
+}
+
+class ReplyError extends Error {
+  override name = "ReplyError";
+}
+
+/** A client that records calls and answers with `respond`. */
+function fakeClient(
+  respond: (command: "evalsha" | "eval", keysAndArgs: readonly string[]) => Promise<unknown>,
+): {
+  client: RedisScriptClient;
+  calls: string[];
+} {
+  const calls: string[] = [];
+  return {
+    calls,
+    client: {
+      evalsha: (sha1, _numKeys, ...keysAndArgs) => {
+        calls.push(`evalsha ${sha1}`);
+        return respond("evalsha", keysAndArgs);
+      },
+      eval: (_script, _numKeys, ...keysAndArgs) => {
+        calls.push("eval");
+        return respond("eval", keysAndArgs);
+      },
+    },
+  };
+}
+
+const TOKENS: LimitSpec = { algorithm: "token-bucket", capacity: 5, refillPerSec: 1 };
+const ONE_CHECK: DecideInput = {
+  subject: "c:acme",
+  checks: [{ scope: "tier:pro", bucket: "account", limit: TOKENS, mode: "enforce" }],
+};
+const ADMITTED_REPLY = [0, "4", "0", "1000"];
+
+describe("RedisStore: the script", () => {
+  it("is cached by Redis under the SHA-1 the store sends with EVALSHA", () => {
+    expect(createHash("sha1").update(REDIS_DECIDE_LUA).digest("hex")).toBe(REDIS_DECIDE_SHA1);
+    expect(RedisStore.scriptSha1).toBe(REDIS_DECIDE_SHA1);
+  });
+
+  it("has no shebang flags line, which Redis 7.0 rejects in some forms", () => {
+    expect(REDIS_DECIDE_LUA.trimStart().startsWith("#!")).toBe(false);
+  });
+});
+
+describe("RedisStore: key names", () => {
+  it("read as prefix, subject as the hash tag, then the bucket", () => {
+    expect(redisStorageKey("lp:", "c:acme", "endpoint:reports")).toBe(
+      "lp:rl:{c:acme}:endpoint:reports",
+    );
+  });
+
+  it("are placed by a slot function that agrees with Redis (CLUSTER KEYSLOT's documented answers)", () => {
+    expect(clusterSlot("foo")).toBe(12182);
+    expect(clusterSlot("somekey")).toBe(11058);
+    expect(clusterSlot("{foo}bar")).toBe(12182);
+  });
+
+  it("put every bucket of one subject in one Cluster slot, whatever the names contain", () => {
+    const subjects = ["c:acme", "a:198.51.100.7/endpoint:login", "x}y", "{x}", "%7B", "", "}"];
+    const buckets = ["account", "ceiling", "dry-run/tier:pro", "}", "{", "{a}", ":"];
+    for (const subject of subjects) {
+      const slots = new Set(buckets.map((b) => clusterSlot(redisStorageKey("lp:", subject, b))));
+      expect(slots.size, `subject ${JSON.stringify(subject)}`).toBe(1);
+    }
+  });
+
+  it("never collide, with separators and braces in subjects and buckets", () => {
+    const parts = ["", "a", "a:b", "b", ":", "}", "{", "}:", "%", "%7D", "{}", "a}:b"];
+    const seen = new Map<string, string>();
+    for (const subject of parts) {
+      for (const bucket of parts) {
+        const key = redisStorageKey("p:", subject, bucket);
+        const pair = JSON.stringify([subject, bucket]);
+        expect(seen.get(key) ?? pair, key).toBe(pair);
+        seen.set(key, pair);
+      }
+    }
+    expect(seen.size).toBe(parts.length ** 2);
+  });
+
+  it("refuse a prefix holding a brace, which would move the hash tag", () => {
+    const { client } = fakeClient(async () => ADMITTED_REPLY);
+    expect(() => new RedisStore({ client, keyPrefix: "lp{x}:" })).toThrow(RangeError);
+  });
+});
+
+describe("RedisStore: arguments", () => {
+  const { client, calls } = fakeClient(async () => ADMITTED_REPLY);
+  const store = new RedisStore({ client, keyPrefix: "lp:" });
+
+  it.each<[string, LimitSpec, RegExp]>([
+    ["a NaN capacity", { ...TOKENS, capacity: Number.NaN }, /capacity/],
+    ["a zero refill rate", { ...TOKENS, refillPerSec: 0 }, /refillPerSec/],
+    ["an infinite window", { algorithm: "fixed-window", limit: 1, windowMs: Infinity }, /windowMs/],
+    ["a negative burst", { algorithm: "leaky-meter", burst: -1, drainPerSec: 1 }, /burst/],
+  ])("%s throws before anything is sent", async (_name, limit, message) => {
+    const before = calls.length;
+    await expect(
+      store.decide({ subject: "c:x", checks: [{ scope: "s", limit, mode: "enforce" }] }),
+    ).rejects.toThrow(message);
+    expect(calls.length).toBe(before);
+  });
+
+  it("a negative cost throws before anything is sent", async () => {
+    const before = calls.length;
+    await expect(store.decide({ ...ONE_CHECK, cost: -1 })).rejects.toThrow(/cost/);
+    expect(calls.length).toBe(before);
+  });
+
+  it("a decision with no checks is admitted, unbound, without a round trip", async () => {
+    const before = calls.length;
+    expect(await store.decide({ subject: "c:x", checks: [] })).toMatchObject({
+      allowed: true,
+      scope: null,
+    });
+    expect(calls.length).toBe(before);
+  });
+
+  it("a test clock's NaN time throws", async () => {
+    const clocked = new RedisStore({ client, keyPrefix: "lp:", clock: new ManualClock(NaN) });
+    await expect(clocked.decide(ONE_CHECK)).rejects.toThrow(/nowMs/);
+  });
+});
+
+describe("RedisStore: batching", () => {
+  /** Answers each decision of a call with remaining = the number of its key's subject. */
+  const echoRemaining = async (_command: string, keysAndArgs: readonly string[]) =>
+    keysAndArgs
+      .filter((part) => part.startsWith("lp:rl:"))
+      .flatMap((key) => [0, key.replace(/^lp:rl:\{c:(\d+)\}:account$/, "$1"), "0", "0"]);
+
+  const decisionFor = (n: number): DecideInput => ({ ...ONE_CHECK, subject: `c:${n}` });
+
+  it("decisions made in one turn share script calls of at most maxBatchSize", async () => {
+    const { client, calls } = fakeClient(echoRemaining);
+    const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 2 });
+    const decisions = await Promise.all([1, 2, 3, 4, 5].map((n) => store.decide(decisionFor(n))));
+    expect(decisions.map((d) => d.remaining)).toEqual([1, 2, 3, 4, 5]);
+    expect(calls).toHaveLength(3);
+  });
+
+  it("a failed call fails every decision in it, with StoreUnavailableError", async () => {
+    const { client } = fakeClient(async () => {
+      throw new Error("Connection is closed.");
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 8 });
+    const results = await Promise.allSettled([1, 2, 3].map((n) => store.decide(decisionFor(n))));
+    for (const result of results) {
+      expect(result).toMatchObject({ status: "rejected" });
+      if (result.status === "rejected") expect(result.reason).toBeInstanceOf(StoreUnavailableError);
+    }
+  });
+
+  it.each([0, 1.5, Number.NaN])("maxBatchSize %s is refused", (maxBatchSize) => {
+    const { client } = fakeClient(echoRemaining);
+    expect(() => new RedisStore({ client, keyPrefix: "lp:", maxBatchSize })).toThrow(RangeError);
+  });
+});
+
+describe("RedisStore: failures", () => {
+  it("a NOSCRIPT reply is answered by EVAL, which caches the script again", async () => {
+    const { client, calls } = fakeClient(async (command) => {
+      if (command === "evalsha") throw new ReplyError("NOSCRIPT No matching script.");
+      return ADMITTED_REPLY;
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    expect(await store.decide(ONE_CHECK)).toMatchObject({ allowed: true, remaining: 4 });
+    expect(calls).toEqual([`evalsha ${REDIS_DECIDE_SHA1}`, "eval"]);
+  });
+
+  it("decisions that all meet NOSCRIPT re-send the script once, then retry by SHA", async () => {
+    let isCached = false;
+    let release = () => {};
+    const uploaded = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { client, calls } = fakeClient(async (command) => {
+      if (command === "eval") {
+        await uploaded;
+        isCached = true;
+      } else if (!isCached) {
+        throw new ReplyError("NOSCRIPT No matching script.");
+      }
+      return ADMITTED_REPLY;
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    const decisions = Array.from({ length: 10 }, () => store.decide(ONE_CHECK));
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    expect((await Promise.all(decisions)).every((d) => d.allowed)).toBe(true);
+    expect(calls.filter((call) => call === "eval")).toHaveLength(1);
+    expect(calls.filter((call) => call.startsWith("evalsha"))).toHaveLength(19);
+  });
+
+  it.each([
+    ["a lost connection", new Error("Connection is closed.")],
+    ["no connection and no offline queue", new Error("Stream isn't writeable")],
+    ["a command timeout", new Error("Command timed out")],
+    ["a server still loading its data", new ReplyError("LOADING Redis is loading")],
+    ["a replica after a failover", new ReplyError("READONLY You can't write against a replica")],
+    ["a server out of memory", new ReplyError("OOM command not allowed")],
+  ])("%s is a StoreUnavailableError carrying the cause", async (_name, cause) => {
+    const { client } = fakeClient(async () => {
+      throw cause;
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    const error = await store.decide(ONE_CHECK).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect(error).toMatchObject({ cause });
+  });
+
+  it("a script error is a bug, not an outage: it propagates as it is", async () => {
+    const bug = new ReplyError("ERR user_script:1: attempt to index a nil value");
+    const { client } = fakeClient(async () => {
+      throw bug;
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    await expect(store.decide(ONE_CHECK)).rejects.toBe(bug);
+  });
+
+  it("a malformed reply throws instead of becoming a decision", async () => {
+    const { client } = fakeClient(async () => [0, "4"]);
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    await expect(store.decide(ONE_CHECK)).rejects.toThrow(/unexpected script reply/);
+  });
+});

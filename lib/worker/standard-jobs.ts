@@ -1,0 +1,51 @@
+/**
+ * The jobs every worker runs, in one place, for the worker process (`npm run worker`) and for the
+ * console when it hosts them itself (the embedded database: LIMITPLANE_WORKER=in-process).
+ */
+
+import type { Redis } from "ioredis";
+import type { PrismaClient } from "@/lib/generated/prisma/client";
+import { publishSnapshotsJob } from "./jobs/publish-snapshots-job";
+import { recordIncidentExpiriesJob } from "./jobs/record-incident-expiries-job";
+import type { WorkerJob } from "./worker-job";
+
+export interface StandardJobsOptions {
+  readonly db: PrismaClient;
+  /** A `control` client from lib/server/redis.ts. */
+  readonly redis: Redis;
+  /** REDIS_KEY_PREFIX. */
+  readonly prefix: string;
+  /** @default console.log */
+  readonly log?: (line: string) => void;
+}
+
+export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
+  const { db, redis, prefix } = options;
+  const log = options.log ?? ((line: string) => console.log(line));
+  return [
+    publishSnapshotsJob({
+      publisher: { db, redis, prefix },
+      onDrain(outcome) {
+        if (outcome.status === "published" && outcome.versions.length > 0) {
+          const versions = outcome.versions.map((published) => published.version);
+          log(`worker: published policy version ${versions.join(", ")}`);
+        } else if (outcome.status === "failed") {
+          log(
+            `worker: publishing failed (${outcome.error}); retrying at ${new Date(outcome.retryAtMs).toISOString()}`,
+          );
+        }
+      },
+      onRepublish(outcome) {
+        if (outcome.status === "republished") {
+          log(
+            `worker: Redis had ${outcome.redisHad === null ? "no policy" : `version ${outcome.redisHad}`}; published version ${outcome.version} again`,
+          );
+        }
+      },
+    }),
+    recordIncidentExpiriesJob({
+      deps: { db, publisher: null, nowMs: Date.now },
+      onRecorded: (ids) => log(`worker: recorded the expiry of ${ids.join(", ")}`),
+    }),
+  ];
+}
