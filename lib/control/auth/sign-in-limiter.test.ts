@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { type DecideInput, type LayeredDecision, ManualClock, MemoryStore } from "@/lib/limiter";
+import {
+  type DecideInput,
+  type LayeredDecision,
+  ManualClock,
+  MemoryStore,
+  StoreUnavailableError,
+} from "@/lib/limiter";
 import { isAppError } from "../errors";
 import { SignInLimiter } from "./sign-in-limiter";
 
@@ -74,8 +80,10 @@ describe("SignInLimiter", () => {
   it("falls back to a local store, with the same limits, when the shared one fails", async () => {
     const failures: unknown[] = [];
     const broken = {
-      decide: (_input: DecideInput): Promise<LayeredDecision> => Promise.reject(new Error("down")),
-      peek: (_input: DecideInput): Promise<LayeredDecision> => Promise.reject(new Error("down")),
+      decide: (_input: DecideInput): Promise<LayeredDecision> =>
+        Promise.reject(new StoreUnavailableError("down")),
+      peek: (_input: DecideInput): Promise<LayeredDecision> =>
+        Promise.reject(new StoreUnavailableError("down")),
     };
     const limiter = new SignInLimiter({
       store: broken,
@@ -89,5 +97,16 @@ describe("SignInLimiter", () => {
       /for this account/,
     );
     expect(failures.length).toBeGreaterThan(0);
+  });
+
+  it("a store error that is not an outage is a bug: it surfaces, nothing falls back", async () => {
+    const buggy = {
+      decide: (): Promise<LayeredDecision> => Promise.reject(new TypeError("bad reply")),
+      peek: (): Promise<LayeredDecision> => Promise.reject(new TypeError("bad reply")),
+    };
+    const limiter = new SignInLimiter({ store: buggy, secret: "s".repeat(32) });
+    await expect(limiter.check({ address: null, email: "ada@example.com" })).rejects.toThrow(
+      TypeError,
+    );
   });
 });

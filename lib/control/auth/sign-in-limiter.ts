@@ -14,7 +14,7 @@
  */
 import { createHmac } from "node:crypto";
 import type { LimiterStore, TokenBucketLimit } from "@/lib/limiter";
-import { MemoryStore } from "@/lib/limiter";
+import { MemoryStore, StoreUnavailableError } from "@/lib/limiter";
 import { normalizeClientAddress } from "@/lib/policy";
 import { AppError } from "../errors";
 import { SIGN_IN_LIMITS, type SignInLimits } from "./auth-settings";
@@ -29,7 +29,7 @@ export interface SignInAttempt {
 export interface SignInLimiterOptions {
   /** The shared store (Redis in production). */
   readonly store: LimiterStore;
-  /** Used when `store` throws. @default a MemoryStore of 10 000 keys */
+  /** Used when `store` is unavailable (StoreUnavailableError). @default a MemoryStore of 10 000 keys */
   readonly fallback?: LimiterStore;
   /** Keys account buckets. */
   readonly secret: string;
@@ -89,6 +89,8 @@ export class SignInLimiter {
     try {
       decision = await this.#store.decide(input);
     } catch (error: unknown) {
+      // Only an outage falls back; anything else is a bug and must surface.
+      if (!(error instanceof StoreUnavailableError)) throw error;
       this.#onStoreFailure(error);
       decision = await this.#fallback.decide(input);
     }

@@ -8,7 +8,12 @@
  * given; an unknown customer with no tier uses the default tier, and the trace says so.
  */
 import { z } from "zod";
-import type { LayeredDecision, LimiterStore, LimitOutcome } from "@/lib/limiter";
+import {
+  type LayeredDecision,
+  type LimiterStore,
+  type LimitOutcome,
+  StoreUnavailableError,
+} from "@/lib/limiter";
 import {
   explainTrace,
   type ResolutionTrace,
@@ -116,7 +121,9 @@ export async function explainLimits(
       cost: resolution.cost,
     });
   } catch (error: unknown) {
-    liveError = `The live state could not be read from Redis: ${error instanceof Error ? error.message : String(error)}`;
+    if (!(error instanceof StoreUnavailableError)) throw error;
+    // The trace stands without the live state: say why it is missing rather than fail.
+    liveError = `The live state could not be read from Redis: ${error.message}`;
   }
   const checks = resolution.checks.map((check, index): ExplainedCheck => {
     const outcome = live?.outcomes[index];

@@ -5,8 +5,10 @@
  * database of its own, with the process-wide service dependencies pointed at it, operators of
  * every role signed in, and an API token for each role.
  */
+import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { beforeAll } from "vitest";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, inject } from "vitest";
 import type { AnyEndpoint } from "@/lib/api/endpoint";
 import { ENDPOINTS } from "@/lib/api/endpoints";
 import { type AuthDeps, installAuthDeps } from "@/lib/control/auth/auth-deps";
@@ -18,7 +20,9 @@ import { type ControlDeps, installControlDeps } from "@/lib/control/control-deps
 import { createOperator } from "@/lib/control/operator/create-operator";
 import { createApiToken } from "@/lib/control/token/create-api-token";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
-import { type LimiterStore, MemoryStore } from "@/lib/limiter";
+import { type LimiterStore, RedisStore } from "@/lib/limiter";
+import { closeSharedLimiterStores } from "@/lib/server/limiter-store";
+import { createRedis } from "@/lib/server/redis";
 import { countEverything, importExamplePolicy } from "./policy-fixtures";
 import { provideTestDatabase } from "./test-database";
 
@@ -82,7 +86,10 @@ export interface ApiHarness {
 export interface HarnessOptions {
   /** Import the example policy first. @default true */
   readonly withPolicy?: boolean;
-  /** The sign-in limiter's store. @default a MemoryStore of this file's own */
+  /**
+   * The sign-in limiter's store. @default the Redis store, under a key prefix of this file's own
+   * (`signInKeyPrefix`)
+   */
   readonly signInStore?: LimiterStore;
 }
 
@@ -192,8 +199,16 @@ export function provideApiHarness(options: HarnessOptions = {}): ApiHarness {
   const nowMs = () => Date.now() + offsetMs;
   let authDeps: AuthDeps | undefined;
   const signedIn = new Map<Role, SignedIn>();
+  let redis: Redis | undefined;
+
+  afterAll(() => {
+    redis?.disconnect();
+    closeSharedLimiterStores();
+  });
 
   beforeAll(async () => {
+    redis = createRedis("control", { url: inject("redisUrl"), connectionName: "lp-test-api" });
+    const signInKeyPrefix = `${inject("redisKeyPrefix")}${randomBytes(3).toString("hex")}:signin:`;
     const { db } = database.current();
     const controlDeps: ControlDeps = { db, publisher: null, nowMs };
     authDeps = {
@@ -202,7 +217,7 @@ export function provideApiHarness(options: HarnessOptions = {}): ApiHarness {
       passwordParams: FAST_SCRYPT,
       sessions: { lifetimeMs: 12 * 3_600_000, idleMs: 2 * 3_600_000, touchIntervalMs: 60_000 },
       signInLimiter: new SignInLimiter({
-        store: options.signInStore ?? new MemoryStore(),
+        store: options.signInStore ?? new RedisStore({ client: redis, keyPrefix: signInKeyPrefix }),
         secret: "test-secret-for-account-keys-0123456789",
       }),
     };
