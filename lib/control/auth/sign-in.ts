@@ -11,6 +11,7 @@
  *    cookie) and nowhere else.
  */
 import { z } from "zod";
+import { hasForbiddenCharacter } from "@/lib/policy";
 import { parseOptions } from "../change-context";
 import { AppError } from "../errors";
 import { type OperatorRecord, operatorSelect, toOperatorRecord } from "../operator/operator-record";
@@ -40,7 +41,11 @@ export const ZSignInCredentials = z.strictObject({
     .trim()
     .toLowerCase()
     .min(1, { error: "email is required" })
-    .max(254, { error: "email must be at most 254 characters" }),
+    .max(254, { error: "email must be at most 254 characters" })
+    // Postgres refuses NUL in text; no address holds any of these.
+    .refine((value) => !hasForbiddenCharacter(value), {
+      error: "email must not contain control or bidirectional formatting characters",
+    }),
   password: z
     .string({
       error: (issue) =>

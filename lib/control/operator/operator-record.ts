@@ -30,8 +30,8 @@ export const ZRole = z.enum(ROLES, { error: `role must be one of: ${ROLES.join("
 
 /**
  * A password a person chooses. Long rather than complicated (NIST SP 800-63B): at least 12
- * characters, at most 256 (longer ones are refused before hashing); no control characters, which
- * no keyboard types and which would only hide what was set.
+ * characters, at most 256 (longer ones are refused before hashing); no control or invisible
+ * formatting characters, which no keyboard types and which would only hide what was set.
  */
 export const ZNewPassword = z
   .string({
@@ -42,14 +42,10 @@ export const ZNewPassword = z
     error: `password must be at least ${MIN_PASSWORD_LENGTH} characters`,
   })
   .max(MAX_PASSWORD_LENGTH, { error: `password must be at most ${MAX_PASSWORD_LENGTH} characters` })
-  .refine((value) => ![...value].some((character) => isControlCharacter(character)), {
-    error: "password must not contain control characters",
+  .refine((value) => !hasForbiddenCharacter(value), {
+    error:
+      "password must not contain control characters or invisible formatting characters (line breaks, tabs, direction marks)",
   });
-
-function isControlCharacter(character: string): boolean {
-  const code = character.charCodeAt(0);
-  return code < 0x20 || code === 0x7f;
-}
 
 /** Every column except the password hash, which no record ever carries. */
 export const operatorSelect = {
