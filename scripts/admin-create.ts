@@ -3,9 +3,12 @@
  * way into a new installation. The password comes from `--password-stdin` (piped), else from a
  * prompt that does not echo (leave it empty to generate one), else (no terminal) it is generated;
  * a generated password is printed once and stored only as its hash. Refused when an enabled admin
- * already exists, unless `--force`. Audited as `operator.create` by the system actor
- * "admin:create".
+ * already exists, unless `--force`; with `--if-none` that is not an error (exit 0), which is how
+ * `npm run up` makes sure a new installation has one. `--save FILE` also writes the email and a
+ * generated password to FILE (mode 0600) for local development. Audited as `operator.create` by
+ * the system actor "admin:create".
  */
+import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { AuthDeps } from "../lib/control/auth/auth-deps";
 import { systemActor } from "../lib/control/change-context";
@@ -114,6 +117,8 @@ async function main(): Promise<number> {
       name: { type: "string" },
       "password-stdin": { type: "boolean" },
       force: { type: "boolean" },
+      "if-none": { type: "boolean" },
+      save: { type: "string" },
       reason: { type: "string" },
     },
     strict: true,
@@ -126,16 +131,21 @@ async function main(): Promise<number> {
   }
   const deps = cliAuthDeps();
   try {
+    const ifNone = values["if-none"] === true;
     const outcome = await createAdmin(
       {
         email: values.email,
         name: values.name,
-        password: await passwordFrom(values),
+        password: ifNone ? null : await passwordFrom(values),
         force: values.force === true,
         reason: values.reason,
       },
       deps,
     );
+    if (outcome.status === "refused" && ifNone) {
+      console.log(`  an enabled admin exists; none created`);
+      return 0;
+    }
     if (outcome.status === "refused") {
       console.error(
         `admin:create: ${outcome.existingAdmins} enabled admin(s) already exist; nothing was created. Use --force to add another.`,
@@ -145,6 +155,14 @@ async function main(): Promise<number> {
     console.log(`Created admin ${outcome.operator.email} (${outcome.operator.id}).`);
     if (outcome.generatedPassword !== null) {
       console.log(`Password (shown once, stored only as a hash): ${outcome.generatedPassword}`);
+      if (values.save !== undefined) {
+        writeFileSync(
+          values.save,
+          `email: ${outcome.operator.email}\npassword: ${outcome.generatedPassword}\n`,
+          { mode: 0o600 },
+        );
+        console.log(`Also written to ${values.save} (readable by you only).`);
+      }
     }
     return 0;
   } finally {

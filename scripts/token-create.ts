@@ -1,8 +1,11 @@
 /**
  * `npm run token:create -- --name ci --role operator [--expires-in-days 90]`: an API token for a
  * script, printed once (only its hash is stored). Send it as `Authorization: Bearer <token>`.
- * Audited as `token.create` by the system actor "token:create".
+ * `--into FILE` writes it to FILE (mode 0600) instead of the terminal, and does nothing when FILE
+ * exists: how `npm run up` keeps a local token for the README's examples. Audited as
+ * `token.create` by the system actor "token:create".
  */
+import { existsSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { systemActor } from "../lib/control/change-context";
 import { ZRole } from "../lib/control/operator/operator-record";
@@ -18,6 +21,7 @@ async function main(): Promise<number> {
       name: { type: "string" },
       role: { type: "string" },
       "expires-in-days": { type: "string" },
+      into: { type: "string" },
       reason: { type: "string" },
     },
     strict: true,
@@ -32,6 +36,10 @@ async function main(): Promise<number> {
   if (days !== undefined && !/^[1-9][0-9]{0,2}$/.test(days)) {
     console.error("token:create: --expires-in-days must be a whole number of days from 1 to 366");
     return 2;
+  }
+  if (values.into !== undefined && existsSync(values.into)) {
+    console.log(`  ${values.into} exists; no token created`);
+    return 0;
   }
   const role = ZRole.safeParse(values.role);
   if (!role.success) {
@@ -56,8 +64,13 @@ async function main(): Promise<number> {
     console.log(
       `Created API token "${apiToken.name}" (${apiToken.prefix}, ${apiToken.role}${apiToken.expiresAt === null ? ", no expiry" : `, expires ${apiToken.expiresAt}`}).`,
     );
-    console.log("Token (shown once, stored only as a hash):");
-    console.log(token);
+    if (values.into !== undefined) {
+      writeFileSync(values.into, `${token}\n`, { mode: 0o600 });
+      console.log(`Token written to ${values.into} (readable by you only).`);
+    } else {
+      console.log("Token (shown once, stored only as a hash):");
+      console.log(token);
+    }
     return 0;
   } finally {
     await deps.db.$disconnect();
