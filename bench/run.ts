@@ -14,6 +14,7 @@ interface BenchSuite {
 
 const SUITES: Record<string, () => Promise<BenchSuite>> = {
   core: () => import("./core"),
+  enforcer: () => import("./enforcer"),
   redis: () => import("./redis"),
 };
 

@@ -1,8 +1,9 @@
 /**
  * `npm run worker`: the control plane's background process. Publishes new policy versions to
- * Redis from the outbox and records incident expiries in the audit log. Run as many copies as you
- * like: one leads (a Postgres advisory lock), the others wait to take over. Ctrl-C or SIGTERM
- * stops it cleanly: current runs finish and the lead is released.
+ * Redis from the outbox, records incident expiries in the audit log, and rolls the enforcers'
+ * per-scope counts up into Postgres per minute (deleting rows past METRICS_RETENTION_DAYS). Run
+ * as many copies as you like: one leads (a Postgres advisory lock), the others wait to take over.
+ * Ctrl-C or SIGTERM stops it cleanly: current runs finish and the lead is released.
  */
 import { getPrisma } from "../lib/server/db";
 import { EnvError, loadEnv } from "../lib/server/env";

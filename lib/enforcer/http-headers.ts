@@ -149,6 +149,22 @@ export function retryAfterSeconds(retryAfterMs: number): number {
  * enforced (§3: the list is non-empty, so the field is omitted).
  */
 export function formatRateLimitPolicy(checks: readonly LimitCheck[]): string | null {
+  // The policy's resolutions are frozen and shared by every request of a tier and endpoint class:
+  // their field is computed once. Frozen checks in a frozen array cannot change, so the cache
+  // cannot go stale.
+  if (!(Object.isFrozen(checks) && checks.every(Object.isFrozen))) {
+    return computeRateLimitPolicy(checks);
+  }
+  const cached = policyFieldCache.get(checks);
+  if (cached !== undefined) return cached;
+  const value = computeRateLimitPolicy(checks);
+  policyFieldCache.set(checks, value);
+  return value;
+}
+
+const policyFieldCache = new WeakMap<readonly LimitCheck[], string | null>();
+
+function computeRateLimitPolicy(checks: readonly LimitCheck[]): string | null {
   const items: string[] = [];
   for (const check of checks) {
     if (check.mode !== "enforce") continue;

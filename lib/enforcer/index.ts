@@ -1,8 +1,9 @@
 /**
- * The enforcer's building blocks: the HTTP contract, the failure policy behind a timeout and a
- * circuit breaker, the local first stage, and metrics. Pure or nearly so (no Redis, no network, no
- * real timers unless the caller passes them); the runtime wires them to the Redis store and the
- * snapshot subscription. See README.md.
+ * The enforcer: `createEnforcer` (the runtime a gateway embeds: Redis, policy hot reload,
+ * heartbeats, metrics), the HTTP adapters (`createFetchMiddleware`, `withRateLimit`,
+ * `createNodeMiddleware`), and the building blocks they are assembled from: the HTTP contract, the
+ * failure policy behind a timeout and a circuit breaker, the local first stage, and metrics. See
+ * README.md.
  */
 
 export {
@@ -13,12 +14,39 @@ export {
   type CircuitBreakerOptions,
 } from "./circuit-breaker";
 export {
+  DecisionEngine,
+  type DecisionEngineOptions,
+  type EnforcerRequest,
+  type EnforcerResult,
+  type RequestChecker,
+} from "./decision-engine";
+export {
   type DecisionSummary,
   decisionSummary,
   formatDecisionSummary,
 } from "./decision-summary";
+export {
+  createEnforcer,
+  Enforcer,
+  type EnforcerClients,
+  type EnforcerOptions,
+  type EnforcerStatus,
+} from "./enforcer";
 export { FailurePolicy, type FailurePolicyOptions, localShareOf } from "./failure-policy";
+export {
+  createFetchMiddleware,
+  type FetchHandler,
+  type FetchMiddleware,
+  type FetchMiddlewareOptions,
+  withRateLimit,
+} from "./fetch-middleware";
 export { GuardedStore, type GuardedStoreOptions } from "./guarded-store";
+export {
+  forwardedClientAddress,
+  type HttpAdapterOptions,
+  type Identity,
+  trustedHops,
+} from "./http-adapter";
 export {
   buildRateLimitResponse,
   formatRateLimit,
@@ -40,6 +68,13 @@ export {
   LocalStage,
   type LocalStageOptions,
 } from "./local-stage";
+export {
+  describeError,
+  type EnforcerLogger,
+  jsonLineLogger,
+  type LogLevel,
+  silentLogger,
+} from "./logger";
 export { BoundedLru } from "./lru";
 export {
   type CustomerRejection,
@@ -60,6 +95,34 @@ export {
   type ScopeCounts,
   wallClock,
 } from "./metrics";
+export {
+  type MetricsReadingRedis,
+  readScopeMinute,
+  type ScopeMinuteCounts,
+} from "./metrics-reader";
+export {
+  createNodeMiddleware,
+  type NodeMiddleware,
+  type NodeMiddlewareOptions,
+  type NodeNext,
+} from "./node-middleware";
+export {
+  type AppliedSnapshot,
+  PolicyFollower,
+  type PolicyFollowerOptions,
+  type SnapshotErrorReport,
+  type SnapshotTrigger,
+} from "./policy-follower";
+export {
+  type EnforcerRedisNames,
+  enforcerRedisNames,
+  NON_SCOPE_FIELD_PREFIX,
+  parseScopeCounts,
+  SCOPE_COUNT_FIELDS,
+  type ScopeCountField,
+  scopeField,
+} from "./redis-keys";
+export { bucketFields, MetricsFlusher, StatusReporter } from "./reporters";
 export {
   SF_INTEGER_MAX,
   serializeSfInteger,

@@ -51,12 +51,21 @@ describe("DecisionMetrics: what each decision adds", () => {
       { "candidate:c1": [1, 0, 0, 0], ceiling: [1, 0, 0, 0], "tier:pro": [1, 0, 0, 0] },
     ],
     [
-      "a dry-run limit that would reject counts would-reject, and the request still counts allowed",
+      "a dry-run limit that would reject counts would-reject (only), the enforced ones allowed",
       decision(true, [
         ["tier:pro", "enforce", true],
         ["candidate:c1", "dry-run", false],
       ]),
-      { "candidate:c1": [1, 0, 1, 0], "tier:pro": [1, 0, 0, 0] },
+      { "candidate:c1": [0, 0, 1, 0], "tier:pro": [1, 0, 0, 0] },
+    ],
+    [
+      "a dry-run limit counts a request rejected by an enforced one too: it evaluated it",
+      decision(false, [
+        ["tier:pro", "enforce", false],
+        ["candidate:c1", "dry-run", true],
+        ["candidate:c2", "dry-run", false],
+      ]),
+      { "candidate:c1": [1, 0, 0, 0], "candidate:c2": [0, 0, 1, 0], "tier:pro": [0, 1, 0, 0] },
     ],
     [
       "a rejection counts rejected on the limits that rejected, nothing on the others",
@@ -110,6 +119,7 @@ describe("DecisionMetrics: what each decision adds", () => {
       fallback: 2,
       "denial-cache": 1,
       "flood-guard": 0,
+      "no-policy": 0,
     });
   });
 
@@ -314,9 +324,9 @@ describe("renderPrometheus", () => {
     );
     expect(renderPrometheus(metrics.totals(), { constantLabels: { gateway: "gw-1" } })).toBe(
       [
-        "# HELP limitplane_decisions_total Requests per scope: admitted (allowed), rejected by the scope, or rejected by it in dry-run (would_reject).",
+        "# HELP limitplane_decisions_total Requests per scope: admitted (allowed; for a dry-run scope, would have admitted), rejected by the scope, or would have been rejected by a dry-run scope (would_reject).",
         "# TYPE limitplane_decisions_total counter",
-        'limitplane_decisions_total{gateway="gw-1",scope="candidate:c1",outcome="allowed"} 1',
+        'limitplane_decisions_total{gateway="gw-1",scope="candidate:c1",outcome="allowed"} 0',
         'limitplane_decisions_total{gateway="gw-1",scope="candidate:c1",outcome="rejected"} 0',
         'limitplane_decisions_total{gateway="gw-1",scope="candidate:c1",outcome="would_reject"} 1',
         'limitplane_decisions_total{gateway="gw-1",scope="tier:pro",outcome="allowed"} 2',
@@ -337,6 +347,7 @@ describe("renderPrometheus", () => {
         'limitplane_decision_sources_total{gateway="gw-1",source="fallback"} 1',
         'limitplane_decision_sources_total{gateway="gw-1",source="denial-cache"} 0',
         'limitplane_decision_sources_total{gateway="gw-1",source="flood-guard"} 0',
+        'limitplane_decision_sources_total{gateway="gw-1",source="no-policy"} 0',
         "# HELP limitplane_decision_latency_seconds Time to decide one request.",
         "# TYPE limitplane_decision_latency_seconds histogram",
         'limitplane_decision_latency_seconds_bucket{gateway="gw-1",le="0.0001"} 1',

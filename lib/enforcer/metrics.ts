@@ -52,12 +52,16 @@ export interface MetricsDecision {
 
 /**
  * One scope's counts. For each request, on each scope it was checked against:
- * - `allowed`: the request was admitted (every enforced limit admitted it); counted on enforced
- *   and dry-run scopes alike, so a dry-run scope reads "would reject Y of N";
+ * - `allowed`: on an enforced scope, the request was admitted (every enforced limit admitted it);
+ *   on a dry-run scope, this limit would have admitted it;
  * - `rejected`: this enforced limit rejected it (several may, for one request);
  * - `wouldReject`: this dry-run limit would have rejected it;
  * - `degraded`: this limit was decided by its failure policy because the store failed.
- * A rejected request adds nothing to the scopes that would have admitted it.
+ * A rejected request adds nothing to the enforced scopes that would have admitted it. A dry-run
+ * scope counts every request it saw exactly once, as `allowed` or `wouldReject`, so
+ * `allowed + rejected + wouldReject` is the requests a scope evaluated (what the console's
+ * per-minute rows mean, `lib/console/minute-counts.ts`), and a dry-run scope reads "would reject
+ * Y of N" with N = allowed + wouldReject.
  */
 export interface ScopeCounts {
   readonly scope: string;
@@ -125,10 +129,13 @@ class Accumulator {
         counts = { allowed: 0, rejected: 0, wouldReject: 0, degraded: 0 };
         this.#scopes.set(name, counts);
       }
-      if (decision.allowed) counts.allowed++;
-      if (!outcome.allowed) {
-        if (outcome.mode === "enforce") counts.rejected++;
-        else counts.wouldReject++;
+      if (outcome.mode === "enforce") {
+        if (decision.allowed) counts.allowed++;
+        else if (!outcome.allowed) counts.rejected++;
+      } else if (outcome.allowed) {
+        counts.allowed++;
+      } else {
+        counts.wouldReject++;
       }
       if (outcome.fallback !== undefined && outcome.fallback !== null) counts.degraded++;
     });
@@ -493,7 +500,7 @@ export function renderPrometheus(
   family(
     "decisions_total",
     "counter",
-    "Requests per scope: admitted (allowed), rejected by the scope, or rejected by it in dry-run (would_reject).",
+    "Requests per scope: admitted (allowed; for a dry-run scope, would have admitted), rejected by the scope, or would have been rejected by a dry-run scope (would_reject).",
   );
   for (const counts of figures.scopes) {
     sample(

@@ -103,6 +103,45 @@ describe("callWithTimeout", () => {
     expect(timers.pendingCount).toBe(0);
   });
 
+  it("a reply that arrived while the loop was busy wins over a timer that fired late", async () => {
+    // A loop turn: the late timer runs first, then the I/O callbacks (the reply), then deferred work.
+    const deferredWork: (() => void)[] = [];
+    const timers = new ManualTimers();
+    const lagging = {
+      setTimer: (callback: () => void, delayMs: number) => timers.setTimer(callback, delayMs),
+      defer: (callback: () => void) => deferredWork.push(callback),
+    };
+    const call = deferred<string>();
+    const result = callWithTimeout(() => call.promise, {
+      timeoutMs: 10,
+      timers: lagging,
+      clock: timers,
+    });
+    timers.advance(60);
+    call.resolve("answered");
+    await Promise.resolve();
+    for (const work of deferredWork) work();
+    await expect(result).resolves.toMatchObject({ kind: "ok", value: "answered" });
+  });
+
+  it("with deferral, a call still unanswered after this turn's I/O times out", async () => {
+    const deferredWork: (() => void)[] = [];
+    const timers = new ManualTimers();
+    const call = deferred<string>();
+    const result = callWithTimeout(() => call.promise, {
+      timeoutMs: 10,
+      timers: {
+        setTimer: (callback, delayMs) => timers.setTimer(callback, delayMs),
+        defer: (callback) => deferredWork.push(callback),
+      },
+      clock: timers,
+    });
+    timers.advance(10);
+    for (const work of deferredWork) work();
+    call.resolve("too late");
+    await expect(result).resolves.toEqual({ kind: "timeout", elapsedMs: 10 });
+  });
+
   it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])("refuses a timeout of %d ms", (ms) => {
     expect(() => callWithTimeout(() => Promise.resolve(1), { timeoutMs: ms })).toThrow(RangeError);
   });

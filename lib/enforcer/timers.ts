@@ -15,6 +15,11 @@ export interface TimerHandle {
 export interface Timers {
   /** Runs `callback` once, `delayMs` from now (at the earliest). */
   setTimer(callback: () => void, delayMs: number): TimerHandle;
+  /**
+   * Runs `callback` after the I/O callbacks of the current event-loop turn (`setImmediate`).
+   * Absent: at once.
+   */
+  defer?(callback: () => void): void;
 }
 
 /**
@@ -26,6 +31,9 @@ export const systemTimers: Timers = {
     const timer = setTimeout(callback, delayMs);
     if (typeof timer === "object" && timer !== null && "unref" in timer) timer.unref();
     return { cancel: () => clearTimeout(timer) };
+  },
+  defer(callback) {
+    setImmediate(callback);
   },
 };
 
@@ -152,8 +160,17 @@ export function callWithTimeout<T>(
     let isSettled = false;
     const timer = timers.setTimer(() => {
       if (isSettled) return;
-      isSettled = true;
-      resolve({ kind: "timeout", elapsedMs: elapsed() });
+      // Timers run before I/O callbacks in an event-loop turn. When the loop was busy (a burst
+      // of requests), the timer can fire late while the reply already sits in the socket: the
+      // timeout is declared after this turn's I/O, so loop lag alone does not turn an answered
+      // call into a timeout (and a failure-policy decision).
+      const declare = () => {
+        if (isSettled) return;
+        isSettled = true;
+        resolve({ kind: "timeout", elapsedMs: elapsed() });
+      };
+      if (timers.defer === undefined) declare();
+      else timers.defer(declare);
     }, timeoutMs);
     pending.then(
       (value) => {

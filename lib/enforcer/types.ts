@@ -51,14 +51,17 @@ export type EnforcerRejectReason = RejectReason | "store-unavailable";
  * - `fallback`: the failure policy, because the store failed (`degraded` is true).
  * - `denial-cache`: the local stage's cache of a recent shared rejection (rejections only).
  * - `flood-guard`: the local stage's generous in-process limiter (rejections only).
+ * - `no-policy`: nothing decided: the enforcer had no policy snapshot yet, so there was no limit
+ *   to check (admissions only; see the runtime's startup rules).
  */
-export type DecisionSource = "store" | "fallback" | "denial-cache" | "flood-guard";
+export type DecisionSource = "store" | "fallback" | "denial-cache" | "flood-guard" | "no-policy";
 
 export const DECISION_SOURCES: readonly DecisionSource[] = [
   "store",
   "fallback",
   "denial-cache",
   "flood-guard",
+  "no-policy",
 ];
 
 /** One limit's outcome within an {@link EnforcerDecision}. */

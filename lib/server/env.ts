@@ -89,6 +89,13 @@ export const ZEnv = z
       .min(1, "must be at least 1")
       .max(100, "must be at most 100")
       .default(10),
+    /** Days of per-minute decision counts the worker keeps in Postgres (older rows are deleted). */
+    METRICS_RETENTION_DAYS: z.coerce
+      .number({ error: "must be a number" })
+      .int("must be a whole number of days")
+      .min(1, "must be at least 1")
+      .max(3650, "must be at most 3650")
+      .default(30),
     /**
      * Where the worker's jobs run: `separate` (the `npm run worker` process, the default) or
      * `in-process` (inside the console, for the embedded one-connection database).

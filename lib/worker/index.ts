@@ -4,6 +4,7 @@ export {
   type RecordIncidentExpiriesJobOptions,
   recordIncidentExpiriesJob,
 } from "./jobs/record-incident-expiries-job";
+export { type RollUpMetricsJobOptions, rollUpMetricsJob } from "./jobs/roll-up-metrics-job";
 export { createStandardJobs, type StandardJobsOptions } from "./standard-jobs";
 export { startWorker, type Worker, type WorkerOptions } from "./worker";
 export type { WorkerJob } from "./worker-job";

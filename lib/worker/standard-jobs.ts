@@ -5,8 +5,10 @@
 
 import type { Redis } from "ioredis";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
+import { loadEnv } from "@/lib/server/env";
 import { publishSnapshotsJob } from "./jobs/publish-snapshots-job";
 import { recordIncidentExpiriesJob } from "./jobs/record-incident-expiries-job";
+import { rollUpMetricsJob } from "./jobs/roll-up-metrics-job";
 import type { WorkerJob } from "./worker-job";
 
 export interface StandardJobsOptions {
@@ -17,6 +19,8 @@ export interface StandardJobsOptions {
   readonly prefix: string;
   /** @default console.log */
   readonly log?: (line: string) => void;
+  /** Days of per-minute decision counts kept in Postgres. @default METRICS_RETENTION_DAYS (30) */
+  readonly metricsRetentionDays?: number;
 }
 
 export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
@@ -46,6 +50,15 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
     recordIncidentExpiriesJob({
       deps: { db, publisher: null, nowMs: Date.now },
       onRecorded: (ids) => log(`worker: recorded the expiry of ${ids.join(", ")}`),
+    }),
+    rollUpMetricsJob({
+      deps: { db, redis, prefix, nowMs: Date.now },
+      retentionDays: options.metricsRetentionDays ?? loadEnv().METRICS_RETENTION_DAYS,
+      onRolledUp(result) {
+        if (result.rowsDeleted > 0) {
+          log(`worker: deleted ${result.rowsDeleted} per-minute metric rows past the retention`);
+        }
+      },
     }),
   ];
 }

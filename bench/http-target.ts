@@ -1,0 +1,128 @@
+/**
+ * The server the enforcer benchmark drives from another process: node:http with one endpoint,
+ * protected by one of
+ *
+ * - `limitplane`: the enforcer (RedisStore, local stage on) through `createNodeMiddleware`;
+ * - `limitplane-no-local`: the same without the local first stage;
+ * - `flexible`: rate-limiter-flexible's `RateLimiterRedis`, the way its README wires Express
+ *   (consume per key, headers from the result, 429 on rejection);
+ * - `bare`: nothing (the HTTP server's own ceiling on this machine).
+ *
+ *   tsx bench/http-target.ts --mode limitplane --prefix bench:x: [--redis-url redis://...]
+ *
+ * Customers come as `Authorization: Bearer <id>` and `x-tier`. Prints `listening on <url>`.
+ */
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { parseArgs } from "node:util";
+import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import { createEnforcer, createNodeMiddleware, silentLogger } from "@/lib/enforcer";
+import { createRedis } from "@/lib/server/redis";
+
+const { values } = parseArgs({
+  options: {
+    mode: { type: "string", default: "limitplane" },
+    prefix: { type: "string", default: "bench:" },
+    "redis-url": { type: "string", default: "redis://127.0.0.1:6379/0" },
+  },
+});
+const mode = values.mode;
+const prefix = values.prefix;
+const redisUrl = values["redis-url"];
+
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
+
+function customerOf(req: IncomingMessage): { customerId: string; tier: string } | null {
+  const customerId = req.headers.authorization?.slice("Bearer ".length);
+  if (customerId === undefined || customerId === "") return null;
+  const tier = req.headers["x-tier"];
+  return { customerId, tier: typeof tier === "string" ? tier : "enterprise" };
+}
+
+async function makeMiddleware(): Promise<{ middleware: Middleware; stop: () => Promise<void> }> {
+  switch (mode) {
+    case "limitplane":
+    case "limitplane-no-local": {
+      const enforcer = await createEnforcer({
+        expectedGateways: 1,
+        redisUrl,
+        keyPrefix: prefix,
+        localStage: mode === "limitplane" ? {} : false,
+        logger: silentLogger,
+      });
+      if (!enforcer.status().isReady) throw new Error("no policy published under the prefix");
+      return {
+        middleware: createNodeMiddleware(enforcer, { identify: customerOf }),
+        stop: () => enforcer.stop(),
+      };
+    }
+    case "flexible": {
+      const client = createRedis("decisions", { url: redisUrl });
+      // The same budget as the enterprise tier: bursts of 5000 are not its model, so a window of
+      // 5000 per second, which never rejects at the rates here either.
+      const limiter = new RateLimiterRedis({
+        storeClient: client,
+        keyPrefix: `${prefix}rlflx`,
+        points: 5_000,
+        duration: 1,
+      });
+      return {
+        middleware: (req, res, next) => {
+          const key = customerOf(req)?.customerId ?? req.socket.remoteAddress ?? "unknown";
+          limiter.consume(key).then(
+            (result) => {
+              res.setHeader("X-RateLimit-Limit", "5000");
+              res.setHeader("X-RateLimit-Remaining", String(result.remainingPoints));
+              res.setHeader("X-RateLimit-Reset", String(Math.ceil(result.msBeforeNext / 1000)));
+              next();
+            },
+            (rejection: unknown) => {
+              if (rejection instanceof RateLimiterRes) {
+                const body = JSON.stringify({
+                  code: "RATE_LIMITED",
+                  scope: "account",
+                  retryAfterMs: rejection.msBeforeNext,
+                });
+                res.writeHead(429, {
+                  "Retry-After": String(Math.ceil(rejection.msBeforeNext / 1000)),
+                  "Content-Type": "application/json",
+                });
+                res.end(body);
+              } else {
+                res.writeHead(500).end();
+              }
+            },
+          );
+        },
+        stop: async () => {
+          client.disconnect();
+        },
+      };
+    }
+    case "bare":
+      return { middleware: (_req, _res, next) => next(), stop: async () => {} };
+    default:
+      throw new Error(`unknown --mode ${mode}`);
+  }
+}
+
+const { middleware, stop } = await makeMiddleware();
+const body = JSON.stringify({ ok: true });
+const server = createServer((req, res) => {
+  middleware(req, res, () => {
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(body);
+  });
+});
+server.keepAliveTimeout = 60_000;
+server.listen(0, "127.0.0.1");
+await once(server, "listening");
+const address = server.address();
+if (address === null || typeof address === "string") throw new Error("not listening on TCP");
+console.log(`listening on http://127.0.0.1:${address.port}`);
+
+process.once("SIGTERM", () => {
+  server.close();
+  server.closeAllConnections();
+  void stop().finally(() => process.exit(0));
+});

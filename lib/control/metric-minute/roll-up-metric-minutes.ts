@@ -1,0 +1,123 @@
+/**
+ * Rolls the enforcers' per-minute, per-scope counts up from Redis into Postgres (`MetricMinute`),
+ * so charts have history after the Redis hashes expire (6 h), and deletes rows older than the
+ * retention.
+ *
+ * Each run re-reads the last `lookbackMinutes` complete minutes as well as any it has not read
+ * yet, and writes each (scope, minute) with the hash's current totals: an upsert that SETS the
+ * values, never adds, so repeating a run, two workers running it, or a late flush arriving after a
+ * minute was first rolled up all end with the same rows. A minute counts as complete `settleMs`
+ * after it ended (enforcers flush every second).
+ */
+
+import { type MetricsReadingRedis, readScopeMinute } from "@/lib/enforcer/metrics-reader";
+import type { PrismaClient } from "@/lib/generated/prisma/client";
+
+const MINUTE_MS = 60_000;
+const DAY_MS = 86_400_000;
+/** Largest value of an `Int` column; a count beyond it (35 M requests/s on one scope) is clamped. */
+const MAX_INT = 2_147_483_647;
+
+export interface MetricsRollupDeps {
+  readonly db: PrismaClient;
+  /** A `control` client. */
+  readonly redis: MetricsReadingRedis;
+  /** REDIS_KEY_PREFIX. */
+  readonly prefix: string;
+  /** Wall clock, ms. */
+  readonly nowMs: () => number;
+}
+
+export interface RollUpMetricMinutesOptions {
+  /** Rows whose minute is older than this many days are deleted. METRICS_RETENTION_DAYS. */
+  readonly retentionDays: number;
+  /**
+   * The last minute read by an earlier run (epoch minute), or null when unknown (a new worker):
+   * the run then starts from the newest row in Postgres, at most `catchUpMinutes` back.
+   */
+  readonly readThroughMinute: number | null;
+  /** Complete minutes re-read on every run, for counts flushed late. @default 3 */
+  readonly lookbackMinutes?: number;
+  /** How far back a run may reach: the enforcers' per-minute hashes live 6 h. @default 360 */
+  readonly catchUpMinutes?: number;
+  /** Most minutes read per run; the rest wait for the next. @default 120 */
+  readonly maxMinutesPerRun?: number;
+  /** A minute is complete this long after it ended. @default 5_000 */
+  readonly settleMs?: number;
+}
+
+export interface MetricsRollupResult {
+  /** The epoch minutes read, oldest first. */
+  readonly minutesRead: number;
+  readonly rowsWritten: number;
+  readonly rowsDeleted: number;
+  /** The last minute read (pass it back as `readThroughMinute`), or null when none was. */
+  readonly readThroughMinute: number | null;
+  /** Complete minutes remain unread (more than `maxMinutesPerRun` were due). */
+  readonly hasMore: boolean;
+}
+
+export async function rollUpMetricMinutes(
+  deps: MetricsRollupDeps,
+  options: RollUpMetricMinutesOptions,
+): Promise<MetricsRollupResult> {
+  const lookbackMinutes = options.lookbackMinutes ?? 3;
+  const catchUpMinutes = options.catchUpMinutes ?? 360;
+  const maxMinutesPerRun = options.maxMinutesPerRun ?? 120;
+  const settleMs = options.settleMs ?? 5_000;
+  if (!(Number.isInteger(options.retentionDays) && options.retentionDays >= 1)) {
+    throw new RangeError(`retentionDays must be a whole number >= 1, got ${options.retentionDays}`);
+  }
+  const nowMs = deps.nowMs();
+  const lastComplete = Math.floor((nowMs - settleMs) / MINUTE_MS) - 1;
+  const earliest = lastComplete - catchUpMinutes + 1;
+
+  let readThrough = options.readThroughMinute;
+  if (readThrough === null) {
+    const newest = await deps.db.metricMinute.aggregate({ _max: { minute: true } });
+    const newestMinute = newest._max.minute;
+    readThrough = newestMinute === null ? earliest - 1 : newestMinute.getTime() / MINUTE_MS;
+  }
+  const from = Math.max(earliest, Math.min(readThrough + 1, lastComplete - lookbackMinutes + 1));
+  const to = Math.min(lastComplete, from + maxMinutesPerRun - 1);
+
+  let rowsWritten = 0;
+  for (let minute = from; minute <= to; minute++) {
+    const counts = await readScopeMinute(deps.redis, deps.prefix, minute);
+    if (counts.length === 0) continue;
+    const at = new Date(minute * MINUTE_MS);
+    await deps.db.$transaction(
+      counts.map((row) => {
+        const values = {
+          allowed: clampInt(row.allowed),
+          rejected: clampInt(row.rejected),
+          wouldReject: clampInt(row.wouldReject),
+          degraded: clampInt(row.degraded),
+        };
+        return deps.db.metricMinute.upsert({
+          where: { scope_minute: { scope: row.scope, minute: at } },
+          create: { scope: row.scope, minute: at, ...values },
+          update: values,
+          select: { scope: true },
+        });
+      }),
+    );
+    rowsWritten += counts.length;
+  }
+
+  const deleted = await deps.db.metricMinute.deleteMany({
+    where: { minute: { lt: new Date(nowMs - options.retentionDays * DAY_MS) } },
+  });
+  const minutesRead = Math.max(0, to - from + 1);
+  return {
+    minutesRead,
+    rowsWritten,
+    rowsDeleted: deleted.count,
+    readThroughMinute: minutesRead > 0 ? to : readThrough,
+    hasMore: to < lastComplete,
+  };
+}
+
+function clampInt(value: number): number {
+  return Math.min(MAX_INT, Math.max(0, Math.floor(value)));
+}

@@ -1,0 +1,29 @@
+/**
+ * Reading back what enforcers flushed to Redis (`reporters.ts`): the per-scope counts of one
+ * minute, for the worker's rollup into Postgres and for anything that charts the live buckets.
+ */
+import { enforcerRedisNames, parseScopeCounts, type ScopeCountField } from "./redis-keys";
+
+/** The command the reader uses; an ioredis client satisfies it. */
+export interface MetricsReadingRedis {
+  hgetall(key: string): Promise<Record<string, string>>;
+}
+
+/** One scope's counts over one minute, summed over every enforcer. */
+export interface ScopeMinuteCounts extends Record<ScopeCountField, number> {
+  readonly scope: string;
+  /** Start of the minute, epoch ms. */
+  readonly minuteStartMs: number;
+}
+
+/** The per-scope counts of the minute that starts at `epochMinute * 60_000`, sorted by scope. */
+export async function readScopeMinute(
+  redis: MetricsReadingRedis,
+  prefix: string,
+  epochMinute: number,
+): Promise<ScopeMinuteCounts[]> {
+  const fields = await redis.hgetall(enforcerRedisNames(prefix).metricsMinute(epochMinute));
+  return [...parseScopeCounts(fields)]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([scope, counts]) => ({ scope, minuteStartMs: epochMinute * 60_000, ...counts }));
+}
