@@ -179,6 +179,29 @@ async function main(): Promise<void> {
   await run(TSX, ["scripts/seed.ts"], childEnv);
   await databaseFree();
 
+  step("Creating the first admin and a local API token (only when missing)");
+  mkdirSync(STATE_DIR, { recursive: true });
+  await run(
+    TSX,
+    [
+      "scripts/admin-create.ts",
+      ...["--email", "admin@limitplane.local", "--name", "Limitplane admin"],
+      ...["--if-none", "--save", path.join(STATE_DIR, "admin-credentials")],
+    ],
+    childEnv,
+  );
+  await databaseFree();
+  await run(
+    TSX,
+    [
+      "scripts/token-create.ts",
+      ...["--name", "local-cli", "--role", "operator"],
+      ...["--into", path.join(STATE_DIR, "api-token")],
+    ],
+    childEnv,
+  );
+  await databaseFree();
+
   if (await isBuildStale()) {
     step("Building the console (first run or sources changed)");
     await run(NEXT, ["build"], childEnv);
@@ -198,6 +221,8 @@ async function main(): Promise<void> {
       `  Console:   http://127.0.0.1:${env.PORT}/   (status: http://127.0.0.1:${env.PORT}/status)`,
       `  Postgres:  ${useEmbeddedPostgres ? `embedded (PGlite), data in ${path.relative(ROOT, path.join(STATE_DIR, "pgdata"))}` : database.host}`,
       `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : new URL(env.REDIS_URL).host}`,
+      `  Sign in:   ${path.relative(ROOT, path.join(STATE_DIR, "admin-credentials"))} (made on the first run)`,
+      `  API token: ${path.relative(ROOT, path.join(STATE_DIR, "api-token"))} (role operator; see the README's curl example)`,
       "  Ctrl-C stops everything started here.",
       "",
     ].join("\n"),

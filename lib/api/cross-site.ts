@@ -31,3 +31,15 @@ export function isSameOriginRequest(request: Request): boolean {
   }
   return request.headers.get("sec-fetch-site") === "same-origin";
 }
+
+/**
+ * True when a browser says the request comes from another site: an `Origin` of another origin,
+ * or, without one, `Sec-Fetch-Site` other than `same-origin` or `none` (typed in the address
+ * bar). A request with neither header is not a browser's cross-site request (curl, scripts).
+ */
+export function isCrossSiteBrowserRequest(request: Request): boolean {
+  const origin = request.headers.get("origin");
+  if (origin !== null) return origin === "null" || origin.toLowerCase() !== requestOrigin(request);
+  const site = request.headers.get("sec-fetch-site");
+  return site !== null && site !== "same-origin" && site !== "none";
+}

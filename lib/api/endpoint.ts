@@ -10,7 +10,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
-import type { Permission, Role } from "@/lib/control/auth/roles";
+import type { Principal } from "@/lib/control/auth/principal";
+import type { Permission } from "@/lib/control/auth/roles";
 import { can } from "@/lib/control/auth/roles";
 import {
   AppError,
@@ -20,15 +21,22 @@ import {
   validationError,
 } from "@/lib/control/errors";
 import { fieldErrorsFromZod } from "@/lib/policy";
-import { isSafeMethod, isSameOriginRequest } from "./cross-site";
+import { isCrossSiteBrowserRequest, isSafeMethod, isSameOriginRequest } from "./cross-site";
 import { readJson } from "./read-json";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
-/** Who is calling, once authenticated. */
-export type Principal =
-  | { kind: "operator"; id: string; name: string; role: Role; sessionId: string }
-  | { kind: "token"; id: string; name: string; role: Role };
+export type { Principal };
+
+/**
+ * Who may call an endpoint:
+ * - `public`: anyone, no credential needed;
+ * - `authenticated`: any principal, session or API token;
+ * - `session`: a signed-in operator's session (its own sessions, its password, sign-out); an API
+ *   token is refused with FORBIDDEN;
+ * - a permission (roles.ts): any principal whose role has it.
+ */
+export type EndpointAccess = "public" | "authenticated" | "session" | Permission;
 
 /** How the API learns who is calling; installed once by the app (`setAuthenticator`). */
 export interface Authenticator {
@@ -52,15 +60,25 @@ export interface EndpointInput<Params, Query, Body> {
   requestId: string;
 }
 
-export interface EndpointSpec<Params, Query, Body, Result> {
+/**
+ * `Result` is what the response schema describes; `Raw`, what `handle` returns, may carry more
+ * (a new session's token, for the Set-Cookie header): the schema strips it before anything is
+ * sent.
+ */
+export interface EndpointSpec<Params, Query, Body, Result, Raw extends Result = Result> {
   method: HttpMethod;
   /** OpenAPI-style path: `/api/v1/tiers/{name}`. */
   path: string;
   summary: string;
   description?: string;
   tag: string;
-  /** `public`: no credential needed; `authenticated`: any principal; otherwise a permission. */
-  access: "public" | "authenticated" | Permission;
+  access: EndpointAccess;
+  /**
+   * For public endpoints that start a session (sign-in): refuse a browser's cross-site request,
+   * so another site cannot sign a visitor in to an account of its choosing. Clients that send
+   * neither `Origin` nor `Sec-Fetch-Site` (curl, scripts) pass.
+   */
+  refuseCrossSite?: boolean;
   params?: z.ZodType<Params>;
   query?: z.ZodType<Query>;
   body?: z.ZodType<Body>;
@@ -71,20 +89,33 @@ export interface EndpointSpec<Params, Query, Body, Result> {
   successStatus?: 200 | 201 | 204;
   /** Failure codes this endpoint documents beyond the common ones. */
   errors?: readonly ErrorCode[];
-  handle(input: EndpointInput<Params, Query, Body>): Promise<Result>;
+  handle(input: EndpointInput<Params, Query, Body>): Promise<Raw>;
   /** Extra response headers computed from the result (e.g. a Set-Cookie). */
-  headers?(result: Result, input: EndpointInput<Params, Query, Body>): HeadersInit;
+  headers?(result: Raw, input: EndpointInput<Params, Query, Body>): HeadersInit;
+  /**
+   * The body as sent, instead of the result as JSON: for a document whose exact bytes matter (the
+   * canonical policy export). The result is still checked against `response` first.
+   */
+  render?(result: Result): { readonly body: string; readonly contentType: string };
+  /**
+   * What the OpenAPI document shows where it differs from what is validated here: a body the
+   * service validates itself (a whole policy, reported by position), or a rendered response.
+   */
+  docs?: { readonly body?: z.ZodType; readonly response?: z.ZodType };
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry of endpoints of every shape.
-export type AnyEndpoint = EndpointSpec<any, any, any, any>;
+export type AnyEndpoint = EndpointSpec<any, any, any, any, any>;
 
 export function defineEndpoint<
   Params = undefined,
   Query = undefined,
   Body = undefined,
   Result = unknown,
->(spec: EndpointSpec<Params, Query, Body, Result>): EndpointSpec<Params, Query, Body, Result> {
+  Raw extends Result = Result,
+>(
+  spec: EndpointSpec<Params, Query, Body, Result, Raw>,
+): EndpointSpec<Params, Query, Body, Result, Raw> {
   return spec;
 }
 
@@ -144,8 +175,22 @@ export function errorResponse(error: unknown, requestId: string): Response {
   );
 }
 
+/** The principal of a non-public endpoint's input (the wrapper has authenticated it). */
+export function principalOf(input: { readonly principal: Principal | null }): Principal {
+  if (input.principal === null) throw new Error("principalOf called on a public endpoint");
+  return input.principal;
+}
+
 async function authorize(spec: AnyEndpoint, request: Request): Promise<Principal | null> {
-  if (spec.access === "public") return null;
+  if (spec.access === "public") {
+    if (spec.refuseCrossSite === true && isCrossSiteBrowserRequest(request)) {
+      throw new AppError(
+        "CROSS_SITE_REQUEST",
+        "This request came from another site and was refused. Sign in from the console.",
+      );
+    }
+    return null;
+  }
   if (authenticator === null)
     throw new Error("no authenticator installed: call setAuthenticator first");
   const principal = await authenticator.authenticate(request);
@@ -164,6 +209,16 @@ async function authorize(spec: AnyEndpoint, request: Request): Promise<Principal
       "CROSS_SITE_REQUEST",
       "This request came from another site and was refused. Use the console, or an API token.",
     );
+  }
+  if (spec.access === "session") {
+    if (principal.kind !== "operator") {
+      throw new AppError(
+        "FORBIDDEN",
+        "This concerns a signed-in operator's own session; an API token has none.",
+        { details: { requires: "session" } },
+      );
+    }
+    return principal;
   }
   if (spec.access !== "authenticated" && !can(principal.role, spec.access)) {
     throw new AppError(
@@ -206,6 +261,11 @@ export function toRouteHandler(
         throw new Error(
           `response of ${spec.method} ${spec.path} does not match its schema: ${output.error.message}`,
         );
+      }
+      if (spec.render !== undefined) {
+        const rendered = spec.render(output.data);
+        headers.set("content-type", rendered.contentType);
+        return new Response(rendered.body, { status, headers });
       }
       return Response.json(output.data, { status, headers });
     } catch (error: unknown) {

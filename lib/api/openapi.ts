@@ -45,6 +45,9 @@ function statusesFor(endpoint: AnyEndpoint): number[] {
   const codes = new Set<number>([400, 500]);
   if (endpoint.access !== "public") codes.add(401);
   if (endpoint.access !== "public" && endpoint.access !== "authenticated") codes.add(403);
+  // A session's state-changing request from another site; or a cross-site sign-in.
+  if (endpoint.access !== "public" && endpoint.method !== "GET") codes.add(403);
+  if (endpoint.refuseCrossSite === true) codes.add(403);
   if (endpoint.body !== undefined) {
     codes.add(413);
     codes.add(415);
@@ -66,14 +69,20 @@ export function buildOpenApi(endpoints: readonly AnyEndpoint[], version: string)
       tags: [endpoint.tag],
       parameters: [...parameters(endpoint.params, "path"), ...parameters(endpoint.query, "query")],
       ...(endpoint.access === "public" ? { security: [] } : {}),
-      ...(endpoint.access !== "public" && endpoint.access !== "authenticated"
-        ? { "x-permission": endpoint.access }
-        : {}),
+      ...(endpoint.access === "public" || endpoint.access === "authenticated"
+        ? {}
+        : endpoint.access === "session"
+          ? { "x-session-only": true }
+          : { "x-permission": endpoint.access }),
       ...(endpoint.body
         ? {
             requestBody: {
               required: true,
-              content: { "application/json": { schema: jsonSchema(endpoint.body, "input") } },
+              content: {
+                "application/json": {
+                  schema: jsonSchema(endpoint.docs?.body ?? endpoint.body, "input"),
+                },
+              },
             },
           }
         : {}),
@@ -84,7 +93,9 @@ export function buildOpenApi(endpoints: readonly AnyEndpoint[], version: string)
             : {
                 description: "Success",
                 content: {
-                  "application/json": { schema: jsonSchema(endpoint.response, "output") },
+                  "application/json": {
+                    schema: jsonSchema(endpoint.docs?.response ?? endpoint.response, "output"),
+                  },
                 },
               },
         ...Object.fromEntries(

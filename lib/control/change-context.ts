@@ -8,10 +8,10 @@ import { fieldErrorsFromZod, hasForbiddenCharacter } from "@/lib/policy";
 import { toFieldErrors, validationError } from "./errors";
 
 /** Longest reason, matching an incident override's `reason` in lib/policy/schemas.ts. */
-const MAX_REASON_LENGTH = 1000;
+export const MAX_REASON_LENGTH = 1000;
 
 /** Trimmed, non-empty, bounded text with no control or bidirectional formatting characters. */
-function textField(label: string, maxLength: number) {
+export function textField(label: string, maxLength: number) {
   return z
     .string({
       error: (issue) =>

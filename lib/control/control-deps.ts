@@ -40,3 +40,8 @@ export function getControlDeps(): ControlDeps {
   }
   return globalForControl.limitplaneControlDeps;
 }
+
+/** Replaces the process-wide dependencies (tests that call route handlers with their database). */
+export function installControlDeps(deps: ControlDeps): void {
+  globalForControl.limitplaneControlDeps = deps;
+}

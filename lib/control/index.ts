@@ -20,6 +20,37 @@ export {
   listAuditEntries,
   ZListAuditEntriesOptions,
 } from "./audit/list-audit-entries";
+export {
+  type AuditedChange,
+  type AuditReceipt,
+  runAuditedChange,
+} from "./audit/run-audited-change";
+export { type AuthDeps, getAuthDeps, installAuthDeps } from "./auth/auth-deps";
+export { type SessionSettings, SIGN_IN_LIMITS, type SignInLimits } from "./auth/auth-settings";
+export {
+  authenticateApiToken,
+  authenticateRequest,
+  authenticateSessionToken,
+  credentialOf,
+} from "./auth/authenticate";
+export { changeOwnPassword } from "./auth/change-own-password";
+export { clientAddressOf } from "./auth/client-address";
+export { describePrincipal, type PrincipalDescription } from "./auth/describe-principal";
+export { listSessions } from "./auth/list-sessions";
+export { actorOf, type Principal } from "./auth/principal";
+export { revokeSession } from "./auth/revoke-session";
+export { can, isRole, PERMISSIONS, type Permission, ROLES, type Role } from "./auth/roles";
+export {
+  clearedSessionCookieHeader,
+  isSecureCookieRequest,
+  SESSION_COOKIE,
+  sessionCookieAttributes,
+  sessionCookieHeader,
+} from "./auth/session-cookie";
+export type { SessionRecord } from "./auth/session-record";
+export { type SignInOptions, type SignInResult, signIn } from "./auth/sign-in";
+export { SignInLimiter } from "./auth/sign-in-limiter";
+export { signOut } from "./auth/sign-out";
 export type { CandidateRecord } from "./candidate/candidate-record";
 export {
   type CreateCandidateOptions,
@@ -52,7 +83,12 @@ export {
   ZActor,
   ZChangeContext,
 } from "./change-context";
-export { type ControlDeps, getControlDeps, type ReadDeps } from "./control-deps";
+export {
+  type ControlDeps,
+  getControlDeps,
+  installControlDeps,
+  type ReadDeps,
+} from "./control-deps";
 export { type CreateCustomerOptions, createCustomer } from "./customer/create-customer";
 export type { CustomerRecord } from "./customer/customer-record";
 export {
@@ -112,6 +148,8 @@ export {
   HTTP_STATUS,
   isAppError,
 } from "./errors";
+export { getExplainDeps } from "./explain/explain-deps";
+export { type Explanation, explainLimits, ZExplainOptions } from "./explain/explain-limits";
 export {
   type ExtendIncidentOptions,
   extendIncident,
@@ -136,6 +174,14 @@ export {
   revertIncident,
   ZRevertIncidentOptions,
 } from "./incident/revert-incident";
+export { createOperator } from "./operator/create-operator";
+export { disableOperator } from "./operator/disable-operator";
+export { enableOperator } from "./operator/enable-operator";
+export { getOperator } from "./operator/get-operator";
+export { listOperators } from "./operator/list-operators";
+export type { OperatorRecord } from "./operator/operator-record";
+export { resetOperatorPassword } from "./operator/reset-operator-password";
+export { updateOperator } from "./operator/update-operator";
 export type { DrainOutcome, SnapshotPublisher } from "./outbox/publish-pending-snapshots";
 export { exportPolicy, type PolicyExport } from "./policy/export-policy";
 export { type CurrentSnapshot, getCurrentSnapshot } from "./policy/get-current-snapshot";
@@ -155,3 +201,8 @@ export { getTier } from "./tier/get-tier";
 export { listTiers } from "./tier/list-tiers";
 export type { TierRecord } from "./tier/tier-record";
 export { type UpdateTierOptions, updateTier, ZUpdateTierOptions } from "./tier/update-tier";
+export type { ApiTokenRecord } from "./token/api-token-record";
+export { createApiToken } from "./token/create-api-token";
+export { getApiToken } from "./token/get-api-token";
+export { listApiTokens } from "./token/list-api-tokens";
+export { revokeApiToken } from "./token/revoke-api-token";

@@ -10,6 +10,8 @@
  * |                        |             | in order                                               |
  * | `WORKER_LEADER`        | session     | the worker that leads (lib/worker), on its own         |
  * |                        |             | connection; released when that connection ends         |
+ * | `OPERATOR_CHANGE`      | transaction | every change to operators, so "at least one enabled    |
+ * |                        |             | admin" is checked against what the last one committed  |
  */
 import type { Prisma } from "@/lib/generated/prisma/client";
 
@@ -20,6 +22,7 @@ export const LOCK_KEYS = {
   POLICY_CHANGE: 1,
   OUTBOX_PUBLISHER: 2,
   WORKER_LEADER: 3,
+  OPERATOR_CHANGE: 4,
 } as const;
 
 /** Waits for the policy-change lock; it is released when the transaction ends. */
@@ -40,4 +43,9 @@ export async function lockOutboxPublisher(
     { locked: boolean }[]
   >`SELECT pg_try_advisory_xact_lock(${LOCK_NAMESPACE}::int4, ${LOCK_KEYS.OUTBOX_PUBLISHER}::int4) AS locked`;
   return rows[0]?.locked === true;
+}
+
+/** Waits for the operator-change lock; it is released when the transaction ends. */
+export async function lockOperatorChanges(tx: Prisma.TransactionClient): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int4, ${LOCK_KEYS.OPERATOR_CHANGE}::int4)`;
 }

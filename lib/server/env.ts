@@ -40,6 +40,14 @@ const port = z.coerce
   .min(1, "must be between 1 and 65535")
   .max(65535, "must be between 1 and 65535");
 
+function minutes(min: number, max: number) {
+  return z.coerce
+    .number({ error: "must be a number of minutes" })
+    .int("must be a whole number of minutes")
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
+}
+
 /** The development secret. Refused when NODE_ENV is production. */
 const DEV_SESSION_SECRET = "limitplane-development-secret-do-not-use-in-production";
 
@@ -62,6 +70,18 @@ export const ZEnv = z
       .string()
       .min(32, "must be at least 32 characters")
       .default(DEV_SESSION_SECRET),
+    /** A signed-in session ends this long after sign-in, however active it is. */
+    SESSION_LIFETIME_MINUTES: minutes(5, 43_200).default(720),
+    /** A session unused for this long ends (measured to the minute). */
+    SESSION_IDLE_MINUTES: minutes(5, 43_200).default(120),
+    /**
+     * Whether the session cookie is `Secure`. `auto`: Secure unless the request is plain http to
+     * localhost, 127.0.0.1 or [::1] (local development). `false` only for a trusted plain-http
+     * network: browsers then send the session unencrypted.
+     */
+    COOKIE_SECURE: z
+      .enum(["auto", "true", "false"], { error: "must be auto, true or false" })
+      .default("auto"),
     /** Postgres connections per process; 1 for the embedded database, which serves one. */
     DATABASE_POOL_SIZE: z.coerce
       .number({ error: "must be a number" })

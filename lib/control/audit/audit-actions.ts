@@ -26,6 +26,13 @@ export const AUDIT_ACTIONS = [
   "candidate.promote",
   "candidate.discard",
   "policy.import",
+  "operator.create",
+  "operator.update",
+  "operator.disable",
+  "operator.enable",
+  "operator.password-reset",
+  "token.create",
+  "token.revoke",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -39,6 +46,8 @@ export const AUDIT_ENTITY_TYPES = [
   "incident",
   "candidate",
   "policy",
+  "operator",
+  "token",
 ] as const;
 export type AuditEntityType = (typeof AUDIT_ENTITY_TYPES)[number];
 

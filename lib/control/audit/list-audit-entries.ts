@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { ZCustomerId, ZInstant } from "@/lib/policy";
+import { hasForbiddenCharacter, ZCustomerId, ZInstant } from "@/lib/policy";
 import { ACTOR_TYPES, type Actor, parseOptions } from "../change-context";
 import { getControlDeps, type ReadDeps } from "../control-deps";
 import { validationError } from "../errors";
@@ -18,16 +18,27 @@ import {
   type AuditEntityType,
 } from "./audit-actions";
 
+/** An identifier to filter by: never a control character (Postgres refuses NUL in text). */
+function plainText(label: string, maxLength: number) {
+  return z
+    .string({ error: `${label} must be text` })
+    .min(1, { error: `${label} must not be empty` })
+    .max(maxLength, { error: `${label} must be at most ${maxLength} characters` })
+    .refine((value) => !hasForbiddenCharacter(value), {
+      error: `${label} must not contain control or bidirectional formatting characters`,
+    });
+}
+
 export const ZListAuditEntriesOptions = z
   .strictObject({
-    actorId: z.string().min(1).max(200).optional(),
+    actorId: plainText("actorId", 200).optional(),
     actorType: z.enum(ACTOR_TYPES).optional(),
     action: z.enum(AUDIT_ACTIONS, { error: "action must be one of the audit actions" }).optional(),
     entityType: z
       .enum(AUDIT_ENTITY_TYPES, { error: "entityType must be one of the entity types" })
       .optional(),
     /** Requires `entityType`. */
-    entityId: z.string().min(1).max(300).optional(),
+    entityId: plainText("entityId", 300).optional(),
     customerId: ZCustomerId.optional(),
     /** Entries at or after this instant. */
     from: ZInstant.optional(),

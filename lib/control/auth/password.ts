@@ -85,10 +85,16 @@ export function needsRehash(
 
 /**
  * A hash of a random password, verified against when the account does not exist, so that
- * "no such operator" and "wrong password" take the same time.
+ * "no such operator" and "wrong password" take the same time. Made with the same parameters as
+ * real hashes, once per process.
  */
-let dummyHash: Promise<string> | undefined;
-export function dummyPasswordHash(): Promise<string> {
-  dummyHash ??= hashPassword(randomBytes(16).toString("hex"));
-  return dummyHash;
+const dummyHashes = new Map<string, Promise<string>>();
+export function dummyPasswordHash(params: ScryptParams = DEFAULT_SCRYPT_PARAMS): Promise<string> {
+  const key = `${params.N}$${params.r}$${params.p}`;
+  let hash = dummyHashes.get(key);
+  if (hash === undefined) {
+    hash = hashPassword(randomBytes(16).toString("hex"), params);
+    dummyHashes.set(key, hash);
+  }
+  return hash;
 }

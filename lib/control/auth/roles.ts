@@ -4,7 +4,9 @@
  *
  * - viewer: reads everything.
  * - operator: also incident overrides, customer overrides, customers and dry-run candidates.
- * - admin: everything, including tiers, endpoint classes, ceilings, settings, operators and tokens.
+ * - admin: everything, including tiers, endpoint classes, ceilings, settings, operators and tokens,
+ *   and promoting a dry-run candidate (which rewrites a tier, an endpoint class or a ceiling: the
+ *   rules only an admin may edit directly).
  */
 export const ROLES = ["viewer", "operator", "admin"] as const;
 export type Role = (typeof ROLES)[number];
@@ -17,6 +19,7 @@ export const PERMISSIONS = {
   "override.write": "operator",
   "incident.write": "operator",
   "candidate.write": "operator",
+  "candidate.promote": "admin",
   "tier.write": "admin",
   "endpoint-class.write": "admin",
   "settings.write": "admin",

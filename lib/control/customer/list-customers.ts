@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { ZCustomer } from "@/lib/policy";
+import { hasForbiddenCharacter, ZCustomer } from "@/lib/policy";
 import { parseOptions } from "../change-context";
 import { getControlDeps, type ReadDeps } from "../control-deps";
 import { type CustomerRecord, customerSelect, toCustomerRecord } from "./customer-record";
@@ -15,6 +15,9 @@ export const ZListCustomersOptions = z.strictObject({
     .trim()
     .min(1, { error: "search must not be empty" })
     .max(200, { error: "search must be at most 200 characters" })
+    .refine((value) => !hasForbiddenCharacter(value), {
+      error: "search must not contain control or bidirectional formatting characters",
+    })
     .optional(),
   tier: ZCustomer.shape.tier.optional(),
   /** The last id of the previous page (`nextCursor`). */

@@ -1,0 +1,4 @@
+import { signInEndpoint } from "@/lib/api/endpoints/auth";
+import { toRouteHandler } from "@/lib/api/route-handler";
+
+export const POST = toRouteHandler(signInEndpoint);

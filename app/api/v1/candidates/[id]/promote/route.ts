@@ -1,0 +1,4 @@
+import { promoteCandidateEndpoint } from "@/lib/api/endpoints/candidates";
+import { toRouteHandler } from "@/lib/api/route-handler";
+
+export const POST = toRouteHandler(promoteCandidateEndpoint);

@@ -1,0 +1,4 @@
+import { revertIncidentEndpoint } from "@/lib/api/endpoints/incidents";
+import { toRouteHandler } from "@/lib/api/route-handler";
+
+export const POST = toRouteHandler(revertIncidentEndpoint);

@@ -1,0 +1,105 @@
+/**
+ * What the wrapper guarantees whatever an endpoint does: a bug is a 500 with a generic message and
+ * the request id, its cause logged once and never sent; a response that does not match its schema
+ * is a bug too; an AppError keeps its status, code, field errors and Retry-After; and the output
+ * schema strips what it does not describe.
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { AppError } from "@/lib/control/errors";
+import { defineEndpoint, toRouteHandler } from "./endpoint";
+
+const context = { params: Promise.resolve({}) };
+
+function call(handle: () => Promise<unknown>, response: z.ZodType = z.unknown()) {
+  const endpoint = defineEndpoint({
+    method: "GET",
+    path: "/api/v1/test",
+    summary: "test",
+    tag: "Test",
+    access: "public",
+    response,
+    handle,
+  });
+  return toRouteHandler(endpoint)(
+    new Request("http://console.test/api/v1/test", { headers: { "x-request-id": "req-12345678" } }),
+    context,
+  );
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("toRouteHandler", () => {
+  it("500: a thrown bug becomes a generic message with the request id; the cause is logged once, never sent", async () => {
+    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+    const response = await call(async () => {
+      throw new Error("connection to db.internal:5432 refused; password=hunter2");
+    });
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(JSON.parse(text)).toEqual({
+      error: {
+        code: "INTERNAL",
+        message: "Something went wrong on our side. Quote the request id if you report it.",
+        fieldErrors: [],
+        requestId: "req-12345678",
+      },
+    });
+    expect(text).not.toMatch(/hunter2|db\.internal|at .*\(/);
+    expect(log).toHaveBeenCalledTimes(1);
+    expect(String(log.mock.calls[0]?.[0])).toContain("req-12345678");
+  });
+
+  it("500: a result that does not match the response schema is a bug, not a leak", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const response = await call(async () => ({ name: 42 }), z.object({ name: z.string() }));
+    expect(response.status).toBe(500);
+    expect(await response.text()).not.toContain("42");
+  });
+
+  it("the response schema strips fields it does not describe (a hash never leaves)", async () => {
+    const response = await call(
+      async () => ({ id: "op_1", passwordHash: "scrypt$...", nested: { tokenHash: "ab", ok: 1 } }),
+      z.object({ id: z.string(), nested: z.object({ ok: z.number() }) }),
+    );
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ id: "op_1", nested: { ok: 1 } });
+  });
+
+  it("an AppError keeps its status, code, field errors and Retry-After, and is not logged", async () => {
+    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+    const response = await call(async () => {
+      throw new AppError("RATE_LIMITED", "Too many attempts. Wait 7 s.", { retryAfterSec: 7 });
+    });
+    expect(response.status).toBe(429);
+    expect(response.headers.get("retry-after")).toBe("7");
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect((await response.json()).error).toMatchObject({ code: "RATE_LIMITED" });
+    expect(log).not.toHaveBeenCalled();
+  });
+
+  it("a caller's sane request id is echoed; an insane one is replaced", async () => {
+    const endpoint = defineEndpoint({
+      method: "GET",
+      path: "/api/v1/test",
+      summary: "test",
+      tag: "Test",
+      access: "public",
+      response: z.object({ ok: z.boolean() }),
+      handle: async () => ({ ok: true }),
+    });
+    const handler = toRouteHandler(endpoint);
+    const sane = await handler(
+      new Request("http://x/api/v1/test", { headers: { "x-request-id": "abc-12345" } }),
+      context,
+    );
+    expect(sane.headers.get("x-request-id")).toBe("abc-12345");
+    const insane = await handler(
+      new Request("http://x/api/v1/test", { headers: { "x-request-id": "<script>" } }),
+      context,
+    );
+    expect(insane.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});

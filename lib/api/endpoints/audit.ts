@@ -1,0 +1,50 @@
+import { z } from "zod";
+import { AUDIT_ACTIONS, AUDIT_ENTITY_TYPES } from "@/lib/control/audit/audit-actions";
+import { listAuditEntries, ZListAuditEntriesOptions } from "@/lib/control/audit/list-audit-entries";
+import { ACTOR_TYPES } from "@/lib/control/change-context";
+import { defineEndpoint } from "../endpoint";
+import { queryInt, strictParams } from "./shared";
+
+const options = ZListAuditEntriesOptions.shape;
+
+export const ZAuditEntry = z.object({
+  id: z.string(),
+  at: z.string(),
+  actor: z.object({ type: z.enum(ACTOR_TYPES), id: z.string().nullable(), name: z.string() }),
+  action: z.enum(AUDIT_ACTIONS),
+  entityType: z.enum(AUDIT_ENTITY_TYPES),
+  entityId: z.string(),
+  customerId: z.string().nullable(),
+  before: z.unknown(),
+  after: z.unknown(),
+  reason: z.string(),
+  requestId: z.string().nullable(),
+  policyVersion: z.number().int().nullable(),
+});
+
+export const listAuditEntriesEndpoint = defineEndpoint({
+  method: "GET",
+  path: "/api/v1/audit",
+  summary: "The audit log, newest first, filtered and keyset-paged",
+  description:
+    "Filters combine: actor (`actorId`, `actorType`), `action`, entity (`entityType`, and `entityId` with it), `customerId`, and the time range [`from`, `to`). Pass `nextCursor` as `cursor` for the next (older) page; a deep page costs what the first does.",
+  tag: "Audit log",
+  access: "audit.read",
+  query: strictParams({
+    actorId: options.actorId,
+    actorType: options.actorType,
+    action: options.action,
+    entityType: options.entityType,
+    entityId: options.entityId,
+    customerId: options.customerId,
+    from: options.from,
+    to: options.to,
+    cursor: options.cursor,
+    limit: queryInt("limit", 1, 200).optional(),
+  }),
+  response: z.object({
+    entries: z.array(ZAuditEntry).readonly(),
+    nextCursor: z.string().nullable(),
+  }),
+  handle: ({ query }) => listAuditEntries(query),
+});

@@ -1,0 +1,177 @@
+import { z } from "zod";
+import { getExplainDeps } from "@/lib/control/explain/explain-deps";
+import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-limits";
+import { exportPolicy } from "@/lib/control/policy/export-policy";
+import { getCurrentSnapshot } from "@/lib/control/policy/get-current-snapshot";
+import { importPolicy } from "@/lib/control/policy/import-policy";
+import { ZLimitSpec, ZPolicyDocument, ZSnapshot } from "@/lib/policy";
+import { defineEndpoint } from "../endpoint";
+import { changeContextOf, strictParams, ZChangeReceipt, ZReason } from "./shared";
+
+const tag = "Policy";
+
+export const getSnapshotEndpoint = defineEndpoint({
+  method: "GET",
+  path: "/api/v1/policy/snapshot",
+  summary: "The current compiled snapshot and its version",
+  description:
+    "The latest policy version in Postgres: what every enforcer runs once it has applied it. `publishedAt` is null while the version waits for the publisher.",
+  tag,
+  access: "policy.read",
+  response: z.object({
+    version: z.number().int(),
+    checksum: z.string(),
+    createdAt: z.string(),
+    publishedAt: z.string().nullable(),
+    snapshot: ZSnapshot,
+  }),
+  errors: ["CONFLICT"],
+  handle: () => getCurrentSnapshot(),
+});
+
+export const exportPolicyEndpoint = defineEndpoint({
+  method: "GET",
+  path: "/api/v1/policy/export",
+  summary: "The whole policy as a canonical document",
+  description:
+    "Stable: two exports of the same policy are byte-identical, and a diff between two shows only what changed. `X-Policy-Version` is the latest version when it was read. Import it again with POST /api/v1/policy/import.",
+  tag,
+  access: "policy.read",
+  response: z.object({ document: z.string(), policyVersion: z.number().int().nullable() }),
+  errors: ["CONFLICT"],
+  handle: () => exportPolicy(),
+  headers: (result) => ({
+    "x-policy-version": String(result.policyVersion ?? 0),
+    "content-disposition": 'attachment; filename="limitplane-policy.json"',
+  }),
+  render: (result) => ({ body: result.document, contentType: "application/json; charset=utf-8" }),
+  docs: { response: ZPolicyDocument },
+});
+
+/** A whole policy with a million customers is about 80 MiB of JSON. */
+const MAX_IMPORT_BYTES = 128 * 1024 * 1024;
+
+export const importPolicyEndpoint = defineEndpoint({
+  method: "POST",
+  path: "/api/v1/policy/import",
+  summary: "Replace the whole policy with a document, as one audited change",
+  description:
+    "The body is a policy document (as exported). All of it is validated before anything is written; every problem is reported by its position and field (`tiers[3].limit.capacity`). The reason goes in the query string.",
+  tag,
+  access: "policy.import",
+  query: strictParams({ reason: ZReason }),
+  body: z.unknown(),
+  maxBodyBytes: MAX_IMPORT_BYTES,
+  response: z.object({
+    summary: z.object({
+      tiers: z.array(z.string()).readonly(),
+      endpointClasses: z.array(z.string()).readonly(),
+      dryRunCandidates: z.array(z.string()).readonly(),
+      customers: z.number().int(),
+      customerOverrides: z.number().int(),
+      incidentOverrides: z.number().int(),
+      exportChecksum: z.string().optional(),
+    }),
+    ...ZChangeReceipt,
+  }),
+  errors: ["CONFLICT"],
+  handle: ({ query, body, ...input }) => importPolicy(body, changeContextOf(input, query.reason)),
+  docs: { body: ZPolicyDocument },
+});
+
+const ZLimitOutcome = z.object({
+  allowed: z.boolean(),
+  limit: z.number(),
+  remaining: z.number(),
+  retryAfterMs: z.number(),
+  resetAfterMs: z.number(),
+  reason: z.enum(["limit-exceeded", "cost-exceeds-capacity", "queue-full"]).nullable(),
+});
+
+const ZTraceRule = z.object({
+  scope: z.string(),
+  source: z.enum([
+    "tier",
+    "customer-override",
+    "incident-override",
+    "ceiling",
+    "address",
+    "candidate",
+  ]),
+  status: z.enum([
+    "applies",
+    "dry-run",
+    "replaced",
+    "superseded",
+    "off",
+    "expired",
+    "not-started",
+    "nothing-to-scale",
+  ]),
+  limit: ZLimitSpec.nullable(),
+  mode: z.enum(["enforce", "dry-run", "off"]),
+  by: z.string().nullable(),
+  incident: z
+    .object({ factor: z.number().nullable(), startsAt: z.string(), expiresAt: z.string() })
+    .nullable(),
+  target: z.string().nullable(),
+});
+
+const ZLayer = z.enum(["account", "endpoint", "ceiling"]);
+
+export const explainEndpoint = defineEndpoint({
+  method: "GET",
+  path: "/api/v1/explain",
+  summary: "Which limits apply to a request, which rule decides each, and their live state",
+  description:
+    "Resolves a customer (or an anonymous `clientAddress`), a tier (default: the customer's in the registry) and an endpoint class (or `method` and `path`) against the current snapshot, then PEEKS at each limit's bucket in the shared Redis store: what one more request would get now. Nothing is consumed.",
+  tag: "Explain",
+  access: "policy.read",
+  query: strictParams(ZExplainOptions.shape),
+  response: z.object({
+    policyVersion: z.number().int(),
+    subject: z.string(),
+    subjectKind: z.enum(["customer", "address"]),
+    registryTier: z.string().nullable(),
+    tier: z.string().nullable(),
+    endpointClass: z.string(),
+    cost: z.number(),
+    checks: z
+      .array(
+        z.object({
+          scope: z.string(),
+          bucket: z.string(),
+          layer: ZLayer,
+          mode: z.enum(["enforce", "dry-run"]),
+          limit: ZLimitSpec,
+          onStoreFailure: z.enum(["open", "closed", "local"]),
+          live: ZLimitOutcome.nullable(),
+        }),
+      )
+      .readonly(),
+    decision: z.object({ ...ZLimitOutcome.shape, scope: z.string().nullable() }).nullable(),
+    liveError: z.string().nullable(),
+    trace: z.object({
+      nowMs: z.number(),
+      subject: z.string(),
+      tier: z
+        .object({ requested: z.string().nullable(), used: z.string(), isFallback: z.boolean() })
+        .nullable(),
+      endpointClass: z.object({
+        requested: z.string().nullable(),
+        used: z.string(),
+        via: z.enum(["request", "match", "default"]),
+        rule: z.object({ method: z.string(), path: z.string() }).nullable(),
+      }),
+      slots: z
+        .array(
+          z.object({ layer: ZLayer, bucket: z.string(), rules: z.array(ZTraceRule).readonly() }),
+        )
+        .readonly(),
+      notes: z.array(z.string()).readonly(),
+    }),
+    explanation: z.array(z.string()).readonly(),
+  }),
+  errors: ["CONFLICT"],
+  handle: ({ query }) => explainLimits(query, getExplainDeps()),
+});

@@ -1,0 +1,26 @@
+import { type AuthDeps, getAuthDeps } from "./auth-deps";
+import {
+  liveSessionWhere,
+  type SessionRecord,
+  sessionSelect,
+  toSessionRecord,
+} from "./session-record";
+
+/** An operator's sessions that still work (not revoked, not past expiry or the idle limit), newest first. */
+export async function listSessions(
+  operatorId: string,
+  deps: Pick<AuthDeps, "db" | "nowMs" | "sessions"> = getAuthDeps(),
+): Promise<SessionRecord[]> {
+  const nowMs = deps.nowMs();
+  const rows = await deps.db.session.findMany({
+    where: {
+      operatorId,
+      ...liveSessionWhere(nowMs),
+      lastSeenAt: { gt: new Date(nowMs - deps.sessions.idleMs) },
+    },
+    orderBy: { createdAt: "desc" },
+    take: 200,
+    select: sessionSelect,
+  });
+  return rows.map(toSessionRecord);
+}

@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest";
+import { credentialOf } from "./authenticate";
+import { clientAddressOf } from "./client-address";
+import {
+  clearedSessionCookieHeader,
+  isSecureCookieRequest,
+  sessionCookieHeader,
+  sessionTokenFromCookieHeader,
+} from "./session-cookie";
+
+function request(url: string, headers: Record<string, string> = {}) {
+  return new Request(url, { headers });
+}
+
+describe("the session cookie", () => {
+  it("is httpOnly, SameSite=Lax, Path=/ and lives as long as the session", () => {
+    expect(sessionCookieHeader("abc", { secure: true, maxAgeSec: 43_200 })).toBe(
+      "lp_session=abc; Path=/; Max-Age=43200; HttpOnly; SameSite=Lax; Secure",
+    );
+    expect(sessionCookieHeader("abc", { secure: false, maxAgeSec: 60 })).not.toContain("Secure");
+  });
+
+  it("is cleared with an empty value that expires at once", () => {
+    expect(clearedSessionCookieHeader(true)).toBe(
+      "lp_session=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax; Secure",
+    );
+  });
+
+  it.each([
+    ["plain http to localhost", "http://localhost:3000/x", {}, false],
+    ["plain http to 127.0.0.1", "http://127.0.0.1:3000/x", {}, false],
+    ["plain http to [::1]", "http://[::1]:3000/x", {}, false],
+    ["https to localhost", "https://localhost:3000/x", {}, true],
+    ["plain http to another host", "http://console.internal:3000/x", {}, true],
+    [
+      "localhost behind a proxy that terminated TLS",
+      "http://localhost:3000/x",
+      { "x-forwarded-proto": "https" },
+      true,
+    ],
+    [
+      "a public host forwarded to a local server",
+      "http://localhost:3000/x",
+      { "x-forwarded-host": "limits.example.com" },
+      true,
+    ],
+  ] as const)("auto: Secure for %s is %s", (_label, url, headers, expected) => {
+    expect(isSecureCookieRequest(request(url, headers), "auto")).toBe(expected);
+  });
+
+  it("COOKIE_SECURE true or false overrides the rule", () => {
+    expect(isSecureCookieRequest(request("http://localhost/x"), "true")).toBe(true);
+    expect(isSecureCookieRequest(request("https://example.com/x"), "false")).toBe(false);
+  });
+
+  it.each([
+    ["lp_session=tok", "tok"],
+    ["a=1; lp_session=tok; b=2", "tok"],
+    ["xlp_session=tok", null],
+    ["lp_session=", null],
+    ["other=1", null],
+  ] as const)("reads %j as %j", (header, expected) => {
+    expect(sessionTokenFromCookieHeader(header)).toBe(expected);
+  });
+});
+
+describe("credentialOf", () => {
+  const cookie = { cookie: "lp_session=sess" };
+
+  it.each([
+    ["a session cookie", cookie, { kind: "session", token: "sess" }],
+    ["a bearer token", { authorization: "Bearer lp_x" }, { kind: "token", token: "lp_x" }],
+    [
+      "a bearer token with a cookie: the header wins, the cookie is ignored",
+      { ...cookie, authorization: "bearer lp_x" },
+      { kind: "token", token: "lp_x" },
+    ],
+    [
+      "a malformed Authorization header: no credential, even with a cookie",
+      { ...cookie, authorization: "Basic abc" },
+      null,
+    ],
+    ["nothing", {}, null],
+  ] as const)("%s", (_label, headers, expected) => {
+    expect(credentialOf(request("http://localhost/x", headers))).toEqual(expected);
+  });
+});
+
+describe("clientAddressOf", () => {
+  it.each([
+    ["the address Next.js filled in", { "x-forwarded-for": "10.1.2.3" }, "10.1.2.3"],
+    [
+      "the last hop of a proxy chain (the one a client cannot forge)",
+      { "x-forwarded-for": "6.6.6.6, 10.1.2.3" },
+      "10.1.2.3",
+    ],
+    ["IPv6 by its /64", { "x-forwarded-for": "2001:db8:0:1::5" }, "2001:db8:0:1::/64"],
+    ["X-Real-IP when there is no X-Forwarded-For", { "x-real-ip": "10.9.9.9" }, "10.9.9.9"],
+    ["nothing", {}, null],
+    ["garbage", { "x-forwarded-for": "not an address" }, null],
+  ] as const)("%s", (_label, headers, expected) => {
+    expect(clientAddressOf(request("http://localhost/x", headers))).toBe(expected);
+  });
+});

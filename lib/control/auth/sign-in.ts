@@ -1,0 +1,122 @@
+/**
+ * Signing in with an email and a password, into a new session.
+ *
+ * 1. The attempt is counted against the per-address and per-account limits BEFORE anything else
+ *    (sign-in-limiter.ts): an over-limit attempt is refused with RATE_LIMITED and costs no hash.
+ * 2. The password is verified against the operator's hash, or against a dummy hash of the same
+ *    cost when there is no such operator, so "no such account" and "wrong password" take the same
+ *    time and get the same answer.
+ * 3. A disabled operator is refused (said only to whoever knows the password).
+ * 4. A session row stores the SHA-256 of a new random token; the token goes to the caller (the
+ *    cookie) and nowhere else.
+ */
+import { z } from "zod";
+import { hasForbiddenCharacter } from "@/lib/policy";
+import { parseOptions } from "../change-context";
+import { AppError } from "../errors";
+import { type OperatorRecord, operatorSelect, toOperatorRecord } from "../operator/operator-record";
+import { type AuthDeps, getAuthDeps } from "./auth-deps";
+import {
+  dummyPasswordHash,
+  hashPassword,
+  MAX_PASSWORD_LENGTH,
+  needsRehash,
+  verifyPassword,
+} from "./password";
+import { newSessionToken, sha256Hex } from "./secret-token";
+import {
+  cleanHeaderText,
+  newSessionId,
+  type SessionRecord,
+  sessionSelect,
+  toSessionRecord,
+} from "./session-record";
+
+/** Sign-in takes any text as the email: whatever was typed is looked up, lower-cased. */
+export const ZSignInCredentials = z.strictObject({
+  email: z
+    .string({
+      error: (issue) => (issue.input === undefined ? "email is required" : "email must be text"),
+    })
+    .trim()
+    .toLowerCase()
+    .min(1, { error: "email is required" })
+    .max(254, { error: "email must be at most 254 characters" })
+    // Postgres refuses NUL in text; no address holds any of these.
+    .refine((value) => !hasForbiddenCharacter(value), {
+      error: "email must not contain control or bidirectional formatting characters",
+    }),
+  password: z
+    .string({
+      error: (issue) =>
+        issue.input === undefined ? "password is required" : "password must be text",
+    })
+    .min(1, { error: "password is required" })
+    .max(MAX_PASSWORD_LENGTH, {
+      error: `password must be at most ${MAX_PASSWORD_LENGTH} characters`,
+    }),
+});
+
+export const ZSignInOptions = ZSignInCredentials.extend({
+  /** The client's address, for the per-address limit and the session list. */
+  address: z.string().max(100).nullable().default(null),
+  userAgent: z.string().max(2_000).nullable().default(null),
+});
+export type SignInOptions = z.input<typeof ZSignInOptions>;
+
+export interface SignInResult {
+  /** The cookie's value: shown to nobody else, stored only as its hash. */
+  readonly sessionToken: string;
+  readonly session: SessionRecord;
+  readonly operator: OperatorRecord;
+}
+
+const WRONG_CREDENTIALS = "The email or password is wrong.";
+
+export async function signIn(
+  options: SignInOptions,
+  deps: AuthDeps = getAuthDeps(),
+): Promise<SignInResult> {
+  const input = parseOptions(ZSignInOptions, options);
+  await deps.signInLimiter.check({ address: input.address, email: input.email });
+  const row = await deps.db.operator.findUnique({
+    where: { email: input.email },
+    select: { ...operatorSelect, passwordHash: true },
+  });
+  const isMatch = await verifyPassword(
+    input.password,
+    row?.passwordHash ?? (await dummyPasswordHash(deps.passwordParams)),
+  );
+  if (row === null || !isMatch) throw new AppError("UNAUTHENTICATED", WRONG_CREDENTIALS);
+  if (row.disabledAt !== null) {
+    throw new AppError("FORBIDDEN", "This operator is disabled. Ask an admin to enable it.");
+  }
+  const { passwordHash, ...operatorRow } = row;
+  if (needsRehash(passwordHash, deps.passwordParams)) {
+    // Stronger parameters than when it was set: upgrade it now that we know the password.
+    await deps.db.operator.updateMany({
+      where: { id: row.id, passwordHash },
+      data: { passwordHash: await hashPassword(input.password, deps.passwordParams) },
+    });
+  }
+  const nowMs = deps.nowMs();
+  const sessionToken = newSessionToken();
+  const session = await deps.db.session.create({
+    data: {
+      id: newSessionId(),
+      tokenHash: sha256Hex(sessionToken),
+      operatorId: row.id,
+      createdAt: new Date(nowMs),
+      expiresAt: new Date(nowMs + deps.sessions.lifetimeMs),
+      lastSeenAt: new Date(nowMs),
+      userAgent: cleanHeaderText(input.userAgent, 300),
+      address: cleanHeaderText(input.address, 100),
+    },
+    select: sessionSelect,
+  });
+  return {
+    sessionToken,
+    session: toSessionRecord(session),
+    operator: toOperatorRecord(operatorRow),
+  };
+}

@@ -1,0 +1,17 @@
+import { type AuthDeps, getAuthDeps } from "./auth-deps";
+import { sha256Hex } from "./secret-token";
+
+/**
+ * Ends the session whose cookie holds `sessionToken`. Signing out twice, or with a token that
+ * matches nothing, does nothing: the cookie is cleared either way.
+ */
+export async function signOut(
+  sessionToken: string,
+  deps: Pick<AuthDeps, "db" | "nowMs"> = getAuthDeps(),
+): Promise<{ readonly revoked: boolean }> {
+  const result = await deps.db.session.updateMany({
+    where: { tokenHash: sha256Hex(sessionToken), revokedAt: null },
+    data: { revokedAt: new Date(deps.nowMs()) },
+  });
+  return { revoked: result.count > 0 };
+}

@@ -1,0 +1,13 @@
+import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
+import { type OperatorRecord, operatorSelect, toOperatorRecord } from "./operator-record";
+
+/** Every operator, by email (a team, not a registry: no paging). */
+export async function listOperators(
+  deps: Pick<AuthDeps, "db"> = getAuthDeps(),
+): Promise<OperatorRecord[]> {
+  const rows = await deps.db.operator.findMany({
+    orderBy: { email: "asc" },
+    select: operatorSelect,
+  });
+  return rows.map(toOperatorRecord);
+}

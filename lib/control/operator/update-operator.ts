@@ -1,0 +1,99 @@
+import { z } from "zod";
+import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
+import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
+import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import { AppError } from "../errors";
+import { lockOperatorChanges } from "../locks";
+import { auditView } from "../stored";
+import { assertExpectedVersion } from "../version-conflict";
+import {
+  assertAnEnabledAdminRemains,
+  findOperator,
+  type OperatorRecord,
+  operatorLabel,
+  operatorSelect,
+  toOperatorRecord,
+  ZOperatorEmail,
+  ZOperatorId,
+  ZOperatorName,
+  ZRole,
+} from "./operator-record";
+
+export const ZUpdateOperatorOptions = z
+  .strictObject({
+    id: ZOperatorId,
+    expectedVersion: ZExpectedVersion,
+    email: ZOperatorEmail.optional(),
+    name: ZOperatorName.optional(),
+    role: ZRole.optional(),
+  })
+  .refine(
+    (options) =>
+      options.email !== undefined || options.name !== undefined || options.role !== undefined,
+    { error: "give at least one field to change: email, name, role" },
+  );
+export type UpdateOperatorOptions = z.input<typeof ZUpdateOperatorOptions>;
+
+/**
+ * Renames an operator, changes their email or role. A role change applies to their very next
+ * request (roles are read per request, not kept in the session). Demoting the last enabled admin
+ * is refused.
+ */
+export async function updateOperator(
+  options: UpdateOperatorOptions,
+  context: ChangeContext,
+  deps: AuthDeps = getAuthDeps(),
+): Promise<{ readonly operator: OperatorRecord } & AuditReceipt> {
+  const { input, ctx } = parseChange(ZUpdateOperatorOptions, options, context);
+  return runAuditedChange(deps, ctx, {
+    action: "operator.update",
+    entityType: "operator",
+    lock: lockOperatorChanges,
+    async write(tx) {
+      const current = await findOperator(tx, input.id);
+      await assertExpectedVersion(
+        tx,
+        {
+          entityType: "operator",
+          entityId: input.id,
+          label: operatorLabel(current),
+          current: auditView(current),
+        },
+        input.expectedVersion,
+      );
+      if (input.email !== undefined && input.email !== current.email) {
+        const taken = await tx.operator.findUnique({
+          where: { email: input.email },
+          select: { id: true },
+        });
+        if (taken !== null) {
+          throw new AppError(
+            "CONFLICT",
+            `An operator with the email ${input.email} already exists.`,
+            {
+              fieldErrors: [{ path: "email", message: `${input.email} is already taken` }],
+            },
+          );
+        }
+      }
+      const row = await tx.operator.update({
+        where: { id: input.id },
+        data: {
+          email: input.email,
+          name: input.name,
+          role: input.role,
+          version: { increment: 1 },
+        },
+        select: operatorSelect,
+      });
+      if (current.role === "admin" && row.role !== "admin") await assertAnEnabledAdminRemains(tx);
+      const operator = toOperatorRecord(row);
+      return {
+        entityId: operator.id,
+        before: auditView(current),
+        after: auditView(operator),
+        value: { operator },
+      };
+    },
+  });
+}

@@ -1,0 +1,27 @@
+import { z } from "zod";
+import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
+import { parseOptions } from "../change-context";
+import { type ApiTokenRecord, apiTokenSelect, toApiTokenRecord } from "./api-token-record";
+
+export const ZListApiTokensOptions = z.strictObject({
+  /** Also list revoked and expired tokens. @default false */
+  includeInactive: z.boolean({ error: "includeInactive must be true or false" }).default(false),
+});
+export type ListApiTokensOptions = z.input<typeof ZListApiTokensOptions>;
+
+/** API tokens by name, then newest first; never their secrets or hashes. */
+export async function listApiTokens(
+  options: ListApiTokensOptions = {},
+  deps: Pick<AuthDeps, "db" | "nowMs"> = getAuthDeps(),
+): Promise<ApiTokenRecord[]> {
+  const input = parseOptions(ZListApiTokensOptions, options);
+  const nowMs = deps.nowMs();
+  const rows = await deps.db.apiToken.findMany({
+    where: input.includeInactive
+      ? {}
+      : { revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date(nowMs) } }] },
+    orderBy: [{ name: "asc" }, { createdAt: "desc" }],
+    select: apiTokenSelect,
+  });
+  return rows.map((row) => toApiTokenRecord(row, nowMs));
+}
