@@ -20,3 +20,42 @@ export const E2E_DATABASE_URL = databaseUrl.toString();
 export const E2E_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
 export const E2E_REDIS_PREFIX = `lpe:${run}:`;
 export const E2E_SESSION_SECRET = `e2e-session-secret-${run}-0123456789abcdef`;
+
+/** Demo gateways the global setup starts for the run, sharing the run's Redis prefix. */
+export const GATEWAY_PORTS = [E2E_PORT + 10, E2E_PORT + 11] as const;
+export const GATEWAY_URLS = GATEWAY_PORTS.map((port) => `http://127.0.0.1:${port}`);
+
+/** One operator per role, created by the global setup. Test-only credentials. */
+export const E2E_ACCOUNTS = {
+  admin: {
+    email: "ada.admin@e2e.test",
+    name: "Ada Admin",
+    role: "admin",
+    password: "e2e-admin-password-1",
+  },
+  operator: {
+    email: "oscar.operator@e2e.test",
+    name: "Oscar Operator",
+    role: "operator",
+    password: "e2e-operator-password-1",
+  },
+  viewer: {
+    email: "vera.viewer@e2e.test",
+    name: "Vera Viewer",
+    role: "viewer",
+    password: "e2e-viewer-password-1",
+  },
+} as const;
+export type E2ERole = keyof typeof E2E_ACCOUNTS;
+
+/** The environment every process of the run shares. */
+export function runEnvironment(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    DATABASE_URL: E2E_DATABASE_URL,
+    REDIS_URL: E2E_REDIS_URL,
+    REDIS_KEY_PREFIX: E2E_REDIS_PREFIX,
+    SESSION_SECRET: E2E_SESSION_SECRET,
+    NEXT_TELEMETRY_DISABLED: "1",
+  };
+}
