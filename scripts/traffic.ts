@@ -5,7 +5,7 @@
  *
  *   npm run traffic -- --gateways http://127.0.0.1:4001,http://127.0.0.1:4002 --duration 30s
  *
- * Options: `--duration` (`500ms`, `30s`, `2m`; default 10s), `--scale` (multiplies every rate and
+ * Options: `--duration` (`500ms`, `30s`, `2m`, or `forever`: until Ctrl-C; default 10s), `--scale` (multiplies every rate and
  * burst; default 1). Identifies customers the way the demo gateway reads them
  * (`Authorization: Bearer <id>`, `x-tier`).
  */
@@ -21,8 +21,10 @@ const { values } = parseArgs({
 });
 
 function parseDurationMs(text: string): number {
+  if (text.trim() === "forever") return Number.POSITIVE_INFINITY;
   const match = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(text.trim());
-  if (match === null) throw new Error(`--duration must look like 500ms, 30s or 2m, got ${text}`);
+  if (match === null)
+    throw new Error(`--duration must look like 500ms, 30s, 2m or forever, got ${text}`);
   const value = Number(match[1]);
   return match[2] === "ms" ? value : match[2] === "s" ? value * 1_000 : value * 60_000;
 }
@@ -165,7 +167,7 @@ function send(client: Client, endpoint: Endpoint): Promise<{ status: number; bod
   });
 }
 
-async function runClient(client: Client, tally: Tally, deadlineMs: number): Promise<void> {
+async function runClient(client: Client, tally: Tally, stop: StopAt): Promise<void> {
   let inFlight = 0;
   let endpointIndex = 0;
   const pending = new Set<Promise<void>>();
@@ -210,25 +212,38 @@ async function runClient(client: Client, tally: Tally, deadlineMs: number): Prom
   const startMs = performance.now();
   if (client.burst !== undefined) {
     const burstSize = Math.max(1, Math.round(client.burst.burstSize * scale));
-    for (let at = 0; startMs + at < deadlineMs; at += client.burst.everyMs) {
-      await sleepUntil(startMs + at);
+    for (let at = 0; startMs + at < stop.atMs; at += client.burst.everyMs) {
+      await sleepUntil(startMs + at, stop);
       for (let i = 0; i < burstSize; i++) fire();
     }
   } else {
     const intervalMs = 1_000 / ((client.ratePerSec ?? 1) * scale);
     for (let count = 0; ; count++) {
       const dueMs = startMs + count * intervalMs;
-      if (dueMs >= deadlineMs) break;
-      await sleepUntil(dueMs);
+      if (dueMs >= stop.atMs) break;
+      await sleepUntil(dueMs, stop);
       fire();
     }
   }
   await Promise.all(pending);
 }
 
-function sleepUntil(atMs: number): Promise<void> {
+/** When to stop: the deadline, or now once a signal arrives (`--duration forever`). */
+interface StopAt {
+  atMs: number;
+  wake: (() => void) | null;
+}
+
+function sleepUntil(atMs: number, stop: StopAt): Promise<void> {
   const waitMs = atMs - performance.now();
-  return waitMs <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, waitMs));
+  if (waitMs <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, waitMs);
+    stop.wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
 }
 
 function pad(text: string | number, width: number, alignRight = false): string {
@@ -243,14 +258,24 @@ const tallies = new Map<Client, Tally>(
   ]),
 );
 console.log(
-  `traffic: ${CLIENTS.length} clients over ${gateways.length} gateway(s) for ${durationMs} ms (scale ${scale})`,
+  `traffic: ${CLIENTS.length} clients over ${gateways.length} gateway(s) ${Number.isFinite(durationMs) ? `for ${durationMs} ms` : "until stopped"} (scale ${scale})`,
 );
-const deadlineMs = performance.now() + durationMs;
+const stops: StopAt[] = [];
+const stopAll = () => {
+  for (const stop of stops) {
+    stop.atMs = 0;
+    stop.wake?.();
+  }
+};
+process.once("SIGINT", stopAll);
+process.once("SIGTERM", stopAll);
 await Promise.all(
   CLIENTS.map((client) => {
     const tally = tallies.get(client);
     if (tally === undefined) throw new Error("no tally");
-    return runClient(client, tally, deadlineMs);
+    const stop: StopAt = { atMs: performance.now() + durationMs, wake: null };
+    stops.push(stop);
+    return runClient(client, tally, stop);
   }),
 );
 agent.destroy();

@@ -6,8 +6,10 @@
  *   console runs with a pool of one and hosts the worker's jobs itself.
  * - Redis: REDIS_URL when set; otherwise a private redis-server on a free port when one is
  *   installed; otherwise it stops with a one-line hint.
- * - Then: migrations, the Prisma client, the example policy (only into an empty database), a build
- *   of the console when missing or older than the sources, and the console and worker.
+ * - Then: migrations, the Prisma client, the example policy (only into an empty database), the
+ *   first admin (credentials printed) and a local API token, a build of the console when missing
+ *   or older than the sources; then the console, the worker, two demo gateways and the traffic
+ *   generator, and where to look.
  *
  * Ctrl-C stops everything it started.
  */
@@ -215,18 +217,67 @@ async function main(): Promise<void> {
   step(`Starting the console on port ${env.PORT}`);
   startService("console", NEXT, ["start", "-p", String(env.PORT)], childEnv);
 
+  const gatewayPorts = [await freePort(), await freePort()];
+  step(`Starting two demo gateways on ports ${gatewayPorts.join(" and ")}`);
+  for (const port of gatewayPorts) {
+    startService(
+      `gateway on ${port}`,
+      TSX,
+      ["scripts/gateway.ts", "--port", String(port), "--expected-gateways", "2"],
+      childEnv,
+    );
+  }
+  const gatewayUrls = gatewayPorts.map((port) => `http://127.0.0.1:${port}`);
+  await Promise.all(gatewayUrls.map((url) => untilAnswering(`${url}/healthz`, 60_000)));
+
+  step("Starting the traffic generator (customers on every tier, steady and bursty)");
+  startService(
+    "traffic",
+    TSX,
+    ["scripts/traffic.ts", "--gateways", gatewayUrls.join(","), "--duration", "forever"],
+    childEnv,
+  );
+
+  const credentials = readCredentials(path.join(STATE_DIR, "admin-credentials"));
   console.log(
     [
       "",
       `  Console:   http://127.0.0.1:${env.PORT}/   (status: http://127.0.0.1:${env.PORT}/status)`,
+      credentials === null
+        ? `  Sign in:   an admin existed already; ${path.relative(ROOT, path.join(STATE_DIR, "admin-credentials"))} has the one made on the first run`
+        : `  Sign in:   ${credentials.email} / ${credentials.password}   (also in ${path.relative(ROOT, path.join(STATE_DIR, "admin-credentials"))})`,
+      `  Gateways:  ${gatewayUrls.join("  ")}   (try: curl -i -H "Authorization: Bearer initech" ${gatewayUrls[0]}/v1/things)`,
+      `  Metrics:   ${gatewayUrls.map((url) => `${url}/metrics`).join("  ")}`,
+      `  API token: ${path.relative(ROOT, path.join(STATE_DIR, "api-token"))} (role operator; see the README's curl example)`,
       `  Postgres:  ${useEmbeddedPostgres ? `embedded (PGlite), data in ${path.relative(ROOT, path.join(STATE_DIR, "pgdata"))}` : database.host}`,
       `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : new URL(env.REDIS_URL).host}`,
-      `  Sign in:   ${path.relative(ROOT, path.join(STATE_DIR, "admin-credentials"))} (made on the first run)`,
-      `  API token: ${path.relative(ROOT, path.join(STATE_DIR, "api-token"))} (role operator; see the README's curl example)`,
-      "  Ctrl-C stops everything started here.",
+      "  Traffic is flowing; Ctrl-C stops everything started here.",
       "",
     ].join("\n"),
   );
+}
+
+/** The email and password `admin:create --save` wrote, when it did. */
+function readCredentials(file: string): { email: string; password: string } | null {
+  if (!existsSync(file)) return null;
+  const text = readFileSync(file, "utf8");
+  const email = /^email: (.+)$/m.exec(text)?.[1];
+  const password = /^password: (.+)$/m.exec(text)?.[1];
+  return email && password ? { email, password } : null;
+}
+
+async function untilAnswering(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline)
+      throw new Error(`${url} did not come up within ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
