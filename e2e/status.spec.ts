@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./fixtures";
 import { NO_REDIS_BASE_URL } from "./run-env";
 
 test.describe("status page", () => {
@@ -39,13 +39,11 @@ test.describe("status page", () => {
   });
 });
 
-test("every area is reachable from the navigation and says plainly what is not built", async ({
-  page,
-}) => {
+test("every area is reachable from the navigation once signed in", async ({ page, signIn }) => {
+  await signIn("viewer");
   await page.goto("/");
   for (const area of ["Policies", "Customers", "Overrides", "Audit log", "Dry-run"]) {
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: area }).click();
     await expect(page.getByRole("heading", { name: area, level: 1 })).toBeVisible();
-    await expect(page.getByRole("status")).toContainText("Not built yet");
   }
 });

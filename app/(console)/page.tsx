@@ -1,6 +1,8 @@
 import { NotBuilt } from "@/components/shell/not-built";
+import { requirePrincipal } from "@/lib/control/auth/current-principal";
 
-export default function OverviewPage() {
+export default async function OverviewPage() {
+  await requirePrincipal("metrics.read", { next: "/" });
   return (
     <NotBuilt
       area="Overview"

@@ -1,5 +1,7 @@
 import Link from "next/link";
 import type { ReactNode } from "react";
+import { SignOutButton } from "@/components/auth/sign-out-button";
+import type { Principal } from "@/lib/control/auth/principal";
 import { type NavItem, NavLinks } from "./nav-links";
 
 /** The areas of the console, in the order an operator reaches for them. */
@@ -13,7 +15,17 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { href: "/status", label: "Status" },
 ];
 
-export function AppShell({ children }: { children: ReactNode }) {
+/**
+ * The sidebar and the page. `principal` is who is signed in (null on the public status page): the
+ * shell shows who and with which role, so an operator knows what the console will let them do.
+ */
+export function AppShell({
+  children,
+  principal,
+}: {
+  children: ReactNode;
+  principal: Principal | null;
+}) {
   return (
     <div className="shell">
       <aside className="sidebar">
@@ -22,6 +34,19 @@ export function AppShell({ children }: { children: ReactNode }) {
           Limitplane
         </Link>
         <NavLinks items={NAV_ITEMS} />
+        <div className="who" data-testid="who">
+          {principal === null ? (
+            <Link href="/sign-in">Sign in</Link>
+          ) : (
+            <>
+              <span className="who-name">{principal.name}</span>{" "}
+              <span className="badge badge-muted" data-testid="who-role">
+                {principal.role}
+              </span>
+              {principal.kind === "operator" ? <SignOutButton /> : null}
+            </>
+          )}
+        </div>
         <div className="nav-footer">
           v{process.env.LIMITPLANE_VERSION ?? "dev"} · {process.env.LIMITPLANE_COMMIT ?? "unknown"}
         </div>

@@ -1,0 +1,39 @@
+import type { Metadata } from "next";
+import { redirect } from "next/navigation";
+import { SignInForm } from "@/components/auth/sign-in-form";
+import { safeNextPath } from "@/lib/console/safe-next-path";
+import { currentPrincipal } from "@/lib/control/auth/current-principal";
+
+export const metadata: Metadata = { title: "Sign in" };
+
+/** Stands alone, outside the console's shell. Already signed in: straight on to `next`. */
+export default async function SignInPage({
+  searchParams,
+}: {
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
+  const params = await searchParams;
+  const next = safeNextPath(typeof params.next === "string" ? params.next : undefined);
+  if ((await currentPrincipal()) !== null) redirect(next);
+  const signedOut = params.signedOut === "1";
+  return (
+    <main className="sign-in">
+      <div className="sign-in-card panel">
+        <div className="brand sign-in-brand">
+          <span className="brand-mark" aria-hidden="true" />
+          Limitplane
+        </div>
+        <h1>Sign in</h1>
+        {signedOut ? (
+          <p className="notice" role="status">
+            You are signed out.
+          </p>
+        ) : null}
+        <SignInForm next={next} />
+        <p className="muted small">
+          No account? An admin creates one (<code>npm run admin:create</code> for the first).
+        </p>
+      </div>
+    </main>
+  );
+}

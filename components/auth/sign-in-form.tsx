@@ -1,0 +1,101 @@
+"use client";
+
+import { useRouter } from "next/navigation";
+import { type FormEvent, useState } from "react";
+
+type FormState =
+  | { kind: "idle" }
+  | { kind: "submitting" }
+  | { kind: "error"; message: string; field?: "email" | "password" };
+
+interface ApiErrorBody {
+  error?: { code?: string; message?: string; details?: { issues?: { path?: string }[] } };
+}
+
+/** Posts to the sign-in API (which sets the session cookie) and then goes on to `next`. */
+export function SignInForm({ next }: { next: string }) {
+  const router = useRouter();
+  const [state, setState] = useState<FormState>({ kind: "idle" });
+
+  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget);
+    const email = String(form.get("email") ?? "").trim();
+    const password = String(form.get("password") ?? "");
+    if (email === "")
+      return setState({ kind: "error", field: "email", message: "Enter your email." });
+    if (password === "")
+      return setState({ kind: "error", field: "password", message: "Enter your password." });
+    setState({ kind: "submitting" });
+    let response: Response;
+    try {
+      response = await fetch("/api/v1/auth/sign-in", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email, password }),
+      });
+    } catch {
+      return setState({
+        kind: "error",
+        message: "The console did not answer. Check your connection and try again.",
+      });
+    }
+    if (response.ok) {
+      router.replace(next);
+      router.refresh();
+      return;
+    }
+    setState({ kind: "error", message: await describeFailure(response) });
+  }
+
+  const error = state.kind === "error" ? state : null;
+  return (
+    <form className="form" onSubmit={onSubmit} noValidate>
+      <label className="field">
+        <span>Email</span>
+        <input
+          name="email"
+          type="email"
+          autoComplete="username"
+          required
+          aria-invalid={error?.field === "email" || undefined}
+        />
+      </label>
+      <label className="field">
+        <span>Password</span>
+        <input
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          required
+          aria-invalid={error?.field === "password" || undefined}
+        />
+      </label>
+      {error ? (
+        <p className="field-error" role="alert">
+          {error.message}
+        </p>
+      ) : null}
+      <button className="button" type="submit" disabled={state.kind === "submitting"}>
+        {state.kind === "submitting" ? "Signing in…" : "Sign in"}
+      </button>
+    </form>
+  );
+}
+
+async function describeFailure(response: Response): Promise<string> {
+  let body: ApiErrorBody = {};
+  try {
+    body = (await response.json()) as ApiErrorBody;
+  } catch {
+    // Not JSON: fall through to the status-based message.
+  }
+  if (response.status === 429) {
+    const seconds = Number(response.headers.get("retry-after"));
+    return Number.isFinite(seconds) && seconds > 0
+      ? `Too many attempts. Try again in ${Math.ceil(seconds)} s.`
+      : "Too many attempts. Wait a little and try again.";
+  }
+  if (response.status === 401) return "That email and password do not match an active account.";
+  return body.error?.message ?? `Sign-in failed (HTTP ${response.status}).`;
+}
