@@ -25,9 +25,9 @@ const SOURCE: Record<TraceRule["source"], string> = {
   candidate: "dry-run candidate",
 };
 
-/** "12 of 20 left, full in 4 s", from a peek; nothing consumed. */
+/** "next request leaves 12 of 20, full in 4 s", from a peek; nothing consumed. */
 function describeLive(live: NonNullable<Explanation["checks"][number]["live"]>): string {
-  const left = `${formatNumber(live.remaining)} of ${formatNumber(live.limit)} left`;
+  const left = `next request leaves ${formatNumber(live.remaining)} of ${formatNumber(live.limit)}`;
   if (!live.allowed) {
     return `${left}; the next request is rejected (retry in ${formatDurationMs(live.retryAfterMs)})`;
   }
@@ -48,6 +48,10 @@ export function LimitsTrace({
 }) {
   const liveByBucket = new Map(
     explanation.checks.filter((check) => check.mode === "enforce").map((c) => [c.bucket, c]),
+  );
+  // A dry-run check runs on a bucket of its own, named by its rule's scope.
+  const dryRunByScope = new Map(
+    explanation.checks.filter((check) => check.mode === "dry-run").map((c) => [c.scope, c]),
   );
   const bindingScope = explanation.decision?.scope ?? null;
   return (
@@ -73,7 +77,12 @@ export function LimitsTrace({
               </tr>
             ) : (
               slot.rules.map((rule, index) => {
-                const check = rule.status === "applies" ? liveByBucket.get(slot.bucket) : undefined;
+                const check =
+                  rule.status === "applies"
+                    ? liveByBucket.get(slot.bucket)
+                    : rule.status === "dry-run"
+                      ? dryRunByScope.get(rule.scope)
+                      : undefined;
                 const isBinding = rule.status === "applies" && rule.scope === bindingScope;
                 return (
                   <tr

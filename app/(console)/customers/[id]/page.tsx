@@ -272,36 +272,74 @@ function RecentRejections({
       </EmptyState>
     );
   }
+  const groups = groupRejections(rejections.entries);
   return (
-    <div className={styles.tableScroll}>
-      <table className="data" data-testid="rejections">
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Endpoint class</th>
-            <th scope="col">Rejected by</th>
-            <th scope="col">Enforcer</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rejections.entries.map((rejection, index) => (
-            <tr
-              // biome-ignore lint/suspicious/noArrayIndexKey: a list read once, never reordered
-              key={`${rejection.atMs}:${index}`}
-              data-testid="rejection-row"
-            >
-              <td>
-                <LocalTime at={rejection.atMs} relative />
-              </td>
-              <td>{rejection.endpointClass ?? <span className="muted">unknown</span>}</td>
-              <td>
-                <code>{rejection.scope}</code>
-              </td>
-              <td className="muted small">{rejection.enforcerId ?? "—"}</td>
+    <>
+      <p className="muted small">
+        The latest {rejections.entries.length} rejections the enforcers reported (they keep each
+        customer's recent ones for an hour), by the limit that rejected them.
+      </p>
+      <div className={styles.tableScroll}>
+        <table className="data" data-testid="rejections">
+          <thead>
+            <tr>
+              <th scope="col">Rejected by</th>
+              <th scope="col">Endpoint class</th>
+              <th scope="col">Count</th>
+              <th scope="col">Latest</th>
+              <th scope="col">Earliest</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+          </thead>
+          <tbody>
+            {groups.map((group) => (
+              <tr key={`${group.scope}|${group.endpointClass ?? ""}`} data-testid="rejection-row">
+                <td>
+                  <code>{group.scope}</code>
+                </td>
+                <td>{group.endpointClass ?? <span className="muted">unknown</span>}</td>
+                <td>{group.count}</td>
+                <td>
+                  <LocalTime at={group.latestAtMs} relative />
+                </td>
+                <td>
+                  <LocalTime at={group.earliestAtMs} relative />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
   );
+}
+
+interface RejectionGroup {
+  readonly scope: string;
+  readonly endpointClass: string | null;
+  count: number;
+  latestAtMs: number;
+  earliestAtMs: number;
+}
+
+/** Rejections by (limit, endpoint class), the most recently rejecting first. */
+function groupRejections(entries: readonly CustomerRejectionEntry[]): RejectionGroup[] {
+  const groups = new Map<string, RejectionGroup>();
+  for (const entry of entries) {
+    const key = `${entry.scope}|${entry.endpointClass ?? ""}`;
+    const group = groups.get(key);
+    if (group === undefined) {
+      groups.set(key, {
+        scope: entry.scope,
+        endpointClass: entry.endpointClass,
+        count: 1,
+        latestAtMs: entry.atMs,
+        earliestAtMs: entry.atMs,
+      });
+    } else {
+      group.count++;
+      group.latestAtMs = Math.max(group.latestAtMs, entry.atMs);
+      group.earliestAtMs = Math.min(group.earliestAtMs, entry.atMs);
+    }
+  }
+  return [...groups.values()].sort((a, b) => b.latestAtMs - a.latestAtMs);
 }

@@ -95,6 +95,8 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
   const [preset, setPreset] = useState<string>("15");
   const [customMinutesText, setCustomMinutesText] = useState("30");
   const [reason, setReason] = useState("");
+  // The reason is asked for once the operator has been in the field, not before they start.
+  const [isReasonTouched, setIsReasonTouched] = useState(false);
   const [ticketUrl, setTicketUrl] = useState("");
   const [serverErrors, setServerErrors] = useState<FieldErrors>({});
   const [nowMs, setNowMs] = useState<number | null>(null);
@@ -173,7 +175,8 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
   if (ticketUrl.trim() !== "" && !/^https?:\/\/\S+$/.test(ticketUrl.trim())) {
     hints.ticketUrl = "A ticket link starts with http:// or https://";
   }
-  const errorOf = (field: Field) => serverErrors[field] ?? hints[field];
+  const errorOf = (field: Field) =>
+    serverErrors[field] ?? (field === "reason" && !isReasonTouched ? undefined : hints[field]);
   const isValid = Object.keys(hints).length === 0;
 
   const scopeWords = scope?.endpointClass ?? "all endpoints";
@@ -279,7 +282,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
           {mode === "factor" ? (
             <FieldBox
               id={`${formId}-factor`}
-              label="Multiplier"
+              label="Multiply by"
               error={errorOf("factor")}
               hint={`×${1 / maxFactor} to ×${maxFactor} (guardrail)`}
             >
@@ -373,6 +376,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
           value={reason}
           maxLength={1000}
           onChange={(event) => setReason(event.target.value)}
+          onBlur={() => setIsReasonTouched(true)}
           placeholder="What is happening and who approved it"
         />
       </FieldBox>
