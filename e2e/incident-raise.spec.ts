@@ -185,6 +185,15 @@ test("an operator raises a rejected customer's limit for 15 minutes, every enfor
   await expect(page.getByTestId("history-entry").first()).toContainText(reason);
   await shot(page, "customer-raised");
 
+  // The overrides page lists it in force, with its countdown.
+  await page.goto("/overrides");
+  await expect(page.getByTestId("current-incident").filter({ hasText: incidentId })).toContainText(
+    "left",
+  );
+  // The seed's standing override for globex is listed too.
+  await expect(page.getByTestId("customer-override-row").first()).toContainText("globex");
+  await shot(page, "overrides");
+
   // Revert restores the old limit.
   await page.goto(`/incidents/${incidentId}`);
   await page.getByRole("button", { name: "Revert now" }).click();
@@ -192,6 +201,11 @@ test("an operator raises a rejected customer's limit for 15 minutes, every enfor
   await expect(page.getByRole("heading", { level: 1 })).toContainText("reverted");
   await expect(page.getByText("all confirmed")).toBeVisible({ timeout: 30_000 });
   await shot(page, "incident-reverted");
+  await page.goto("/overrides");
+  await expect(page.getByTestId("ended-incident").filter({ hasText: incidentId })).toContainText(
+    "reverted",
+  );
+  await shot(page, "overrides-after-revert");
   await untilFull(api, 20);
   const reverted = await burst(CUSTOMER, BURST);
   console.log(`after the revert: ${reverted.allowed} of ${BURST} admitted`);
