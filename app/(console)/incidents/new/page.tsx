@@ -20,6 +20,7 @@ import {
   listIncidents,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { can } from "@/lib/control/auth/roles";
 import { readCustomerRejections } from "@/lib/server/ops/customer-rejections";
 import { IncidentForm } from "./incident-form";
 
@@ -33,10 +34,30 @@ export default async function NewIncidentPage({
   const params = await searchParams;
   const customerId = singleParam(params, "customer");
   const q = singleParam(params, "q")?.trim() || undefined;
-  await requirePrincipal("incident.write", {
+  const principal = await requirePrincipal("policy.read", {
     next: hrefWith("/incidents/new", { customer: customerId, q }),
   });
   await connection();
+  if (!can(principal.role, "incident.write")) {
+    // Said plainly instead of an error page; the API refuses the raise anyway (403).
+    return (
+      <>
+        <header className="page-header">
+          <h1>Raise a limit (incident)</h1>
+        </header>
+        <EmptyState
+          title={`Your role (${principal.role}) may not raise limits`}
+          action={
+            <Link className="button button-secondary" href="/overrides">
+              See overrides in force
+            </Link>
+          }
+        >
+          An operator or an admin can raise a customer's limit during an incident.
+        </EmptyState>
+      </>
+    );
+  }
 
   let customer: CustomerRecord | null = null;
   let lookupProblem: string | null = null;
