@@ -194,8 +194,15 @@ test("an operator raises a rejected customer's limit for 15 minutes, every enfor
   await expect(page.getByTestId("customer-override-row").first()).toContainText("globex");
   await shot(page, "overrides");
 
-  // Revert restores the old limit.
+  // Extend: one click moves the expiry 15 minutes later, and the enforcers confirm again.
   await page.goto(`/incidents/${incidentId}`);
+  await expect(page.getByTestId("incident-headline")).toContainText(/1[0-4] min \d+ s left/);
+  await page.getByRole("button", { name: "Extend +15 min" }).click();
+  await expect(page.getByTestId("incident-headline")).toContainText(/(29|30) min( \d+ s)? left/);
+  await expect(page.getByText("all confirmed")).toBeVisible({ timeout: 30_000 });
+  await shot(page, "incident-extended");
+
+  // Revert restores the old limit.
   await page.getByRole("button", { name: "Revert now" }).click();
   await page.getByRole("dialog").getByRole("button", { name: "Revert override" }).click();
   await expect(page.getByRole("heading", { level: 1 })).toContainText("reverted");
@@ -233,4 +240,30 @@ test("the customer page and the raise form at phone width", async ({ page, signI
   await page.goto("/incidents/new");
   await expect(page.getByRole("heading", { name: "Which customer?" })).toBeVisible();
   await shot(page, "incident-new-picker-390");
+});
+
+test("a guardrail the form cannot check is refused by the server and shown at the field", async ({
+  page,
+  signIn,
+}) => {
+  await signIn("operator");
+  await page.goto("/incidents/new?customer=globex");
+  await page.getByLabel("Scope").selectOption("reports");
+  await expect(page.getByText("Now: 15/s, bursts of 300")).toBeVisible();
+  await page.getByRole("radio", { name: "Absolute limit" }).check();
+  // The burst stays within ×10 (the form's hint is quiet) but the rate is ×60: only the server knows.
+  await page.getByLabel("Burst (capacity)").fill("600");
+  await page.getByLabel("Sustained rate (per second)").fill("900");
+  await page.getByLabel("Reason (required)").fill("e2e: a raise beyond the rate guardrail");
+  await page.getByRole("button", { name: "Review and raise" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Raise limit" }).click();
+  await expect(page.getByRole("dialog").getByRole("alert")).toBeVisible();
+  await page.getByRole("dialog").getByRole("button", { name: "Cancel" }).click();
+  await expect(page.getByTestId("field-error")).toContainText("maxIncidentFactor");
+  await page.screenshot({
+    path: test.info().outputPath("incident-new-refused.png"),
+    fullPage: true,
+  });
+  const incidents = await page.request.get("/api/v1/incidents?customerId=globex");
+  expect(((await incidents.json()) as { incidents: unknown[] }).incidents).toHaveLength(0);
 });

@@ -3,8 +3,14 @@
  * the enforced rule an incident scales (the customer's override, else the tier's), read from the
  * resolution trace. Pure: the page passes explanations it already has.
  */
-import type { Explanation } from "@/lib/control";
+
 import type { LimitSpec } from "@/lib/limiter/types";
+import type { ResolutionTrace } from "@/lib/policy";
+
+/** What these functions read of an explanation: its trace. */
+export interface Traced {
+  readonly trace: ResolutionTrace;
+}
 
 export interface IncidentScopeOption {
   /** `account`, or the endpoint class's name. */
@@ -22,7 +28,7 @@ export interface IncidentScopeOption {
 
 type Layer = "account" | "endpoint";
 
-function layerLimits(explanation: Explanation, layer: Layer) {
+function layerLimits(explanation: Traced, layer: Layer) {
   const slot = explanation.trace.slots.find((candidate) => candidate.layer === layer);
   if (slot === undefined) return { current: null, base: null };
   const applying = slot.rules.find((rule) => rule.status === "applies");
@@ -39,7 +45,7 @@ function layerLimits(explanation: Explanation, layer: Layer) {
 
 export function incidentScopeOptions(
   classes: readonly { readonly name: string; readonly displayName: string | null }[],
-  explanations: ReadonlyMap<string, Explanation>,
+  explanations: ReadonlyMap<string, Traced>,
   activeIncidents: readonly { readonly id: string; readonly endpointClass: string | null }[],
 ): IncidentScopeOption[] {
   const activeOn = (endpointClass: string | null) =>
@@ -78,7 +84,7 @@ export function incidentScopeOptions(
  */
 export function scopeOfRejection(
   rejection: { readonly scope: string; readonly endpointClass: string | null } | undefined,
-  explanations: ReadonlyMap<string, Explanation>,
+  explanations: ReadonlyMap<string, Traced>,
 ): string | null {
   if (rejection === undefined || rejection.endpointClass === null) return null;
   const explanation = explanations.get(rejection.endpointClass);

@@ -4,7 +4,7 @@
  * are skipped: the list is a diagnostic, not a record.
  */
 import { z } from "zod";
-import { opsRedis, opsRedisNames } from "./ops-redis";
+import { getOpsRedisDeps, type OpsRedisDeps, opsRedisNames } from "./ops-redis";
 
 export interface CustomerRejectionEntry {
   readonly atMs: number;
@@ -24,8 +24,9 @@ const ZStoredRejection = z.object({
 export async function readCustomerRejections(
   customerId: string,
   limit = 50,
+  deps: OpsRedisDeps = getOpsRedisDeps(),
 ): Promise<CustomerRejectionEntry[]> {
-  const raw = await opsRedis().lrange(opsRedisNames().rejections(customerId), 0, limit - 1);
+  const raw = await deps.redis.lrange(opsRedisNames(deps).rejections(customerId), 0, limit - 1);
   const entries: CustomerRejectionEntry[] = [];
   for (const text of raw) {
     try {
@@ -35,5 +36,6 @@ export async function readCustomerRejections(
       // Not JSON: skipped (see the header).
     }
   }
-  return entries;
+  // Several enforcers push to one list: keep it newest first whatever the flush order.
+  return entries.sort((a, b) => b.atMs - a.atMs);
 }

@@ -4,7 +4,7 @@
  * score in `enforcers` is recent; a clean shutdown removes both.
  */
 import { z } from "zod";
-import { opsRedis, opsRedisNames } from "./ops-redis";
+import { getOpsRedisDeps, type OpsRedisDeps, opsRedisNames } from "./ops-redis";
 
 /** Heartbeats older than this are not counted as live (the enforcer's default TTL is 10 s). */
 export const LIVE_HEARTBEAT_MS = 15_000;
@@ -37,9 +37,12 @@ const ZHeartbeat = z.object({
 });
 
 /** Every enforcer with a heartbeat within {@link LIVE_HEARTBEAT_MS}, by id. */
-export async function readLiveEnforcers(nowMs: number = Date.now()): Promise<LiveEnforcer[]> {
-  const redis = opsRedis();
-  const names = opsRedisNames();
+export async function readLiveEnforcers(
+  nowMs: number = Date.now(),
+  deps: OpsRedisDeps = getOpsRedisDeps(),
+): Promise<LiveEnforcer[]> {
+  const { redis } = deps;
+  const names = opsRedisNames(deps);
   const ids = await redis.zrangebyscore(names.enforcers, nowMs - LIVE_HEARTBEAT_MS, "+inf");
   if (ids.length === 0) return [];
   const pipeline = redis.pipeline();

@@ -17,6 +17,16 @@ export function opsRedis(): Redis {
   return globalForOps.limitplaneOpsRedis;
 }
 
-export function opsRedisNames() {
-  return enforcerRedisNames(loadEnv().REDIS_KEY_PREFIX);
+/** What the readers need: a client and the installation's key prefix (tests pass their own). */
+export interface OpsRedisDeps {
+  readonly redis: Pick<Redis, "zrangebyscore" | "pipeline" | "lrange">;
+  readonly prefix: string;
+}
+
+export function getOpsRedisDeps(): OpsRedisDeps {
+  return { redis: opsRedis(), prefix: loadEnv().REDIS_KEY_PREFIX };
+}
+
+export function opsRedisNames(deps: OpsRedisDeps) {
+  return enforcerRedisNames(deps.prefix);
 }
