@@ -9,9 +9,9 @@
  * bucket (the explain API's peek says so), so it admits the capacity plus what refills during the
  * burst: at least 20 before, at least 60 after the raise.
  */
-import type { APIRequestContext, Page } from "@playwright/test";
+import { type APIRequestContext, type Page, request as playwrightRequest } from "@playwright/test";
 import { expect, test } from "./fixtures";
-import { BASE_URL, GATEWAY_URLS } from "./run-env";
+import { BASE_URL, E2E_ACCOUNTS, GATEWAY_URLS } from "./run-env";
 
 const CUSTOMER = "initech";
 const BURST = 120;
@@ -242,7 +242,7 @@ test("the customer page and the raise form at phone width", async ({ page, signI
   await shot(page, "incident-new-picker-390");
 });
 
-test("a guardrail the form cannot check is refused by the server and shown at the field", async ({
+test("guardrails: the form's hint at the field, and the server's refusal at the same field", async ({
   page,
   signIn,
 }) => {
@@ -251,19 +251,57 @@ test("a guardrail the form cannot check is refused by the server and shown at th
   await page.getByLabel("Scope").selectOption("reports");
   await expect(page.getByText("Now: 15/s, bursts of 300")).toBeVisible();
   await page.getByRole("radio", { name: "Absolute limit" }).check();
-  // The burst stays within ×10 (the form's hint is quiet) but the rate is ×60: only the server knows.
+  // Burst ×2 is fine, but a rate ×60 is beyond the ×10 guardrail: said at the field, not sendable.
   await page.getByLabel("Burst (capacity)").fill("600");
   await page.getByLabel("Sustained rate (per second)").fill("900");
-  await page.getByLabel("Reason (required)").fill("e2e: a raise beyond the rate guardrail");
-  await page.getByRole("button", { name: "Review and raise" }).click();
-  await page.getByRole("dialog").getByRole("button", { name: "Raise limit" }).click();
-  await expect(page.getByRole("dialog").getByRole("alert")).toBeVisible();
-  await page.getByRole("dialog").getByRole("button", { name: "Cancel" }).click();
-  await expect(page.getByTestId("field-error")).toContainText("maxIncidentFactor");
-  await page.screenshot({
-    path: test.info().outputPath("incident-new-refused.png"),
-    fullPage: true,
+  await page.getByLabel("Reason (required)").fill("e2e: a raise beyond the guardrails");
+  await expect(page.getByTestId("field-error")).toContainText("That rate is ×60");
+  await expect(page.getByRole("button", { name: "Review and raise" })).toBeDisabled();
+  await page.screenshot({ path: test.info().outputPath("incident-new-hint.png"), fullPage: true });
+
+  // The form loaded with a ×10 guardrail; an admin tightens it to ×4 meanwhile. The form's hint
+  // cannot know, so ×5 goes to the server, which refuses it at the multiplier.
+  await page.getByRole("radio", { name: "Multiplier" }).check();
+  await page.getByLabel("Multiply by").fill("5");
+  await expect(page.getByRole("button", { name: "Review and raise" })).toBeEnabled();
+  const admin = await playwrightRequest.newContext({
+    baseURL: BASE_URL,
+    extraHTTPHeaders: { origin: BASE_URL, "x-forwarded-for": "10.97.0.1" },
   });
+  const signedIn = await admin.post("/api/v1/auth/sign-in", {
+    data: { email: E2E_ACCOUNTS.admin.email, password: E2E_ACCOUNTS.admin.password },
+  });
+  expect(signedIn.status(), await signedIn.text()).toBe(200);
+  const setFactor = async (maxIncidentFactor: number) => {
+    const current = (await (await admin.get("/api/v1/settings")).json()) as {
+      settings: { version: number };
+    };
+    const response = await admin.patch("/api/v1/settings", {
+      data: {
+        expectedVersion: current.settings.version,
+        guardrails: { maxIncidentFactor },
+        reason: `e2e: guardrail ×${maxIncidentFactor} for the refusal test`,
+      },
+    });
+    expect(response.status(), await response.text()).toBe(200);
+  };
+  await setFactor(4);
+  try {
+    await page.getByRole("button", { name: "Review and raise" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Raise limit" }).click();
+    await expect(page.getByRole("dialog").getByRole("alert")).toContainText("factor");
+    await page.getByRole("dialog").getByRole("button", { name: "Cancel" }).click();
+    await expect(page.getByTestId("field-error")).toContainText(
+      "the maximum raise is 4x (guardrails.maxIncidentFactor)",
+    );
+    await page.screenshot({
+      path: test.info().outputPath("incident-new-refused.png"),
+      fullPage: true,
+    });
+  } finally {
+    await setFactor(10);
+    await admin.dispose();
+  }
   const incidents = await page.request.get("/api/v1/incidents?customerId=globex");
   expect(((await incidents.json()) as { incidents: unknown[] }).incidents).toHaveLength(0);
 });

@@ -198,7 +198,7 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
               ) : null}
             </>
           )}{" "}
-          {isAllConfirmed ? null : <AutoRefresh intervalMs={2_000} />}
+          {isAllConfirmed ? null : <AutoRefresh intervalMs={1_000} />}
         </p>
         {!fleet.ok ? (
           <p className="muted" role="status">

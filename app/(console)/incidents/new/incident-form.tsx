@@ -162,9 +162,14 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
   } else if (after === null) {
     hints.limit = "Enter numbers greater than 0.";
   } else if (scope?.base) {
-    const ratio = limitParts(after).size / limitParts(scope.base).size;
-    if (ratio > maxFactor + 1e-9 || ratio < 1 / maxFactor - 1e-9) {
-      hints.limit = `That is ${formatFactor(ratio)} the limit it replaces; the guardrail allows ×${1 / maxFactor} to ×${maxFactor} (maxIncidentFactor).`;
+    const isBeyond = (ratio: number) => ratio > maxFactor + 1e-9 || ratio < 1 / maxFactor - 1e-9;
+    const next = limitParts(after);
+    const replaced = limitParts(scope.base);
+    const sizeRatio = next.size / replaced.size;
+    const rateRatio = next.rate === null || replaced.rate === null ? 1 : next.rate / replaced.rate;
+    if (isBeyond(sizeRatio) || isBeyond(rateRatio)) {
+      const ratio = isBeyond(sizeRatio) ? sizeRatio : rateRatio;
+      hints.limit = `That ${isBeyond(sizeRatio) ? "burst" : "rate"} is ${formatFactor(ratio)} the limit it replaces; the guardrail allows ×${1 / maxFactor} to ×${maxFactor} (maxIncidentFactor).`;
     }
   }
   if (!(durationMs >= 60_000)) hints.duration = "Enter a duration of at least 1 minute.";
@@ -175,6 +180,13 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
   if (ticketUrl.trim() !== "" && !/^https?:\/\/\S+$/.test(ticketUrl.trim())) {
     hints.ticketUrl = "A ticket link starts with http:// or https://";
   }
+  // A refusal belongs to what was sent: editing anything clears it until the next attempt.
+  const edit =
+    <Value,>(setter: (value: Value) => void) =>
+    (value: Value) => {
+      setServerErrors({});
+      setter(value);
+    };
   const errorOf = (field: Field) =>
     serverErrors[field] ?? (field === "reason" && !isReasonTouched ? undefined : hints[field]);
   const isValid = Object.keys(hints).length === 0;
@@ -263,7 +275,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
                 name="mode"
                 value="factor"
                 checked={mode === "factor"}
-                onChange={() => setMode("factor")}
+                onChange={() => edit(setMode)("factor")}
                 disabled={scope.base === null}
               />
               Multiplier
@@ -274,7 +286,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
                 name="mode"
                 value="limit"
                 checked={mode === "limit"}
-                onChange={() => setMode("limit")}
+                onChange={() => edit(setMode)("limit")}
               />
               Absolute limit
             </label>
@@ -290,7 +302,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
                 id={`${formId}-factor`}
                 inputMode="decimal"
                 value={factorText}
-                onChange={(event) => setFactorText(event.target.value)}
+                onChange={(event) => edit(setFactorText)(event.target.value)}
               />
             </FieldBox>
           ) : template !== null ? (
@@ -303,7 +315,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
                 id={`${formId}-size`}
                 inputMode="numeric"
                 value={sizeText}
-                onChange={(event) => setSizeText(event.target.value)}
+                onChange={(event) => edit(setSizeText)(event.target.value)}
               />
               {limitParts(template).rate !== null ? (
                 <>
@@ -312,7 +324,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
                     id={`${formId}-rate`}
                     inputMode="decimal"
                     value={rateText}
-                    onChange={(event) => setRateText(event.target.value)}
+                    onChange={(event) => edit(setRateText)(event.target.value)}
                   />
                 </>
               ) : null}
@@ -332,7 +344,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
                   name="duration"
                   value={option.value}
                   checked={preset === option.value}
-                  onChange={() => setPreset(option.value)}
+                  onChange={() => edit(setPreset)(option.value)}
                 />
                 {option.label}
               </label>
@@ -343,7 +355,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
                 name="duration"
                 value="custom"
                 checked={preset === "custom"}
-                onChange={() => setPreset("custom")}
+                onChange={() => edit(setPreset)("custom")}
               />
               Custom
             </label>
@@ -359,7 +371,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
                 id={`${formId}-minutes`}
                 inputMode="numeric"
                 value={customMinutesText}
-                onChange={(event) => setCustomMinutesText(event.target.value)}
+                onChange={(event) => edit(setCustomMinutesText)(event.target.value)}
               />
             </FieldBox>
           ) : errorOf("duration") ? (
@@ -375,7 +387,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
           id={`${formId}-reason`}
           value={reason}
           maxLength={1000}
-          onChange={(event) => setReason(event.target.value)}
+          onChange={(event) => edit(setReason)(event.target.value)}
           onBlur={() => setIsReasonTouched(true)}
           placeholder="What is happening and who approved it"
         />
@@ -385,7 +397,7 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
           id={`${formId}-ticket`}
           type="url"
           value={ticketUrl}
-          onChange={(event) => setTicketUrl(event.target.value)}
+          onChange={(event) => edit(setTicketUrl)(event.target.value)}
           placeholder="https://tickets.example.com/INC-123"
         />
       </FieldBox>
