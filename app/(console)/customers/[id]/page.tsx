@@ -111,7 +111,7 @@ export default async function CustomerPage({
         </p>
         <div className={styles.headerRow}>
           <div>
-            <h1>
+            <h1 className={styles.wrap}>
               {customer.displayName} <code className="muted">{customer.id}</code>
             </h1>
             <p>

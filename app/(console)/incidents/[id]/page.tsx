@@ -96,7 +96,7 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
           </Link>{" "}
           · <Link href="/overrides">Overrides</Link>
         </p>
-        <h1>
+        <h1 className={styles.wrap}>
           Incident override <code>{incident.id}</code>{" "}
           <Badge tone={STATE_TONE[incident.state]} dot>
             {incident.state}
@@ -129,7 +129,7 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
 
       <section className="panel" aria-labelledby="facts-heading">
         <h2 id="facts-heading">Details</h2>
-        <dl className="facts">
+        <dl className={`facts ${styles.facts}`}>
           <dt>Customer</dt>
           <dd>
             <Link href={`/customers/${encodeURIComponent(incident.customerId)}`}>
