@@ -1,6 +1,8 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { redirect } from "next/navigation";
 import { connection } from "next/server";
+import { AlertList } from "@/components/alerts/alert-list";
 import { ForwardPager } from "@/components/ops/forward-pager";
 import styles from "@/components/ops/ops.module.css";
 import { hrefWith, type PageSearchParams, singleParam } from "@/components/ops/search-params";
@@ -9,7 +11,7 @@ import { Countdown } from "@/components/ui/countdown";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
-import { formatFactor, formatLimit } from "@/lib/console";
+import { detectExpiringIncidents, formatFactor, formatLimit } from "@/lib/console";
 import {
   type IncidentState,
   type IncidentWithState,
@@ -36,6 +38,10 @@ const STATE_TONE: Record<IncidentState, BadgeTone> = {
   reverted: "muted",
 };
 
+function incidentHref(incidentId: string): string {
+  return `/incidents/${encodeURIComponent(incidentId)}`;
+}
+
 function incidentChange(incident: IncidentWithState): string {
   if (incident.factor !== null) return formatFactor(incident.factor);
   return incident.limit === null ? "" : formatLimit(incident.limit);
@@ -48,9 +54,12 @@ export default async function OverridesPage({
 }) {
   const params = await searchParams;
   const after = singleParam(params, "after");
+  const incidentParam = singleParam(params, "incident");
   const principal = await requirePrincipal("policy.read", {
-    next: hrefWith("/overrides", { after }),
+    next: hrefWith("/overrides", { after, incident: incidentParam }),
   });
+  // Alerts link an expiring incident here (`AlertList`'s default): its own page has extend/revert.
+  if (incidentParam !== undefined) redirect(`/incidents/${encodeURIComponent(incidentParam)}`);
   await connection();
   const serverNowMs = Date.now();
   const [current, history, overrides] = await Promise.all([
@@ -63,6 +72,7 @@ export default async function OverridesPage({
       },
     ),
   ]);
+  const expiring = detectExpiringIncidents(current, { nowMs: serverNowMs });
 
   return (
     <>
@@ -82,6 +92,8 @@ export default async function OverridesPage({
           ) : null}
         </div>
       </header>
+
+      <AlertList alerts={expiring} nowMs={serverNowMs} incidentHref={incidentHref} />
 
       <section className="panel" aria-labelledby="current-heading">
         <h2 id="current-heading">Incident overrides in force</h2>
