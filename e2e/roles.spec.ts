@@ -8,8 +8,13 @@ import { expect, test } from "./fixtures";
 import { BASE_URL, E2E_ACCOUNTS, type E2ERole } from "./run-env";
 
 const CUSTOMER = "globex";
-/** Controls that change something; none may be offered to a viewer. */
-const MUTATING = /\b(raise|extend|revert|edit|promote|delete|discard|create|add|save|import)\b/i;
+/**
+ * Controls that change something, by the verb their label starts with; none may be offered to a
+ * viewer. Anchored, so a link named after an entity ("tier-edit-test", "customer.create") is not
+ * mistaken for a control.
+ */
+const MUTATING =
+  /^\s*(raise|extend|revert|edit|promote|delete|discard|create|add|save|import|new|disable|enable|reset|revoke)\b/i;
 const PAGES = [
   "/",
   "/policies",
@@ -209,6 +214,12 @@ test("an operator is offered raise, extend and revert", async ({ page, signIn })
   await signIn("operator");
   await page.goto(`/customers/${CUSTOMER}`);
   await expect(page.getByRole("link", { name: "Raise limit (incident)" })).toBeVisible();
+  // The pattern the viewer test relies on does find controls when they are offered.
+  expect(
+    await page.getByRole("main").getByRole("link", { name: MUTATING }).count(),
+  ).toBeGreaterThan(0);
+  await page.goto("/incidents/inc-2025-06-02-acme");
+  await expect(page.getByRole("main").getByRole("button", { name: MUTATING })).toHaveCount(2);
   await page.goto("/overrides");
   await expect(page.getByRole("link", { name: "Raise a limit (incident)" })).toBeVisible();
 });
