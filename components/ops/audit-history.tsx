@@ -16,7 +16,7 @@ function entityHref(entry: AuditEntryRecord): string | null {
 /** Audit entries, newest first: who, when, what, why, and the before/after diff. */
 export function AuditHistory({ entries }: { entries: readonly AuditEntryRecord[] }) {
   return (
-    <ol className="plain-list" style={{ listStyle: "none", padding: 0, margin: 0 }}>
+    <ol className={styles.history}>
       {entries.map((entry) => {
         const href = entityHref(entry);
         return (
