@@ -283,6 +283,14 @@ test("guardrails: the form's hint at the field, and the server's refusal at the 
   await expect(page.getByTestId("field-error")).toContainText("That rate is ×60");
   await expect(page.getByRole("button", { name: "Review and raise" })).toBeDisabled();
   await page.screenshot({ path: test.info().outputPath("incident-new-hint.png"), fullPage: true });
+  // acme's seeded incident is active on all endpoints: a second one there would overlap.
+  await page.goto("/incidents/new?customer=acme");
+  await page.getByLabel("Scope").selectOption("account");
+  await expect(page.getByTestId("field-error").first()).toContainText("already active here");
+  await expect(page.getByRole("link", { name: /Open inc-2025-06-02-acme/ })).toBeVisible();
+  await page.goto("/incidents/new?customer=globex");
+  await page.getByLabel("Scope").selectOption("reports");
+  await page.getByLabel("Reason (required)").fill("e2e: a raise beyond the guardrails");
 
   // The form loaded with a ×10 guardrail; an admin tightens it to ×4 meanwhile. The form's hint
   // cannot know, so ×5 goes to the server, which refuses it at the multiplier.

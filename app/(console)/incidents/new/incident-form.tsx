@@ -1,5 +1,6 @@
 "use client";
 
+import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect, useId, useMemo, useState } from "react";
 import { readApiError } from "@/components/ops/api-error";
@@ -264,6 +265,13 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
           <p className={styles.hint}>
             Now: {scope.current ? formatLimit(scope.current) : "no limit on this layer"}
           </p>
+          {scope.activeIncidentId !== null ? (
+            <p className={styles.hint}>
+              <Link href={`/incidents/${encodeURIComponent(scope.activeIncidentId)}`}>
+                Open {scope.activeIncidentId} to extend or revert it
+              </Link>
+            </p>
+          ) : null}
         </FieldBox>
 
         <div>
