@@ -1,13 +1,249 @@
 import type { Metadata } from "next";
-import { NotBuilt } from "@/components/shell/not-built";
+import Link from "next/link";
+import { redirect } from "next/navigation";
+import { connection } from "next/server";
+import { AlertList } from "@/components/alerts/alert-list";
+import { ForwardPager } from "@/components/ops/forward-pager";
+import styles from "@/components/ops/ops.module.css";
+import { hrefWith, type PageSearchParams, singleParam } from "@/components/ops/search-params";
+import { Badge, type BadgeTone } from "@/components/ui/badge";
+import { Countdown } from "@/components/ui/countdown";
+import { EmptyState } from "@/components/ui/empty-state";
+import { ErrorState } from "@/components/ui/error-state";
+import { LocalTime } from "@/components/ui/local-time";
+import { detectExpiringIncidents, formatFactor, formatLimit } from "@/lib/console";
+import {
+  type IncidentState,
+  type IncidentWithState,
+  isAppError,
+  listIncidents,
+} from "@/lib/control";
+import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { can } from "@/lib/control/auth/roles";
+import {
+  type CustomerOverridePage,
+  listAllCustomerOverrides,
+} from "@/lib/control/customer-override/list-all-customer-overrides";
 
 export const metadata: Metadata = { title: "Overrides" };
 
-export default function OverridesPage() {
+const CURRENT_LIMIT = 100;
+const HISTORY_LIMIT = 20;
+const OVERRIDES_PAGE_SIZE = 25;
+
+const STATE_TONE: Record<IncidentState, BadgeTone> = {
+  active: "ok",
+  upcoming: "warn",
+  expired: "muted",
+  reverted: "muted",
+};
+
+function incidentHref(incidentId: string): string {
+  return `/incidents/${encodeURIComponent(incidentId)}`;
+}
+
+function incidentChange(incident: IncidentWithState): string {
+  if (incident.factor !== null) return formatFactor(incident.factor);
+  return incident.limit === null ? "" : formatLimit(incident.limit);
+}
+
+export default async function OverridesPage({
+  searchParams,
+}: {
+  searchParams: Promise<PageSearchParams>;
+}) {
+  const params = await searchParams;
+  const after = singleParam(params, "after");
+  const incidentParam = singleParam(params, "incident");
+  const principal = await requirePrincipal("policy.read", {
+    next: hrefWith("/overrides", { after, incident: incidentParam }),
+  });
+  // Alerts link an expiring incident here (`AlertList`'s default): its own page has extend/revert.
+  if (incidentParam !== undefined) redirect(`/incidents/${encodeURIComponent(incidentParam)}`);
+  await connection();
+  const serverNowMs = Date.now();
+  const [current, history, overrides] = await Promise.all([
+    listIncidents({ status: "current", limit: CURRENT_LIMIT, nowMs: serverNowMs }),
+    listIncidents({ status: "history", limit: HISTORY_LIMIT, nowMs: serverNowMs }),
+    listAllCustomerOverrides({ after, limit: OVERRIDES_PAGE_SIZE }).catch(
+      (error: unknown): CustomerOverridePage | string => {
+        if (isAppError(error) && error.code === "VALIDATION_FAILED") return error.message;
+        throw error;
+      },
+    ),
+  ]);
+  const expiring = detectExpiringIncidents(current, { nowMs: serverNowMs });
+
   return (
-    <NotBuilt
-      area="Overrides"
-      purpose="Per-customer overrides and time-limited incident overrides, with their owners and expiry."
-    />
+    <>
+      <header className="page-header">
+        <div className={styles.headerRow}>
+          <div>
+            <h1>Overrides</h1>
+            <p>
+              Time-limited incident overrides, which end by themselves, and standing per-customer
+              overrides.
+            </p>
+          </div>
+          {can(principal.role, "incident.write") ? (
+            <Link className="button" href="/incidents/new">
+              Raise a limit (incident)
+            </Link>
+          ) : null}
+        </div>
+      </header>
+
+      <AlertList alerts={expiring} nowMs={serverNowMs} incidentHref={incidentHref} />
+
+      <section className="panel" aria-labelledby="current-heading">
+        <h2 id="current-heading">Incident overrides in force</h2>
+        {current.length === 0 ? (
+          <EmptyState title="No incident override is active or upcoming">
+            Raise one from a customer's page when an incident needs it.
+          </EmptyState>
+        ) : (
+          <IncidentTable incidents={current} serverNowMs={serverNowMs} isCurrent />
+        )}
+        {current.length === CURRENT_LIMIT ? (
+          <p className="muted small">
+            Showing the {CURRENT_LIMIT} expiring soonest; more are in force. Find the rest from each
+            customer's page.
+          </p>
+        ) : null}
+      </section>
+
+      <section className="panel" aria-labelledby="customer-overrides-heading">
+        <h2 id="customer-overrides-heading">Per-customer overrides</h2>
+        {typeof overrides === "string" ? (
+          <ErrorState
+            title="This page link is out of date"
+            message={overrides}
+            retryHref="/overrides"
+          />
+        ) : overrides.overrides.length === 0 ? (
+          <EmptyState title="No per-customer overrides">
+            Customers run on their tier's limits.
+          </EmptyState>
+        ) : (
+          <>
+            <div className={styles.tableScroll}>
+              <table className="data">
+                <thead>
+                  <tr>
+                    <th scope="col">Customer</th>
+                    <th scope="col">Scope</th>
+                    <th scope="col">Limit</th>
+                    <th scope="col">Last changed</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {overrides.overrides.map((override) => (
+                    <tr key={override.scope} data-testid="customer-override-row">
+                      <td>
+                        <Link href={`/customers/${encodeURIComponent(override.customerId)}`}>
+                          <code>{override.customerId}</code>
+                        </Link>
+                      </td>
+                      <td>{override.endpointClass ?? "all endpoints"}</td>
+                      <td>{formatLimit(override.limit)}</td>
+                      <td>
+                        <LocalTime at={override.updatedAt} relative />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <ForwardPager
+              label="Customer override pages"
+              firstHref={after === undefined ? null : "/overrides"}
+              nextHref={
+                overrides.nextCursor === null
+                  ? null
+                  : hrefWith("/overrides", { after: overrides.nextCursor })
+              }
+            />
+          </>
+        )}
+      </section>
+
+      <section className="panel" aria-labelledby="history-heading">
+        <h2 id="history-heading">Recently ended incident overrides</h2>
+        {history.length === 0 ? (
+          <EmptyState title="No incident override has ended yet" />
+        ) : (
+          <>
+            <IncidentTable incidents={history} serverNowMs={serverNowMs} isCurrent={false} />
+            <p className="muted small">
+              The latest {HISTORY_LIMIT} by start; the audit log holds every one.
+            </p>
+          </>
+        )}
+      </section>
+    </>
+  );
+}
+
+function IncidentTable({
+  incidents,
+  serverNowMs,
+  isCurrent,
+}: {
+  incidents: readonly IncidentWithState[];
+  serverNowMs: number;
+  isCurrent: boolean;
+}) {
+  return (
+    <div className={styles.tableScroll}>
+      <table className="data">
+        <thead>
+          <tr>
+            <th scope="col">Incident</th>
+            <th scope="col">Customer</th>
+            <th scope="col">Scope</th>
+            <th scope="col">Change</th>
+            <th scope="col">{isCurrent ? "Expires" : "Ended"}</th>
+            <th scope="col">Owner and reason</th>
+          </tr>
+        </thead>
+        <tbody>
+          {incidents.map((incident) => (
+            <tr key={incident.id} data-testid={isCurrent ? "current-incident" : "ended-incident"}>
+              <td>
+                <Link href={`/incidents/${encodeURIComponent(incident.id)}`}>
+                  <code>{incident.id}</code>
+                </Link>{" "}
+                <Badge tone={STATE_TONE[incident.state]}>{incident.state}</Badge>
+              </td>
+              <td>
+                <Link href={`/customers/${encodeURIComponent(incident.customerId)}`}>
+                  <code>{incident.customerId}</code>
+                </Link>
+              </td>
+              <td>{incident.endpointClass ?? "all endpoints"}</td>
+              <td>{incidentChange(incident)}</td>
+              <td>
+                {isCurrent ? (
+                  <Countdown expiresAt={incident.expiresAt} serverNowMs={serverNowMs} />
+                ) : (
+                  <LocalTime
+                    at={
+                      incident.state === "reverted" && incident.revokedAt !== null
+                        ? incident.revokedAt
+                        : incident.expiresAt
+                    }
+                    relative
+                  />
+                )}
+              </td>
+              <td>
+                {incident.owner}
+                <div className={`muted small ${styles.reason}`}>{incident.reason}</div>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

@@ -1,0 +1,10 @@
+"use client";
+
+import { RouteError } from "@/components/ops/route-error";
+
+export default function CustomersError(props: {
+  error: Error & { digest?: string };
+  reset: () => void;
+}) {
+  return <RouteError area="Customers" {...props} />;
+}
