@@ -1,0 +1,245 @@
+/**
+ * Watching and reviewing: audited changes made through the API by two people (an admin and an
+ * operator, each with their own session) are found in the audit log by customer and by actor,
+ * exactly and with their before/after values; and the overview draws the fleet and the charts.
+ */
+import { type APIRequestContext, type Page, request as playwrightRequest } from "@playwright/test";
+import { expect, test } from "./fixtures";
+import { BASE_URL, E2E_ACCOUNTS, type E2ERole } from "./run-env";
+
+const run = Date.now().toString(36);
+const tokenBucket = (capacity: number, refillPerSec: number) => ({
+  algorithm: "token-bucket",
+  capacity,
+  refillPerSec,
+});
+
+let apiSignIns = 0;
+
+/** An API client signed in as `role` through the real sign-in endpoint (its own session). */
+async function apiAs(role: E2ERole): Promise<{ api: APIRequestContext; operatorId: string }> {
+  const api = await playwrightRequest.newContext({
+    baseURL: BASE_URL,
+    extraHTTPHeaders: { origin: BASE_URL },
+  });
+  apiSignIns++;
+  const account = E2E_ACCOUNTS[role];
+  const signIn = await api.post("/api/v1/auth/sign-in", {
+    data: { email: account.email, password: account.password },
+    headers: { "x-forwarded-for": `10.98.${apiSignIns}.${(Date.now() % 200) + 1}` },
+  });
+  expect(signIn.status(), await signIn.text()).toBe(200);
+  const me = await api.get("/api/v1/auth/me");
+  expect(me.status()).toBe(200);
+  const body: { operator: { id: string } } = await me.json();
+  return { api, operatorId: body.operator.id };
+}
+
+async function send(
+  api: APIRequestContext,
+  method: "POST" | "PATCH",
+  path: string,
+  data: Record<string, unknown>,
+): Promise<void> {
+  const response = await api.fetch(path, { method, data });
+  expect(response.ok(), `${method} ${path}: ${await response.text()}`).toBe(true);
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: test.info().outputPath(`${name}.png`), fullPage: true });
+}
+
+/** The audit entries on the page, in order: action, entity and actor name of each. */
+async function shownEntries(page: Page): Promise<string[]> {
+  const entries = page.getByTestId("audit-entry");
+  const count = await entries.count();
+  const shown: string[] = [];
+  for (let index = 0; index < count; index++) {
+    const entry = entries.nth(index);
+    const title = ((await entry.getByRole("heading").textContent()) ?? "")
+      .replace(/\s+/g, " ")
+      .trim();
+    const actor = ((await entry.getByTestId("audit-actor").textContent()) ?? "").trim();
+    shown.push(`${title} by ${actor}`);
+  }
+  return shown;
+}
+
+test.describe("review: the audit log", () => {
+  // The operator's own zone is not the server's: the time filter must be read in it.
+  test.use({ timezoneId: "America/New_York" });
+
+  const first = `rev-a-${run}`;
+  const second = `rev-b-${run}`;
+  const tier = `rev-tier-${run}`;
+  let startedAt = "";
+  let operatorId = "";
+  let adminId = "";
+
+  test.beforeAll(async () => {
+    const admin = await apiAs("admin");
+    const operator = await apiAs("operator");
+    operatorId = operator.operatorId;
+    adminId = admin.operatorId;
+    startedAt = new Date().toISOString();
+
+    await send(admin.api, "POST", "/api/v1/customers", {
+      id: first,
+      displayName: "Review First",
+      tier: "free",
+      reason: "onboarding the first reviewed customer",
+    });
+    await send(admin.api, "POST", "/api/v1/customers", {
+      id: second,
+      displayName: "Review Second",
+      tier: "pro",
+      reason: "onboarding the second reviewed customer",
+    });
+    await send(operator.api, "POST", `/api/v1/customers/${first}/overrides`, {
+      endpointClass: null,
+      limit: tokenBucket(50, 5),
+      reason: "contracted burst for the first customer",
+    });
+    await send(operator.api, "PATCH", `/api/v1/customers/${first}/overrides/account`, {
+      expectedVersion: 1,
+      limit: tokenBucket(80, 8),
+      reason: "raised after the contract amendment",
+    });
+    await send(operator.api, "POST", `/api/v1/customers/${second}/overrides`, {
+      endpointClass: "reports",
+      limit: tokenBucket(120, 6),
+      reason: "reports batch window",
+    });
+    await send(admin.api, "PATCH", `/api/v1/customers/${second}/overrides/endpoints/reports`, {
+      expectedVersion: 1,
+      limit: tokenBucket(150, 6),
+      reason: "reports batch window, larger",
+    });
+    await send(admin.api, "POST", "/api/v1/tiers", {
+      name: tier,
+      displayName: "Review tier",
+      limit: tokenBucket(30, 3),
+      reason: "a tier for the review test",
+    });
+    await send(admin.api, "PATCH", `/api/v1/tiers/${tier}`, {
+      expectedVersion: 1,
+      limit: tokenBucket(45, 3),
+      reason: "more burst for the review tier",
+    });
+    await Promise.all([admin.api.dispose(), operator.api.dispose()]);
+  });
+
+  test("filtered by customer: exactly that customer's changes, with before and after", async ({
+    page,
+    signIn,
+  }) => {
+    await signIn("viewer");
+    await page.goto("/audit");
+    await expect(page.getByRole("heading", { name: "Audit log", level: 1 })).toBeVisible();
+    await screenshot(page, "audit");
+
+    await page.getByLabel("Customer", { exact: true }).fill(first);
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.waitForURL((url) => url.searchParams.get("customerId") === first);
+    // Only the filter that is set travels in the URL.
+    expect(new URL(page.url()).search).toBe(`?customerId=${first}`);
+
+    await expect(page.getByTestId("audit-entry")).toHaveCount(3);
+    expect(await shownEntries(page)).toEqual([
+      `override.update customer-override customer:${first} by Oscar Operator`,
+      `override.create customer-override customer:${first} by Oscar Operator`,
+      `customer.create customer ${first} by Ada Admin`,
+    ]);
+    const raised = page.getByTestId("audit-entry").first();
+    await expect(raised.getByTestId("audit-reason")).toHaveText(
+      "raised after the contract amendment",
+    );
+    const capacity = raised.getByRole("row", { name: /limit\.capacity/ });
+    await expect(capacity.getByRole("cell").nth(0)).toHaveText("50");
+    await expect(capacity.getByRole("cell").nth(1)).toHaveText("80");
+    const created = page.getByTestId("audit-entry").nth(2);
+    await expect(created.getByTestId("audit-customer")).toHaveAttribute(
+      "href",
+      `/customers/${first}`,
+    );
+    await screenshot(page, "audit-by-customer");
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect(page.getByTestId("audit-entry")).toHaveCount(3);
+    await screenshot(page, "audit-by-customer-phone");
+  });
+
+  test("filtered by actor since a moment: exactly that person's changes", async ({
+    page,
+    signIn,
+  }) => {
+    await signIn("viewer");
+    // The range's start arrives as an instant in the link and is shown in the operator's zone.
+    await page.goto(`/audit?from=${encodeURIComponent(startedAt)}`);
+    const expectedLocal = new Intl.DateTimeFormat("sv-SE", {
+      timeZone: "America/New_York",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+    })
+      .format(new Date(startedAt))
+      .replace(" ", "T");
+    await expect(page.getByLabel(/^From/)).toHaveValue(expectedLocal);
+
+    await page.getByLabel("Actor", { exact: true }).selectOption(operatorId);
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.waitForURL((url) => url.searchParams.get("actorId") === operatorId);
+    expect(new URL(page.url()).searchParams.get("from")).toBe(startedAt);
+
+    await expect(page.getByTestId("audit-entry")).toHaveCount(3);
+    expect(await shownEntries(page)).toEqual([
+      `override.create customer-override customer:${second}/endpoint:reports by Oscar Operator`,
+      `override.update customer-override customer:${first} by Oscar Operator`,
+      `override.create customer-override customer:${first} by Oscar Operator`,
+    ]);
+    const created = page.getByTestId("audit-entry").first();
+    await expect(created.getByRole("row", { name: /capacity/ }).first()).toContainText("120");
+    await screenshot(page, "audit-by-operator");
+
+    // The admin's changes in the same span: the other five.
+    await page.goto(`/audit?from=${encodeURIComponent(startedAt)}`);
+    await page.getByLabel("Actor", { exact: true }).selectOption(adminId);
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.waitForURL((url) => url.searchParams.get("actorId") === adminId);
+    await expect(page.getByTestId("audit-entry")).toHaveCount(5);
+    expect(await shownEntries(page)).toEqual([
+      `tier.update tier ${tier} by Ada Admin`,
+      `tier.create tier ${tier} by Ada Admin`,
+      `override.update customer-override customer:${second}/endpoint:reports by Ada Admin`,
+      `customer.create customer ${second} by Ada Admin`,
+      `customer.create customer ${first} by Ada Admin`,
+    ]);
+    const tierChange = page.getByTestId("audit-entry").first();
+    const capacity = tierChange.getByRole("row", { name: /limit\.capacity/ });
+    await expect(capacity.getByRole("cell").nth(0)).toHaveText("30");
+    await expect(capacity.getByRole("cell").nth(1)).toHaveText("45");
+    await screenshot(page, "audit-by-admin");
+
+    // The entity links to its own history.
+    await tierChange.getByTestId("audit-entity").click();
+    await page.waitForURL((url) => url.searchParams.get("entityId") === tier);
+    expect(new URL(page.url()).searchParams.get("entityType")).toBe("tier");
+    await expect(page.getByTestId("audit-entry")).toHaveCount(2);
+    await screenshot(page, "audit-tier-history");
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, "audit-tier-history-phone");
+  });
+
+  test("no match: says so and offers to clear the filters", async ({ page, signIn }) => {
+    await signIn("viewer");
+    await page.goto(`/audit?customerId=nobody-${run}`);
+    await expect(page.getByText("No entries match these filters")).toBeVisible();
+    await screenshot(page, "audit-empty");
+    await page.getByRole("link", { name: "Clear filters" }).first().click();
+    await page.waitForURL((url) => url.search === "");
+    await expect(page.getByTestId("audit-entry").first()).toBeVisible();
+  });
+});
