@@ -5,7 +5,7 @@
  */
 import { type APIRequestContext, type Page, request as playwrightRequest } from "@playwright/test";
 import { expect, test } from "./fixtures";
-import { BASE_URL, E2E_ACCOUNTS, type E2ERole } from "./run-env";
+import { BASE_URL, E2E_ACCOUNTS, type E2ERole, GATEWAY_URLS } from "./run-env";
 
 const run = Date.now().toString(36);
 const tokenBucket = (capacity: number, refillPerSec: number) => ({
@@ -43,6 +43,15 @@ async function send(
 ): Promise<void> {
   const response = await api.fetch(path, { method, data });
   expect(response.ok(), `${method} ${path}: ${await response.text()}`).toBe(true);
+}
+
+/** Nothing wider than the viewport: a phone scrolls down, never sideways. */
+async function expectNoSidewaysScroll(page: Page): Promise<void> {
+  const widths = await page.evaluate(() => ({
+    page: document.documentElement.scrollWidth,
+    viewport: window.innerWidth,
+  }));
+  expect(widths.page).toBeLessThanOrEqual(widths.viewport);
 }
 
 async function screenshot(page: Page, name: string): Promise<void> {
@@ -166,6 +175,7 @@ test.describe("review: the audit log", () => {
 
     await page.setViewportSize({ width: 390, height: 844 });
     await expect(page.getByTestId("audit-entry")).toHaveCount(3);
+    await expectNoSidewaysScroll(page);
     await screenshot(page, "audit-by-customer-phone");
   });
 
@@ -241,5 +251,87 @@ test.describe("review: the audit log", () => {
     await page.getByRole("link", { name: "Clear filters" }).first().click();
     await page.waitForURL((url) => url.search === "");
     await expect(page.getByTestId("audit-entry").first()).toBeVisible();
+  });
+});
+
+test.describe("review: the overview", () => {
+  test("draws the rejection rate per scope with changes marked, the fleet, and the alerts", async ({
+    page,
+    signIn,
+  }) => {
+    // A free customer searching faster than its limit: some admitted, some rejected.
+    const gateway = GATEWAY_URLS[0];
+    if (gateway === undefined) throw new Error("the run has no demo gateway");
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        fetch(`${gateway}/v1/search`, { headers: { "x-customer-id": "initech" } }).then(
+          (response) => response.status,
+        ),
+      ),
+    );
+    expect(statuses).toContain(200);
+    expect(statuses).toContain(429);
+
+    await signIn("operator");
+    await page.goto("/?range=15m");
+    await expect(page.getByRole("heading", { name: "Overview", level: 1 })).toBeVisible();
+    await expect(page.getByRole("link", { name: "Last 15 minutes" })).toHaveAttribute(
+      "aria-current",
+      "page",
+    );
+    // An operator may raise an incident override.
+    await expect(page.getByRole("link", { name: "Raise limit" })).toHaveAttribute(
+      "href",
+      "/incidents/new",
+    );
+
+    // Both demo gateways heartbeat and run the published version.
+    const fleet = page.getByTestId("overview-fleet");
+    await expect(fleet.getByTestId("enforcer-row")).toHaveCount(2);
+    await expect(fleet.getByTestId("enforcer-row").first()).toContainText(/current|behind/);
+
+    // The enforcers flush counts every second; the chart reads the current minute live.
+    await expect(async () => {
+      await page.reload();
+      await expect(page.getByRole("list", { name: "Scopes" })).toBeVisible({ timeout: 1_000 });
+    }).toPass({ timeout: 20_000 });
+    const chart = page.getByTestId("rejection-chart");
+    await expect(chart.getByRole("list", { name: "Scopes" })).toContainText("tier:free");
+    await expect(page.getByTestId("overview-alerts")).toBeVisible();
+    await screenshot(page, "overview");
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect(page.getByTestId("enforcer-row").first()).toBeVisible();
+    await expectNoSidewaysScroll(page);
+    await screenshot(page, "overview-phone");
+    await page.setViewportSize({ width: 1280, height: 720 });
+
+    // The hour: the audited changes made through the API are marked, each linking to its entry.
+    await page.getByRole("link", { name: "Last hour" }).click();
+    await page.waitForURL((url) => url.search === "");
+    const markers = page.getByRole("list", { name: "Changes in this range" });
+    await expect(markers.getByRole("link").first()).toBeVisible();
+    const href = await markers.getByRole("link").first().getAttribute("href");
+    expect(href).toMatch(/^\/audit\?entry=\d+$/);
+    await screenshot(page, "overview-hour");
+    await page.goto(href ?? "/audit");
+    await expect(page.getByTestId("audit-entry")).toHaveCount(1);
+    await screenshot(page, "audit-entry");
+
+    await page.goto("/?range=1d");
+    await expect(page.getByRole("link", { name: "Last day" })).toHaveAttribute(
+      "aria-current",
+      "page",
+    );
+    await expect(page.getByTestId("rejection-chart")).toBeVisible();
+    await screenshot(page, "overview-day");
+  });
+
+  test("a viewer is not offered to raise a limit", async ({ page, signIn }) => {
+    await signIn("viewer");
+    await page.goto("/");
+    await expect(page.getByTestId("overview-fleet")).toBeVisible();
+    await expect(page.getByRole("link", { name: "Raise limit" })).toHaveCount(0);
+    await screenshot(page, "overview-viewer");
   });
 });
