@@ -110,7 +110,7 @@ type AuditRow = Prisma.AuditEntryGetPayload<{ select: typeof auditSelect }>;
 
 const ZCursor = z.tuple([ZInstant, z.string().regex(/^[1-9][0-9]{0,18}$/)]);
 
-function encodeAuditCursor(at: Date, id: bigint): string {
+export function encodeAuditCursor(at: Date, id: bigint): string {
   return Buffer.from(JSON.stringify([at.toISOString(), id.toString()])).toString("base64url");
 }
 
