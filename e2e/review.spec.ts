@@ -243,6 +243,53 @@ test.describe("review: the audit log", () => {
     await screenshot(page, "audit-tier-history-phone");
   });
 
+  test("pages older and newer through a customer's long history, 25 at a time", async ({
+    page,
+    signIn,
+  }) => {
+    // 30 changes of one customer's display name: two pages.
+    const customer = `rev-long-${run}`;
+    const { api } = await apiAs("operator");
+    await send(api, "POST", "/api/v1/customers", {
+      id: customer,
+      displayName: "Long history 0",
+      tier: "free",
+      reason: "a customer with a long history",
+    });
+    for (let version = 1; version < 30; version++) {
+      await send(api, "PATCH", `/api/v1/customers/${customer}`, {
+        expectedVersion: version,
+        displayName: `Long history ${version}`,
+        reason: `rename ${version}`,
+      });
+    }
+    await api.dispose();
+
+    await signIn("viewer");
+    await page.goto(`/audit?customerId=${customer}`);
+    const reasons = page.getByTestId("audit-entry").getByTestId("audit-reason");
+    await expect(reasons).toHaveCount(25);
+    await expect(reasons.first()).toHaveText("rename 29");
+    await expect(reasons.last()).toHaveText("rename 5");
+    const pager = page.getByRole("navigation", { name: "Audit log pages", exact: true });
+    await expect(pager.getByText("← Newer")).toHaveAttribute("aria-disabled", "true");
+
+    await pager.getByRole("link", { name: "Older →" }).click();
+    await page.waitForURL((url) => url.searchParams.has("after"));
+    expect(new URL(page.url()).searchParams.get("customerId")).toBe(customer);
+    await expect(reasons).toHaveCount(5);
+    await expect(reasons.first()).toHaveText("rename 4");
+    await expect(reasons.last()).toHaveText("a customer with a long history");
+    await expect(pager.getByText("Older →")).toHaveAttribute("aria-disabled", "true");
+    await screenshot(page, "audit-older-page");
+
+    await pager.getByRole("link", { name: "← Newer" }).click();
+    await page.waitForURL((url) => url.searchParams.has("before"));
+    await expect(reasons).toHaveCount(25);
+    await expect(reasons.first()).toHaveText("rename 29");
+    await expect(reasons.last()).toHaveText("rename 5");
+  });
+
   test("no match: says so and offers to clear the filters", async ({ page, signIn }) => {
     await signIn("viewer");
     await page.goto(`/audit?customerId=nobody-${run}`);
