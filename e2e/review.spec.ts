@@ -298,6 +298,17 @@ test.describe("review: the audit log", () => {
     await page.getByRole("link", { name: "Clear filters" }).first().click();
     await page.waitForURL((url) => url.search === "");
     await expect(page.getByTestId("audit-entry").first()).toBeVisible();
+
+    // A broken page link or a filter that is not one: said next to its name, never a crash.
+    await page.goto("/audit?after=not-a-cursor&action=tier.explode");
+    const problem = page.getByRole("alert").filter({ hasText: "These filters" });
+    await expect(problem).toContainText("These filters cannot be used");
+    await expect(problem).toContainText("action must be one of the audit actions");
+    await screenshot(page, "audit-bad-filters");
+    await page.goto("/audit?after=not-a-cursor");
+    await expect(page.locator(".error-state")).toContainText(
+      "after is not one this service returned; start from the first page",
+    );
   });
 });
 

@@ -2,6 +2,7 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
+import { LocalTime } from "@/components/ui/local-time";
 import { Pager } from "@/components/ui/pager";
 import { buildPageLinks, type SearchParamsRecord } from "@/lib/console";
 import {
@@ -85,7 +86,12 @@ export default async function AuditPage({
     result = await listAuditEntries(options);
   } catch (error: unknown) {
     if (!(isAppError(error) && error.code === "VALIDATION_FAILED")) throw error;
-    fieldErrors = error.fieldErrors;
+    // The service names its paging option `cursor`; this page's URL calls it `after`.
+    fieldErrors = error.fieldErrors.map((fieldError) =>
+      fieldError.path === "cursor"
+        ? { path: "after", message: fieldError.message.replace(/^cursor /, "after ") }
+        : fieldError,
+    );
   }
 
   return (
@@ -167,7 +173,20 @@ function AuditResults({
     <>
       <p className={`muted small ${styles.summary}`} data-testid="audit-summary">
         Showing {page.entries.length} {page.entries.length === 1 ? "entry" : "entries"}
-        {hasAnyFilter(filters) ? " matching the filters" : ""}, newest first.
+        {hasAnyFilter(filters) ? " matching the filters" : ""}
+        {filters.from !== undefined ? (
+          <>
+            {" "}
+            from <LocalTime at={filters.from} />
+          </>
+        ) : null}
+        {filters.to !== undefined ? (
+          <>
+            {" "}
+            until before <LocalTime at={filters.to} />
+          </>
+        ) : null}
+        , newest first.
       </p>
       <Pager links={links} label="Audit log pages (top)" />
       <div className={styles.entries}>
