@@ -197,6 +197,7 @@ test.describe("review: the audit log", () => {
       .format(new Date(startedAt))
       .replace(" ", "T");
     await expect(page.getByLabel(/^From/)).toHaveValue(expectedLocal);
+    await screenshot(page, "audit-from-instant");
 
     await page.getByLabel("Actor", { exact: true }).selectOption(operatorId);
     await page.getByRole("button", { name: "Apply filters" }).click();
@@ -215,6 +216,8 @@ test.describe("review: the audit log", () => {
 
     // The admin's changes in the same span: the other five.
     await page.goto(`/audit?from=${encodeURIComponent(startedAt)}`);
+    await expect(page.getByLabel(/^From/)).toHaveValue(expectedLocal);
+    await screenshot(page, "audit-from-instant-again");
     await page.getByLabel("Actor", { exact: true }).selectOption(adminId);
     await page.getByRole("button", { name: "Apply filters" }).click();
     await page.waitForURL((url) => url.searchParams.get("actorId") === adminId);
@@ -273,6 +276,7 @@ test.describe("review: the audit log", () => {
     await expect(reasons.last()).toHaveText("rename 5");
     const pager = page.getByRole("navigation", { name: "Audit log pages", exact: true });
     await expect(pager.getByText("← Newer")).toHaveAttribute("aria-disabled", "true");
+    await screenshot(page, "audit-newest-page");
 
     await pager.getByRole("link", { name: "Older →" }).click();
     await page.waitForURL((url) => url.searchParams.has("after"));
@@ -288,6 +292,7 @@ test.describe("review: the audit log", () => {
     await expect(reasons).toHaveCount(25);
     await expect(reasons.first()).toHaveText("rename 29");
     await expect(reasons.last()).toHaveText("rename 5");
+    await screenshot(page, "audit-back-to-newer-page");
   });
 
   test("no match: says so and offers to clear the filters", async ({ page, signIn }) => {
@@ -298,6 +303,7 @@ test.describe("review: the audit log", () => {
     await page.getByRole("link", { name: "Clear filters" }).first().click();
     await page.waitForURL((url) => url.search === "");
     await expect(page.getByTestId("audit-entry").first()).toBeVisible();
+    await screenshot(page, "audit-cleared");
 
     // A broken page link or a filter that is not one: said next to its name, never a crash.
     await page.goto("/audit?after=not-a-cursor&action=tier.explode");
@@ -309,6 +315,7 @@ test.describe("review: the audit log", () => {
     await expect(page.locator(".error-state")).toContainText(
       "after is not one this service returned; start from the first page",
     );
+    await screenshot(page, "audit-broken-page-link");
   });
 });
 
