@@ -238,6 +238,35 @@ describe("alert webhooks", () => {
     ).toEqual({ status: "failed", attempts: 2, lastError: "the receiver answered 502" });
   });
 
+  it("send an alert that cleared and came back again, as its next episode", async () => {
+    const clock = { nowMs: testInstant(60) };
+    const scope = `tier:${uniqueName("returns")}`;
+    const url = receiver.url("/episodes");
+    await seedSharpRise(scope, clock.nowMs - 10_000);
+    await deliverAlertWebhooks(depsAt(clock), { urls: [url] });
+
+    // Two hours on, the scope is quiet: the alert has cleared.
+    clock.nowMs += 120 * MINUTE_MS;
+    expect(await deliverAlertWebhooks(depsAt(clock), { urls: [url] })).toMatchObject({
+      opened: 0,
+      delivered: 0,
+    });
+    const cleared = await database.current().db.alertDelivery.findFirstOrThrow({
+      where: { url },
+      select: { resolvedAt: true },
+    });
+    expect(cleared.resolvedAt?.getTime()).toBe(clock.nowMs);
+
+    // Another hour on, the same scope jumps again: a new episode, delivered again.
+    clock.nowMs += 60 * MINUTE_MS;
+    await seedSharpRise(scope, clock.nowMs - 10_000);
+    expect(await deliverAlertWebhooks(depsAt(clock), { urls: [url] })).toMatchObject({
+      opened: 1,
+      delivered: 1,
+    });
+    expect(receiver.forPath("/episodes").map((request) => request.body.episode)).toEqual([1, 2]);
+  });
+
   it("send nothing without URLs", async () => {
     const clock = { nowMs: testInstant(40) };
     await seedSharpRise(`tier:${uniqueName("no-urls")}`, clock.nowMs - 10_000);
