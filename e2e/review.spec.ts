@@ -4,8 +4,9 @@
  * exactly and with their before/after values; and the overview draws the fleet and the charts.
  */
 import { type APIRequestContext, type Page, request as playwrightRequest } from "@playwright/test";
+import pg from "pg";
 import { expect, test } from "./fixtures";
-import { BASE_URL, E2E_ACCOUNTS, type E2ERole, GATEWAY_URLS } from "./run-env";
+import { BASE_URL, E2E_ACCOUNTS, E2E_DATABASE_URL, type E2ERole, GATEWAY_URLS } from "./run-env";
 
 const run = Date.now().toString(36);
 const tokenBucket = (capacity: number, refillPerSec: number) => ({
@@ -319,6 +320,27 @@ test.describe("review: the audit log", () => {
   });
 });
 
+/**
+ * An hour of history in which a made-up scope rejected 1%, then 60% over the last five minutes, 100
+ * requests a minute: a sharp rise against its own baseline. Written as rolled-up minutes, as the
+ * worker would have, because a real hour of traffic does not fit in a test.
+ */
+async function seedRejectionRise(scope: string): Promise<void> {
+  const client = new pg.Client({ connectionString: E2E_DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(
+      `INSERT INTO "MetricMinute" ("scope", "minute", "allowed", "rejected")
+       SELECT $1, date_trunc('minute', now()) - m * interval '1 minute',
+              CASE WHEN m <= 5 THEN 40 ELSE 99 END, CASE WHEN m <= 5 THEN 60 ELSE 1 END
+       FROM generate_series(1, 65) AS m`,
+      [scope],
+    );
+  } finally {
+    await client.end();
+  }
+}
+
 test.describe("review: the overview", () => {
   test("draws the rejection rate per scope with changes marked, the fleet, and the alerts", async ({
     page,
@@ -336,6 +358,9 @@ test.describe("review: the overview", () => {
     );
     expect(statuses).toContain(200);
     expect(statuses).toContain(429);
+
+    const risingScope = `tier:rev-alert-${run}`;
+    await seedRejectionRise(risingScope);
 
     await signIn("operator");
     await page.goto("/?range=15m");
@@ -362,7 +387,11 @@ test.describe("review: the overview", () => {
     }).toPass({ timeout: 20_000 });
     const chart = page.getByTestId("rejection-chart");
     await expect(chart.getByRole("list", { name: "Scopes" })).toContainText("tier:free");
-    await expect(page.getByTestId("overview-alerts")).toBeVisible();
+    // The rise is an alert at the top, in words and numbers.
+    const alerts = page.getByTestId("overview-alerts").getByRole("list", { name: "Alerts" });
+    const rise = alerts.getByRole("listitem").filter({ hasText: risingScope });
+    await expect(rise).toContainText("rejections up");
+    await expect(rise).toContainText("1% → 60%");
     await screenshot(page, "overview");
 
     await page.setViewportSize({ width: 390, height: 844 });
