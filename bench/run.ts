@@ -13,6 +13,7 @@ interface BenchSuite {
 }
 
 const SUITES: Record<string, () => Promise<BenchSuite>> = {
+  audit: () => import("./audit"),
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
   redis: () => import("./redis"),

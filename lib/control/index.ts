@@ -13,6 +13,7 @@ export {
   isAuditAction,
 } from "./audit/audit-actions";
 export { customerHistory } from "./audit/customer-history";
+export { getAuditEntry } from "./audit/get-audit-entry";
 export {
   type AuditEntryRecord,
   type AuditPage,

@@ -11,6 +11,8 @@ export interface CreatePrismaOptions {
   databaseUrl?: string;
   /** Connections in the pool. @default DATABASE_POOL_SIZE (10) */
   poolSize?: number;
+  /** Told of every SQL statement the client sends (benchmarks read the plan of what it ran). */
+  onQuery?: (event: { query: string; params: string; durationMs: number }) => void;
 }
 
 /** A new client with its own pool. Most code wants the shared `getPrisma()` instead. */
@@ -23,7 +25,13 @@ export function createPrisma(options: CreatePrismaOptions = {}): PrismaClient {
     connectionTimeoutMillis: 3_000,
     idleTimeoutMillis: 30_000,
   });
-  return new PrismaClient({ adapter });
+  if (options.onQuery === undefined) return new PrismaClient({ adapter });
+  const onQuery = options.onQuery;
+  const client = new PrismaClient({ adapter, log: [{ emit: "event", level: "query" }] });
+  client.$on("query", (event) => {
+    onQuery({ query: event.query, params: event.params, durationMs: event.duration });
+  });
+  return client;
 }
 
 // Next.js dev mode reloads modules; keep one client per process across reloads.

@@ -23,6 +23,14 @@ describe("parseEnv", () => {
     [{ PORT: "0" }, "PORT must be between 1 and 65535"],
     [{ REDIS_KEY_PREFIX: "has space" }, "REDIS_KEY_PREFIX must be 1-32 letters"],
     [{ NODE_ENV: "production" }, "SESSION_SECRET must be set in production"],
+    [
+      { ALERT_WEBHOOK_URLS: "https://hooks.example/a, ftp://hooks.example/b" },
+      "ALERT_WEBHOOK_URLS entry 2 is not an http:// or https:// URL",
+    ],
+    [
+      { ALERT_WEBHOOK_URLS: "https://hooks.example/a,https://hooks.example/a" },
+      "ALERT_WEBHOOK_URLS lists the same URL twice",
+    ],
   ])("names the variable and the problem in one line: %o", (source, expected) => {
     let message = "";
     try {
@@ -33,6 +41,20 @@ describe("parseEnv", () => {
     }
     expect(message).toContain(expected);
     expect(message).not.toContain("\n");
+  });
+
+  it("reads ALERT_WEBHOOK_URLS as a list, empty when unset", () => {
+    expect(parseEnv({}).ALERT_WEBHOOK_URLS).toEqual([]);
+    expect(
+      parseEnv({ ALERT_WEBHOOK_URLS: " https://hooks.example/a ,http://127.0.0.1:9000/b," })
+        .ALERT_WEBHOOK_URLS,
+    ).toEqual(["https://hooks.example/a", "http://127.0.0.1:9000/b"]);
+  });
+
+  it("never echoes a webhook URL, which may carry a token", () => {
+    expect(() => parseEnv({ ALERT_WEBHOOK_URLS: "https://hooks.example/T0KEN, nope" })).not.toThrow(
+      /T0KEN/,
+    );
   });
 
   it("never echoes a password or a secret", () => {

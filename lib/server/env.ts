@@ -48,6 +48,33 @@ function minutes(min: number, max: number) {
     .max(max, `must be at most ${max}`);
 }
 
+/**
+ * A comma-separated list of http(s) URLs, parsed to an array (empty: none). Each problem names the
+ * entry by position, never by value: a webhook URL often carries a secret.
+ */
+const webhookUrls = z
+  .string()
+  .default("")
+  .transform((value, ctx) => {
+    const urls = value
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== "");
+    urls.forEach((url, index) => {
+      const isWebUrl = URL.canParse(url) && ["http:", "https:"].includes(new URL(url).protocol);
+      if (!isWebUrl) {
+        ctx.addIssue({
+          code: "custom",
+          message: `entry ${index + 1} is not an http:// or https:// URL (a comma-separated list is expected)`,
+        });
+      }
+    });
+    if (new Set(urls).size !== urls.length) {
+      ctx.addIssue({ code: "custom", message: "lists the same URL twice" });
+    }
+    return urls;
+  });
+
 /** The development secret. Refused when NODE_ENV is production. */
 const DEV_SESSION_SECRET = "limitplane-development-secret-do-not-use-in-production";
 
@@ -100,6 +127,11 @@ export const ZEnv = z
      * Where the worker's jobs run: `separate` (the `npm run worker` process, the default) or
      * `in-process` (inside the console, for the embedded one-connection database).
      */
+    /**
+     * Where the worker POSTs alerts (rejection-rate changes, incident overrides about to expire)
+     * as JSON: comma-separated http(s) URLs. Unset: no webhooks.
+     */
+    ALERT_WEBHOOK_URLS: webhookUrls,
     LIMITPLANE_WORKER: z
       .enum(["separate", "in-process"], { error: "must be separate or in-process" })
       .default("separate"),
@@ -137,7 +169,7 @@ export function formatEnvError(
 
 /** Never echo a password or secret back into a log line. */
 function redact(variable: string, raw: string): string {
-  if (variable.includes("SECRET")) return "<hidden>";
+  if (variable.includes("SECRET") || variable.includes("WEBHOOK")) return "<hidden>";
   if (!URL.canParse(raw)) return raw.length > 80 ? `${raw.slice(0, 80)}…` : raw;
   const url = new URL(raw);
   if (url.password !== "") url.password = "***";

@@ -6,6 +6,7 @@
 import type { Redis } from "ioredis";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import { loadEnv } from "@/lib/server/env";
+import { alertWebhooksJob } from "./jobs/alert-webhooks-job";
 import { publishSnapshotsJob } from "./jobs/publish-snapshots-job";
 import { recordIncidentExpiriesJob } from "./jobs/record-incident-expiries-job";
 import { rollUpMetricsJob } from "./jobs/roll-up-metrics-job";
@@ -21,6 +22,8 @@ export interface StandardJobsOptions {
   readonly log?: (line: string) => void;
   /** Days of per-minute decision counts kept in Postgres. @default METRICS_RETENTION_DAYS (30) */
   readonly metricsRetentionDays?: number;
+  /** Where alerts are POSTed. @default ALERT_WEBHOOK_URLS (none) */
+  readonly alertWebhookUrls?: readonly string[];
 }
 
 export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
@@ -57,6 +60,18 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
       onRolledUp(result) {
         if (result.rowsDeleted > 0) {
           log(`worker: deleted ${result.rowsDeleted} per-minute metric rows past the retention`);
+        }
+      },
+    }),
+    alertWebhooksJob({
+      deps: { db, live: { redis, prefix }, nowMs: Date.now },
+      urls: options.alertWebhookUrls ?? loadEnv().ALERT_WEBHOOK_URLS,
+      onRun(outcome) {
+        // Counts only: a webhook URL may carry a token, so it is never logged.
+        if (outcome.opened > 0 || outcome.delivered > 0 || outcome.failedAttempts > 0) {
+          log(
+            `worker: alerts: ${outcome.opened} new deliveries, ${outcome.delivered} delivered, ${outcome.failedAttempts} failed attempts`,
+          );
         }
       },
     }),

@@ -83,14 +83,29 @@ describe("listAuditEntries", () => {
     const seen: string[] = [];
     let cursor: string | undefined;
     let pages = 0;
+    let lastPage: Awaited<ReturnType<typeof listAuditEntries>> | undefined;
     do {
       const page = await listAuditEntries({ actorId, limit: 4, cursor }, deps);
+      lastPage = page;
       seen.push(...page.entries.map((entry) => entry.id));
       cursor = page.nextCursor ?? undefined;
       pages++;
     } while (cursor !== undefined);
     expect(seen).toEqual(expected);
     expect(pages).toBe(6);
+
+    // Back from the oldest page with `before`: the same pages in reverse, each newest first.
+    expect(lastPage?.previousCursor).not.toBeNull();
+    const backwards: string[][] = [];
+    let before = lastPage?.previousCursor ?? undefined;
+    while (before !== undefined) {
+      const page = await listAuditEntries({ actorId, limit: 4, before }, deps);
+      backwards.unshift(page.entries.map((entry) => entry.id));
+      expect(page.nextCursor).not.toBeNull();
+      before = page.previousCursor ?? undefined;
+    }
+    expect(backwards.flat()).toEqual(expected.slice(0, 20));
+    expect(backwards.map((page) => page.length)).toEqual([4, 4, 4, 4, 4]);
   });
 
   it("filters by actor, action, entity, customer and time range", async () => {
@@ -153,7 +168,11 @@ describe("listAuditEntries", () => {
   });
 
   it("refuses a cursor it did not issue, and an entity id without its type", async () => {
-    for (const options of [{ cursor: "not-a-cursor" }, { entityId: "free" }]) {
+    for (const options of [
+      { cursor: "not-a-cursor" },
+      { before: "not-a-cursor" },
+      { entityId: "free" },
+    ]) {
       const error = await listAuditEntries(options, deps).catch((caught: unknown) => caught);
       expect(isAppError(error) && error.code).toBe("VALIDATION_FAILED");
     }

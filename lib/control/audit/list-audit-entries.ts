@@ -2,7 +2,8 @@
  * The audit log, newest first, with filters and keyset pagination on (at, id) descending. Each
  * filter has an index that leads with it and ends with (at DESC, id DESC), and the cursor adds
  * `at <= cursorAt` as a range on that index, so the first page and the ten-thousandth cost the
- * same: a short index range scan, never an OFFSET.
+ * same: a short index range scan, never an OFFSET. `before` walks the other way (newer entries,
+ * the same index read backwards) so a pager can go back without remembering where it came from.
  */
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
@@ -44,14 +45,20 @@ export const ZListAuditEntriesOptions = z
     from: ZInstant.optional(),
     /** Entries before this instant. */
     to: ZInstant.optional(),
-    /** `nextCursor` of the previous page. */
+    /** `nextCursor` of the previous page: the entries older than it. */
     cursor: z.string().max(200).optional(),
+    /** `previousCursor` of a page: the entries newer than it (newest first, like every page). */
+    before: z.string().max(200).optional(),
     /** @default 50 */
     limit: z.number().int().min(1).max(200).default(50),
   })
   .refine((options) => options.entityId === undefined || options.entityType !== undefined, {
     path: ["entityId"],
     error: "entityId needs entityType",
+  })
+  .refine((options) => options.cursor === undefined || options.before === undefined, {
+    path: ["before"],
+    error: "before and cursor page in opposite directions; pass one of them",
   });
 export type ListAuditEntriesOptions = z.input<typeof ZListAuditEntriesOptions>;
 
@@ -75,9 +82,14 @@ export interface AuditPage {
   readonly entries: readonly AuditEntryRecord[];
   /** Pass as `cursor` for the next (older) page; null on the last page. */
   readonly nextCursor: string | null;
+  /**
+   * Pass as `before` for the previous (newer) page; null on the first page. After a `cursor`
+   * page it is set whenever the page has entries (the page that led here is newer).
+   */
+  readonly previousCursor: string | null;
 }
 
-const auditSelect = {
+export const auditSelect = {
   id: true,
   at: true,
   actorType: true,
@@ -98,19 +110,19 @@ type AuditRow = Prisma.AuditEntryGetPayload<{ select: typeof auditSelect }>;
 
 const ZCursor = z.tuple([ZInstant, z.string().regex(/^[1-9][0-9]{0,18}$/)]);
 
-function encodeAuditCursor(at: Date, id: bigint): string {
+export function encodeAuditCursor(at: Date, id: bigint): string {
   return Buffer.from(JSON.stringify([at.toISOString(), id.toString()])).toString("base64url");
 }
 
-function decodeCursor(cursor: string): { at: Date; id: bigint } {
+function decodeCursor(cursor: string, field: "cursor" | "before"): { at: Date; id: bigint } {
   try {
     const [at, id] = ZCursor.parse(JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")));
     return { at: new Date(at), id: BigInt(id) };
   } catch {
     throw validationError([
       {
-        path: "cursor",
-        message: "cursor is not one this service returned; start from the first page",
+        path: field,
+        message: `${field} is not one this service returned; start from the first page`,
       },
     ]);
   }
@@ -122,7 +134,7 @@ const ZStoredAuditFields = z.object({
   entityType: z.enum(AUDIT_ENTITY_TYPES),
 });
 
-function toAuditEntryRecord(row: AuditRow): AuditEntryRecord {
+export function toAuditEntryRecord(row: AuditRow): AuditEntryRecord {
   const { actorType, action, entityType } = parseStored(
     ZStoredAuditFields,
     { actorType: row.actorType, action: row.action, entityType: row.entityType },
@@ -162,24 +174,46 @@ export async function listAuditEntries(
   if (input.from !== undefined) conditions.push({ at: { gte: new Date(input.from) } });
   if (input.to !== undefined) conditions.push({ at: { lt: new Date(input.to) } });
   if (input.cursor !== undefined) {
-    const cursor = decodeCursor(input.cursor);
+    const cursor = decodeCursor(input.cursor, "cursor");
     // (at, id) < cursor, with `at <= cursor.at` as the index range the scan starts from.
     conditions.push(
       { at: { lte: cursor.at } },
       { OR: [{ at: { lt: cursor.at } }, { at: cursor.at, id: { lt: cursor.id } }] },
     );
   }
+  const isBackward = input.before !== undefined;
+  if (input.before !== undefined) {
+    const cursor = decodeCursor(input.before, "before");
+    // (at, id) > cursor, read oldest first from the cursor: the same index, scanned backwards.
+    conditions.push(
+      { at: { gte: cursor.at } },
+      { OR: [{ at: { gt: cursor.at } }, { at: cursor.at, id: { gt: cursor.id } }] },
+    );
+  }
+  const order = isBackward ? "asc" : "desc";
   const rows = await deps.db.auditEntry.findMany({
     where: { AND: conditions },
-    orderBy: [{ at: "desc" }, { id: "desc" }],
+    orderBy: [{ at: order }, { id: order }],
     take: input.limit + 1,
     select: auditSelect,
   });
+  const hasMore = rows.length > input.limit;
   const page = rows.slice(0, input.limit);
+  if (isBackward) page.reverse();
+  const first = page.at(0);
   const last = page.at(-1);
+  const cursorOf = (row: AuditRow | undefined) =>
+    row === undefined ? null : encodeAuditCursor(row.at, row.id);
   return {
     entries: page.map(toAuditEntryRecord),
-    nextCursor:
-      rows.length > input.limit && last !== undefined ? encodeAuditCursor(last.at, last.id) : null,
+    // Going back, the page's oldest entry is newer than `before`'s, so older entries exist.
+    nextCursor: isBackward || hasMore ? cursorOf(last) : null,
+    previousCursor: isBackward
+      ? hasMore
+        ? cursorOf(first)
+        : null
+      : input.cursor !== undefined
+        ? cursorOf(first)
+        : null,
   };
 }

@@ -1,0 +1,336 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { Suspense } from "react";
+import { AlertList } from "@/components/alerts/alert-list";
+import { AutoRefresh } from "@/components/auto-refresh";
+import { RejectionChart } from "@/components/charts/rejection-chart";
+import { Badge } from "@/components/ui/badge";
+import { EmptyState } from "@/components/ui/empty-state";
+import { ErrorState } from "@/components/ui/error-state";
+import { LocalTime } from "@/components/ui/local-time";
+import { Skeleton, SkeletonChart } from "@/components/ui/skeleton";
+import {
+  buildChartMarkers,
+  buildRejectionRateSeries,
+  CHART_RANGES,
+  type ChartRangeId,
+  formatDurationMs,
+  isChartRangeId,
+  type SearchParamsRecord,
+} from "@/lib/console";
+import { can, getControlDeps, listAuditEntries } from "@/lib/control";
+import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
+import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { getFleetDeps } from "@/lib/control/fleet/fleet-deps";
+import { type EnforcerRecord, listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
+import styles from "./overview.module.css";
+
+export const metadata: Metadata = { title: "Overview" };
+
+/** How often the overview re-reads everything. */
+const REFRESH_MS = 10_000;
+/** Most changes marked on one chart. */
+const MAX_MARKERS = 200;
+
+function rangeOf(params: SearchParamsRecord): ChartRangeId {
+  const raw = params.range;
+  const value = typeof raw === "string" ? raw : raw?.[0];
+  return isChartRangeId(value) ? value : "1h";
+}
+
+export default async function OverviewPage({
+  searchParams,
+}: {
+  searchParams: Promise<SearchParamsRecord>;
+}) {
+  const rangeId = rangeOf(await searchParams);
+  const principal = await requirePrincipal("metrics.read", {
+    next: rangeId === "1h" ? "/" : `/?range=${rangeId}`,
+  });
+  const canRaise = can(principal.role, "incident.write");
+  return (
+    <>
+      <header className="page-header">
+        <h1>Overview</h1>
+        <p>
+          Rejection rates per scope, the enforcer fleet and the policy version each runs, and what
+          needs attention.
+        </p>
+        <div className={styles.headerActions}>
+          <AutoRefresh intervalMs={REFRESH_MS} />
+          {canRaise ? (
+            <Link href="/incidents/new" className="button">
+              Raise limit
+            </Link>
+          ) : null}
+        </div>
+      </header>
+      <Suspense fallback={<PanelSkeleton title="Alerts" lines={2} />}>
+        <AlertsPanel />
+      </Suspense>
+      <section className="panel" aria-labelledby="rates-heading">
+        <div className={styles.sectionHeader}>
+          <h2 id="rates-heading">Rejection rate by scope</h2>
+        </div>
+        <RangeTabs current={rangeId} />
+        <Suspense key={rangeId} fallback={<SkeletonChart />}>
+          <RatesChart rangeId={rangeId} />
+        </Suspense>
+      </section>
+      <Suspense fallback={<PanelSkeleton title="Enforcers" lines={3} />}>
+        <FleetPanel />
+      </Suspense>
+    </>
+  );
+}
+
+function PanelSkeleton({ title, lines }: { title: string; lines: number }) {
+  return (
+    <section className="panel">
+      <h2>{title}</h2>
+      <Skeleton lines={lines} label={`Loading ${title.toLowerCase()}`} />
+    </section>
+  );
+}
+
+function RangeTabs({ current }: { current: ChartRangeId }) {
+  return (
+    <nav aria-label="Time range">
+      <ul className={styles.tabs}>
+        {Object.values(CHART_RANGES).map((range) => (
+          <li key={range.id}>
+            <Link
+              className={styles.tab}
+              href={range.id === "1h" ? "/" : `/?range=${range.id}`}
+              aria-current={range.id === current ? "page" : undefined}
+              scroll={false}
+            >
+              {range.label}
+            </Link>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}
+
+async function AlertsPanel() {
+  const deps = getControlDeps();
+  let evaluated: Awaited<ReturnType<typeof evaluateAlerts>>;
+  try {
+    evaluated = await evaluateAlerts({ nowMs: Date.now() }, { db: deps.db, live: getFleetDeps() });
+  } catch (error: unknown) {
+    console.error("overview: alerts could not be evaluated", error);
+    return (
+      <section className="panel" aria-labelledby="alerts-heading">
+        <h2 id="alerts-heading">Alerts</h2>
+        <ErrorState
+          title="Alerts could not be evaluated"
+          message="The per-minute counts or the incident overrides could not be read just now. The page retries on its next refresh."
+          retryHref="/"
+        />
+      </section>
+    );
+  }
+  return (
+    <section className="panel" aria-labelledby="alerts-heading" data-testid="overview-alerts">
+      <h2 id="alerts-heading">Alerts</h2>
+      {evaluated.alerts.length === 0 ? (
+        <p className={`muted ${styles.noAlerts}`}>
+          No alerts: no scope's rejection rate moved sharply against its last hour, and no incident
+          override expires in the next 15 minutes.
+        </p>
+      ) : (
+        <AlertList alerts={evaluated.alerts} nowMs={evaluated.nowMs} />
+      )}
+    </section>
+  );
+}
+
+async function RatesChart({ rangeId }: { rangeId: ChartRangeId }) {
+  const range = CHART_RANGES[rangeId];
+  const nowMs = Date.now();
+  const deps = getControlDeps();
+  try {
+    const fromMs = nowMs - range.rangeMs - range.bucketMs;
+    const [minutes, changes] = await Promise.all([
+      loadScopeMinutes({ fromMs, nowMs }, { db: deps.db, live: getFleetDeps() }),
+      listAuditEntries({ from: new Date(fromMs).toISOString(), limit: MAX_MARKERS }),
+    ]);
+    const data = buildRejectionRateSeries(minutes.rows, range, {
+      nowMs,
+      includeCurrentBucket: minutes.hasLiveMinutes,
+    });
+    // Changes enforcers saw (a new policy version) and incident overrides; registry and account
+    // changes do not move a rejection rate.
+    const markers = buildChartMarkers(
+      changes.entries
+        .filter((entry) => entry.policyVersion !== null || entry.action.startsWith("incident."))
+        .map((entry) => ({
+          atMs: Date.parse(entry.at),
+          auditEntryId: entry.id,
+          action: entry.action,
+          label: `${entry.action} ${entry.entityId}`,
+        })),
+      data,
+    );
+    return (
+      <div data-testid="rejection-chart">
+        <RejectionChart
+          data={data}
+          markers={markers}
+          title={`Rejection rate per scope, ${range.label.toLowerCase()}${
+            minutes.hasLiveMinutes ? " (the current minute included, still counting)" : ""
+          }`}
+        />
+        {changes.nextCursor !== null ? (
+          <p className="muted small">
+            Only the latest {MAX_MARKERS} changes in this range are marked;{" "}
+            <Link href={`/audit?from=${encodeURIComponent(new Date(fromMs).toISOString())}`}>
+              see them all
+            </Link>
+            .
+          </p>
+        ) : null}
+      </div>
+    );
+  } catch (error: unknown) {
+    console.error("overview: the rejection chart could not be built", error);
+    return (
+      <ErrorState
+        title="The chart could not be drawn"
+        message="The per-minute counts could not be read just now. The page retries on its next refresh."
+        retryHref={rangeId === "1h" ? "/" : `/?range=${rangeId}`}
+      />
+    );
+  }
+}
+
+async function FleetPanel() {
+  let fleet: Awaited<ReturnType<typeof listEnforcers>>;
+  try {
+    fleet = await listEnforcers();
+  } catch (error: unknown) {
+    console.error("overview: the enforcer fleet could not be read", error);
+    return (
+      <section className="panel" aria-labelledby="fleet-heading">
+        <h2 id="fleet-heading">Enforcers</h2>
+        <ErrorState
+          title="The fleet could not be read"
+          message="Enforcers report their heartbeats to Redis, which did not answer. The status page says whether Redis is reachable."
+          retryHref="/"
+        />
+      </section>
+    );
+  }
+  const nowMs = Date.now();
+  return (
+    <section className="panel" aria-labelledby="fleet-heading" data-testid="overview-fleet">
+      <div className={styles.sectionHeader}>
+        <h2 id="fleet-heading">Enforcers</h2>
+        <span className="muted small">
+          {fleet.published === null ? (
+            "No policy version published yet"
+          ) : (
+            <>
+              Published policy: <strong>v{fleet.published.version}</strong>
+              {fleet.published.publishedAtMs !== null ? (
+                <>
+                  {" "}
+                  since <LocalTime at={fleet.published.publishedAtMs} relative />
+                </>
+              ) : null}
+            </>
+          )}
+        </span>
+      </div>
+      {fleet.enforcers.length === 0 ? (
+        <EmptyState title="No enforcer is reporting">
+          Gateways that embed the enforcer send a heartbeat every second; none has in the last 10
+          seconds. Start one with <code>npm run gateway</code>.
+        </EmptyState>
+      ) : (
+        <div className="table-scroll">
+          <table className={`data ${styles.fleetTable}`}>
+            <caption className="visually-hidden">
+              Enforcers and the policy version each runs
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Enforcer</th>
+                <th scope="col">Host</th>
+                <th scope="col">Policy version</th>
+                <th scope="col">Lag</th>
+                <th scope="col">Last seen</th>
+              </tr>
+            </thead>
+            <tbody>
+              {fleet.enforcers.map((enforcer) => (
+                <tr key={enforcer.id} data-testid="enforcer-row">
+                  <th scope="row" data-label="Enforcer">
+                    <code>{enforcer.id}</code>
+                  </th>
+                  <td data-label="Host">
+                    {enforcer.host}
+                    {enforcer.pid !== null ? (
+                      <span className="muted small"> (pid {enforcer.pid})</span>
+                    ) : null}
+                  </td>
+                  <td data-label="Policy version">
+                    {enforcer.version === null ? (
+                      <Badge tone="bad">none applied</Badge>
+                    ) : (
+                      `v${enforcer.version}`
+                    )}
+                  </td>
+                  <td data-label="Lag">
+                    <LagCell enforcer={enforcer} />
+                  </td>
+                  <td data-label="Last seen">
+                    <LocalTime at={enforcer.heartbeatAtMs} relative />
+                    {nowMs - enforcer.heartbeatAtMs > 5_000 ? (
+                      <>
+                        {" "}
+                        <Badge tone="warn">late</Badge>
+                      </>
+                    ) : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function LagCell({ enforcer }: { enforcer: EnforcerRecord }) {
+  if (enforcer.versionsBehind === null) return <span className="muted">unknown</span>;
+  if (enforcer.versionsBehind === 0) {
+    return (
+      <>
+        <Badge tone="ok" dot>
+          current
+        </Badge>
+        {enforcer.lagMs !== null ? (
+          <span className="muted small">
+            {" "}
+            applied {formatDurationMs(enforcer.lagMs)} after publication
+          </span>
+        ) : null}
+      </>
+    );
+  }
+  return (
+    <>
+      <Badge tone="bad" dot>
+        {enforcer.versionsBehind} {enforcer.versionsBehind === 1 ? "version" : "versions"} behind
+      </Badge>
+      {enforcer.lagMs !== null ? (
+        <span className="muted small"> for {formatDurationMs(enforcer.lagMs)}</span>
+      ) : null}
+    </>
+  );
+}

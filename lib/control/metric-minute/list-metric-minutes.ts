@@ -1,0 +1,52 @@
+import { getControlDeps, type ReadDeps } from "../control-deps";
+
+/** One scope's counts over one minute, as rolled up from the enforcers (`MetricMinute`). */
+export interface MetricMinuteRecord {
+  readonly scope: string;
+  /** Start of the minute, epoch ms. */
+  readonly minuteStartMs: number;
+  readonly allowed: number;
+  readonly rejected: number;
+  readonly wouldReject: number;
+  readonly degraded: number;
+}
+
+export interface ListMetricMinutesOptions {
+  /** Inclusive: minutes starting at or after this instant (epoch ms). */
+  readonly fromMs: number;
+  /** Exclusive. */
+  readonly toMs: number;
+}
+
+/**
+ * Every scope's per-minute counts in `[fromMs, toMs)`, oldest first, read on the `minute` index.
+ * A day is (scopes × 1440) rows: the chart and alert math sums them, so nothing is aggregated here.
+ */
+export async function listMetricMinutes(
+  options: ListMetricMinutesOptions,
+  deps: ReadDeps = getControlDeps(),
+): Promise<MetricMinuteRecord[]> {
+  if (!(Number.isFinite(options.fromMs) && Number.isFinite(options.toMs))) {
+    throw new RangeError("fromMs and toMs must be finite epoch milliseconds");
+  }
+  const rows = await deps.db.metricMinute.findMany({
+    where: { minute: { gte: new Date(options.fromMs), lt: new Date(options.toMs) } },
+    orderBy: [{ minute: "asc" }, { scope: "asc" }],
+    select: {
+      scope: true,
+      minute: true,
+      allowed: true,
+      rejected: true,
+      wouldReject: true,
+      degraded: true,
+    },
+  });
+  return rows.map((row) => ({
+    scope: row.scope,
+    minuteStartMs: row.minute.getTime(),
+    allowed: row.allowed,
+    rejected: row.rejected,
+    wouldReject: row.wouldReject,
+    degraded: row.degraded,
+  }));
+}
