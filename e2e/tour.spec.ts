@@ -1,0 +1,160 @@
+/**
+ * Every console page, as an admin, at a laptop width and at a phone width: each renders its
+ * heading without an error state, nothing spills sideways out of the phone's screen, and a
+ * screenshot of each lands in test-results/e2e/screenshots/<page>-<width>.png.
+ *
+ * Runs after the flow specs (files run in name order, one worker), so incidents and candidates
+ * usually exist; where none does, the tour makes its own through the API and cleans up after.
+ */
+import path from "node:path";
+import type { APIRequestContext, Page } from "@playwright/test";
+import { expect, test } from "./fixtures";
+import { BASE_URL } from "./run-env";
+
+const SCREENSHOTS = path.resolve(import.meta.dirname, "..", "test-results", "e2e", "screenshots");
+const VIEWPORTS = [
+  { name: "laptop", width: 1280, height: 800 },
+  { name: "phone", width: 390, height: 844 },
+] as const;
+const origin = { origin: BASE_URL };
+
+interface TourStop {
+  readonly name: string;
+  readonly path: string;
+}
+
+async function firstOf<T>(request: APIRequestContext, url: string, key: string): Promise<T[]> {
+  const response = await request.get(url);
+  expect(response.status(), await response.text()).toBe(200);
+  return ((await response.json()) as Record<string, T[]>)[key] ?? [];
+}
+
+async function tourStops(request: APIRequestContext): Promise<{
+  stops: TourStop[];
+  cleanUp: () => Promise<void>;
+}> {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const [customer] = await firstOf<{ id: string }>(
+    request,
+    "/api/v1/customers?limit=1",
+    "customers",
+  );
+  const [tier] = await firstOf<{ name: string }>(request, "/api/v1/tiers", "tiers");
+  const [endpointClass] = await firstOf<{ name: string }>(
+    request,
+    "/api/v1/endpoint-classes",
+    "endpointClasses",
+  );
+  if (customer === undefined || tier === undefined || endpointClass === undefined) {
+    throw new Error("the seeded policy has no customer, tier or endpoint class to visit");
+  }
+
+  let [incident] = await firstOf<{ id: string }>(request, "/api/v1/incidents", "incidents");
+  if (incident === undefined) {
+    const raised = await request.post("/api/v1/incidents", {
+      headers: origin,
+      data: {
+        customerId: customer.id,
+        endpointClass: null,
+        factor: 2,
+        durationMs: 15 * 60_000,
+        reason: "e2e tour: an incident page to look at",
+      },
+    });
+    expect(raised.status(), await raised.text()).toBe(201);
+    const created = ((await raised.json()) as { incident: { id: string; version: number } })
+      .incident;
+    incident = created;
+    cleanups.push(() =>
+      request.post(`/api/v1/incidents/${created.id}/revert`, {
+        headers: origin,
+        data: { expectedVersion: created.version, reason: "e2e tour: done looking" },
+      }),
+    );
+  }
+
+  let [candidate] = await firstOf<{ id: string }>(request, "/api/v1/candidates", "candidates");
+  if (candidate === undefined) {
+    const made = await request.post("/api/v1/candidates", {
+      headers: origin,
+      data: {
+        id: "tour-candidate",
+        target: `tier:${tier.name}`,
+        limit: { algorithm: "token-bucket", capacity: 10, refillPerSec: 1 },
+        reason: "e2e tour: a candidate page to look at",
+      },
+    });
+    expect(made.status(), await made.text()).toBe(201);
+    candidate = ((await made.json()) as { candidate: { id: string } }).candidate;
+  }
+
+  const stops: TourStop[] = [
+    { name: "overview", path: "/" },
+    { name: "policies", path: "/policies" },
+    { name: "policy-tier", path: `/policies/tiers/${encodeURIComponent(tier.name)}` },
+    {
+      name: "policy-endpoint-class",
+      path: `/policies/endpoint-classes/${encodeURIComponent(endpointClass.name)}`,
+    },
+    { name: "policy-settings", path: "/policies/settings" },
+    { name: "customers", path: "/customers" },
+    { name: "customer", path: `/customers/${encodeURIComponent(customer.id)}` },
+    { name: "incident-new", path: `/incidents/new?customer=${encodeURIComponent(customer.id)}` },
+    { name: "incidents", path: "/incidents" },
+    { name: "incident", path: `/incidents/${encodeURIComponent(incident.id)}` },
+    { name: "overrides", path: "/overrides" },
+    { name: "audit", path: "/audit" },
+    { name: "dry-run", path: "/dry-run" },
+    { name: "dry-run-candidate", path: `/dry-run/${encodeURIComponent(candidate.id)}` },
+    { name: "status", path: "/status" },
+  ];
+  return {
+    stops,
+    cleanUp: async () => {
+      for (const cleanup of cleanups) await cleanup();
+    },
+  };
+}
+
+async function visit(page: Page, stop: TourStop, viewport: (typeof VIEWPORTS)[number]) {
+  const response = await page.goto(stop.path);
+  expect(response?.status(), `${stop.path} answered`).toBe(200);
+  await expect(page.getByRole("heading", { level: 1 }).first()).toBeVisible();
+  await expect(page.locator(".error-state"), `${stop.path} shows an error`).toHaveCount(0);
+  if (viewport.name === "phone") {
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
+    expect(
+      overflow,
+      `${stop.path} is wider than a phone's screen by ${overflow}px`,
+    ).toBeLessThanOrEqual(1);
+  }
+  await page.screenshot({
+    path: path.join(SCREENSHOTS, `${stop.name}-${viewport.name}.png`),
+    fullPage: true,
+  });
+}
+
+test("every page renders at laptop and phone width, with a screenshot of each", async ({
+  page,
+  signIn,
+}) => {
+  test.setTimeout(120_000);
+  await signIn("admin");
+  const { stops, cleanUp } = await tourStops(page.request);
+  try {
+    for (const viewport of VIEWPORTS) {
+      await page.setViewportSize({ width: viewport.width, height: viewport.height });
+      for (const stop of stops) await visit(page, stop, viewport);
+    }
+  } finally {
+    await cleanUp();
+  }
+  await page.context().clearCookies();
+  await page.goto("/sign-in");
+  for (const viewport of VIEWPORTS) {
+    await page.setViewportSize({ width: viewport.width, height: viewport.height });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `sign-in-${viewport.name}.png`) });
+  }
+});
