@@ -70,7 +70,7 @@ export function LimitsTrace({
           {explanation.trace.slots.map((slot) =>
             slot.rules.length === 0 ? (
               <tr key={slot.bucket}>
-                <td>{slot.layer}</td>
+                <td className={styles.layer}>{slot.layer}</td>
                 <td colSpan={4} className="muted">
                   no limit on this layer
                 </td>
@@ -90,7 +90,7 @@ export function LimitsTrace({
                     data-testid="trace-rule"
                     data-status={rule.status}
                   >
-                    <td>{index === 0 ? slot.layer : ""}</td>
+                    <td className={styles.layer}>{index === 0 ? slot.layer : ""}</td>
                     <td>
                       <code>{rule.scope}</code>
                       <div className="muted small">

@@ -12,6 +12,7 @@ import { LocalTime } from "@/components/ui/local-time";
 import { formatFactor, formatLimit } from "@/lib/console";
 import {
   explainLimits,
+  getCurrentSnapshot,
   getExplainDeps,
   getIncident,
   getPolicySettings,
@@ -66,10 +67,14 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
   ]);
   // The latest change to this incident that produced a policy version: every enforcer must run at
   // least that version for the change (raise, extend or revert) to be in force everywhere.
-  const targetVersion = audit.entries.reduce<number | null>(
+  const ownVersion = audit.entries.reduce<number | null>(
     (max, entry) => (entry.policyVersion === null ? max : Math.max(max ?? 0, entry.policyVersion)),
     null,
   );
+  // An incident that arrived with an imported policy (the seed, a restore) has no change of its
+  // own: the current version carries it, so that is what each enforcer must run.
+  const targetVersion =
+    ownVersion ?? (await getCurrentSnapshot().then((current) => current.version));
   const confirmed = fleet.ok
     ? fleet.enforcers.filter(
         (enforcer) =>
@@ -180,11 +185,18 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
       <section className="panel" aria-labelledby="fleet-heading">
         <h2 id="fleet-heading">Enforcers</h2>
         <p>
-          {targetVersion === null ? (
-            "No policy version carried this incident's changes."
-          ) : (
+          {
             <>
-              The latest change to this incident is in policy <strong>v{targetVersion}</strong>.{" "}
+              {ownVersion === null ? (
+                <>
+                  This incident arrived with an imported policy, not a change of its own; the
+                  current policy <strong>v{targetVersion}</strong> carries it.
+                </>
+              ) : (
+                <>
+                  The latest change to this incident is in policy <strong>v{targetVersion}</strong>.
+                </>
+              )}{" "}
               <span data-testid="confirmations">
                 {fleet.ok ? `${confirmed} of ${fleet.enforcers.length} enforcers run it` : ""}
               </span>
@@ -197,7 +209,7 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
                 </>
               ) : null}
             </>
-          )}{" "}
+          }{" "}
           {isAllConfirmed ? null : <AutoRefresh intervalMs={1_000} />}
         </p>
         {!fleet.ok ? (
@@ -215,7 +227,13 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
 
       <section className="panel" aria-labelledby="changes-heading">
         <h2 id="changes-heading">Changes to this incident</h2>
-        <AuditHistory entries={audit.entries} />
+        {audit.entries.length === 0 ? (
+          <EmptyState title="No changes of its own">
+            It arrived with an imported policy; the import is in the audit log.
+          </EmptyState>
+        ) : (
+          <AuditHistory entries={audit.entries} />
+        )}
       </section>
     </>
   );
