@@ -187,6 +187,16 @@ export { exportPolicy, type PolicyExport } from "./policy/export-policy";
 export { type CurrentSnapshot, getCurrentSnapshot } from "./policy/get-current-snapshot";
 export { importPolicy } from "./policy/import-policy";
 export type { PolicySummary } from "./policy/policy-summary";
+export {
+  type LimitChangeReach,
+  type OutrankingCustomer,
+  type PolicyChangePreview,
+  PREVIEW_SAMPLE_SIZE,
+  type PreviewedLimitChange,
+  type PreviewPolicyChangeOptions,
+  previewPolicyChange,
+  ZPreviewPolicyChangeOptions,
+} from "./policy/preview-policy-change";
 export type { ChangeReceipt } from "./policy/run-policy-change";
 export { getPolicySettings } from "./settings/get-policy-settings";
 export type { PolicySettingsRecord } from "./settings/settings-record";
