@@ -1,0 +1,156 @@
+/**
+ * Editing policy: an admin changes a tier's limit through the form, sees the preview (old and new
+ * in words, the customers on the tier and whose override still wins), saves with a reason, sees
+ * the new policy version, and the audit API shows the entry. A stale version is refused with a
+ * reload offered; client and API field errors land at the field; others see it read-only.
+ */
+import type { Page, TestInfo } from "@playwright/test";
+import { expect, test } from "./fixtures";
+import { BASE_URL } from "./run-env";
+
+const origin = { origin: BASE_URL };
+
+async function shoot(page: Page, testInfo: TestInfo, name: string): Promise<void> {
+  await page.screenshot({ path: testInfo.outputPath(`${name}.png`), fullPage: true });
+}
+
+test.describe("policy edit", () => {
+  test("an admin edits a tier limit with a preview, saves with a reason, and the audit shows it", async ({
+    page,
+    signIn,
+  }, testInfo) => {
+    await signIn("admin");
+    // A standing override on the pro tier's account layer: the preview must say it still wins.
+    const override = await page.request.post("/api/v1/customers/org:umbrella/overrides", {
+      headers: origin,
+      data: {
+        endpointClass: null,
+        limit: { algorithm: "token-bucket", capacity: 400, refillPerSec: 150 },
+        reason: "e2e: umbrella's contract",
+      },
+    });
+    expect(override.status(), await override.text()).toBe(201);
+
+    await page.goto("/policies");
+    await expect(page.getByRole("heading", { name: "Policies", level: 1 })).toBeVisible();
+    await expect(page.getByTestId("tier-row-pro")).toContainText("100/s, bursts of 200");
+    await expect(page.getByTestId("policy-version")).toBeVisible();
+    await shoot(page, testInfo, "policies");
+
+    await page.getByRole("link", { name: "Edit tier pro" }).click();
+    await expect(page.getByRole("heading", { level: 1 })).toContainText("Tier Pro");
+    await expect(page.getByTestId("current-limit")).toContainText("100/s, bursts of 200");
+
+    // Client-side checks, before anything is sent: at the field, in the domain's words.
+    await page.getByLabel("Burst (capacity)").fill("0");
+    await page.getByRole("button", { name: "Preview change" }).click();
+    await expect(page.getByTestId("tier-limit-size-error")).toHaveText(
+      "capacity must be at least 1",
+    );
+    await expect(page.getByTestId("edit-reason-error")).toContainText("Say why");
+    await shoot(page, testInfo, "tier-edit-errors");
+
+    await page.getByLabel("Burst (capacity)").fill("150");
+    await page.getByLabel("Sustained rate (per second)").fill("75");
+    await page.getByLabel("Reason (required)").fill("e2e: pro abuse, tighten by a quarter");
+    await page.getByRole("button", { name: "Preview change" }).click();
+    const preview = page.getByTestId("change-preview");
+    await expect(preview).toBeVisible();
+    const change = preview.getByTestId("preview-tier:pro");
+    await expect(change.getByTestId("preview-before")).toContainText("100/s, bursts of 200");
+    await expect(change.getByTestId("preview-after")).toContainText("75/s, bursts of 150");
+    await expect(change.getByTestId("preview-customers-in-scope")).toHaveText("2");
+    await expect(change.getByTestId("preview-outranked-count")).toHaveAttribute("data-count", "1");
+    await expect(change.getByTestId("preview-outranked")).toContainText("org:umbrella");
+    await shoot(page, testInfo, "tier-edit-preview");
+
+    // Editing after the preview hides it: what is saved is always what was previewed.
+    await page.getByLabel("Sustained rate (per second)").fill("70");
+    await expect(page.getByTestId("change-preview")).toHaveCount(0);
+    await page.getByLabel("Sustained rate (per second)").fill("75");
+    await page.getByRole("button", { name: "Preview change" }).click();
+    await page.getByRole("button", { name: "Save change" }).click();
+    await expect(page.getByTestId("saved")).toContainText("Policy version");
+    const savedVersion = Number(await page.getByTestId("saved-policy-version").textContent());
+    expect(savedVersion).toBeGreaterThan(1);
+    await expect(page.getByTestId("current-limit")).toContainText("75/s, bursts of 150");
+    await shoot(page, testInfo, "tier-edit-saved");
+
+    const audit = await page.request.get("/api/v1/audit?entityType=tier&entityId=pro&limit=5");
+    expect(audit.status()).toBe(200);
+    const { entries } = (await audit.json()) as {
+      entries: { action: string; reason: string; policyVersion: number | null; after: unknown }[];
+    };
+    expect(entries[0]).toMatchObject({
+      action: "tier.update",
+      reason: "e2e: pro abuse, tighten by a quarter",
+      policyVersion: savedVersion,
+      after: { limit: { capacity: 150, refillPerSec: 75 } },
+    });
+
+    const snapshot = await page.request.get("/api/v1/policy/snapshot");
+    expect(((await snapshot.json()) as { version: number }).version).toBeGreaterThanOrEqual(
+      savedVersion,
+    );
+  });
+
+  test("a stale version is refused: someone changed it since the page was opened", async ({
+    page,
+    signIn,
+  }, testInfo) => {
+    await signIn("admin");
+    await page.goto("/policies/tiers/enterprise");
+    await expect(page.getByTestId("current-limit")).toBeVisible();
+    // Meanwhile, someone else changes the tier.
+    const tier = await page.request.get("/api/v1/tiers/enterprise");
+    const { tier: current } = (await tier.json()) as { tier: { version: number } };
+    const other = await page.request.patch("/api/v1/tiers/enterprise", {
+      headers: origin,
+      data: {
+        expectedVersion: current.version,
+        displayName: "Enterprise (renamed)",
+        reason: "e2e: someone else",
+      },
+    });
+    expect(other.status(), await other.text()).toBe(200);
+
+    await page.getByLabel("Burst (capacity)").fill("4000");
+    await page.getByLabel("Reason (required)").fill("e2e: stale edit");
+    await page.getByRole("button", { name: "Preview change" }).click();
+    await page.getByRole("button", { name: "Save change" }).click();
+    const conflict = page.getByTestId("version-conflict");
+    await expect(conflict).toContainText('Someone changed tier "enterprise" since you opened it');
+    await expect(conflict).toContainText("e2e: someone else");
+    await shoot(page, testInfo, "tier-edit-conflict");
+    await conflict.getByRole("button", { name: "Reload the current values" }).click();
+    await expect(page.getByRole("heading", { level: 1 })).toContainText("Enterprise (renamed)");
+    await expect(page.getByTestId("version-conflict")).toHaveCount(0);
+  });
+
+  test("a viewer reads the policy but is offered no edit", async ({ page, signIn }, testInfo) => {
+    await signIn("viewer");
+    await page.goto("/policies");
+    await expect(page.getByRole("link", { name: "View tier free" })).toBeVisible();
+    await expect(page.getByRole("link", { name: /^Edit/ })).toHaveCount(0);
+    await page.getByRole("link", { name: "View tier free" }).click();
+    await expect(page.getByTestId("read-only")).toContainText("Only admins");
+    await expect(page.getByRole("button", { name: "Preview change" })).toHaveCount(0);
+    await shoot(page, testInfo, "tier-view-viewer");
+    const refused = await page.request.patch("/api/v1/tiers/free", {
+      headers: origin,
+      data: { expectedVersion: 1, displayName: "Nope", reason: "e2e: viewer tries" },
+    });
+    expect(refused.status()).toBe(403);
+  });
+
+  test("the policies page at phone width", async ({ page, signIn }, testInfo) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await signIn("admin");
+    await page.goto("/policies");
+    await expect(page.getByTestId("tiers-table")).toBeVisible();
+    await shoot(page, testInfo, "policies-phone");
+    await page.goto("/policies/tiers/free");
+    await expect(page.getByLabel("Burst (capacity)")).toBeVisible();
+    await shoot(page, testInfo, "tier-edit-phone");
+  });
+});
