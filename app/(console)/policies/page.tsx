@@ -70,7 +70,7 @@ export default async function PoliciesPage() {
         {settings === null ? (
           <EmptyState title="No settings yet">Import or seed a policy first.</EmptyState>
         ) : (
-          <div className="table-scroll">
+          <div className={styles.tableWrap}>
             <table className="data">
               <thead>
                 <tr>
@@ -121,13 +121,15 @@ export default async function PoliciesPage() {
         {tiers.length === 0 ? (
           <EmptyState title="No tiers">A policy needs at least one tier.</EmptyState>
         ) : (
-          <div className="table-scroll">
+          <div className={styles.tableWrap}>
             <table className="data" data-testid="tiers-table">
               <thead>
                 <tr>
                   <th scope="col">Tier</th>
                   <th scope="col">Account limit (all endpoints)</th>
-                  <th scope="col">Dry-run</th>
+                  <th scope="col" className={styles.hideOnPhone}>
+                    Dry-run
+                  </th>
                   <th scope="col">
                     <span className="visually-hidden">Actions</span>
                   </th>
@@ -144,7 +146,7 @@ export default async function PoliciesPage() {
                     <td>
                       <LimitCell limit={tier.limit} />
                     </td>
-                    <td>
+                    <td className={styles.hideOnPhone}>
                       {candidateCount(`tier:${tier.name}`) > 0 ? (
                         <Link href="/dry-run">
                           {formatNumber(candidateCount(`tier:${tier.name}`))} candidate

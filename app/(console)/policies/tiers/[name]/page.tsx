@@ -70,7 +70,7 @@ export default async function TierPage({ params }: { params: Promise<{ name: str
         <section className="panel" aria-labelledby="history-heading">
           <h2 id="history-heading">Recent changes</h2>
           {history.entries.length === 0 ? (
-            <p className="muted">No change recorded.</p>
+            <p className="muted">No change recorded since the policy was imported.</p>
           ) : (
             <ul>
               {history.entries.map((entry) => (
