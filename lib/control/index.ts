@@ -125,6 +125,12 @@ export {
   ZUpdateCustomerOverrideOptions,
 } from "./customer-override/update-customer-override";
 export {
+  type ReadScopeCountsOptions,
+  readScopeCounts,
+  type ScopeCounts,
+  type ScopeCountsDeps,
+} from "./dry-run/read-scope-counts";
+export {
   type CreateEndpointClassOptions,
   createEndpointClass,
 } from "./endpoint-class/create-endpoint-class";
