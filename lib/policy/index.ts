@@ -56,6 +56,7 @@ export {
   type FieldChange,
   type LimitChange,
   type LimitReachKind,
+  limitAtScope,
   type OverrideHolder,
   outrankingHolders,
   outranksChange,

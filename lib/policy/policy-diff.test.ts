@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import example from "./fixtures/example-policy.json";
 import { parsePolicyDocument, type TPolicyDocument } from "./index";
-import { diffPolicyRules, type OverrideHolder, outrankingHolders } from "./policy-diff";
+import {
+  diffPolicyRules,
+  limitAtScope,
+  type OverrideHolder,
+  outrankingHolders,
+} from "./policy-diff";
 
 function examplePolicy(): TPolicyDocument {
   const parsed = parsePolicyDocument(example);
@@ -138,5 +143,26 @@ describe("outrankingHolders", () => {
     expect(outrankingHolders(limitChange, holders).map((holder) => holder.customerId)).toEqual(
       expected,
     );
+  });
+});
+
+describe("limitAtScope", () => {
+  const doc = examplePolicy();
+  it.each([
+    ["tier:free", "10/s"],
+    ["tier:free/endpoint:reports", "0.5/s"],
+    ["tier:pro/endpoint:search", null],
+    ["ceiling", "2000/s"],
+    ["ceiling/endpoint:reports", "100/s"],
+    ["ceiling/endpoint:search", null],
+    ["address", "20/s"],
+    ["address/endpoint:sign-in", "fixed"],
+    ["tier:nope", null],
+    ["customer:acme", null],
+  ])("%s", (scope, expected) => {
+    const limit = limitAtScope(doc, scope);
+    if (expected === null) expect(limit).toBeNull();
+    else if (expected === "fixed") expect(limit?.algorithm).toBe("fixed-window");
+    else expect(limit && "refillPerSec" in limit ? `${limit.refillPerSec}/s` : null).toBe(expected);
   });
 });

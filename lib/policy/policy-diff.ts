@@ -9,7 +9,7 @@
  */
 import { canonicalJson } from "./canonical";
 import type { TPolicyLimit } from "./schemas";
-import { formatScope } from "./scope";
+import { formatScope, parseScope } from "./scope";
 
 /** The parts of a policy whose limits an operator edits: tiers, endpoint classes, ceilings. */
 export interface PolicyRules {
@@ -218,4 +218,33 @@ export function outrankingHolders<Holder extends OverrideHolder>(
   holders: readonly Holder[],
 ): Holder[] {
   return holders.filter((holder) => outranksChange(holder, change));
+}
+
+/**
+ * The rule a scope names in `rules`, or null when there is none (a candidate on
+ * `tier:T/endpoint:E` with no such limit would be a new endpoint limit). Scopes that are not rules
+ * operators edit (customers, incidents, candidates) are null too.
+ */
+export function limitAtScope(rules: PolicyRules, scope: string): TPolicyLimit | null {
+  const parsed = parseScope(scope);
+  if (parsed === null) return null;
+  switch (parsed.kind) {
+    case "ceiling":
+      return parsed.endpointClass === null
+        ? rules.ceilings.perCustomer
+        : (rules.endpointClasses.find((c) => c.name === parsed.endpointClass)?.ceiling ?? null);
+    case "address":
+      return parsed.endpointClass === null
+        ? rules.ceilings.perAddress
+        : (rules.endpointClasses.find((c) => c.name === parsed.endpointClass)?.anonymousLimit ??
+            null);
+    case "tier":
+      return parsed.endpointClass === null
+        ? (rules.tiers.find((t) => t.name === parsed.tier)?.limit ?? null)
+        : (rules.endpointClasses.find((c) => c.name === parsed.endpointClass)?.limits[
+            parsed.tier
+          ] ?? null);
+    default:
+      return null;
+  }
 }

@@ -6,9 +6,11 @@
 import { type FieldPath, fieldErrorsFromZod, formatFieldPath } from "@/lib/policy/errors";
 import {
   ALGORITHMS,
+  type TLimitSpec,
   type TOnStoreFailure,
   type TPolicyLimit,
   type TPolicyMode,
+  ZLimitSpec,
   ZPolicyLimit,
 } from "@/lib/policy/schemas";
 
@@ -131,6 +133,26 @@ export function validateDraft(
     errors[key] ??= error.message.replace(/^windowMs/, "window");
   }
   return { limit: null, errors };
+}
+
+/** Validates a draft as a bare limit (a dry-run candidate's: no mode, no failure policy). */
+export function validateSpecDraft(
+  draft: LimitDraft,
+  prefix: FieldPath,
+): { readonly limit: TLimitSpec | null; readonly errors: FieldErrorMap } {
+  const { mode: _mode, onStoreFailure: _onStoreFailure, ...input } = limitInputOf(draft);
+  const parsed = ZLimitSpec.safeParse(input);
+  if (parsed.success) return { limit: parsed.data, errors: {} };
+  const errors: Record<string, string> = {};
+  for (const error of fieldErrorsFromZod(parsed.error, prefix)) {
+    errors[formatFieldPath(error.path)] ??= error.message.replace(/^windowMs/, "window");
+  }
+  return { limit: null, errors };
+}
+
+/** A draft from a bare limit spec. */
+export function draftOfSpec(limit: TLimitSpec): LimitDraft {
+  return draftOf({ ...limit, mode: "enforce", onStoreFailure: "open" });
 }
 
 export { ALGORITHMS };

@@ -31,6 +31,8 @@ export interface LimitFieldsProps {
   disabled?: boolean;
   /** Id prefix for the inputs, unique on the page. */
   idPrefix: string;
+  /** Show mode and failure policy (a dry-run candidate has neither). @default true */
+  showBehaviour?: boolean;
 }
 
 /** The inputs of one limit: algorithm, its two numbers, mode and failure policy. */
@@ -42,6 +44,7 @@ export function LimitFields({
   onChange,
   disabled,
   idPrefix,
+  showBehaviour = true,
 }: LimitFieldsProps) {
   const names = fieldNames(draft.algorithm);
   const errorAt = (field: string) => errors[formatFieldPath([...path, field])];
@@ -126,42 +129,44 @@ export function LimitFields({
           </Field>
         )}
       </div>
-      <div className={styles.fieldRow}>
-        <Field id={`${idPrefix}-mode`} label="Mode" error={errorAt("mode")}>
-          <select
-            id={`${idPrefix}-mode`}
-            value={draft.mode}
-            onChange={(event) => set({ mode: event.target.value as LimitDraft["mode"] })}
-          >
-            {(Object.keys(MODE_WORDS) as LimitDraft["mode"][]).map((mode) => (
-              <option key={mode} value={mode}>
-                {MODE_WORDS[mode]}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field
-          id={`${idPrefix}-failure`}
-          label="If Redis is down"
-          error={errorAt("onStoreFailure")}
-        >
-          <select
-            id={`${idPrefix}-failure`}
-            value={draft.onStoreFailure}
-            onChange={(event) =>
-              set({ onStoreFailure: event.target.value as LimitDraft["onStoreFailure"] })
-            }
-          >
-            {(Object.keys(ON_STORE_FAILURE_WORDS) as LimitDraft["onStoreFailure"][]).map(
-              (value) => (
-                <option key={value} value={value}>
-                  {ON_STORE_FAILURE_WORDS[value]}
+      {showBehaviour ? (
+        <div className={styles.fieldRow}>
+          <Field id={`${idPrefix}-mode`} label="Mode" error={errorAt("mode")}>
+            <select
+              id={`${idPrefix}-mode`}
+              value={draft.mode}
+              onChange={(event) => set({ mode: event.target.value as LimitDraft["mode"] })}
+            >
+              {(Object.keys(MODE_WORDS) as LimitDraft["mode"][]).map((mode) => (
+                <option key={mode} value={mode}>
+                  {MODE_WORDS[mode]}
                 </option>
-              ),
-            )}
-          </select>
-        </Field>
-      </div>
+              ))}
+            </select>
+          </Field>
+          <Field
+            id={`${idPrefix}-failure`}
+            label="If Redis is down"
+            error={errorAt("onStoreFailure")}
+          >
+            <select
+              id={`${idPrefix}-failure`}
+              value={draft.onStoreFailure}
+              onChange={(event) =>
+                set({ onStoreFailure: event.target.value as LimitDraft["onStoreFailure"] })
+              }
+            >
+              {(Object.keys(ON_STORE_FAILURE_WORDS) as LimitDraft["onStoreFailure"][]).map(
+                (value) => (
+                  <option key={value} value={value}>
+                    {ON_STORE_FAILURE_WORDS[value]}
+                  </option>
+                ),
+              )}
+            </select>
+          </Field>
+        </div>
+      ) : null}
     </fieldset>
   );
 }
