@@ -1,0 +1,225 @@
+/**
+ * Dry-run end to end: an operator creates a stricter candidate through the console; traffic driven
+ * at the demo gateways sits below the enforced limit but above the candidate's, so the candidate
+ * page shows would-block counts while no request is rejected; an admin promotes it; once the
+ * enforcers apply the new version the gateways reject at the new limit. Also: discard.
+ *
+ * Nothing here waits on the clock: every wait is for something observable (a gateway's policy
+ * version, a count on the page, a 429 naming the scope).
+ */
+import { randomBytes } from "node:crypto";
+import type { APIRequestContext, Page, TestInfo } from "@playwright/test";
+import { expect, test } from "./fixtures";
+import { BASE_URL, GATEWAY_URLS } from "./run-env";
+
+const origin = { origin: BASE_URL };
+
+async function shoot(page: Page, testInfo: TestInfo, name: string): Promise<void> {
+  await page.screenshot({ path: testInfo.outputPath(`${name}.png`), fullPage: true });
+}
+
+/** Every demo gateway enforces at least `version`. */
+async function gatewaysAt(version: number): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        const versions = await Promise.all(
+          GATEWAY_URLS.map(async (url) => {
+            const response = await fetch(`${url}/healthz`);
+            const status = (await response.json()) as { policy: { version: number } | null };
+            return status.policy?.version ?? 0;
+          }),
+        );
+        return Math.min(...versions);
+      },
+      { message: `gateways apply policy version ${version}` },
+    )
+    .toBeGreaterThanOrEqual(version);
+}
+
+interface GatewayAnswer {
+  readonly status: number;
+  /** The scope a 429 names. */
+  readonly scope: string | null;
+}
+
+/** `count` concurrent requests of one customer, spread over both gateways. */
+async function burst(customerId: string, tier: string, count: number): Promise<GatewayAnswer[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, index) => {
+      const url = GATEWAY_URLS[index % GATEWAY_URLS.length];
+      const response = await fetch(`${url}/v1/things`, {
+        headers: { authorization: `Bearer ${customerId}`, "x-tier": tier },
+      });
+      const body = response.status === 429 ? ((await response.json()) as { scope?: string }) : null;
+      return { status: response.status, scope: body?.scope ?? null };
+    }),
+  );
+}
+
+/** A tier of the test's own, so no other spec's traffic or edits meet it. */
+async function createTier(request: APIRequestContext, name: string): Promise<number> {
+  const response = await request.post("/api/v1/tiers", {
+    headers: origin,
+    data: {
+      name,
+      displayName: `E2E ${name}`,
+      limit: { algorithm: "token-bucket", capacity: 100, refillPerSec: 50 },
+      reason: "e2e: a tier for the dry-run test",
+    },
+  });
+  expect(response.status(), await response.text()).toBe(201);
+  return ((await response.json()) as { policyVersion: number }).policyVersion;
+}
+
+test.describe("dry-run", () => {
+  test("an operator's stricter candidate counts would-blocks without rejecting; promoted, it rejects", async ({
+    page,
+    signIn,
+  }, testInfo) => {
+    test.setTimeout(120_000);
+    const tier = `e2e-dry-${randomBytes(3).toString("hex")}`;
+    const customerId = `${tier}-customer`;
+    const candidateId = `${tier}-stricter`;
+
+    await signIn("admin");
+    await gatewaysAt(await createTier(page.request, tier));
+
+    await signIn("operator");
+    await page.goto("/dry-run");
+    await expect(page.getByRole("heading", { name: "Dry-run", level: 1 })).toBeVisible();
+    await shoot(page, testInfo, "dry-run");
+    await page.getByLabel("Rule it would replace").selectOption(`tier:${tier}`);
+    await expect(page.getByTestId("target-current")).toContainText("50/s, bursts of 100");
+    await page.getByLabel("Burst (capacity)").fill("5");
+    await page.getByLabel("Sustained rate (per second)").fill("1");
+    await page.getByLabel("Name (optional)").fill(candidateId);
+    await page.getByRole("button", { name: "Start dry-run" }).click();
+    await expect(page.getByTestId("candidate-reason-error")).toContainText("Say why");
+    await page.getByLabel("Reason (required)").fill("e2e: would 5 a burst be enough?");
+    await page.getByRole("button", { name: "Start dry-run" }).click();
+
+    await expect(page).toHaveURL(new RegExp(`/dry-run/${candidateId}$`));
+    await expect(page.getByTestId("candidate-limit")).toContainText("1/s, bursts of 5");
+    await expect(page.getByTestId("in-force")).toContainText("50/s, bursts of 100");
+    // An operator may discard but not promote.
+    await expect(page.getByRole("button", { name: "Promote…" })).toHaveCount(0);
+    await expect(page.getByRole("button", { name: "Discard…" })).toBeVisible();
+
+    // The candidate reaches the gateways with the version its creation made.
+    const audit = await page.request.get(
+      `/api/v1/audit?entityType=candidate&entityId=${candidateId}&limit=1`,
+    );
+    const [created] = ((await audit.json()) as { entries: { policyVersion: number }[] }).entries;
+    expect(created?.policyVersion).toBeGreaterThan(0);
+    await gatewaysAt(created?.policyVersion ?? Number.POSITIVE_INFINITY);
+
+    // Bursts of 20 at most about once a second: within 100 and 50/s, beyond 5 and 1/s. The page
+    // refreshes itself; the loop ends when it shows would-blocks.
+    const answers: GatewayAnswer[] = [];
+    await expect(async () => {
+      answers.push(...(await burst(customerId, tier, 20)));
+      const shown = Number(
+        (await page.getByTestId("would-block-total").textContent())?.replaceAll(",", ""),
+      );
+      expect(shown).toBeGreaterThan(0);
+    }).toPass({ timeout: 60_000, intervals: [1_000] });
+    expect(answers.length).toBeGreaterThan(0);
+    expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
+    await expect(page.getByTestId("blocked-total")).toHaveText("0");
+    await expect(page.locator(".chart-summary")).toContainText("would block");
+    await shoot(page, testInfo, "dry-run-candidate");
+
+    await page.goto("/dry-run");
+    await expect(page.getByTestId(`candidate-${candidateId}`)).toContainText("would block");
+    await shoot(page, testInfo, "dry-run-with-candidate");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shoot(page, testInfo, "dry-run-phone");
+    await page.goto(`/dry-run/${candidateId}`);
+    await expect(page.getByTestId("would-block-total")).toBeVisible();
+    await shoot(page, testInfo, "dry-run-candidate-phone");
+    await page.setViewportSize({ width: 1280, height: 720 });
+
+    // An admin promotes it, with a reason and a confirmation.
+    await signIn("admin");
+    await page.goto(`/dry-run/${candidateId}`);
+    const promote = page.getByRole("button", { name: "Promote…" });
+    await expect(promote).toBeDisabled();
+    await page.getByLabel("Reason (required)").first().fill("e2e: the numbers look right");
+    await promote.click();
+    const dialog = page.getByRole("dialog", { name: `Enforce candidate ${candidateId}?` });
+    await expect(dialog).toContainText("instead of 50/s, bursts of 100");
+    await shoot(page, testInfo, "dry-run-promote-confirm");
+    await dialog.getByRole("button", { name: "Promote and enforce" }).click();
+    await expect(page.getByTestId("done-notice")).toContainText("was promoted");
+    const version = Number(await page.getByTestId("done-version").textContent());
+    await shoot(page, testInfo, "dry-run-promoted");
+
+    // The enforcers pick the new version up, then reject at the new limit, naming the tier.
+    await gatewaysAt(version);
+    await expect
+      .poll(
+        async () =>
+          (await burst(customerId, tier, 20)).filter(
+            (answer) => answer.status === 429 && answer.scope === `tier:${tier}`,
+          ).length,
+        { message: "gateways reject at the promoted limit" },
+      )
+      .toBeGreaterThan(0);
+
+    const tierAudit = await page.request.get(
+      `/api/v1/audit?entityType=tier&entityId=${tier}&limit=1`,
+    );
+    const [promoted] = (
+      (await tierAudit.json()) as {
+        entries: { action: string; reason: string; policyVersion: number; after: unknown }[];
+      }
+    ).entries;
+    expect(promoted).toMatchObject({
+      action: "candidate.promote",
+      reason: "e2e: the numbers look right",
+      policyVersion: version,
+      after: { limit: { capacity: 5, refillPerSec: 1, mode: "enforce" } },
+    });
+    await page.goto(`/policies/tiers/${tier}`);
+    await expect(page.getByTestId("current-limit")).toContainText("1/s, bursts of 5");
+  });
+
+  test("an operator discards a candidate with a reason; the rule stays", async ({
+    page,
+    signIn,
+  }, testInfo) => {
+    const tier = `e2e-disc-${randomBytes(3).toString("hex")}`;
+    await signIn("admin");
+    await createTier(page.request, tier);
+    await signIn("operator");
+    const created = await page.request.post("/api/v1/candidates", {
+      headers: origin,
+      data: {
+        id: `${tier}-try`,
+        target: `tier:${tier}`,
+        limit: { algorithm: "token-bucket", capacity: 10, refillPerSec: 2 },
+        reason: "e2e: to be discarded",
+      },
+    });
+    expect(created.status(), await created.text()).toBe(201);
+    await page.goto(`/dry-run/${tier}-try`);
+    await page.getByLabel("Reason (required)").fill("e2e: not what we want");
+    await page.getByRole("button", { name: "Discard…" }).click();
+    const dialog = page.getByRole("dialog", { name: `Discard candidate ${tier}-try?` });
+    await shoot(page, testInfo, "dry-run-discard-confirm");
+    await dialog.getByRole("button", { name: "Discard candidate" }).click();
+    await expect(page.getByTestId("done-notice")).toContainText("was discarded");
+    await expect(page.getByTestId(`candidate-${tier}-try`)).toHaveCount(0);
+    const audit = await page.request.get(
+      `/api/v1/audit?entityType=candidate&entityId=${tier}-try&limit=1`,
+    );
+    const [entry] = ((await audit.json()) as { entries: { action: string; reason: string }[] })
+      .entries;
+    expect(entry).toMatchObject({ action: "candidate.discard", reason: "e2e: not what we want" });
+    const tierNow = await page.request.get(`/api/v1/tiers/${tier}`);
+    expect(
+      ((await tierNow.json()) as { tier: { limit: { capacity: number } } }).tier.limit.capacity,
+    ).toBe(100);
+  });
+});
