@@ -91,16 +91,24 @@ test.describe("dry-run", () => {
     await shoot(page, testInfo, "dry-run");
     await page.getByLabel("Rule it would replace").selectOption(`tier:${tier}`);
     await expect(page.getByTestId("target-current")).toContainText("50/s, bursts of 100");
+    // Too small first: the API's whole-policy rule (a limit must hold one request of the costliest
+    // class, reports at 10) comes back at the field.
     await page.getByLabel("Burst (capacity)").fill("5");
-    await page.getByLabel("Sustained rate (per second)").fill("1");
+    await page.getByLabel("Sustained rate (per second)").fill("2");
     await page.getByLabel("Name (optional)").fill(candidateId);
     await page.getByRole("button", { name: "Start dry-run" }).click();
     await expect(page.getByTestId("candidate-reason-error")).toContainText("Say why");
-    await page.getByLabel("Reason (required)").fill("e2e: would 5 a burst be enough?");
+    await page.getByLabel("Reason (required)").fill("e2e: would 10 a burst be enough?");
+    await page.getByRole("button", { name: "Start dry-run" }).click();
+    await expect(page.getByTestId("candidate-limit-size-error")).toContainText(
+      'less than the 10 units one request to endpoint class "reports" costs',
+    );
+    await shoot(page, testInfo, "dry-run-create-error");
+    await page.getByLabel("Burst (capacity)").fill("10");
     await page.getByRole("button", { name: "Start dry-run" }).click();
 
     await expect(page).toHaveURL(new RegExp(`/dry-run/${candidateId}$`));
-    await expect(page.getByTestId("candidate-limit")).toContainText("1/s, bursts of 5");
+    await expect(page.getByTestId("candidate-limit")).toContainText("2/s, bursts of 10");
     await expect(page.getByTestId("in-force")).toContainText("50/s, bursts of 100");
     // An operator may discard but not promote.
     await expect(page.getByRole("button", { name: "Promote…" })).toHaveCount(0);
@@ -114,7 +122,7 @@ test.describe("dry-run", () => {
     expect(created?.policyVersion).toBeGreaterThan(0);
     await gatewaysAt(created?.policyVersion ?? Number.POSITIVE_INFINITY);
 
-    // Bursts of 20 at most about once a second: within 100 and 50/s, beyond 5 and 1/s. The page
+    // Bursts of 20 at most about once a second: within 100 and 50/s, beyond 10 and 2/s. The page
     // refreshes itself; the loop ends when it shows would-blocks.
     const answers: GatewayAnswer[] = [];
     await expect(async () => {
@@ -179,10 +187,10 @@ test.describe("dry-run", () => {
       action: "candidate.promote",
       reason: "e2e: the numbers look right",
       policyVersion: version,
-      after: { limit: { capacity: 5, refillPerSec: 1, mode: "enforce" } },
+      after: { limit: { capacity: 10, refillPerSec: 2, mode: "enforce" } },
     });
     await page.goto(`/policies/tiers/${tier}`);
-    await expect(page.getByTestId("current-limit")).toContainText("1/s, bursts of 5");
+    await expect(page.getByTestId("current-limit")).toContainText("2/s, bursts of 10");
   });
 
   test("an operator discards a candidate with a reason; the rule stays", async ({

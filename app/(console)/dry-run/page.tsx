@@ -196,7 +196,7 @@ export default async function DryRunPage({
                         <>
                           would block {formatNumber(series.totalWouldBlock)} of{" "}
                           {formatNumber(series.dryRunRequests)} (
-                          {formatPercent(series.wouldBlockRate)}); blocked today{" "}
+                          {formatPercent(series.wouldBlockRate)}); blocked by the rule in force{" "}
                           {formatNumber(series.totalBlocked)} of{" "}
                           {formatNumber(series.enforcedRequests)}
                         </>
