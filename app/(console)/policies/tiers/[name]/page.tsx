@@ -2,11 +2,11 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import { LocalTime } from "@/components/ui/local-time";
-import { auditEntryHref } from "@/lib/console";
 import { can, getTier, isAppError, listAuditEntries } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { isName } from "@/lib/policy";
 import { LimitCell } from "../../_components/limit-cell";
+import { RecentChanges } from "../../_components/recent-changes";
 import { TierEditForm } from "./tier-edit-form";
 
 export const metadata: Metadata = { title: "Tier" };
@@ -66,25 +66,7 @@ export default async function TierPage({ params }: { params: Promise<{ name: str
           </p>
         )}
       </section>
-      {history !== null ? (
-        <section className="panel" aria-labelledby="history-heading">
-          <h2 id="history-heading">Recent changes</h2>
-          {history.entries.length === 0 ? (
-            <p className="muted">No change recorded since the policy was imported.</p>
-          ) : (
-            <ul>
-              {history.entries.map((entry) => (
-                <li key={entry.id}>
-                  <LocalTime at={entry.at} /> · {entry.action} by {entry.actor.name}: “
-                  {entry.reason}”
-                  {entry.policyVersion !== null ? ` · version ${entry.policyVersion}` : ""} ·{" "}
-                  <a href={auditEntryHref(entry.id)}>entry</a>
-                </li>
-              ))}
-            </ul>
-          )}
-        </section>
-      ) : null}
+      {history !== null ? <RecentChanges history={history} /> : null}
     </>
   );
 }
