@@ -94,6 +94,71 @@ test.describe("policy edit", () => {
     );
   });
 
+  test("an admin gives a tier its own limit on an endpoint class; the API's whole-policy errors land at the field", async ({
+    page,
+    signIn,
+  }, testInfo) => {
+    await signIn("admin");
+    await page.goto("/policies");
+    await page.getByRole("link", { name: "Edit endpoint class reports" }).click();
+    await expect(page.getByRole("heading", { level: 1 })).toContainText("Reports");
+    await shoot(page, testInfo, "class-edit");
+
+    // A free limit too small for one report (cost 10): the preview accepts the field, the save
+    // is refused by the whole-policy check, and the message appears at the field.
+    await page.locator("#limit-free-size").fill("5");
+    await page.getByLabel("Reason (required)").fill("e2e: try a tiny free report budget");
+    await page.getByRole("button", { name: "Preview change" }).click();
+    await expect(page.getByTestId("change-preview")).toBeVisible();
+    await page.getByRole("button", { name: "Save change" }).click();
+    await expect(page.getByTestId("limit-free-size-error")).toContainText("less than the 10 units");
+    await expect(page.getByTestId("form-error")).toBeVisible();
+    await shoot(page, testInfo, "class-edit-api-error");
+
+    // Nothing was saved: reports keeps its limits. Another class gets a new one instead.
+    await page.goto("/policies/endpoint-classes/search");
+    await page.getByLabel("Limit for pro customers on this class").check();
+    await page.locator("#limit-pro-size").fill("40");
+    await page.locator("#limit-pro-rate").fill("4");
+    await page.getByLabel("Reason (required)").fill("e2e: pro search gets its own limit");
+    await page.getByRole("button", { name: "Preview change" }).click();
+    const change = page.getByTestId("preview-tier:pro/endpoint:search");
+    await expect(change.getByTestId("preview-before")).toHaveText("no limit of its own");
+    await expect(change.getByTestId("preview-after")).toContainText("4/s, bursts of 40");
+    await expect(change.getByTestId("preview-customers-in-scope")).toHaveText("2");
+    await expect(change.getByTestId("preview-outranked-count")).toHaveAttribute("data-count", "0");
+    await shoot(page, testInfo, "class-edit-preview");
+    await page.getByRole("button", { name: "Save change" }).click();
+    await expect(page.getByTestId("saved")).toContainText("Policy version");
+    await expect(page.getByTestId("current-class")).toContainText("pro tier");
+    await expect(page.getByTestId("recent-changes")).toContainText(
+      "e2e: pro search gets its own limit",
+    );
+    await shoot(page, testInfo, "class-edit-saved");
+  });
+
+  test("an admin loosens the per-customer ceiling; the preview says it reaches every customer", async ({
+    page,
+    signIn,
+  }, testInfo) => {
+    await signIn("admin");
+    await page.goto("/policies");
+    await page.getByRole("link", { name: "Edit" }).first().click();
+    await expect(page.getByRole("heading", { level: 1 })).toHaveText("Ceilings and defaults");
+    await page.locator("#ceiling-customer-size").fill("12000");
+    await page.getByLabel("Reason (required)").fill("e2e: room for a launch");
+    await page.getByRole("button", { name: "Preview change" }).click();
+    const change = page.getByTestId("preview-ceiling");
+    await expect(change.getByTestId("preview-before")).toContainText("bursts of 10,000");
+    await expect(change.getByTestId("preview-after")).toContainText("bursts of 12,000");
+    await expect(change.getByTestId("preview-reach")).toContainText("every customer");
+    await shoot(page, testInfo, "settings-edit-preview");
+    await page.getByRole("button", { name: "Save change" }).click();
+    await expect(page.getByTestId("saved")).toContainText("Policy version");
+    await expect(page.getByTestId("current-per-customer")).toContainText("bursts of 12,000");
+    await shoot(page, testInfo, "settings-edit-saved");
+  });
+
   test("a stale version is refused: someone changed it since the page was opened", async ({
     page,
     signIn,
