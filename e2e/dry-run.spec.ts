@@ -191,6 +191,7 @@ test.describe("dry-run", () => {
     });
     await page.goto(`/policies/tiers/${tier}`);
     await expect(page.getByTestId("current-limit")).toContainText("2/s, bursts of 10");
+    await shoot(page, testInfo, "tier-after-promotion");
   });
 
   test("an operator discards a candidate with a reason; the rule stays", async ({
@@ -219,6 +220,7 @@ test.describe("dry-run", () => {
     await dialog.getByRole("button", { name: "Discard candidate" }).click();
     await expect(page.getByTestId("done-notice")).toContainText("was discarded");
     await expect(page.getByTestId(`candidate-${tier}-try`)).toHaveCount(0);
+    await shoot(page, testInfo, "dry-run-discarded");
     const audit = await page.request.get(
       `/api/v1/audit?entityType=candidate&entityId=${tier}-try&limit=1`,
     );

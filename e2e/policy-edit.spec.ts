@@ -59,6 +59,7 @@ test.describe("policy edit", () => {
     const change = preview.getByTestId("preview-tier:pro");
     await expect(change.getByTestId("preview-before")).toContainText("100/s, bursts of 200");
     await expect(change.getByTestId("preview-after")).toContainText("75/s, bursts of 150");
+    await expect(preview.getByTestId("preview-stale")).toHaveCount(0);
     await expect(change.getByTestId("preview-customers-in-scope")).toHaveText("2");
     await expect(change.getByTestId("preview-outranked-count")).toHaveAttribute("data-count", "1");
     await expect(change.getByTestId("preview-outranked")).toContainText("org:umbrella");
@@ -190,6 +191,7 @@ test.describe("policy edit", () => {
     await conflict.getByRole("button", { name: "Reload the current values" }).click();
     await expect(page.getByRole("heading", { level: 1 })).toContainText("Enterprise (renamed)");
     await expect(page.getByTestId("version-conflict")).toHaveCount(0);
+    await shoot(page, testInfo, "tier-edit-reloaded");
   });
 
   test("a viewer reads the policy but is offered no edit", async ({ page, signIn }, testInfo) => {
@@ -197,6 +199,7 @@ test.describe("policy edit", () => {
     await page.goto("/policies");
     await expect(page.getByRole("link", { name: "View tier free" })).toBeVisible();
     await expect(page.getByRole("link", { name: /^Edit/ })).toHaveCount(0);
+    await shoot(page, testInfo, "policies-viewer");
     await page.getByRole("link", { name: "View tier free" }).click();
     await expect(page.getByTestId("read-only")).toContainText("Only admins");
     await expect(page.getByRole("button", { name: "Preview change" })).toHaveCount(0);

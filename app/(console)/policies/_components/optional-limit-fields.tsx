@@ -40,7 +40,7 @@ export function OptionalLimitFields({
       </label>
       {isOn ? (
         <LimitFields
-          legend={legend}
+          legend="Its values"
           path={path}
           draft={draft}
           errors={errors}

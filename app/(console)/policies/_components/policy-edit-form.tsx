@@ -241,6 +241,13 @@ export function PolicyEditForm({
           data-testid="change-preview"
         >
           <h3 id="preview-heading">What this change does</h3>
+          {preview.data.version !== version ? (
+            <p className={styles.conflict} role="alert" data-testid="preview-stale">
+              {subject} has changed since you opened it (version {version} then,{" "}
+              {preview.data.version} now). Saving will be refused: reload to start from the current
+              values.
+            </p>
+          ) : null}
           <ChangePreview preview={preview.data} />
           <div className={styles.actions}>
             <button
