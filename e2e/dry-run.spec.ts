@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import type { APIRequestContext, Page, TestInfo } from "@playwright/test";
 import { expect, test } from "./fixtures";
 import { BASE_URL, GATEWAY_URLS } from "./run-env";
+import { useSession } from "./support/shared-sessions";
 
 const origin = { origin: BASE_URL };
 
@@ -75,17 +76,16 @@ async function createTier(request: APIRequestContext, name: string): Promise<num
 test.describe("dry-run", () => {
   test("an operator's stricter candidate counts would-blocks without rejecting; promoted, it rejects", async ({
     page,
-    signIn,
   }, testInfo) => {
     test.setTimeout(120_000);
     const tier = `e2e-dry-${randomBytes(3).toString("hex")}`;
     const customerId = `${tier}-customer`;
     const candidateId = `${tier}-stricter`;
 
-    await signIn("admin");
+    await useSession(page.context(), "admin");
     await gatewaysAt(await createTier(page.request, tier));
 
-    await signIn("operator");
+    await useSession(page.context(), "operator");
     await page.goto("/dry-run");
     await expect(page.getByRole("heading", { name: "Dry-run", level: 1 })).toBeVisible();
     await shoot(page, testInfo, "dry-run");
@@ -149,7 +149,7 @@ test.describe("dry-run", () => {
     await page.setViewportSize({ width: 1280, height: 720 });
 
     // An admin promotes it, with a reason and a confirmation.
-    await signIn("admin");
+    await useSession(page.context(), "admin");
     await page.goto(`/dry-run/${candidateId}`);
     const promote = page.getByRole("button", { name: "Promote…" });
     await expect(promote).toBeDisabled();
@@ -196,12 +196,11 @@ test.describe("dry-run", () => {
 
   test("an operator discards a candidate with a reason; the rule stays", async ({
     page,
-    signIn,
   }, testInfo) => {
     const tier = `e2e-disc-${randomBytes(3).toString("hex")}`;
-    await signIn("admin");
+    await useSession(page.context(), "admin");
     await createTier(page.request, tier);
-    await signIn("operator");
+    await useSession(page.context(), "operator");
     const created = await page.request.post("/api/v1/candidates", {
       headers: origin,
       data: {

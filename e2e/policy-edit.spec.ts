@@ -7,6 +7,7 @@
 import type { Page, TestInfo } from "@playwright/test";
 import { expect, test } from "./fixtures";
 import { BASE_URL } from "./run-env";
+import { useSession } from "./support/shared-sessions";
 
 const origin = { origin: BASE_URL };
 
@@ -17,9 +18,8 @@ async function shoot(page: Page, testInfo: TestInfo, name: string): Promise<void
 test.describe("policy edit", () => {
   test("an admin edits a tier limit with a preview, saves with a reason, and the audit shows it", async ({
     page,
-    signIn,
   }, testInfo) => {
-    await signIn("admin");
+    await useSession(page.context(), "admin");
     // A standing override on the pro tier's account layer: the preview must say it still wins.
     const override = await page.request.post("/api/v1/customers/org:umbrella/overrides", {
       headers: origin,
@@ -97,9 +97,8 @@ test.describe("policy edit", () => {
 
   test("an admin gives a tier its own limit on an endpoint class; the API's whole-policy errors land at the field", async ({
     page,
-    signIn,
   }, testInfo) => {
-    await signIn("admin");
+    await useSession(page.context(), "admin");
     await page.goto("/policies");
     await page.getByRole("link", { name: "Edit endpoint class reports" }).click();
     await expect(page.getByRole("heading", { level: 1 })).toContainText("Reports");
@@ -140,9 +139,8 @@ test.describe("policy edit", () => {
 
   test("an admin loosens the per-customer ceiling; the preview says it reaches every customer", async ({
     page,
-    signIn,
   }, testInfo) => {
-    await signIn("admin");
+    await useSession(page.context(), "admin");
     await page.goto("/policies");
     await page.getByRole("link", { name: "Edit" }).first().click();
     await expect(page.getByRole("heading", { level: 1 })).toHaveText("Ceilings and defaults");
@@ -162,9 +160,8 @@ test.describe("policy edit", () => {
 
   test("a stale version is refused: someone changed it since the page was opened", async ({
     page,
-    signIn,
   }, testInfo) => {
-    await signIn("admin");
+    await useSession(page.context(), "admin");
     await page.goto("/policies/tiers/enterprise");
     await expect(page.getByTestId("current-limit")).toBeVisible();
     // Meanwhile, someone else changes the tier.
@@ -194,8 +191,8 @@ test.describe("policy edit", () => {
     await shoot(page, testInfo, "tier-edit-reloaded");
   });
 
-  test("a viewer reads the policy but is offered no edit", async ({ page, signIn }, testInfo) => {
-    await signIn("viewer");
+  test("a viewer reads the policy but is offered no edit", async ({ page }, testInfo) => {
+    await useSession(page.context(), "viewer");
     await page.goto("/policies");
     await expect(page.getByRole("link", { name: "View tier free" })).toBeVisible();
     await expect(page.getByRole("link", { name: /^Edit/ })).toHaveCount(0);
@@ -211,9 +208,9 @@ test.describe("policy edit", () => {
     expect(refused.status()).toBe(403);
   });
 
-  test("the policies page at phone width", async ({ page, signIn }, testInfo) => {
+  test("the policies page at phone width", async ({ page }, testInfo) => {
     await page.setViewportSize({ width: 390, height: 844 });
-    await signIn("admin");
+    await useSession(page.context(), "admin");
     await page.goto("/policies");
     await expect(page.getByTestId("tiers-table")).toBeVisible();
     await shoot(page, testInfo, "policies-phone");
