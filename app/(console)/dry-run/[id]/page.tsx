@@ -10,6 +10,7 @@ import {
   formatLimit,
   formatNumber,
   formatPercent,
+  isChartRangeId,
 } from "@/lib/console";
 import {
   can,
@@ -28,8 +29,16 @@ import styles from "../dry-run.module.css";
 
 export const metadata: Metadata = { title: "Dry-run candidate" };
 
-export default async function CandidatePage({ params }: { params: Promise<{ id: string }> }) {
+export default async function CandidatePage({
+  params,
+  searchParams,
+}: {
+  params: Promise<{ id: string }>;
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
   const { id } = await params;
+  const rangeParam = (await searchParams).range;
+  const range = CHART_RANGES[isChartRangeId(rangeParam) ? rangeParam : "15m"];
   const principal = await requirePrincipal("policy.read", {
     next: `/dry-run/${encodeURIComponent(id)}`,
   });
@@ -56,7 +65,6 @@ export default async function CandidatePage({ params }: { params: Promise<{ id: 
   );
   const dryRunScope = `candidate:${candidate.id}`;
   const nowMs = Date.now();
-  const range = CHART_RANGES["15m"];
   const counts = await readScopeCounts({
     scopes: [candidate.target, dryRunScope],
     fromMs: nowMs - range.rangeMs - range.bucketMs,
@@ -83,8 +91,8 @@ export default async function CandidatePage({ params }: { params: Promise<{ id: 
       : `Enforce ${formatLimit(candidate.limit)} on ${candidate.target} (${describeScope(candidate.target)}) instead of ${formatLimit(current)}.`;
   const evidence =
     dryRunRequests === 0
-      ? "It has seen no traffic in the last 15 minutes, so there is no evidence yet of what it would block."
-      : `In the last 15 minutes it would have blocked ${formatNumber(wouldBlock)} of ${formatNumber(dryRunRequests)} requests (${formatPercent(series?.wouldBlockRate ?? null)}).`;
+      ? `${range.label}: it has seen no traffic, so there is no evidence yet of what it would block.`
+      : `${range.label}: it would have blocked ${formatNumber(wouldBlock)} of ${formatNumber(dryRunRequests)} requests (${formatPercent(series?.wouldBlockRate ?? null)}).`;
 
   return (
     <>
@@ -123,7 +131,18 @@ export default async function CandidatePage({ params }: { params: Promise<{ id: 
       </section>
 
       <section className="panel" aria-labelledby="traffic-heading">
-        <h2 id="traffic-heading">On real traffic, last 15 minutes</h2>
+        <h2 id="traffic-heading">On real traffic: {range.label.toLowerCase()}</h2>
+        <nav className={styles.ranges} aria-label="Time range">
+          {Object.values(CHART_RANGES).map((option) => (
+            <Link
+              key={option.id}
+              href={`/dry-run/${encodeURIComponent(candidate.id)}?range=${option.id}`}
+              aria-current={option.id === range.id ? "page" : undefined}
+            >
+              {option.label}
+            </Link>
+          ))}
+        </nav>
         {!counts.isLive ? (
           <p className="notice" role="status">
             Redis cannot be read: the last few minutes are missing.

@@ -95,6 +95,7 @@ export function LimitFields({
             value={draft.size}
             onChange={(event) => set({ size: event.target.value })}
             aria-invalid={errorAt(names.size) ? true : undefined}
+            aria-describedby={errorAt(names.size) ? `${idPrefix}-size-error` : undefined}
           />
         </Field>
         {names.usesWindow ? (
@@ -110,6 +111,7 @@ export function LimitFields({
               value={draft.windowSec}
               onChange={(event) => set({ windowSec: event.target.value })}
               aria-invalid={errorAt("windowMs") ? true : undefined}
+              aria-describedby={errorAt("windowMs") ? `${idPrefix}-window-error` : undefined}
             />
           </Field>
         ) : (
@@ -125,6 +127,7 @@ export function LimitFields({
               value={draft.ratePerSec}
               onChange={(event) => set({ ratePerSec: event.target.value })}
               aria-invalid={errorAt(names.second) ? true : undefined}
+              aria-describedby={errorAt(names.second) ? `${idPrefix}-rate-error` : undefined}
             />
           </Field>
         )}

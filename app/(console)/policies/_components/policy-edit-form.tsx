@@ -222,6 +222,7 @@ export function PolicyEditForm({
           value={reason}
           onChange={(event) => setReason(event.target.value)}
           aria-invalid={errors.reason ? true : undefined}
+          aria-describedby={errors.reason ? "edit-reason-error" : undefined}
         />
       </Field>
 
