@@ -212,7 +212,15 @@ test.describe("dry-run", () => {
     });
     expect(created.status(), await created.text()).toBe(201);
     await page.goto(`/dry-run/${tier}-try`);
-    await page.getByLabel("Reason (required)").fill("e2e: not what we want");
+    // Other numbers first: the candidate keeps running with them.
+    await page.getByText("Try other numbers").click();
+    await page.locator("#update-limit-size").fill("30");
+    await page.getByLabel("Reason for the change (required)").fill("e2e: a little looser");
+    await page.getByRole("button", { name: "Change the candidate" }).click();
+    await expect(page.getByTestId("candidate-limit")).toContainText("2/s, bursts of 30");
+    await shoot(page, testInfo, "dry-run-candidate-changed");
+
+    await page.getByLabel("Reason (required)", { exact: true }).fill("e2e: not what we want");
     await page.getByRole("button", { name: "Discard…" }).click();
     const dialog = page.getByRole("dialog", { name: `Discard candidate ${tier}-try?` });
     await shoot(page, testInfo, "dry-run-discard-confirm");

@@ -25,6 +25,7 @@ import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { isRecordId, limitAtScope } from "@/lib/policy";
 import { describePolicyLimit, describeScope } from "../../policies/_components/policy-words";
 import { CandidateActions } from "../_components/candidate-actions";
+import { UpdateCandidateForm } from "../_components/update-candidate-form";
 import styles from "../dry-run.module.css";
 
 export const metadata: Metadata = { title: "Dry-run candidate" };
@@ -169,6 +170,23 @@ export default async function CandidatePage({
         </div>
         <DryRunChart data={data} title="Blocked versus would-block, per minute" />
       </section>
+
+      {can(principal.role, "candidate.write") ? (
+        <section className="panel" aria-labelledby="tune-heading">
+          <details>
+            <summary>
+              <h2 id="tune-heading" className={styles.inlineHeading}>
+                Try other numbers
+              </h2>
+            </summary>
+            <UpdateCandidateForm
+              id={candidate.id}
+              version={candidate.version}
+              limit={candidate.limit}
+            />
+          </details>
+        </section>
+      ) : null}
 
       <section className="panel" aria-labelledby="decide-heading">
         <h2 id="decide-heading">Decide</h2>
