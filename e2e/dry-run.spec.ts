@@ -165,6 +165,10 @@ test.describe("dry-run", () => {
 
     // The enforcers pick the new version up, then reject at the new limit, naming the tier.
     await gatewaysAt(version);
+    await page.reload();
+    await expect(page.getByTestId("rollout")).toHaveAttribute("data-at-version", "2");
+    await expect(page.getByTestId("rollout")).toContainText("2 of 2 enforcers");
+    await shoot(page, testInfo, "dry-run-promoted-rolled-out");
     await expect
       .poll(
         async () =>

@@ -89,6 +89,10 @@ test.describe("policy edit", () => {
       after: { limit: { capacity: 150, refillPerSec: 75 } },
     });
 
+    await page.goto("/policies");
+    await expect(page.getByTestId("policy-version")).toContainText(String(savedVersion));
+    await expect(page.getByTestId("rollout")).toContainText("of 2 enforcers");
+
     const snapshot = await page.request.get("/api/v1/policy/snapshot");
     expect(((await snapshot.json()) as { version: number }).version).toBeGreaterThanOrEqual(
       savedVersion,

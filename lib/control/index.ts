@@ -125,6 +125,13 @@ export {
   ZUpdateCustomerOverrideOptions,
 } from "./customer-override/update-customer-override";
 export {
+  type PolicyRollout,
+  type ReadPolicyRolloutOptions,
+  type RolloutDeps,
+  type RolloutRedis,
+  readPolicyRollout,
+} from "./dry-run/read-policy-rollout";
+export {
   type ReadScopeCountsOptions,
   readScopeCounts,
   type ScopeCounts,

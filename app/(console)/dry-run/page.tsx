@@ -21,6 +21,7 @@ import {
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { isRecordId, limitAtScope, type PolicyRules } from "@/lib/policy";
 import { describePolicyLimit, describeScope } from "../policies/_components/policy-words";
+import { RolloutLine } from "../policies/_components/rollout-line";
 import { type CandidateTarget, CreateCandidateForm } from "./_components/create-candidate-form";
 import styles from "./dry-run.module.css";
 
@@ -135,7 +136,7 @@ export default async function DryRunPage({
                   as of policy version <strong data-testid="done-version">{notice.version}</strong>
                 </>
               ) : null}
-              , and enforcers apply it within moments.
+              . {notice.version !== null ? <RolloutLine version={notice.version} /> : null}
             </>
           ) : (
             "was discarded; the rule in force is unchanged."

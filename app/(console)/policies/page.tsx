@@ -14,6 +14,7 @@ import {
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { LimitCell } from "./_components/limit-cell";
+import { RolloutLine } from "./_components/rollout-line";
 import styles from "./policies.module.css";
 
 export const metadata: Metadata = { title: "Policies" };
@@ -57,7 +58,8 @@ export default async function PoliciesPage() {
           <p data-testid="policy-version">
             Published policy version <strong>{current.version}</strong>, made{" "}
             <LocalTime at={current.createdAt} relative />
-            {current.publishedAt === null ? " (waiting for the publisher)" : ""}.
+            {current.publishedAt === null ? " (waiting for the publisher)" : ""}.{" "}
+            <RolloutLine version={current.version} />
           </p>
         )}
       </header>
