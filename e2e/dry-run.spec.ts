@@ -243,4 +243,27 @@ test.describe("dry-run", () => {
       ((await tierNow.json()) as { tier: { limit: { capacity: number } } }).tier.limit.capacity,
     ).toBe(100);
   });
+
+  test("a viewer sees the candidates but is offered neither create, promote nor discard", async ({
+    page,
+  }, testInfo) => {
+    await useSession(page.context(), "viewer");
+    await page.goto("/dry-run");
+    await expect(page.getByTestId("candidate-free-halved")).toBeVisible();
+    await expect(page.getByTestId("read-only")).toContainText("Operators and admins can create");
+    await expect(page.getByRole("button", { name: "Start dry-run" })).toHaveCount(0);
+    await shoot(page, testInfo, "dry-run-viewer");
+    await page.getByRole("link", { name: "free-halved" }).click();
+    await expect(
+      page.getByText("Operators can discard a candidate and admins can promote it."),
+    ).toBeVisible();
+    await expect(page.getByRole("button", { name: /Promote|Discard/ })).toHaveCount(0);
+    await expect(page.getByText("Try other numbers")).toHaveCount(0);
+    await shoot(page, testInfo, "dry-run-candidate-viewer");
+    const refused = await page.request.post("/api/v1/candidates/free-halved/discard", {
+      headers: origin,
+      data: { expectedVersion: 1, reason: "e2e: viewer tries" },
+    });
+    expect(refused.status()).toBe(403);
+  });
 });
