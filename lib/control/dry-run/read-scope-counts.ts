@@ -82,17 +82,21 @@ export async function readScopeCounts(
     );
     const wanted = new Set(scopes);
     try {
-      for (let minute = firstMinute; minute <= lastMinute; minute++) {
-        for (const row of await readScopeMinute(deps.redis, deps.prefix, minute)) {
-          if (!wanted.has(row.scope)) continue;
-          byKey.set(`${row.scope}|${row.minuteStartMs}`, {
-            scope: row.scope,
-            minuteStartMs: row.minuteStartMs,
-            allowed: row.allowed,
-            rejected: row.rejected,
-            wouldReject: row.wouldReject,
-          });
-        }
+      const minutes: number[] = [];
+      for (let minute = firstMinute; minute <= lastMinute; minute++) minutes.push(minute);
+      const redis = deps.redis;
+      const live = await Promise.all(
+        minutes.map((minute) => readScopeMinute(redis, deps.prefix, minute)),
+      );
+      for (const row of live.flat()) {
+        if (!wanted.has(row.scope)) continue;
+        byKey.set(`${row.scope}|${row.minuteStartMs}`, {
+          scope: row.scope,
+          minuteStartMs: row.minuteStartMs,
+          allowed: row.allowed,
+          rejected: row.rejected,
+          wouldReject: row.wouldReject,
+        });
       }
     } catch (error: unknown) {
       // The history still stands; the page says the live minutes are missing.
