@@ -10,7 +10,7 @@
 import { randomBytes } from "node:crypto";
 import type { APIRequestContext, Page, TestInfo } from "@playwright/test";
 import { expect, test } from "./fixtures";
-import { BASE_URL, GATEWAY_URLS } from "./run-env";
+import { BASE_URL, GATEWAY_URLS, NO_REDIS_BASE_URL } from "./run-env";
 import { useSession } from "./support/shared-sessions";
 
 const origin = { origin: BASE_URL };
@@ -265,5 +265,22 @@ test.describe("dry-run", () => {
       data: { expectedVersion: 1, reason: "e2e: viewer tries" },
     });
     expect(refused.status()).toBe(403);
+  });
+  test("without Redis the candidate page still shows the history and says the live minutes are missing", async ({
+    page,
+  }, testInfo) => {
+    // Session cookies are not tied to a port: the same session works on the no-Redis server.
+    await useSession(page.context(), "viewer");
+    await page.goto(`${NO_REDIS_BASE_URL}/dry-run/free-halved`);
+    await expect(page.getByRole("heading", { level: 1 })).toContainText("free-halved");
+    await expect(
+      page.getByText("Redis cannot be read: the last few minutes are missing."),
+    ).toBeVisible();
+    await shoot(page, testInfo, "dry-run-candidate-no-redis");
+    await page.goto(`${NO_REDIS_BASE_URL}/policies`);
+    await expect(
+      page.getByText("Which enforcers run it is unknown: Redis cannot be read."),
+    ).toBeVisible();
+    await shoot(page, testInfo, "policies-no-redis");
   });
 });
