@@ -106,7 +106,7 @@ describe("previewPolicyChange", () => {
     const { tier } = await tierWithCustomers();
     const { db } = database.current();
     const before = await countEverything(db);
-    await previewPolicyChange({ kind: "tier", name: tier, limit: bucket(1, 1) }, deps);
+    await previewPolicyChange({ kind: "tier", name: tier, limit: bucket(50, 5) }, deps);
     expect(await countEverything(db)).toEqual(before);
   });
 
@@ -166,6 +166,26 @@ describe("previewPolicyChange", () => {
   });
 
   it.each([
+    [
+      "a whole-policy rule is checked too: a free reports limit too small for one report, at its field",
+      {
+        kind: "endpoint-class" as const,
+        name: "reports",
+        limits: {
+          free: bucket(5, 0.5),
+          pro: bucket(100, 5),
+          enterprise: bucket(1000, 50),
+        },
+      },
+      "limits.free.capacity",
+      "VALIDATION_FAILED",
+    ],
+    [
+      "a tier limit below the costliest class it meets is refused at limit.capacity",
+      { kind: "tier" as const, name: "pro", limit: bucket(5, 5) },
+      "limit.capacity",
+      "VALIDATION_FAILED",
+    ],
     [
       "a capacity of 0 is refused at limit.capacity",
       { kind: "tier" as const, name: "free", limit: bucket(0, 1) },

@@ -5,9 +5,10 @@
  * because a customer override (or an incident with an absolute limit) outranks the rule. It writes
  * nothing and publishes nothing; the diff is `diffPolicyRules` in lib/policy.
  *
- * The edit is validated with the same schemas as the update services, so a preview that succeeds
- * is an edit the service accepts field by field (whole-policy rules, such as a limit too small for
- * a class's cost, are still checked when saving).
+ * The edit is validated as the update services validate it: its own fields with the same schemas,
+ * then the whole policy it would make (a limit too small for the costliest class it applies to, a
+ * match rule another class already has), with each problem at the caller's field. So a preview
+ * that succeeds is an edit the service accepts, unless someone changes the policy meanwhile.
  */
 import { z } from "zod";
 import {
@@ -18,6 +19,7 @@ import {
   type OverrideHolder,
   outranksChange,
   type PolicyRules,
+  parsePolicyDocument,
   type TLimitSpec,
   ZLimitSpec,
 } from "@/lib/policy";
@@ -33,7 +35,13 @@ import { findSettings } from "../settings/settings-record";
 import { ZUpdatePolicySettingsOptions } from "../settings/update-policy-settings";
 import { tierSelect, toTierRecord } from "../tier/tier-record";
 import { ZUpdateTierOptions } from "../tier/update-tier";
-import { currentIncidentWhere } from "./stored-policy";
+import { noPolicyYet } from "./run-policy-change";
+import {
+  currentIncidentWhere,
+  type PolicyEntityRef,
+  policyValidationError,
+  readStoredPolicy,
+} from "./stored-policy";
 
 /** How many customers a preview names per limit; the rest are counted. */
 export const PREVIEW_SAMPLE_SIZE = 5;
@@ -201,6 +209,7 @@ export async function previewPolicyChange(
     }
   }
 
+  await checkWholePolicy(db, input, nowMs);
   const diff = diffPolicyRules(before, after);
   const tierChanges = diff.limits.filter((change) => change.reach === "tier");
   const holders = tierChanges.length === 0 ? [] : await loadHolders(db, tierChanges, nowMs);
@@ -349,4 +358,50 @@ async function loadHolders(
       ];
     }),
   ];
+}
+
+type ParsedPreview = z.output<typeof ZPreviewPolicyChangeOptions>;
+
+/**
+ * Applies the edit to the stored policy and validates the whole document, as `runPolicyChange`
+ * does when saving; problems in the edited entity come back at the caller's own fields.
+ */
+async function checkWholePolicy(db: ReadDeps["db"], input: ParsedPreview, nowMs: number) {
+  const focus: PolicyEntityRef =
+    input.kind === "tier"
+      ? { collection: "tiers", id: input.name }
+      : input.kind === "endpoint-class"
+        ? { collection: "endpointClasses", id: input.name }
+        : { collection: "settings" };
+  const stored = await readStoredPolicy(db, { nowMs, customers: "referenced", last: focus });
+  if (stored === null) throw noPolicyYet();
+  const edited: Record<string, unknown> = { ...stored.input };
+  const entries = (key: string): Record<string, unknown>[] => {
+    const value = stored.input[key];
+    return Array.isArray(value) ? (value as Record<string, unknown>[]) : [];
+  };
+  if (input.kind === "tier") {
+    edited.tiers = entries("tiers").map((tier) =>
+      tier.name === input.name ? { ...tier, limit: input.limit } : tier,
+    );
+  } else if (input.kind === "endpoint-class") {
+    const { kind: _kind, name, ...fields } = input;
+    const changed = Object.fromEntries(
+      Object.entries(fields).filter(([, value]) => value !== undefined),
+    );
+    edited.endpointClasses = entries("endpointClasses").map((endpointClass) =>
+      endpointClass.name === name ? { ...endpointClass, ...changed } : endpointClass,
+    );
+  } else {
+    const ceilings = (stored.input.ceilings ?? {}) as Record<string, unknown>;
+    edited.ceilings = {
+      perCustomer: input.ceilings?.perCustomer ?? ceilings.perCustomer,
+      perAddress: input.ceilings?.perAddress ?? ceilings.perAddress,
+    };
+    if (input.defaultTier !== undefined) edited.defaultTier = input.defaultTier;
+    if (input.defaultEndpointClass !== undefined)
+      edited.defaultEndpointClass = input.defaultEndpointClass;
+  }
+  const parsed = parsePolicyDocument(edited);
+  if (!parsed.ok) throw policyValidationError({ ...stored, input: edited }, parsed.errors, focus);
 }
