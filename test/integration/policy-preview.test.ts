@@ -83,6 +83,7 @@ describe("previewPolicyChange", () => {
       affected: {
         customersInScope: 4,
         outrankedCount: 2,
+        scaledByIncident: [],
         candidates: [],
       },
     });
@@ -100,6 +101,23 @@ describe("previewPolicyChange", () => {
         limit: bucket(300, 30),
       },
     ]);
+  });
+
+  it("a customer whose incident multiplies the rule is reached by the edit, scaled", async () => {
+    const { tier, plain } = await tierWithCustomers();
+    await raiseIncident(
+      { customerId: plain, endpointClass: null, factor: 2, durationMs: 3_600_000, owner: "dana" },
+      operatorContext(),
+      deps,
+    );
+    const preview = await previewPolicyChange(
+      { kind: "tier", name: tier, limit: bucket(60, 6) },
+      deps,
+    );
+    expect(preview.limits[0]?.affected).toMatchObject({
+      outrankedCount: 2,
+      scaledByIncident: [plain],
+    });
   });
 
   it("writes nothing and publishes nothing", async () => {

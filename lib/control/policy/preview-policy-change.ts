@@ -101,6 +101,11 @@ export interface LimitChangeReach {
   readonly outrankedCount: number;
   /** Up to {@link PREVIEW_SAMPLE_SIZE} of them, by customer id. */
   readonly outranked: readonly OutrankingCustomer[];
+  /**
+   * Customers in scope with a current or scheduled incident that multiplies this rule (a factor):
+   * the edit reaches them too, scaled. By customer id.
+   */
+  readonly scaledByIncident: readonly string[];
   /** Dry-run candidates that target this rule: promoting one would replace the edit. */
   readonly candidates: readonly string[];
 }
@@ -252,6 +257,21 @@ export async function previewPolicyChange(
         source: holder.source,
         limit: holder.limit,
       })),
+      scaledByIncident: [
+        ...new Set(
+          holders
+            .filter(
+              (holder) =>
+                change.reach === "tier" &&
+                holder.source === "incident" &&
+                !holder.isAbsolute &&
+                holder.tier === change.tier &&
+                holder.endpointClass === change.endpointClass &&
+                !byCustomer.has(holder.customerId),
+            )
+            .map((holder) => holder.customerId),
+        ),
+      ].sort(),
       candidates: candidates
         .filter((candidate) => candidate.target === change.scope)
         .map((candidate) => candidate.id),

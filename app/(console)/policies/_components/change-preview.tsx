@@ -123,6 +123,17 @@ function LimitChangeItem({ change }: { change: PreviewedLimitChange }) {
           ) : null}
         </>
       )}
+      {affected.scaledByIncident.length > 0 ? (
+        <p className="small" data-testid="preview-scaled">
+          {affected.scaledByIncident.length === 1 ? "Customer" : "Customers"}{" "}
+          {affected.scaledByIncident.slice(0, 5).join(", ")}
+          {affected.scaledByIncident.length > 5
+            ? ` and ${affected.scaledByIncident.length - 5} more`
+            : ""}{" "}
+          {affected.scaledByIncident.length === 1 ? "has" : "have"} an incident that multiplies this
+          limit: the change reaches them too, multiplied.
+        </p>
+      ) : null}
       {affected.candidates.length > 0 ? (
         <p className="small">
           Dry-run candidate{affected.candidates.length === 1 ? "" : "s"}{" "}
