@@ -183,6 +183,10 @@ test.describe("policy edit", () => {
     await page.getByLabel("Burst (capacity)").fill("4000");
     await page.getByLabel("Reason (required)").fill("e2e: stale edit");
     await page.getByRole("button", { name: "Preview change" }).click();
+    // The preview already knows: it was computed against the version now stored.
+    await expect(page.getByTestId("preview-stale")).toContainText(
+      "has changed since you opened it",
+    );
     await page.getByRole("button", { name: "Save change" }).click();
     const conflict = page.getByTestId("version-conflict");
     await expect(conflict).toContainText('Someone changed tier "enterprise" since you opened it');
