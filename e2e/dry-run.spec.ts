@@ -73,6 +73,23 @@ async function createTier(request: APIRequestContext, name: string): Promise<num
   return ((await response.json()) as { policyVersion: number }).policyVersion;
 }
 
+/**
+ * Errors the browser logged (hydration mismatches, script errors): a page that works says none.
+ * Failed loads are left out: the refusals these tests provoke (400, 409) and the absent favicon.
+ */
+const consoleErrors: string[] = [];
+test.beforeEach(({ page }) => {
+  consoleErrors.length = 0;
+  page.on("console", (message) => {
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+      consoleErrors.push(message.text());
+    }
+  });
+});
+test.afterEach(() => {
+  expect(consoleErrors).toEqual([]);
+});
+
 test.describe("dry-run", () => {
   test("an operator's stricter candidate counts would-blocks without rejecting; promoted, it rejects", async ({
     page,

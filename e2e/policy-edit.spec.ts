@@ -15,6 +15,23 @@ async function shoot(page: Page, testInfo: TestInfo, name: string): Promise<void
   await page.screenshot({ path: testInfo.outputPath(`${name}.png`), fullPage: true });
 }
 
+/**
+ * Errors the browser logged (hydration mismatches, script errors): a page that works says none.
+ * Failed loads are left out: the refusals these tests provoke (400, 409) and the absent favicon.
+ */
+const consoleErrors: string[] = [];
+test.beforeEach(({ page }) => {
+  consoleErrors.length = 0;
+  page.on("console", (message) => {
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+      consoleErrors.push(message.text());
+    }
+  });
+});
+test.afterEach(() => {
+  expect(consoleErrors).toEqual([]);
+});
+
 test.describe("policy edit", () => {
   test("an admin edits a tier limit with a preview, saves with a reason, and the audit shows it", async ({
     page,
