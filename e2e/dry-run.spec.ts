@@ -19,19 +19,22 @@ async function shoot(page: Page, testInfo: TestInfo, name: string): Promise<void
   await page.screenshot({ path: testInfo.outputPath(`${name}.png`), fullPage: true });
 }
 
+/** What a demo gateway's /healthz says it applied. */
+async function appliedBy(url: string): Promise<{ version: number; appliedAtMs: number } | null> {
+  const response = await fetch(`${url}/healthz`);
+  const status = (await response.json()) as {
+    policy: { version: number; appliedAtMs: number } | null;
+  };
+  return status.policy;
+}
+
 /** Every demo gateway enforces at least `version`. */
 async function gatewaysAt(version: number): Promise<void> {
   await expect
     .poll(
       async () => {
-        const versions = await Promise.all(
-          GATEWAY_URLS.map(async (url) => {
-            const response = await fetch(`${url}/healthz`);
-            const status = (await response.json()) as { policy: { version: number } | null };
-            return status.policy?.version ?? 0;
-          }),
-        );
-        return Math.min(...versions);
+        const applied = await Promise.all(GATEWAY_URLS.map(appliedBy));
+        return Math.min(...applied.map((policy) => policy?.version ?? 0));
       },
       { message: `gateways apply policy version ${version}` },
     )
@@ -182,6 +185,20 @@ test.describe("dry-run", () => {
 
     // The enforcers pick the new version up, then reject at the new limit, naming the tier.
     await gatewaysAt(version);
+    // Recorded, never asserted: from the promotion's commit to the last gateway applying it.
+    const promotion = await page.request.get(
+      `/api/v1/audit?entityType=tier&entityId=${tier}&limit=1`,
+    );
+    const [promotionEntry] = ((await promotion.json()) as { entries: { at: string }[] }).entries;
+    const applied = await Promise.all(GATEWAY_URLS.map(appliedBy));
+    const lagMs =
+      Math.max(...applied.map((item) => item?.appliedAtMs ?? Number.NaN)) -
+      Date.parse(promotionEntry?.at ?? "");
+    testInfo.annotations.push({
+      type: "propagation",
+      description: `promotion committed to applied by all ${GATEWAY_URLS.length} gateways: ${lagMs} ms`,
+    });
+    console.log(`propagation: promotion to all gateways ${lagMs} ms`);
     await page.reload();
     await expect(page.getByTestId("rollout")).toHaveAttribute("data-at-version", "2");
     await expect(page.getByTestId("rollout")).toContainText("2 of 2 enforcers");
