@@ -30,7 +30,14 @@ const PERMISSION_BY_KIND: Record<PreviewPolicyChangeOptions["kind"], Permission>
 export async function previewPolicyChangeAction(
   options: PreviewPolicyChangeOptions,
 ): Promise<PreviewResult> {
-  const kind = options.kind in PERMISSION_BY_KIND ? options.kind : "settings";
+  // The argument arrives from the browser: anything unexpected needs the strictest permission,
+  // and the service's own parsing refuses it.
+  const kind =
+    typeof options === "object" &&
+    options !== null &&
+    Object.hasOwn(PERMISSION_BY_KIND, options.kind)
+      ? options.kind
+      : "settings";
   await requirePrincipal(PERMISSION_BY_KIND[kind], { next: "/policies" });
   try {
     return { ok: true, preview: await previewPolicyChange(options) };
