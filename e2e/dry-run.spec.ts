@@ -109,7 +109,12 @@ test.describe("dry-run", () => {
     await page.goto("/dry-run");
     await expect(page.getByRole("heading", { name: "Dry-run", level: 1 })).toBeVisible();
     await shoot(page, testInfo, "dry-run");
-    await page.getByLabel("Rule it would replace").selectOption(`tier:${tier}`);
+    // From the tier, which an operator may read but not change, to a candidate for it.
+    await page.goto(`/policies/tiers/${tier}`);
+    await expect(page.getByTestId("read-only")).toContainText("Only admins");
+    await shoot(page, testInfo, "tier-operator");
+    await page.getByRole("link", { name: "dry-run candidate" }).click();
+    await expect(page.getByLabel("Rule it would replace")).toHaveValue(`tier:${tier}`);
     await expect(page.getByTestId("target-current")).toContainText("50/s, bursts of 100");
     // Too small first: the API's whole-policy rule (a limit must hold one request of the costliest
     // class, reports at 10) comes back at the field.

@@ -52,7 +52,9 @@ export default async function DryRunPage({
   searchParams: Promise<SearchParams>;
 }) {
   const principal = await requirePrincipal("policy.read", { next: "/dry-run" });
-  const notice = doneNotice(await searchParams);
+  const query = await searchParams;
+  const notice = doneNotice(query);
+  const initialTarget = typeof query.target === "string" ? query.target : null;
   const [candidates, tiers, endpointClasses, settings] = await Promise.all([
     listCandidates(),
     listTiers(),
@@ -214,7 +216,7 @@ export default async function DryRunPage({
       <section className="panel" aria-labelledby="create-heading">
         <h2 id="create-heading">Create a candidate</h2>
         {canCreate ? (
-          <CreateCandidateForm targets={targets} />
+          <CreateCandidateForm targets={targets} initialTarget={initialTarget} />
         ) : (
           <p className="muted" data-testid="read-only">
             Operators and admins can create candidates (your role: {principal.role}).

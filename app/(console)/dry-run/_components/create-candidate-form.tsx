@@ -30,9 +30,18 @@ const MAX_REASON_LENGTH = 1000;
  * Creates a dry-run candidate: a limit counted next to the rule it would replace, on real traffic,
  * rejecting nothing. Posted to the API with a reason; on success, opens the candidate's page.
  */
-export function CreateCandidateForm({ targets }: { targets: readonly CandidateTarget[] }) {
+export function CreateCandidateForm({
+  targets,
+  initialTarget,
+}: {
+  targets: readonly CandidateTarget[];
+  /** Preselected rule (from `?target=`), when it is one of `targets`. */
+  initialTarget?: string | null;
+}) {
   const router = useRouter();
-  const [scope, setScope] = useState(targets[0]?.scope ?? "");
+  const [scope, setScope] = useState(
+    targets.find((item) => item.scope === initialTarget)?.scope ?? targets[0]?.scope ?? "",
+  );
   const target = targets.find((item) => item.scope === scope) ?? null;
   const [draft, setDraft] = useState(() =>
     target?.current ? draftOf(target.current) : emptyDraft("open"),

@@ -57,12 +57,24 @@ export default async function TierPage({ params }: { params: Promise<{ name: str
       <section className="panel" aria-labelledby="edit-heading">
         <h2 id="edit-heading">{canEdit ? "Change the limit" : "Changing it"}</h2>
         {canEdit ? (
-          <TierEditForm name={tier.name} version={tier.version} limit={tier.limit} />
+          <>
+            <p className="small muted">
+              Not sure? Try it on real traffic first as a{" "}
+              <Link href={`/dry-run?target=${encodeURIComponent(`tier:${tier.name}`)}`}>
+                dry-run candidate
+              </Link>
+              : it counts what it would block and rejects nothing.
+            </p>
+            <TierEditForm name={tier.name} version={tier.version} limit={tier.limit} />
+          </>
         ) : (
           <p className="muted" data-testid="read-only">
             Only admins can change a tier&apos;s limit (your role: {principal.role}). To try a
             stricter limit on real traffic first, an operator can create a{" "}
-            <Link href="/dry-run">dry-run candidate</Link>.
+            <Link href={`/dry-run?target=${encodeURIComponent(`tier:${tier.name}`)}`}>
+              dry-run candidate
+            </Link>
+            .
           </p>
         )}
       </section>
