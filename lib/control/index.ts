@@ -126,6 +126,19 @@ export {
   ZUpdateCustomerOverrideOptions,
 } from "./customer-override/update-customer-override";
 export {
+  type PolicyRollout,
+  type ReadPolicyRolloutOptions,
+  type RolloutDeps,
+  type RolloutRedis,
+  readPolicyRollout,
+} from "./dry-run/read-policy-rollout";
+export {
+  type ReadScopeCountsOptions,
+  readScopeCounts,
+  type ScopeCounts,
+  type ScopeCountsDeps,
+} from "./dry-run/read-scope-counts";
+export {
   type CreateEndpointClassOptions,
   createEndpointClass,
 } from "./endpoint-class/create-endpoint-class";
@@ -188,6 +201,16 @@ export { exportPolicy, type PolicyExport } from "./policy/export-policy";
 export { type CurrentSnapshot, getCurrentSnapshot } from "./policy/get-current-snapshot";
 export { importPolicy } from "./policy/import-policy";
 export type { PolicySummary } from "./policy/policy-summary";
+export {
+  type LimitChangeReach,
+  type OutrankingCustomer,
+  type PolicyChangePreview,
+  PREVIEW_SAMPLE_SIZE,
+  type PreviewedLimitChange,
+  type PreviewPolicyChangeOptions,
+  previewPolicyChange,
+  ZPreviewPolicyChangeOptions,
+} from "./policy/preview-policy-change";
 export type { ChangeReceipt } from "./policy/run-policy-change";
 export { getPolicySettings } from "./settings/get-policy-settings";
 export type { PolicySettingsRecord } from "./settings/settings-record";

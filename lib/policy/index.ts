@@ -51,6 +51,18 @@ export {
   RECORD_ID_PATTERN,
 } from "./names";
 export { normalizeRequestPath, type PathPattern, parsePathPattern } from "./path-pattern";
+export {
+  diffPolicyRules,
+  type FieldChange,
+  type LimitChange,
+  type LimitReachKind,
+  limitAtScope,
+  type OverrideHolder,
+  outrankingHolders,
+  outranksChange,
+  type PolicyRules,
+  type PolicyRulesDiff,
+} from "./policy-diff";
 export { type Layer, PreparedSnapshot, prepareSnapshot, type RuleSource } from "./prepare";
 export {
   explainTrace,

@@ -1,0 +1,145 @@
+"use client";
+
+import { useRouter } from "next/navigation";
+import { useId, useState } from "react";
+import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
+import { hasForbiddenCharacter } from "@/lib/policy/names";
+import { readApiError } from "../../policies/_components/api-error";
+import styles from "../dry-run.module.css";
+
+export interface CandidateActionsProps {
+  id: string;
+  version: number;
+  /** What promoting does, in words: "Enforce 5/s, bursts of 10 on tier:free instead of …". */
+  promoteSummary: string;
+  /** What the numbers say so far: "Would have blocked 40 of 200 requests in the last 15 min." */
+  evidence: string;
+  canPromote: boolean;
+  canDiscard: boolean;
+}
+
+function reasonProblem(reason: string): string | null {
+  const trimmed = reason.trim();
+  if (trimmed === "") return "Give a reason first: it is kept in the audit log.";
+  if (trimmed.length > 1000) return "The reason must be at most 1000 characters.";
+  if (hasForbiddenCharacter(trimmed))
+    return "The reason must be one line, without control or bidirectional formatting characters.";
+  return null;
+}
+
+/** Promote (admins) or discard (operators and admins) a candidate, each with a reason and a confirm. */
+export function CandidateActions({
+  id,
+  version,
+  promoteSummary,
+  evidence,
+  canPromote,
+  canDiscard,
+}: CandidateActionsProps) {
+  const router = useRouter();
+  const [promoteReason, setPromoteReason] = useState("");
+  const [discardReason, setDiscardReason] = useState("");
+  const promoteId = useId();
+  const discardId = useId();
+
+  const act = async (verb: "promote" | "discard", reason: string): Promise<ConfirmResult> => {
+    const problem = reasonProblem(reason);
+    if (problem !== null) return { error: problem };
+    const response = await fetch(`/api/v1/candidates/${encodeURIComponent(id)}/${verb}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ expectedVersion: version, reason: reason.trim() }),
+    });
+    if (response.ok) {
+      const body = (await response.json()) as { policyVersion: number | null };
+      const params = new URLSearchParams({
+        done: verb === "promote" ? "promoted" : "discarded",
+        id,
+        ...(body.policyVersion === null ? {} : { version: String(body.policyVersion) }),
+      });
+      router.push(`/dry-run?${params.toString()}`);
+      return;
+    }
+    const error = await readApiError(response);
+    if (error.code === "VERSION_CONFLICT") {
+      return {
+        error: `Someone changed this candidate since you opened it: ${error.message} Reload the page to see it.`,
+      };
+    }
+    if (error.code === "NOT_FOUND") {
+      return {
+        error:
+          "This candidate no longer exists: someone promoted or discarded it. Go back to the list.",
+      };
+    }
+    const reasonError = error.fieldErrors.find((item) => item.path === "reason");
+    return { error: reasonError ? `Reason: ${reasonError.message}` : error.message };
+  };
+
+  if (!canPromote && !canDiscard) {
+    return <p className="muted">Operators can discard a candidate and admins can promote it.</p>;
+  }
+  return (
+    <div className={styles.actions}>
+      {canPromote ? (
+        <div className={styles.actionBox}>
+          <h3>Promote to enforcement</h3>
+          <p className="small">{promoteSummary}</p>
+          <label htmlFor={promoteId} className="small">
+            Reason (required)
+          </label>
+          <textarea
+            id={promoteId}
+            rows={2}
+            value={promoteReason}
+            onChange={(event) => setPromoteReason(event.target.value)}
+          />
+          <ConfirmDialog
+            triggerLabel="Promote…"
+            title={`Enforce candidate ${id}?`}
+            confirmLabel="Promote and enforce"
+            tone="danger"
+            disabled={promoteReason.trim() === ""}
+            onConfirm={() => act("promote", promoteReason)}
+          >
+            <p>{promoteSummary}</p>
+            <p>{evidence}</p>
+            <p>
+              Requests above it get 429 as soon as each enforcer applies the new policy version
+              (within moments). The change is audited with your reason.
+            </p>
+          </ConfirmDialog>
+        </div>
+      ) : (
+        <p className="muted small">Only an admin can promote a candidate to enforcement.</p>
+      )}
+      {canDiscard ? (
+        <div className={styles.actionBox}>
+          <h3>Discard</h3>
+          <p className="small">Stop counting it. The rule in force stays as it is.</p>
+          <label htmlFor={discardId} className="small">
+            Reason (required)
+          </label>
+          <textarea
+            id={discardId}
+            rows={2}
+            value={discardReason}
+            onChange={(event) => setDiscardReason(event.target.value)}
+          />
+          <ConfirmDialog
+            triggerLabel="Discard…"
+            title={`Discard candidate ${id}?`}
+            confirmLabel="Discard candidate"
+            disabled={discardReason.trim() === ""}
+            onConfirm={() => act("discard", discardReason)}
+          >
+            <p>
+              Its counts stop; nothing that is enforced changes. The discard is audited with your
+              reason.
+            </p>
+          </ConfirmDialog>
+        </div>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,203 @@
+"use client";
+
+import { formatAlgorithm } from "@/lib/console/format";
+import { type FieldPath, formatFieldPath } from "@/lib/policy/errors";
+import {
+  ALGORITHMS,
+  type Algorithm,
+  type FieldErrorMap,
+  fieldNames,
+  type LimitDraft,
+} from "./limit-draft";
+import styles from "./policy-form.module.css";
+import { MODE_WORDS, ON_STORE_FAILURE_WORDS } from "./policy-words";
+
+const ALGORITHM_HELP: Record<Algorithm, string> = {
+  "token-bucket": "a sustained rate with room for bursts; what customers plan with",
+  "leaky-meter": "like a token bucket, measured as a draining meter",
+  "fixed-window": "N per window, reset at each window's start (allows 2N across a boundary)",
+  "sliding-log": "N in any rolling window, exact; costs memory per request",
+  "sliding-window": "N in any rolling window, approximated from two counters",
+};
+
+export interface LimitFieldsProps {
+  /** Names the group: "Account limit", "pro tier on reports". */
+  legend: string;
+  /** The API path of this limit, e.g. `["limit"]` or `["limits", "pro"]`; errors are keyed by it. */
+  path: FieldPath;
+  draft: LimitDraft;
+  errors: FieldErrorMap;
+  onChange: (draft: LimitDraft) => void;
+  disabled?: boolean;
+  /** Id prefix for the inputs, unique on the page. */
+  idPrefix: string;
+  /** Show mode and failure policy (a dry-run candidate has neither). @default true */
+  showBehaviour?: boolean;
+}
+
+/** The inputs of one limit: algorithm, its two numbers, mode and failure policy. */
+export function LimitFields({
+  legend,
+  path,
+  draft,
+  errors,
+  onChange,
+  disabled,
+  idPrefix,
+  showBehaviour = true,
+}: LimitFieldsProps) {
+  const names = fieldNames(draft.algorithm);
+  const errorAt = (field: string) => errors[formatFieldPath([...path, field])];
+  const groupError = errors[formatFieldPath(path)];
+  const set = (patch: Partial<LimitDraft>) => onChange({ ...draft, ...patch });
+  const sizeLabel =
+    names.size === "capacity"
+      ? "Burst (capacity)"
+      : names.size === "burst"
+        ? "Burst"
+        : "Requests per window";
+  return (
+    <fieldset className={styles.limitFields} disabled={disabled}>
+      <legend>{legend}</legend>
+      {groupError ? (
+        <p className={styles.fieldError} role="alert">
+          {groupError}
+        </p>
+      ) : null}
+      <div className={styles.fieldRow}>
+        <Field
+          id={`${idPrefix}-algorithm`}
+          label="Algorithm"
+          help={ALGORITHM_HELP[draft.algorithm]}
+          error={errorAt("algorithm")}
+        >
+          <select
+            id={`${idPrefix}-algorithm`}
+            value={draft.algorithm}
+            onChange={(event) => set({ algorithm: event.target.value as Algorithm })}
+          >
+            {ALGORITHMS.map((algorithm) => (
+              <option key={algorithm} value={algorithm}>
+                {formatAlgorithm(algorithm)}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <Field
+          id={`${idPrefix}-size`}
+          label={sizeLabel}
+          help="Units of cost; most endpoints cost 1 per request."
+          error={errorAt(names.size)}
+        >
+          <input
+            id={`${idPrefix}-size`}
+            inputMode="numeric"
+            value={draft.size}
+            onChange={(event) => set({ size: event.target.value })}
+            aria-invalid={errorAt(names.size) ? true : undefined}
+            aria-describedby={errorAt(names.size) ? `${idPrefix}-size-error` : undefined}
+          />
+        </Field>
+        {names.usesWindow ? (
+          <Field
+            id={`${idPrefix}-window`}
+            label="Window (seconds)"
+            help="60 is one minute."
+            error={errorAt("windowMs")}
+          >
+            <input
+              id={`${idPrefix}-window`}
+              inputMode="decimal"
+              value={draft.windowSec}
+              onChange={(event) => set({ windowSec: event.target.value })}
+              aria-invalid={errorAt("windowMs") ? true : undefined}
+              aria-describedby={errorAt("windowMs") ? `${idPrefix}-window-error` : undefined}
+            />
+          </Field>
+        ) : (
+          <Field
+            id={`${idPrefix}-rate`}
+            label="Sustained rate (per second)"
+            help="Fractions are fine: 0.5 is 30 per minute."
+            error={errorAt(names.second)}
+          >
+            <input
+              id={`${idPrefix}-rate`}
+              inputMode="decimal"
+              value={draft.ratePerSec}
+              onChange={(event) => set({ ratePerSec: event.target.value })}
+              aria-invalid={errorAt(names.second) ? true : undefined}
+              aria-describedby={errorAt(names.second) ? `${idPrefix}-rate-error` : undefined}
+            />
+          </Field>
+        )}
+      </div>
+      {showBehaviour ? (
+        <div className={styles.fieldRow}>
+          <Field id={`${idPrefix}-mode`} label="Mode" error={errorAt("mode")}>
+            <select
+              id={`${idPrefix}-mode`}
+              value={draft.mode}
+              onChange={(event) => set({ mode: event.target.value as LimitDraft["mode"] })}
+            >
+              {(Object.keys(MODE_WORDS) as LimitDraft["mode"][]).map((mode) => (
+                <option key={mode} value={mode}>
+                  {MODE_WORDS[mode]}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field
+            id={`${idPrefix}-failure`}
+            label="If Redis is down"
+            error={errorAt("onStoreFailure")}
+          >
+            <select
+              id={`${idPrefix}-failure`}
+              value={draft.onStoreFailure}
+              onChange={(event) =>
+                set({ onStoreFailure: event.target.value as LimitDraft["onStoreFailure"] })
+              }
+            >
+              {(Object.keys(ON_STORE_FAILURE_WORDS) as LimitDraft["onStoreFailure"][]).map(
+                (value) => (
+                  <option key={value} value={value}>
+                    {ON_STORE_FAILURE_WORDS[value]}
+                  </option>
+                ),
+              )}
+            </select>
+          </Field>
+        </div>
+      ) : null}
+    </fieldset>
+  );
+}
+
+export function Field({
+  id,
+  label,
+  help,
+  error,
+  children,
+}: {
+  id: string;
+  label: string;
+  help?: string;
+  error?: string;
+  children: React.ReactNode;
+}) {
+  return (
+    <div className={styles.field}>
+      <label htmlFor={id}>{label}</label>
+      {children}
+      {error ? (
+        <span className={styles.fieldError} id={`${id}-error`} data-testid={`${id}-error`}>
+          {error}
+        </span>
+      ) : help ? (
+        <span className="muted small">{help}</span>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,276 @@
+"use client";
+
+import { useRouter } from "next/navigation";
+import { type ReactNode, useState } from "react";
+import { auditEntryHref } from "@/lib/console/chart-series";
+import type {
+  PolicyChangePreview,
+  PreviewPolicyChangeOptions,
+} from "@/lib/control/policy/preview-policy-change";
+import { hasForbiddenCharacter } from "@/lib/policy/names";
+import { previewPolicyChangeAction } from "../actions";
+import { readApiError } from "./api-error";
+import { ChangePreview } from "./change-preview";
+import type { FieldErrorMap } from "./limit-draft";
+import { Field } from "./limit-fields";
+import styles from "./policy-form.module.css";
+
+/** What the fields make: the preview's options and the PATCH body (without version and reason). */
+export type BuildResult =
+  | {
+      readonly ok: true;
+      readonly preview: PreviewPolicyChangeOptions;
+      readonly body: Readonly<Record<string, unknown>>;
+    }
+  | { readonly ok: false; readonly errors: FieldErrorMap };
+
+export interface PolicyEditFormProps {
+  /** `tier "free"`. */
+  subject: string;
+  /** The entity's version the page was rendered with: sent as expectedVersion. */
+  version: number;
+  /** Same-origin API path the change is PATCHed to. */
+  saveUrl: string;
+  /** Validates the fields (client side, with the domain schemas). */
+  build: () => BuildResult;
+  /** The fields, given the errors to show at each (client checks and the API's). */
+  renderFields: (errors: FieldErrorMap) => ReactNode;
+}
+
+interface Saved {
+  readonly policyVersion: number | null;
+  readonly published: boolean;
+  readonly auditEntryId: string;
+}
+
+const MAX_REASON_LENGTH = 1000;
+
+function checkReason(reason: string): string | null {
+  const trimmed = reason.trim();
+  if (trimmed === "") return "Say why you are making this change: it is kept in the audit log.";
+  if (trimmed.length > MAX_REASON_LENGTH)
+    return `The reason must be at most ${MAX_REASON_LENGTH} characters.`;
+  if (hasForbiddenCharacter(trimmed))
+    return "The reason must be one line, without control or bidirectional formatting characters.";
+  return null;
+}
+
+/**
+ * An edit of a tier, an endpoint class or the settings: fields, a required reason, a preview of
+ * what changes (old and new, whom it reaches) that must be seen before saving, and the save
+ * itself through the API with the version the page was opened at. A version conflict says that
+ * someone changed it meanwhile and offers a reload; field errors from the API land at the field.
+ */
+export function PolicyEditForm({
+  subject,
+  version,
+  saveUrl,
+  build,
+  renderFields,
+}: PolicyEditFormProps) {
+  const router = useRouter();
+  const [errors, setErrors] = useState<FieldErrorMap>({});
+  const [reason, setReason] = useState("");
+  const [preview, setPreview] = useState<{ key: string; data: PolicyChangePreview } | null>(null);
+  const [formError, setFormError] = useState<string | null>(null);
+  const [conflict, setConflict] = useState<string | null>(null);
+  const [saved, setSaved] = useState<Saved | null>(null);
+  const [isPending, setIsPending] = useState(false);
+
+  const current = build();
+  const currentKey = current.ok ? JSON.stringify(current.body) : null;
+  const isPreviewCurrent = preview !== null && preview.key === currentKey;
+
+  const validate = (): (BuildResult & { ok: true }) | null => {
+    const result = build();
+    const reasonError = checkReason(reason);
+    const next: Record<string, string> = result.ok ? {} : { ...result.errors };
+    if (reasonError !== null) next.reason = reasonError;
+    setErrors(next);
+    if (!result.ok || reasonError !== null) {
+      setFormError("Fix the fields marked below.");
+      return null;
+    }
+    return result;
+  };
+
+  const onPreview = async () => {
+    setFormError(null);
+    setSaved(null);
+    const result = validate();
+    if (result === null) return;
+    setIsPending(true);
+    try {
+      const outcome = await previewPolicyChangeAction(result.preview);
+      if (!outcome.ok) {
+        setErrors(
+          Object.fromEntries(outcome.fieldErrors.map((error) => [error.path, error.message])),
+        );
+        setFormError(outcome.message);
+        setPreview(null);
+        return;
+      }
+      setPreview({ key: JSON.stringify(result.body), data: outcome.preview });
+    } catch {
+      setFormError("The preview could not be computed. Check your connection and try again.");
+    } finally {
+      setIsPending(false);
+    }
+  };
+
+  const onSave = async () => {
+    setFormError(null);
+    const result = validate();
+    if (result === null) return;
+    setIsPending(true);
+    try {
+      const response = await fetch(saveUrl, {
+        method: "PATCH",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ...result.body, expectedVersion: version, reason: reason.trim() }),
+      });
+      if (response.ok) {
+        const body = (await response.json()) as Saved;
+        setSaved({
+          policyVersion: body.policyVersion,
+          published: body.published,
+          auditEntryId: body.auditEntryId,
+        });
+        setPreview(null);
+        setReason("");
+        setErrors({});
+        router.refresh();
+        return;
+      }
+      const error = await readApiError(response);
+      if (error.code === "VERSION_CONFLICT") {
+        setConflict(error.message);
+        return;
+      }
+      setErrors(Object.fromEntries(error.fieldErrors.map((item) => [item.path, item.message])));
+      setFormError(
+        error.code === "FORBIDDEN"
+          ? `You may not make this change: ${error.message}`
+          : error.message,
+      );
+    } catch {
+      setFormError(
+        "The change could not be sent, and it may or may not have been saved. Reload to see the current values before trying again.",
+      );
+    } finally {
+      setIsPending(false);
+    }
+  };
+
+  return (
+    <form
+      className={styles.form}
+      noValidate
+      onSubmit={(event) => {
+        event.preventDefault();
+        void onPreview();
+      }}
+      aria-label={`Edit ${subject}`}
+    >
+      {conflict !== null ? (
+        <div className={styles.conflict} role="alert" data-testid="version-conflict">
+          <p>
+            <strong>Someone changed {subject} since you opened it.</strong> Your change was not
+            saved.
+          </p>
+          <p className="small">{conflict}</p>
+          <button type="button" className="button" onClick={() => window.location.reload()}>
+            Reload the current values
+          </button>
+        </div>
+      ) : null}
+      {saved !== null ? (
+        <div className={styles.saved} role="status" data-testid="saved">
+          <strong>Saved.</strong>{" "}
+          {saved.policyVersion === null ? (
+            "Enforcers see no difference, so no new policy version was needed."
+          ) : (
+            <>
+              Policy version{" "}
+              <strong data-testid="saved-policy-version">{saved.policyVersion}</strong>{" "}
+              {saved.published
+                ? "is published: enforcers apply it within moments."
+                : "is made; the publisher will send it to the enforcers shortly."}
+            </>
+          )}{" "}
+          <a href={auditEntryHref(saved.auditEntryId)}>See the audit entry</a>.
+        </div>
+      ) : null}
+      {formError !== null ? (
+        <p className={styles.formError} role="alert" data-testid="form-error">
+          {formError}
+        </p>
+      ) : null}
+
+      {renderFields(errors)}
+
+      <Field
+        id="edit-reason"
+        label="Reason (required)"
+        error={errors.reason}
+        help="Why, in a sentence: kept in the audit log with the change."
+      >
+        <textarea
+          id="edit-reason"
+          rows={2}
+          maxLength={MAX_REASON_LENGTH + 100}
+          value={reason}
+          onChange={(event) => setReason(event.target.value)}
+          aria-invalid={errors.reason ? true : undefined}
+          aria-describedby={errors.reason ? "edit-reason-error" : undefined}
+        />
+      </Field>
+
+      <div className={styles.actions}>
+        <button type="submit" className="button" disabled={isPending || conflict !== null}>
+          {isPending && !isPreviewCurrent ? "Working…" : "Preview change"}
+        </button>
+        {preview !== null && !isPreviewCurrent ? (
+          <span className="muted small">The fields changed since the preview: preview again.</span>
+        ) : null}
+      </div>
+
+      {preview !== null && isPreviewCurrent ? (
+        <section
+          className={styles.previewPanel}
+          aria-labelledby="preview-heading"
+          data-testid="change-preview"
+        >
+          <h3 id="preview-heading">What this change does</h3>
+          {preview.data.version !== version ? (
+            <p className={styles.conflict} role="alert" data-testid="preview-stale">
+              {subject} has changed since you opened it (version {version} then,{" "}
+              {preview.data.version} now). Saving will be refused: reload to start from the current
+              values.
+            </p>
+          ) : null}
+          <ChangePreview preview={preview.data} />
+          <div className={styles.actions}>
+            <button
+              type="button"
+              className="button"
+              onClick={() => void onSave()}
+              disabled={isPending || preview.data.isNoChange || conflict !== null}
+              aria-busy={isPending}
+            >
+              {isPending ? "Saving…" : "Save change"}
+            </button>
+            <button
+              type="button"
+              className="button button-secondary"
+              onClick={() => setPreview(null)}
+              disabled={isPending}
+            >
+              Keep editing
+            </button>
+          </div>
+        </section>
+      ) : null}
+    </form>
+  );
+}

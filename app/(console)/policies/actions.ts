@@ -1,0 +1,48 @@
+"use server";
+
+import type { Permission } from "@/lib/control";
+import {
+  isAppError,
+  type PolicyChangePreview,
+  type PreviewPolicyChangeOptions,
+  previewPolicyChange,
+} from "@/lib/control";
+import { requirePrincipal } from "@/lib/control/auth/current-principal";
+
+export type PreviewResult =
+  | { readonly ok: true; readonly preview: PolicyChangePreview }
+  | {
+      readonly ok: false;
+      readonly message: string;
+      readonly fieldErrors: readonly { readonly path: string; readonly message: string }[];
+    };
+
+const PERMISSION_BY_KIND: Record<PreviewPolicyChangeOptions["kind"], Permission> = {
+  tier: "tier.write",
+  "endpoint-class": "endpoint-class.write",
+  settings: "settings.write",
+};
+
+/**
+ * The preview of an edit, for the edit forms: what would change and whom it reaches. Writes
+ * nothing. Needs the permission the edit itself needs, since only those who may save preview.
+ */
+export async function previewPolicyChangeAction(
+  options: PreviewPolicyChangeOptions,
+): Promise<PreviewResult> {
+  // The argument arrives from the browser: anything unexpected needs the strictest permission,
+  // and the service's own parsing refuses it.
+  const kind =
+    typeof options === "object" &&
+    options !== null &&
+    Object.hasOwn(PERMISSION_BY_KIND, options.kind)
+      ? options.kind
+      : "settings";
+  await requirePrincipal(PERMISSION_BY_KIND[kind], { next: "/policies" });
+  try {
+    return { ok: true, preview: await previewPolicyChange(options) };
+  } catch (error: unknown) {
+    if (!isAppError(error)) throw error;
+    return { ok: false, message: error.message, fieldErrors: error.fieldErrors };
+  }
+}
