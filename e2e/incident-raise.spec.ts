@@ -9,9 +9,10 @@
  * bucket (the explain API's peek says so), so it admits the capacity plus what refills during the
  * burst: at least 20 before, at least 60 after the raise.
  */
-import { type APIRequestContext, type Page, request as playwrightRequest } from "@playwright/test";
+import type { APIRequestContext, Page } from "@playwright/test";
 import { expect, test } from "./fixtures";
-import { BASE_URL, E2E_ACCOUNTS, GATEWAY_URLS } from "./run-env";
+import { BASE_URL, GATEWAY_URLS } from "./run-env";
+import { apiAs } from "./support/shared-sessions";
 
 const CUSTOMER = "initech";
 const BURST = 120;
@@ -297,14 +298,7 @@ test("guardrails: the form's hint at the field, and the server's refusal at the 
   await page.getByRole("radio", { name: "Multiplier" }).check();
   await page.getByLabel("Multiply by").fill("5");
   await expect(page.getByRole("button", { name: "Review and raise" })).toBeEnabled();
-  const admin = await playwrightRequest.newContext({
-    baseURL: BASE_URL,
-    extraHTTPHeaders: { origin: BASE_URL, "x-forwarded-for": "10.97.0.1" },
-  });
-  const signedIn = await admin.post("/api/v1/auth/sign-in", {
-    data: { email: E2E_ACCOUNTS.admin.email, password: E2E_ACCOUNTS.admin.password },
-  });
-  expect(signedIn.status(), await signedIn.text()).toBe(200);
+  const admin = await apiAs("admin");
   const setFactor = async (maxIncidentFactor: number) => {
     const current = (await (await admin.get("/api/v1/settings")).json()) as {
       settings: { version: number };

@@ -3,10 +3,11 @@
  * operator, each with their own session) are found in the audit log by customer and by actor,
  * exactly and with their before/after values; and the overview draws the fleet and the charts.
  */
-import { type APIRequestContext, type Page, request as playwrightRequest } from "@playwright/test";
+import type { APIRequestContext, Page } from "@playwright/test";
 import pg from "pg";
 import { expect, test } from "./fixtures";
-import { BASE_URL, E2E_ACCOUNTS, E2E_DATABASE_URL, type E2ERole, GATEWAY_URLS } from "./run-env";
+import { E2E_DATABASE_URL, type E2ERole, GATEWAY_URLS } from "./run-env";
+import { apiAs } from "./support/shared-sessions";
 
 const run = Date.now().toString(36);
 const tokenBucket = (capacity: number, refillPerSec: number) => ({
@@ -15,21 +16,9 @@ const tokenBucket = (capacity: number, refillPerSec: number) => ({
   refillPerSec,
 });
 
-let apiSignIns = 0;
-
-/** An API client signed in as `role` through the real sign-in endpoint (its own session). */
-async function apiAs(role: E2ERole): Promise<{ api: APIRequestContext; operatorId: string }> {
-  const api = await playwrightRequest.newContext({
-    baseURL: BASE_URL,
-    extraHTTPHeaders: { origin: BASE_URL },
-  });
-  apiSignIns++;
-  const account = E2E_ACCOUNTS[role];
-  const signIn = await api.post("/api/v1/auth/sign-in", {
-    data: { email: account.email, password: account.password },
-    headers: { "x-forwarded-for": `10.98.${apiSignIns}.${(Date.now() % 200) + 1}` },
-  });
-  expect(signIn.status(), await signIn.text()).toBe(200);
+/** An API client with `role`'s session (shared by the run), and that operator's id. */
+async function apiWithId(role: E2ERole): Promise<{ api: APIRequestContext; operatorId: string }> {
+  const api = await apiAs(role);
   const me = await api.get("/api/v1/auth/me");
   expect(me.status()).toBe(200);
   const body: { operator: { id: string } } = await me.json();
@@ -87,8 +76,8 @@ test.describe("review: the audit log", () => {
   let adminId = "";
 
   test.beforeAll(async () => {
-    const admin = await apiAs("admin");
-    const operator = await apiAs("operator");
+    const admin = await apiWithId("admin");
+    const operator = await apiWithId("operator");
     operatorId = operator.operatorId;
     adminId = admin.operatorId;
     startedAt = new Date().toISOString();
@@ -253,7 +242,7 @@ test.describe("review: the audit log", () => {
   }) => {
     // 30 changes of one customer's display name: two pages.
     const customer = `rev-long-${run}`;
-    const { api } = await apiAs("operator");
+    const { api } = await apiWithId("operator");
     await send(api, "POST", "/api/v1/customers", {
       id: customer,
       displayName: "Long history 0",

@@ -3,9 +3,9 @@
  * API refuses the viewer's session with 403 and changes nothing (checked by reading back); an
  * operator is refused the admin-only actions (a tier edit, a candidate promotion).
  */
-import { type APIRequestContext, request as playwrightRequest } from "@playwright/test";
+import type { APIRequestContext } from "@playwright/test";
 import { expect, test } from "./fixtures";
-import { BASE_URL, E2E_ACCOUNTS, type E2ERole } from "./run-env";
+import { apiAs } from "./support/shared-sessions";
 
 const CUSTOMER = "globex";
 /**
@@ -26,26 +26,6 @@ const PAGES = [
   "/status",
   "/incidents/new",
 ];
-
-let addressCounter = 0;
-
-/** An API client signed in as `role`, with the Origin header a browser sends. */
-async function apiAs(role: E2ERole): Promise<APIRequestContext> {
-  const context = await playwrightRequest.newContext({
-    baseURL: BASE_URL,
-    extraHTTPHeaders: { origin: BASE_URL },
-  });
-  addressCounter++;
-  const account = E2E_ACCOUNTS[role];
-  const response = await context.post("/api/v1/auth/sign-in", {
-    data: { email: account.email, password: account.password },
-    headers: {
-      "x-forwarded-for": `10.98.${Math.floor(addressCounter / 250)}.${addressCounter % 250}`,
-    },
-  });
-  expect(response.status(), await response.text()).toBe(200);
-  return context;
-}
 
 async function json<T>(response: Awaited<ReturnType<APIRequestContext["get"]>>): Promise<T> {
   expect(response.status(), await response.text()).toBe(200);

@@ -121,6 +121,17 @@ async function isBuildStale(): Promise<boolean> {
   return false;
 }
 
+/**
+ * Whether the generated client is missing or older than the schema. Generating rewrites files
+ * under lib/, which would make a fresh build look stale (and rebuild `.next` under a running
+ * server), so it runs only when needed.
+ */
+function isPrismaClientStale(): boolean {
+  const client = path.join(ROOT, "lib/generated/prisma/client.ts");
+  if (!existsSync(client)) return true;
+  return statSync(path.join(ROOT, "prisma/schema.prisma")).mtimeMs > statSync(client).mtimeMs;
+}
+
 /** Lets the next process connect: the embedded database serves one connection at a time. */
 async function databaseFree(): Promise<void> {
   await embeddedPostgres?.whenIdle();
@@ -171,11 +182,13 @@ async function main(): Promise<void> {
   console.log(applied.length ? `  applied ${applied.join(", ")}` : "  up to date");
   await databaseFree();
 
-  step("Generating the Prisma client");
-  await run("npx", ["prisma", "generate"], {
-    ...childEnv,
-    PRISMA_SCHEMA_ENGINE_BINARY: path.join(ROOT, "package.json"),
-  });
+  if (isPrismaClientStale()) {
+    step("Generating the Prisma client");
+    await run("npx", ["prisma", "generate"], {
+      ...childEnv,
+      PRISMA_SCHEMA_ENGINE_BINARY: path.join(ROOT, "package.json"),
+    });
+  }
 
   step("Seeding the example policy (only into a database without one)");
   await run(TSX, ["scripts/seed.ts"], childEnv);
