@@ -234,43 +234,19 @@ function AuditFilterForm({
           ))}
         </select>
       </div>
-      <div className={styles.field}>
-        <label htmlFor="audit-filter-actorType">Actor kind</label>
-        <select id="audit-filter-actorType" name="actorType" defaultValue={filters.actorType ?? ""}>
-          <option value="">Any</option>
-          {ACTOR_TYPES.map((type) => (
-            <option key={type} value={type}>
-              {type}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div className={styles.field}>
-        <label htmlFor="audit-filter-action">Action</label>
-        <select id="audit-filter-action" name="action" defaultValue={filters.action ?? ""}>
-          <option value="">Any</option>
-          {AUDIT_ACTIONS.map((action) => (
-            <option key={action} value={action}>
-              {action}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div className={styles.field}>
-        <label htmlFor="audit-filter-entityType">Entity type</label>
-        <select
-          id="audit-filter-entityType"
-          name="entityType"
-          defaultValue={filters.entityType ?? ""}
-        >
-          <option value="">Any</option>
-          {AUDIT_ENTITY_TYPES.map((type) => (
-            <option key={type} value={type}>
-              {type}
-            </option>
-          ))}
-        </select>
-      </div>
+      <ChoiceFilter
+        name="actorType"
+        label="Actor kind"
+        choices={ACTOR_TYPES}
+        value={filters.actorType}
+      />
+      <ChoiceFilter name="action" label="Action" choices={AUDIT_ACTIONS} value={filters.action} />
+      <ChoiceFilter
+        name="entityType"
+        label="Entity type"
+        choices={AUDIT_ENTITY_TYPES}
+        value={filters.entityType}
+      />
       <div className={styles.field}>
         <label htmlFor="audit-filter-entityId">Entity id</label>
         <input
@@ -337,5 +313,32 @@ async function SingleEntry({ id }: { id: string }) {
         <AuditEntryCard entry={entry} />
       </div>
     </>
+  );
+}
+
+/** A filter that is one of a closed set of values, or any. */
+function ChoiceFilter({
+  name,
+  label,
+  choices,
+  value,
+}: {
+  name: string;
+  label: string;
+  choices: readonly string[];
+  value: string | undefined;
+}) {
+  return (
+    <div className={styles.field}>
+      <label htmlFor={`audit-filter-${name}`}>{label}</label>
+      <select id={`audit-filter-${name}`} name={name} defaultValue={value ?? ""}>
+        <option value="">Any</option>
+        {choices.map((choice) => (
+          <option key={choice} value={choice}>
+            {choice}
+          </option>
+        ))}
+      </select>
+    </div>
   );
 }

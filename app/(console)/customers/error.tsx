@@ -1,6 +1,6 @@
 "use client";
 
-import { RouteError } from "@/components/ops/route-error";
+import { RouteError } from "@/components/ui/route-error";
 
 export default function CustomersError(props: {
   error: Error & { digest?: string };

@@ -1,21 +1,18 @@
 "use client";
 
-import { ErrorState } from "@/components/ui/error-state";
+import { RouteError } from "@/components/ui/route-error";
 
 /** Anything below /dry-run that failed to load. The details are in the server log. */
-export default function DryRunError({
-  error,
-  reset,
-}: {
+export default function DryRunError(props: {
   error: Error & { digest?: string };
   reset: () => void;
 }) {
   return (
-    <ErrorState
+    <RouteError
+      {...props}
+      area="Dry-run"
       title="The dry-run candidates could not be loaded"
       message="The database or Redis may be unreachable; the status page says which. Try again in a moment."
-      onRetry={reset}
-      digest={error.digest}
     />
   );
 }

@@ -1,6 +1,6 @@
 "use client";
 
-import { RouteError } from "@/components/ops/route-error";
+import { RouteError } from "@/components/ui/route-error";
 
 export default function IncidentsError(props: {
   error: Error & { digest?: string };
