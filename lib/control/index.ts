@@ -128,8 +128,6 @@ export {
 export {
   type PolicyRollout,
   type ReadPolicyRolloutOptions,
-  type RolloutDeps,
-  type RolloutRedis,
   readPolicyRollout,
 } from "./dry-run/read-policy-rollout";
 export {

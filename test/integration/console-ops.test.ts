@@ -9,9 +9,9 @@ import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
 import { listAllCustomerOverrides } from "@/lib/control/customer-override/list-all-customer-overrides";
+import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { enforcerRedisNames } from "@/lib/enforcer/redis-keys";
 import { readCustomerRejections } from "@/lib/server/ops/customer-rejections";
-import { readLiveEnforcers } from "@/lib/server/ops/enforcer-fleet";
 import type { OpsRedisDeps } from "@/lib/server/ops/ops-redis";
 import { readyRedis } from "../support/redis";
 import {
@@ -84,7 +84,7 @@ describe("listAllCustomerOverrides", () => {
   });
 });
 
-describe("readLiveEnforcers", () => {
+describe("listEnforcers with a liveness window (the incident page's confirmations)", () => {
   it("lists enforcers with a recent heartbeat and the version each runs; stale and expired ones are left out", async () => {
     const names = enforcerRedisNames(ops.prefix);
     const nowMs = 1_800_000_000_000;
@@ -107,14 +107,29 @@ describe("readLiveEnforcers", () => {
     // In the set but its hash expired: stopped beating.
     await redis.zadd(names.enforcers, nowMs - 500, "gw-gone");
 
-    expect(await readLiveEnforcers(nowMs, ops)).toEqual([
+    const fleet = await listEnforcers(
+      { redis, prefix: ops.prefix, nowMs: () => nowMs },
+      { liveWithinMs: 15_000 },
+    );
+    expect(
+      fleet.enforcers
+        .map(({ id, host, version, heartbeatAtMs, appliedAtMs, appliedVia }) => ({
+          id,
+          host,
+          version,
+          heartbeatAtMs,
+          appliedAtMs,
+          appliedVia,
+        }))
+        .sort((a, b) => (a.id < b.id ? -1 : 1)),
+    ).toEqual([
       {
         id: "gw-a",
         host: "test-host",
         version: null,
         heartbeatAtMs: nowMs - 2_000,
         appliedAtMs: null,
-        appliedVia: "",
+        appliedVia: null,
       },
       {
         id: "gw-b",
@@ -128,9 +143,12 @@ describe("readLiveEnforcers", () => {
   });
 
   it("is empty when no enforcer has ever beaten", async () => {
-    expect(await readLiveEnforcers(Date.now(), { redis, prefix: `${ops.prefix}none:` })).toEqual(
-      [],
-    );
+    const fleet = await listEnforcers({
+      redis,
+      prefix: `${ops.prefix}none:`,
+      nowMs: Date.now,
+    });
+    expect(fleet.enforcers).toEqual([]);
   });
 });
 

@@ -20,7 +20,11 @@ const NOW_MS = 1_900_000_000_000;
 async function heartbeat(prefix: string, enforcerId: string, atMs: number, version: string) {
   const names = enforcerRedisNames(prefix);
   await redis.zadd(names.enforcers, atMs, enforcerId);
-  await redis.hset(names.enforcer(enforcerId), { id: enforcerId, version });
+  await redis.hset(names.enforcer(enforcerId), {
+    id: enforcerId,
+    heartbeatAt: String(atMs),
+    version,
+  });
   await redis.pexpire(names.enforcers, 60_000);
   await redis.pexpire(names.enforcer(enforcerId), 60_000);
 }
@@ -33,7 +37,12 @@ describe("readPolicyRollout", () => {
     await heartbeat(prefix, "gw-c", NOW_MS - 2_000, "6");
     await heartbeat(prefix, "gw-d", NOW_MS - 3_000, "");
     await heartbeat(prefix, "gw-gone", NOW_MS - 60_000, "5");
-    expect(await readPolicyRollout({ version: 7, nowMs: NOW_MS }, { redis, prefix })).toEqual({
+    expect(
+      await readPolicyRollout(
+        { version: 7, nowMs: NOW_MS },
+        { redis, prefix, nowMs: () => NOW_MS },
+      ),
+    ).toEqual({
       version: 7,
       liveEnforcers: 4,
       atVersion: 2,
@@ -45,12 +54,13 @@ describe("readPolicyRollout", () => {
   });
 
   it("null when Redis cannot be read", async () => {
-    const failing = {
-      zrangebyscore: () => Promise.reject(new Error("Connection is closed.")),
-      hget: () => Promise.reject(new Error("Connection is closed.")),
-    };
+    const closed = () => Promise.reject(new Error("Connection is closed."));
+    const failing = { zrevrange: closed, hgetall: closed, hmget: closed };
     expect(
-      await readPolicyRollout({ version: 1, nowMs: NOW_MS }, { redis: failing, prefix: "x:" }),
+      await readPolicyRollout(
+        { version: 1, nowMs: NOW_MS },
+        { redis: failing, prefix: "x:", nowMs: () => NOW_MS },
+      ),
     ).toBeNull();
   });
 });

@@ -4,21 +4,8 @@
  * (`lib/enforcer/reporters.ts`, keys in `lib/enforcer/redis-keys.ts`), so "promoted" can be
  * followed by "enforced by 2 of 2 gateways" rather than a promise.
  */
-import { enforcerRedisNames } from "@/lib/enforcer/redis-keys";
-import { loadEnv } from "@/lib/server/env";
-import { createRedis } from "@/lib/server/redis";
-
-/** The commands used; an ioredis client satisfies it. */
-export interface RolloutRedis {
-  zrangebyscore(key: string, min: number | string, max: number | string): Promise<string[]>;
-  hget(key: string, field: string): Promise<string | null>;
-}
-
-export interface RolloutDeps {
-  readonly redis: RolloutRedis;
-  /** REDIS_KEY_PREFIX. */
-  readonly prefix: string;
-}
+import { type FleetDeps, getFleetDeps } from "../fleet/fleet-deps";
+import { listEnforcers } from "../fleet/list-enforcers";
 
 export interface ReadPolicyRolloutOptions {
   readonly version: number;
@@ -41,47 +28,24 @@ export interface PolicyRollout {
 /** The rollout of `version`, or null when Redis cannot be read. */
 export async function readPolicyRollout(
   options: ReadPolicyRolloutOptions,
-  deps: RolloutDeps = defaultRolloutDeps(),
+  deps: FleetDeps = getFleetDeps(),
 ): Promise<PolicyRollout | null> {
-  const names = enforcerRedisNames(deps.prefix);
   try {
-    const ids = await deps.redis.zrangebyscore(
-      names.enforcers,
-      options.nowMs - (options.liveWithinMs ?? 10_000),
-      "+inf",
+    const fleet = await listEnforcers(
+      { ...deps, nowMs: () => options.nowMs },
+      { liveWithinMs: options.liveWithinMs ?? 10_000 },
     );
-    const versions = await Promise.all(
-      ids.map(async (enforcerId) => {
-        const text = await deps.redis.hget(names.enforcer(enforcerId), "version");
-        const version = text === null || text === "" ? null : Number(text);
-        return {
-          enforcerId,
-          version: version !== null && Number.isInteger(version) ? version : null,
-        };
-      }),
-    );
-    const behind = versions.filter(
-      (enforcer) => enforcer.version === null || enforcer.version < options.version,
-    );
+    const behind = fleet.enforcers
+      .filter((enforcer) => enforcer.version === null || enforcer.version < options.version)
+      .map((enforcer) => ({ enforcerId: enforcer.id, version: enforcer.version }));
     return {
       version: options.version,
-      liveEnforcers: versions.length,
-      atVersion: versions.length - behind.length,
+      liveEnforcers: fleet.enforcers.length,
+      atVersion: fleet.enforcers.length - behind.length,
       behind: behind.sort((a, b) => (a.enforcerId < b.enforcerId ? -1 : 1)),
     };
   } catch (error: unknown) {
     console.warn("policy rollout: enforcer heartbeats unavailable", error);
     return null;
   }
-}
-
-const globalForRollout = globalThis as typeof globalThis & {
-  limitplaneRolloutRedis?: RolloutRedis;
-};
-
-function defaultRolloutDeps(): RolloutDeps {
-  globalForRollout.limitplaneRolloutRedis ??= createRedis("control", {
-    connectionName: "limitplane-console-rollout",
-  });
-  return { redis: globalForRollout.limitplaneRolloutRedis, prefix: loadEnv().REDIS_KEY_PREFIX };
 }

@@ -56,7 +56,22 @@ function textOrNull(raw: string | undefined): string | null {
   return raw === undefined || raw === "" ? null : raw;
 }
 
-export async function listEnforcers(deps: FleetDeps = getFleetDeps()): Promise<Fleet> {
+export interface ListEnforcersOptions {
+  /**
+   * Leave out an enforcer whose last heartbeat is older than this, even while its hash lives on.
+   * @default no limit: an enforcer is listed until its heartbeat hash expires (10 s by default)
+   */
+  readonly liveWithinMs?: number;
+}
+
+/**
+ * The one reader of the enforcers' heartbeats: the overview's fleet, the incident page's
+ * confirmations and a version's rollout all come from here.
+ */
+export async function listEnforcers(
+  deps: FleetDeps = getFleetDeps(),
+  options: ListEnforcersOptions = {},
+): Promise<Fleet> {
   const names = enforcerRedisNames(deps.prefix);
   const [ids, current] = await Promise.all([
     deps.redis.zrevrange(names.enforcers, 0, MAX_ENFORCERS - 1),
@@ -75,6 +90,7 @@ export async function listEnforcers(deps: FleetDeps = getFleetDeps()): Promise<F
     // An expired hash is an enforcer that stopped beating: gone, whatever the set still says.
     const heartbeatAtMs = numberOrNull(fields?.heartbeatAt);
     if (fields === undefined || heartbeatAtMs === null) return;
+    if (options.liveWithinMs !== undefined && heartbeatAtMs < nowMs - options.liveWithinMs) return;
     const version = numberOrNull(fields.version);
     const appliedAtMs = numberOrNull(fields.appliedAt);
     const versionsBehind =

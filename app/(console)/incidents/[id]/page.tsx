@@ -22,11 +22,14 @@ import {
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
+import { type EnforcerRecord, listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import type { LimitSpec } from "@/lib/limiter/types";
-import { type LiveEnforcer, readLiveEnforcers } from "@/lib/server/ops/enforcer-fleet";
 import { IncidentActions } from "./incident-actions";
 
 export const metadata: Metadata = { title: "Incident override" };
+
+/** An enforcer silent for longer than this is not waited for (it beats every few seconds). */
+const LIVE_HEARTBEAT_MS = 15_000;
 
 const STATE_TONE: Record<IncidentState, BadgeTone> = {
   active: "ok",
@@ -56,8 +59,11 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
 
   const [audit, fleet, limits] = await Promise.all([
     listAuditEntries({ entityType: "incident", entityId: id, limit: 50 }),
-    readLiveEnforcers(serverNowMs).then(
-      (enforcers) => ({ ok: true as const, enforcers }),
+    listEnforcers(undefined, { liveWithinMs: LIVE_HEARTBEAT_MS }).then(
+      (fleet) => ({
+        ok: true as const,
+        enforcers: [...fleet.enforcers].sort((a, b) => (a.id < b.id ? -1 : 1)),
+      }),
       (error: unknown) => ({
         ok: false as const,
         message: error instanceof Error ? error.message : "Redis did not answer",
@@ -243,7 +249,7 @@ function FleetTable({
   enforcers,
   targetVersion,
 }: {
-  enforcers: readonly LiveEnforcer[];
+  enforcers: readonly EnforcerRecord[];
   targetVersion: number | null;
 }) {
   return (
@@ -280,7 +286,7 @@ function FleetTable({
                   ) : (
                     <LocalTime at={enforcer.appliedAtMs} relative />
                   )}
-                  {enforcer.appliedVia !== "" ? (
+                  {enforcer.appliedVia !== null ? (
                     <div className="muted small">via {enforcer.appliedVia}</div>
                   ) : null}
                 </td>
