@@ -28,19 +28,30 @@ export interface IncidentScopeOption {
 
 type Layer = "account" | "endpoint";
 
+type TraceSlot = ResolutionTrace["slots"][number];
+
+/**
+ * The enforced rule an incident on `slot` replaces and a factor scales: the customer's override,
+ * else the tier's. Null when the layer has no such rule.
+ */
+export function incidentBaseRule(slot: TraceSlot): TraceSlot["rules"][number] | null {
+  return (
+    [...slot.rules]
+      .reverse()
+      .find(
+        (rule) =>
+          (rule.source === "tier" || rule.source === "customer-override") &&
+          rule.mode === "enforce" &&
+          rule.status !== "off",
+      ) ?? null
+  );
+}
+
 function layerLimits(explanation: Traced, layer: Layer) {
   const slot = explanation.trace.slots.find((candidate) => candidate.layer === layer);
   if (slot === undefined) return { current: null, base: null };
   const applying = slot.rules.find((rule) => rule.status === "applies");
-  const base = [...slot.rules]
-    .reverse()
-    .find(
-      (rule) =>
-        (rule.source === "tier" || rule.source === "customer-override") &&
-        rule.mode === "enforce" &&
-        rule.status !== "off",
-    );
-  return { current: applying?.limit ?? null, base: base?.limit ?? null };
+  return { current: applying?.limit ?? null, base: incidentBaseRule(slot)?.limit ?? null };
 }
 
 export function incidentScopeOptions(

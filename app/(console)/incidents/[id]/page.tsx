@@ -4,6 +4,7 @@ import { notFound } from "next/navigation";
 import { connection } from "next/server";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { AuditHistory } from "@/components/ops/audit-history";
+import { incidentBaseRule } from "@/components/ops/incident-scopes";
 import styles from "@/components/ops/ops.module.css";
 import { Badge, type BadgeTone } from "@/components/ui/badge";
 import { Countdown } from "@/components/ui/countdown";
@@ -326,15 +327,7 @@ async function effectiveLimits(
     const slot = explanation.trace.slots.find((candidate) => candidate.layer === layer);
     const incidentRule = slot?.rules.find((rule) => rule.scope === `incident:${incidentId}`);
     if (slot === undefined || incidentRule === undefined) return null;
-    const replaced = [...slot.rules]
-      .reverse()
-      .find(
-        (rule) =>
-          (rule.source === "tier" || rule.source === "customer-override") &&
-          rule.mode === "enforce" &&
-          rule.status !== "off",
-      );
-    return { before: replaced?.limit ?? null, after: incidentRule.limit };
+    return { before: incidentBaseRule(slot)?.limit ?? null, after: incidentRule.limit };
   } catch (error: unknown) {
     if (isAppError(error)) return null;
     throw error;
