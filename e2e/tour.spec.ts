@@ -169,6 +169,10 @@ test("every page renders at laptop and phone width, with a screenshot of each", 
   } finally {
     await cleanUp();
   }
+  const missing = await page.goto("/no-such-page");
+  expect(missing?.status()).toBe(404);
+  await expect(page.getByRole("heading", { name: "Not found", level: 1 })).toBeVisible();
+  await page.screenshot({ path: path.join(SCREENSHOTS, "not-found-phone.png") });
   await page.context().clearCookies();
   await page.goto("/sign-in");
   for (const viewport of VIEWPORTS) {
