@@ -281,11 +281,24 @@ describe("GET /api/v1/audit", () => {
     const page2 = await read(`customerId=${id}&limit=3&cursor=${page1.body.nextCursor}`);
     expect(page2.body.entries.map((e: { reason: string }) => e.reason)).toEqual(["audit test 1"]);
     expect(page2.body.nextCursor).toBeNull();
+    expect(page1.body.previousCursor).toBeNull();
+    // Back from the older page: the newer entries again, newest first.
+    const back = await read(
+      `customerId=${id}&limit=3&before=${encodeURIComponent(page2.body.previousCursor)}`,
+    );
+    expect(back.status).toBe(200);
+    expect(back.body.entries.map((e: { reason: string }) => e.reason)).toEqual([
+      "to enterprise",
+      "to free",
+      "to pro",
+    ]);
+    expect(back.body.previousCursor).toBeNull();
   });
 
   it("400 for a cursor it did not issue, an unknown action, or entityId without entityType", async () => {
     for (const query of [
       "cursor=bogus",
+      "before=bogus",
       "action=tier.explode",
       "entityId=x",
       "limit=500",

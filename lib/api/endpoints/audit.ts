@@ -27,7 +27,7 @@ export const listAuditEntriesEndpoint = defineEndpoint({
   path: "/api/v1/audit",
   summary: "The audit log, newest first, filtered and keyset-paged",
   description:
-    "Filters combine: actor (`actorId`, `actorType`), `action`, entity (`entityType`, and `entityId` with it), `customerId`, and the time range [`from`, `to`). Pass `nextCursor` as `cursor` for the next (older) page; a deep page costs what the first does.",
+    "Filters combine: actor (`actorId`, `actorType`), `action`, entity (`entityType`, and `entityId` with it), `customerId`, and the time range [`from`, `to`). Pass `nextCursor` as `cursor` for the next (older) page, or `previousCursor` as `before` for the previous (newer) one; a deep page costs what the first does.",
   tag: "Audit log",
   access: "audit.read",
   query: strictParams({
@@ -40,11 +40,16 @@ export const listAuditEntriesEndpoint = defineEndpoint({
     from: options.from,
     to: options.to,
     cursor: options.cursor,
+    before: options.before,
     limit: queryInt("limit", 1, 200).optional(),
   }),
   response: z.object({
     entries: z.array(ZAuditEntry).readonly(),
     nextCursor: z.string().nullable(),
+    previousCursor: z
+      .string()
+      .nullable()
+      .describe("Pass as `before` for the newer page; null on the first page."),
   }),
   handle: ({ query }) => listAuditEntries(query),
 });
