@@ -1,8 +1,15 @@
-import { readScopeMinute } from "@/lib/enforcer/metrics-reader";
+import { type MetricsReadingRedis, readScopeMinute } from "@/lib/enforcer/metrics-reader";
 import type { MetricMinuteRecord } from "../metric-minute/list-metric-minutes";
-import { type FleetDeps, getFleetDeps } from "./fleet-deps";
+import { getFleetDeps } from "./fleet-deps";
 
 const MINUTE_MS = 60_000;
+
+/** What reading the live minutes needs: one command, and the key prefix. */
+export interface LiveMinutesDeps {
+  readonly redis: MetricsReadingRedis;
+  /** REDIS_KEY_PREFIX. */
+  readonly prefix: string;
+}
 
 /**
  * The newest minutes straight from the enforcers' Redis buckets (`metrics:min:<epochMinute>`):
@@ -12,7 +19,7 @@ const MINUTE_MS = 60_000;
  */
 export async function readLiveMinutes(
   options: { nowMs: number; extraMinutes?: number },
-  deps: Pick<FleetDeps, "redis" | "prefix"> = getFleetDeps(),
+  deps: LiveMinutesDeps = getFleetDeps(),
 ): Promise<{ fromMs: number; rows: MetricMinuteRecord[] }> {
   const currentMinute = Math.floor(options.nowMs / MINUTE_MS);
   const first = currentMinute - Math.max(0, options.extraMinutes ?? 2);

@@ -16,10 +16,13 @@ export interface ListMetricMinutesOptions {
   readonly fromMs: number;
   /** Exclusive. */
   readonly toMs: number;
+  /** Only these scopes. @default every scope */
+  readonly scopes?: readonly string[];
 }
 
 /**
- * Every scope's per-minute counts in `[fromMs, toMs)`, oldest first, read on the `minute` index.
+ * Every scope's (or the given scopes') per-minute counts in `[fromMs, toMs)`, oldest first, read on
+ * the `minute` index.
  * A day is (scopes × 1440) rows: the chart and alert math sums them, so nothing is aggregated here.
  */
 export async function listMetricMinutes(
@@ -30,7 +33,10 @@ export async function listMetricMinutes(
     throw new RangeError("fromMs and toMs must be finite epoch milliseconds");
   }
   const rows = await deps.db.metricMinute.findMany({
-    where: { minute: { gte: new Date(options.fromMs), lt: new Date(options.toMs) } },
+    where: {
+      minute: { gte: new Date(options.fromMs), lt: new Date(options.toMs) },
+      ...(options.scopes === undefined ? {} : { scope: { in: [...options.scopes] } }),
+    },
     orderBy: [{ minute: "asc" }, { scope: "asc" }],
     select: {
       scope: true,

@@ -1,14 +1,25 @@
 import type { ReadDeps } from "../control-deps";
-import type { FleetDeps } from "../fleet/fleet-deps";
-import { readLiveMinutes } from "../fleet/read-live-minutes";
+import { type LiveMinutesDeps, readLiveMinutes } from "../fleet/read-live-minutes";
 import { listMetricMinutes, type MetricMinuteRecord } from "./list-metric-minutes";
 
+export interface LoadScopeMinutesOptions {
+  /** Inclusive, epoch ms. */
+  readonly fromMs: number;
+  /** Exclusive. @default the end of the current minute */
+  readonly toMs?: number;
+  /** The wall clock: the live minutes are the current one and the two before it. */
+  readonly nowMs: number;
+  /** Only these scopes. @default every scope */
+  readonly scopes?: readonly string[];
+}
+
 export interface ScopeMinutes {
-  /** Oldest minute first; per-minute, per-scope counts up to and including the current minute. */
+  /** Oldest minute first, then by scope; per-minute, per-scope counts. */
   readonly rows: readonly MetricMinuteRecord[];
   /**
    * Whether the newest minutes came from Redis (the current minute is then included). False when
-   * Redis could not be read: the rows are then what the roll-up has stored, a minute or so behind.
+   * Redis could not be read or was not asked: the rows are then what the roll-up has stored, a
+   * minute or so behind.
    */
   readonly hasLiveMinutes: boolean;
 }
@@ -16,29 +27,39 @@ export interface ScopeMinutes {
 const MINUTE_MS = 60_000;
 
 /**
- * Per-minute counts from `fromMs` to now: `MetricMinute` rows, with the newest few minutes (which
- * the worker may not have rolled up yet) and the current one read from the enforcers' Redis
- * buckets when `live` is given. A minute Redis has counts for replaces the stored rows of that
- * minute (they hold the same totals, copied later); a minute Redis has nothing for keeps them.
+ * Per-minute counts over `[fromMs, toMs)`, for every chart and for the alerts: `MetricMinute`
+ * rows, with the newest few minutes (which the worker may not have rolled up yet) and the current
+ * one read from the enforcers' Redis buckets when `live` is given. A minute Redis has counts for
+ * replaces the stored rows of that minute (they hold the same totals, copied later); a minute Redis
+ * has nothing for keeps them. Redis being unreachable is not an error: the stored rows come back
+ * with `hasLiveMinutes: false`.
  */
 export async function loadScopeMinutes(
-  options: { fromMs: number; nowMs: number },
-  deps: ReadDeps & { live: Pick<FleetDeps, "redis" | "prefix"> | null },
+  options: LoadScopeMinutesOptions,
+  deps: ReadDeps & { live: LiveMinutesDeps | null },
 ): Promise<ScopeMinutes> {
-  const toMs = (Math.floor(options.nowMs / MINUTE_MS) + 1) * MINUTE_MS;
+  const toMs = options.toMs ?? (Math.floor(options.nowMs / MINUTE_MS) + 1) * MINUTE_MS;
   const [stored, live] = await Promise.all([
-    listMetricMinutes({ fromMs: options.fromMs, toMs }, deps),
+    listMetricMinutes({ fromMs: options.fromMs, toMs, scopes: options.scopes }, deps),
     deps.live === null
       ? Promise.resolve(null)
-      : readLiveMinutes({ nowMs: options.nowMs }, deps.live).catch(() => null),
+      : readLiveMinutes({ nowMs: options.nowMs }, deps.live).catch((error: unknown) => {
+          console.warn("per-minute counts: the live minutes could not be read", error);
+          return null;
+        }),
   ]);
   if (live === null) return { rows: stored, hasLiveMinutes: false };
-  const liveMinutes = new Set(
-    live.rows.filter((row) => row.minuteStartMs >= options.fromMs).map((row) => row.minuteStartMs),
+  const inRange = live.rows.filter(
+    (row) => row.minuteStartMs >= options.fromMs && row.minuteStartMs < toMs,
   );
+  const liveMinutes = new Set(inRange.map((row) => row.minuteStartMs));
+  const wanted = options.scopes === undefined ? null : new Set(options.scopes);
   const rows = [
     ...stored.filter((row) => !liveMinutes.has(row.minuteStartMs)),
-    ...live.rows.filter((row) => liveMinutes.has(row.minuteStartMs)),
-  ].sort((a, b) => a.minuteStartMs - b.minuteStartMs);
+    ...inRange.filter((row) => wanted === null || wanted.has(row.scope)),
+  ].sort(
+    (a, b) =>
+      a.minuteStartMs - b.minuteStartMs || (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0),
+  );
   return { rows, hasLiveMinutes: true };
 }
