@@ -6,6 +6,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { readScopeCounts } from "@/lib/control/dry-run/read-scope-counts";
 import { enforcerRedisNames, scopeField } from "@/lib/enforcer/redis-keys";
+import { unreachableRedis } from "../support/redis";
 import { filePrefix } from "./helpers/gateway-processes";
 import { provideTestDatabase } from "./helpers/test-database";
 
@@ -100,9 +101,7 @@ describe("readScopeCounts", () => {
   it("without Redis, the history alone, marked not live", async () => {
     const scope = `candidate:h${Math.random().toString(36).slice(2, 8)}`;
     await storeMinute(scope, NOW_MINUTE - 2, { allowed: 3, wouldReject: 1 });
-    const failing = {
-      hgetall: () => Promise.reject(new Error("Connection is closed.")),
-    };
+    const down = await unreachableRedis();
     const { rows, isLive } = await readScopeCounts(
       {
         scopes: [scope],
@@ -110,8 +109,8 @@ describe("readScopeCounts", () => {
         toMs: (NOW_MINUTE + 1) * MINUTE_MS,
         nowMs: NOW_MS,
       },
-      { db: database.current().db, redis: failing, prefix: "unused:" },
-    );
+      { db: database.current().db, redis: down, prefix: "unused:" },
+    ).finally(() => down.disconnect());
     expect(isLive).toBe(false);
     expect(rows.map((row) => row.wouldReject)).toEqual([1]);
   });

@@ -3,6 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { readPolicyRollout } from "@/lib/control/dry-run/read-policy-rollout";
 import { enforcerRedisNames } from "@/lib/enforcer/redis-keys";
+import { unreachableRedis } from "../support/redis";
 import { filePrefix } from "./helpers/gateway-processes";
 
 let redis: Redis;
@@ -54,13 +55,16 @@ describe("readPolicyRollout", () => {
   });
 
   it("null when Redis cannot be read", async () => {
-    const closed = () => Promise.reject(new Error("Connection is closed."));
-    const failing = { zrevrange: closed, hgetall: closed, hmget: closed };
-    expect(
-      await readPolicyRollout(
-        { version: 1, nowMs: NOW_MS },
-        { redis: failing, prefix: "x:", nowMs: () => NOW_MS },
-      ),
-    ).toBeNull();
+    const down = await unreachableRedis();
+    try {
+      expect(
+        await readPolicyRollout(
+          { version: 1, nowMs: NOW_MS },
+          { redis: down, prefix: "x:", nowMs: () => NOW_MS },
+        ),
+      ).toBeNull();
+    } finally {
+      down.disconnect();
+    }
   });
 });

@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { createServer } from "node:net";
 
 /** A port nobody listens on right now, chosen by the kernel. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, "127.0.0.1");
   await once(server, "listening");

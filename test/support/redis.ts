@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import type { Redis } from "ioredis";
 import { createRedis, type RedisRole } from "@/lib/server/redis";
+import { freePort } from "./redis-server";
 
 /**
  * A client of `role` for this test run's Redis, once it is ready. The `decisions` role has no
@@ -9,5 +10,18 @@ import { createRedis, type RedisRole } from "@/lib/server/redis";
 export async function readyRedis(role: RedisRole, url?: string): Promise<Redis> {
   const client = createRedis(role, url === undefined ? {} : { url });
   if (client.status !== "ready") await once(client, "ready");
+  return client;
+}
+
+/**
+ * A real client pointed at a port where no Redis listens, as a console process sees Redis when it
+ * is down: the `decisions` role has no offline queue, so every command fails at once with the
+ * client's own error. Disconnect it after the test.
+ */
+export async function unreachableRedis(): Promise<Redis> {
+  const client = createRedis("decisions", { url: `redis://127.0.0.1:${await freePort()}/0` });
+  client.on("error", () => {
+    // Expected: nothing listens there.
+  });
   return client;
 }
