@@ -1,9 +1,10 @@
 /**
- * What the fleet reads need: a `control` Redis client (created once per process, on first use)
+ * What the fleet reads need: the console's read connection (`consoleRedis`, one per process)
  * and the key prefix. Tests pass their own.
  */
+
+import { consoleRedis } from "@/lib/server/console-redis";
 import { loadEnv } from "@/lib/server/env";
-import { createRedis } from "@/lib/server/redis";
 
 /** The commands the fleet reads use; an ioredis client satisfies it. */
 export interface FleetRedis {
@@ -24,7 +25,7 @@ const globalForFleet = globalThis as typeof globalThis & { limitplaneFleetDeps?:
 
 export function getFleetDeps(): FleetDeps {
   globalForFleet.limitplaneFleetDeps ??= {
-    redis: createRedis("control", { connectionName: "limitplane-console-fleet" }),
+    redis: consoleRedis(),
     prefix: loadEnv().REDIS_KEY_PREFIX,
     nowMs: Date.now,
   };

@@ -1,0 +1,16 @@
+/**
+ * The console's one `control` connection for reading what enforcers report in Redis (heartbeats,
+ * per-minute counts, recent rejections): created on first use, shared by every reader in the
+ * process. Publication keeps its own (`lib/control/control-deps.ts`).
+ */
+import type { Redis } from "ioredis";
+import { createRedis } from "./redis";
+
+const globalForConsole = globalThis as typeof globalThis & { limitplaneConsoleRedis?: Redis };
+
+export function consoleRedis(): Redis {
+  globalForConsole.limitplaneConsoleRedis ??= createRedis("control", {
+    connectionName: "limitplane-console-reads",
+  });
+  return globalForConsole.limitplaneConsoleRedis;
+}
