@@ -7,7 +7,7 @@
  * usually exist; where none does, the tour makes its own through the API and cleans up after.
  */
 import path from "node:path";
-import type { APIRequestContext, Page } from "@playwright/test";
+import type { APIRequestContext, APIResponse, Page } from "@playwright/test";
 import { expect, test } from "./fixtures";
 import { BASE_URL } from "./run-env";
 
@@ -33,7 +33,7 @@ async function tourStops(request: APIRequestContext): Promise<{
   stops: TourStop[];
   cleanUp: () => Promise<void>;
 }> {
-  const cleanups: (() => Promise<unknown>)[] = [];
+  const cleanups: (() => Promise<APIResponse>)[] = [];
   const [customer] = await firstOf<{ id: string }>(
     request,
     "/api/v1/customers?limit=1",
@@ -85,7 +85,15 @@ async function tourStops(request: APIRequestContext): Promise<{
       },
     });
     expect(made.status(), await made.text()).toBe(201);
-    candidate = ((await made.json()) as { candidate: { id: string } }).candidate;
+    const created = ((await made.json()) as { candidate: { id: string; version: number } })
+      .candidate;
+    candidate = created;
+    cleanups.push(() =>
+      request.post(`/api/v1/candidates/${created.id}/discard`, {
+        headers: origin,
+        data: { expectedVersion: created.version, reason: "e2e tour: done looking" },
+      }),
+    );
   }
 
   const stops: TourStop[] = [
@@ -111,7 +119,10 @@ async function tourStops(request: APIRequestContext): Promise<{
   return {
     stops,
     cleanUp: async () => {
-      for (const cleanup of cleanups) await cleanup();
+      for (const cleanup of cleanups) {
+        const response = await cleanup();
+        expect(response.status(), await response.text()).toBe(200);
+      }
     },
   };
 }
