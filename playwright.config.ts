@@ -66,7 +66,7 @@ export default defineConfig({
   webServer: [
     {
       name: "healthy",
-      command: `npx tsx scripts/db/migrate.ts deploy && npx next start -p ${E2E_PORT}`,
+      command: `npx tsx --conditions=react-server scripts/db/migrate.ts deploy && npx next start -p ${E2E_PORT}`,
       url: `${BASE_URL}/api/health`,
       env: { ...serverEnv, REDIS_URL: E2E_REDIS_URL },
       timeout: 120_000,

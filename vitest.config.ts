@@ -10,7 +10,13 @@ const root = fileURLToPath(new URL(".", import.meta.url));
  *   every run its own database and Redis key prefix, so concurrent runs cannot collide.
  */
 export default defineConfig({
-  resolve: { alias: { "@": root } },
+  resolve: {
+    alias: {
+      "@": root,
+      // Tests run the server modules directly, as Next's server does: `server-only` is empty there.
+      "server-only": `${root}node_modules/server-only/empty.js`,
+    },
+  },
   test: {
     projects: [
       {
@@ -23,6 +29,7 @@ export default defineConfig({
             "components/**/*.test.{ts,tsx}",
             "app/**/*.test.{ts,tsx}",
             "scripts/**/*.test.ts",
+            "test/lint/**/*.test.ts",
           ],
           environment: "node",
         },

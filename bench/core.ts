@@ -6,9 +6,9 @@
  * them as orders of magnitude and ratios, not as exact numbers.
  */
 import { availableParallelism, loadavg } from "node:os";
+import type { DecideInput, LimitCheck } from "@limitplane/enforcer/limiter";
+import { MemoryStore } from "@limitplane/enforcer/limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
-import { MemoryStore } from "@/lib/limiter/stores/memory";
-import type { DecideInput, LimitCheck } from "@/lib/limiter/types";
 
 const TRIALS = 7;
 const OUR_OPS = 300_000;

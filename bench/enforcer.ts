@@ -22,21 +22,23 @@ import { once } from "node:events";
 import { Agent, request } from "node:http";
 import { availableParallelism, loadavg } from "node:os";
 import path from "node:path";
+import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/enforcer";
+import { MemoryStore } from "@limitplane/enforcer/limiter";
+import type { TSnapshot } from "@limitplane/enforcer/policy";
+import { publishSnapshot } from "@limitplane/enforcer/publication";
+import { exampleSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { importPolicy } from "@/lib/control/policy/import-policy";
 import { getTier } from "@/lib/control/tier/get-tier";
 import { updateTier } from "@/lib/control/tier/update-tier";
-import { createEnforcer, type Enforcer, silentLogger } from "@/lib/enforcer";
-import { MemoryStore } from "@/lib/limiter";
-import { exampleSnapshot, tokenBucket } from "@/lib/policy/fixtures/policy-factory";
-import type { TSnapshot } from "@/lib/policy/schemas";
-import { publishSnapshot } from "@/lib/publication";
 import { createPrisma } from "@/lib/server/db";
 import { loadEnv } from "@/lib/server/env";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
+
+const silentLogger: EnforcerLogger = { log() {} };
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const ENFORCERS = 10;
@@ -194,6 +196,7 @@ async function startTarget(mode: string, prefix: string, redisUrl: string): Prom
   const child = spawn(
     process.execPath,
     [
+      "--conditions=react-server",
       "--import",
       "tsx",
       "bench/http-target.ts",

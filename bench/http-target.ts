@@ -15,9 +15,11 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { parseArgs } from "node:util";
+import { createEnforcer, createNodeMiddleware, type EnforcerLogger } from "@limitplane/enforcer";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { createEnforcer, createNodeMiddleware, silentLogger } from "@/lib/enforcer";
 import { createRedis } from "@/lib/server/redis";
+
+const silentLogger: EnforcerLogger = { log() {} };
 
 const { values } = parseArgs({
   options: {

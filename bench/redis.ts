@@ -19,15 +19,16 @@
  */
 import { createHash } from "node:crypto";
 import { availableParallelism, loadavg } from "node:os";
+import type { LimitCheck } from "@limitplane/enforcer/limiter";
+import { RedisStore } from "@limitplane/enforcer/limiter";
+import { redisOptionsFor } from "@limitplane/enforcer/publication";
 import { Ratelimit } from "@upstash/ratelimit";
 import type { Requester, UpstashRequest, UpstashResponse } from "@upstash/redis";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis } from "ioredis";
 import { RateLimiterRedis, RateLimiterUnion } from "rate-limiter-flexible";
-import { RedisStore } from "@/lib/limiter/stores/redis";
-import type { LimitCheck } from "@/lib/limiter/types";
 import { loadEnv } from "@/lib/server/env";
-import { createRedis, redisOptionsFor } from "@/lib/server/redis";
+import { createRedis } from "@/lib/server/redis";
 
 const SUBJECTS = 10_000;
 const CONCURRENCY = [1, 16, 64] as const;

@@ -48,11 +48,15 @@ test.describe("npm run up without DATABASE_URL and REDIS_URL", () => {
     delete env.REDIS_URL;
     delete env.REDIS_KEY_PREFIX;
     delete env.SESSION_SECRET;
-    up = spawn(process.execPath, ["--import", "tsx", "scripts/up.ts"], {
-      cwd: ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    up = spawn(
+      process.execPath,
+      ["--conditions=react-server", "--import", "tsx", "scripts/up.ts"],
+      {
+        cwd: ROOT,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let output = "";
     up.stdout?.on("data", (chunk: Buffer) => {
       output += chunk.toString();

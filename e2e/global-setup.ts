@@ -13,11 +13,15 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 
 function runToEnd(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", ...args], {
-      cwd: ROOT,
-      env: runEnvironment(),
-      stdio: ["ignore", "inherit", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--conditions=react-server", "--import", "tsx", ...args],
+      {
+        cwd: ROOT,
+        env: runEnvironment(),
+        stdio: ["ignore", "inherit", "inherit"],
+      },
+    );
     child.on("exit", (code) =>
       code === 0 ? resolve() : reject(new Error(`${args.join(" ")} exited with ${code}`)),
     );
@@ -25,7 +29,7 @@ function runToEnd(args: string[]): Promise<void> {
 }
 
 function startLongRunning(args: string[]): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", ...args], {
+  return spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", ...args], {
     cwd: ROOT,
     env: runEnvironment(),
     stdio: ["ignore", "ignore", "inherit"],

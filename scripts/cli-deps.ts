@@ -3,11 +3,12 @@
  * database, production password hashing, and no shared limiter (no sign-in happens here, so no
  * Redis connection is opened).
  */
+
+import { MemoryStore } from "@limitplane/enforcer/limiter";
 import type { AuthDeps } from "../lib/control/auth/auth-deps";
 import { sessionSettingsFromEnv } from "../lib/control/auth/auth-settings";
 import { DEFAULT_SCRYPT_PARAMS } from "../lib/control/auth/password";
 import { SignInLimiter } from "../lib/control/auth/sign-in-limiter";
-import { MemoryStore } from "../lib/limiter";
 import { getPrisma } from "../lib/server/db";
 import { loadEnv } from "../lib/server/env";
 

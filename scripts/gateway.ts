@@ -31,9 +31,10 @@ import {
   createNodeMiddleware,
   type EnforcerOptions,
   type Identity,
-} from "@/lib/enforcer";
-import { MemoryStore } from "@/lib/limiter";
-import { isCustomerId } from "@/lib/policy";
+} from "@limitplane/enforcer";
+import { MemoryStore } from "@limitplane/enforcer/limiter";
+import { isCustomerId } from "@limitplane/enforcer/policy";
+import { loadEnv } from "@/lib/server/env";
 
 const { values } = parseArgs({
   options: {
@@ -108,7 +109,10 @@ const storeOption: Pick<EnforcerOptions, "store"> = values.memory
   ? { store: () => new MemoryStore() }
   : {};
 
+const env = loadEnv();
 const enforcer = await createEnforcer({
+  redisUrl: env.REDIS_URL,
+  keyPrefix: env.REDIS_KEY_PREFIX,
   expectedGateways,
   enforcerId: values.id ?? `gateway-${process.pid}`,
   timeoutMs: wholeNumber("timeout-ms", values["timeout-ms"]),

@@ -1,6 +1,6 @@
 /**
  * `npm run db:seed`: gives a new installation a policy to look at. When the database has no
- * policy yet, imports lib/policy/fixtures/example-policy.json through `importPolicy` (one audited
+ * policy yet, imports packages/enforcer/src/policy/fixtures/example-policy.json through `importPolicy` (one audited
  * `policy.import` by the system actor, reason "initial seed"), so the quick start has tiers,
  * endpoint classes, customers, an override, a dry-run candidate and an incident. A database that
  * already has a policy is left alone.
@@ -9,11 +9,11 @@
  * its duration, so the seeded console shows one active incident rather than none.
  */
 
+import example from "@limitplane/enforcer/example-policy.json";
+import type { TPolicyDocumentInput } from "@limitplane/enforcer/policy";
 import { systemActor } from "../lib/control/change-context";
 import type { ControlDeps } from "../lib/control/control-deps";
 import { importPolicy } from "../lib/control/policy/import-policy";
-import type { TPolicyDocumentInput } from "../lib/policy";
-import example from "../lib/policy/fixtures/example-policy.json";
 import { getPrisma } from "../lib/server/db";
 import { EnvError, loadEnv } from "../lib/server/env";
 import { createRedis } from "../lib/server/redis";

@@ -27,6 +27,8 @@ import { findRedisServer, type PrivateRedis, startPrivateRedis } from "./lib/pri
 const ROOT = path.resolve(import.meta.dirname, "..");
 const STATE_DIR = path.resolve(ROOT, process.env.LIMITPLANE_STATE_DIR ?? ".limitplane");
 const TSX = path.join(ROOT, "node_modules/.bin/tsx");
+/** Every tsx child resolves `server-only` to its empty module, as Next's server does. */
+const SERVER_CONDITION = "--conditions=react-server";
 const NEXT = path.join(ROOT, "node_modules/.bin/next");
 
 const children: ChildProcess[] = [];
@@ -191,7 +193,7 @@ async function main(): Promise<void> {
   }
 
   step("Seeding the example policy (only into a database without one)");
-  await run(TSX, ["scripts/seed.ts"], childEnv);
+  await run(TSX, [SERVER_CONDITION, "scripts/seed.ts"], childEnv);
   await databaseFree();
 
   step("Creating the first admin and a local API token (only when missing)");
@@ -199,6 +201,7 @@ async function main(): Promise<void> {
   await run(
     TSX,
     [
+      SERVER_CONDITION,
       "scripts/admin-create.ts",
       ...["--email", "admin@limitplane.local", "--name", "Limitplane admin"],
       ...["--if-none", "--save", path.join(STATE_DIR, "admin-credentials")],
@@ -209,6 +212,7 @@ async function main(): Promise<void> {
   await run(
     TSX,
     [
+      SERVER_CONDITION,
       "scripts/token-create.ts",
       ...["--name", "local-cli", "--role", "operator"],
       ...["--into", path.join(STATE_DIR, "api-token")],
@@ -224,7 +228,7 @@ async function main(): Promise<void> {
 
   if (env.LIMITPLANE_WORKER === "separate") {
     step("Starting the worker");
-    startService("worker", TSX, ["scripts/worker.ts"], childEnv);
+    startService("worker", TSX, [SERVER_CONDITION, "scripts/worker.ts"], childEnv);
   }
 
   step(`Starting the console on port ${env.PORT}`);
@@ -236,7 +240,7 @@ async function main(): Promise<void> {
     startService(
       `gateway on ${port}`,
       TSX,
-      ["scripts/gateway.ts", "--port", String(port), "--expected-gateways", "2"],
+      [SERVER_CONDITION, "scripts/gateway.ts", "--port", String(port), "--expected-gateways", "2"],
       childEnv,
     );
   }
@@ -247,7 +251,14 @@ async function main(): Promise<void> {
   startService(
     "traffic",
     TSX,
-    ["scripts/traffic.ts", "--gateways", gatewayUrls.join(","), "--duration", "forever"],
+    [
+      SERVER_CONDITION,
+      "scripts/traffic.ts",
+      "--gateways",
+      gatewayUrls.join(","),
+      "--duration",
+      "forever",
+    ],
     childEnv,
   );
 

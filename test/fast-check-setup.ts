@@ -1,11 +1,4 @@
-// Property tests run with fast-check's random seeds. To reproduce a failure, or to search harder:
-//   FC_SEED=<seed from the failure> npm run test:unit
-//   FC_RUNS=2000 npm run test:unit
-import fc from "fast-check";
+// Vitest setup file of the app's tests: FC_SEED and FC_RUNS apply here as in the package's.
+import { configureFastCheckFromEnv } from "@limitplane/enforcer/testing";
 
-const seed = process.env.FC_SEED;
-const runs = process.env.FC_RUNS;
-fc.configureGlobal({
-  ...(seed ? { seed: Number(seed) } : {}),
-  ...(runs ? { numRuns: Number(runs) } : {}),
-});
+configureFastCheckFromEnv();

@@ -1,12 +1,12 @@
-import { describe, expect, it } from "vitest";
+import example from "@limitplane/enforcer/example-policy.json";
 import {
   compileSnapshot,
   parsePolicyDocument,
   prepareSnapshot,
   type ResolutionTrace,
   resolveLimits,
-} from "@/lib/policy";
-import example from "@/lib/policy/fixtures/example-policy.json";
+} from "@limitplane/enforcer/policy";
+import { describe, expect, it } from "vitest";
 import { incidentScopeOptions, scopeOfRejection, type Traced } from "./incident-scopes";
 
 const NOW_MS = Date.parse("2025-06-02T12:00:00Z");

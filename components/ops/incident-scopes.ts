@@ -4,8 +4,8 @@
  * resolution trace. Pure: the page passes explanations it already has.
  */
 
-import type { LimitSpec } from "@/lib/limiter/types";
-import type { ResolutionTrace } from "@/lib/policy";
+import type { LimitSpec } from "@limitplane/enforcer/limiter";
+import type { ResolutionTrace } from "@limitplane/enforcer/policy";
 
 /** What these functions read of an explanation: its trace. */
 export interface Traced {

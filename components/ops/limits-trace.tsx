@@ -1,8 +1,8 @@
+import type { TraceRule, TraceStatus } from "@limitplane/enforcer/policy";
 import { Badge, type BadgeTone } from "@/components/ui/badge";
 import { Countdown } from "@/components/ui/countdown";
 import { formatDurationMs, formatFactor, formatLimit, formatNumber } from "@/lib/console";
 import type { Explanation } from "@/lib/control";
-import type { TraceRule, TraceStatus } from "@/lib/policy";
 import styles from "./ops.module.css";
 
 const STATUS: Record<TraceStatus, { label: string; tone: BadgeTone }> = {

@@ -1,7 +1,7 @@
 import Link from "next/link";
 import type { ReactNode } from "react";
 import { SignOutButton } from "@/components/auth/sign-out-button";
-import type { Principal } from "@/lib/control/auth/principal";
+import type { Principal } from "@/lib/control";
 import { type NavItem, NavLinks } from "./nav-links";
 
 /** The areas of the console, in the order an operator reaches for them. */

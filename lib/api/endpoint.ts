@@ -9,6 +9,7 @@
  * leaks. Every failure leaves as JSON `{ error: { code, message, fieldErrors, details, requestId } }`.
  */
 import { randomUUID } from "node:crypto";
+import { fieldErrorsFromZod } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
 import type { Principal } from "@/lib/control/auth/principal";
 import type { Permission } from "@/lib/control/auth/roles";
@@ -20,7 +21,6 @@ import {
   toFieldErrors,
   validationError,
 } from "@/lib/control/errors";
-import { fieldErrorsFromZod } from "@/lib/policy";
 import { isCrossSiteBrowserRequest, isSafeMethod, isSameOriginRequest } from "./cross-site";
 import { readJson } from "./read-json";
 

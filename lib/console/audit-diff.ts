@@ -9,7 +9,7 @@
  * are quoted with control and direction-override characters escaped, so a customer's name cannot
  * pass itself off as structure or reorder what is around it.
  */
-import type { LimitSpec } from "@/lib/limiter/types";
+import type { LimitSpec } from "@limitplane/enforcer/limiter";
 import { formatAlgorithm, formatDurationMs, formatNumber, formatRatePerSec } from "./format";
 import { compareCodeUnits } from "./minute-counts";
 

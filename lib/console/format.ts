@@ -4,7 +4,7 @@
  * separators) so a server render and a client render of the same value agree, and every function
  * says what it returns for a value that is missing or not a finite number (`NO_VALUE`).
  */
-import type { LimitSpec } from "@/lib/limiter/types";
+import type { LimitSpec } from "@limitplane/enforcer/limiter";
 
 /** What a missing value (no traffic, unknown, not a finite number) reads as. */
 export const NO_VALUE = "—";

@@ -3,11 +3,12 @@
  * `ZChangeContext`, and copies it into the change's audit entry. Route handlers (issue 6) build it
  * from the signed-in operator or API token; the worker and the seed use {@link systemActor}.
  */
+
+import { fieldErrorsFromZod, hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { fieldErrorsFromZod, hasForbiddenCharacter } from "@/lib/policy";
 import { toFieldErrors, validationError } from "./errors";
 
-/** Longest reason, matching an incident override's `reason` in lib/policy/schemas.ts. */
+/** Longest reason, matching an incident override's `reason` in packages/enforcer/src/policy/schemas.ts. */
 export const MAX_REASON_LENGTH = 1000;
 
 /** Trimmed, non-empty, bounded text with no control or bidirectional formatting characters. */

@@ -4,8 +4,8 @@
  * an HTTP status through `HTTP_STATUS` and never show anything else. Anything that is not an
  * `AppError` is a bug: it becomes a 500 with a generic message, and its cause is logged once.
  */
-import type { FieldPath, PolicyFieldError } from "@/lib/policy";
-import { formatFieldPath } from "@/lib/policy";
+import type { FieldPath, PolicyFieldError } from "@limitplane/enforcer/policy";
+import { formatFieldPath } from "@limitplane/enforcer/policy";
 
 export const ERROR_CODES = [
   "VALIDATION_FAILED",

@@ -2,7 +2,7 @@
  * What changed between two JSON values, field by field: used to tell an operator whose edit was
  * refused as stale what someone else changed meanwhile. Pure.
  */
-import { formatFieldPath } from "@/lib/policy";
+import { formatFieldPath } from "@limitplane/enforcer/policy";
 
 export interface JsonChange {
   /** `limit.capacity`, `match[1].path`; `(root)` when the values differ as a whole. */

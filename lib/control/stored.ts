@@ -1,11 +1,12 @@
 /**
- * Boundary parsing of what Postgres returns: JSON columns are parsed with the lib/policy schemas
+ * Boundary parsing of what Postgres returns: JSON columns are parsed with the @limitplane/enforcer/policy schemas
  * whenever they are read. A row that fails is not the caller's mistake but damage (or a bug), so
  * it throws a plain Error (a 500), naming the row and the problem.
  */
+
+import { fieldErrorsFromZod, formatFieldErrors } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
 import { Prisma } from "@/lib/generated/prisma/client";
-import { fieldErrorsFromZod, formatFieldErrors } from "@/lib/policy";
 
 export function parseStored<Schema extends z.ZodType>(
   schema: Schema,

@@ -3,6 +3,7 @@
  * per-minute counts, recent rejections): created on first use, shared by every reader in the
  * process. Publication keeps its own (`lib/control/control-deps.ts`).
  */
+import "server-only";
 import type { Redis } from "ioredis";
 import { createRedis } from "./redis";
 

@@ -2,6 +2,7 @@
  * The one place that creates the Prisma client. Prisma 7 talks to Postgres through the `pg` driver
  * adapter, so no query-engine binary is needed anywhere.
  */
+import "server-only";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "@/lib/generated/prisma/client";
 import { loadEnv } from "@/lib/server/env";

@@ -6,6 +6,7 @@
  * (`formatEnvError`), never a stack trace. Defaults work on a development machine with Postgres and
  * Redis on their standard local ports.
  */
+import "server-only";
 import { z } from "zod";
 
 const postgresUrl = z

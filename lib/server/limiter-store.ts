@@ -7,8 +7,10 @@
  * REDIS_KEY_PREFIX, exactly as the enforcer writes them); sign-in limits its own attempts under
  * REDIS_KEY_PREFIX + "signin:".
  */
+import "server-only";
+
+import { type LimiterStore, RedisStore } from "@limitplane/enforcer/limiter";
 import type { Redis } from "ioredis";
-import { type LimiterStore, RedisStore } from "@/lib/limiter";
 import { loadEnv } from "./env";
 import { createRedis } from "./redis";
 

@@ -3,6 +3,7 @@
  * Every check is bounded in time and returns data, never throws: a status page that errors when
  * Redis is down is no status page.
  */
+import "server-only";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Redis } from "ioredis";

@@ -108,7 +108,7 @@ describe("incident overrides", () => {
     expect((await api.call("POST", "/api/v1/incidents", { as: operator(), body })).status).toBe(
       201,
     );
-    // The policy's own rule (lib/policy): reported as the field to fix, so 400, not 409.
+    // The policy's own rule (@limitplane/enforcer/policy): reported as the field to fix, so 400, not 409.
     const overlap = await refused(
       "POST",
       "/api/v1/incidents",

@@ -3,10 +3,11 @@
  * import (validated whole, reported by position, written as one change or not at all), explain
  * with live state from a peek, and the audit log's filters and keyset pages.
  */
+
+import { type LimitCheck, RedisStore } from "@limitplane/enforcer/limiter";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { installControlDeps } from "@/lib/control/control-deps";
-import { type LimitCheck, RedisStore } from "@/lib/limiter";
 import { createRedis } from "@/lib/server/redis";
 import { fingerprint, provideApiHarness } from "./helpers/api-harness";
 import { uniqueName } from "./helpers/policy-fixtures";

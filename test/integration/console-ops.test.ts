@@ -3,6 +3,7 @@
  * enforcers' heartbeats and a customer's recent rejections as the console reads them (Redis).
  */
 import { randomBytes } from "node:crypto";
+import { enforcerRedisNames } from "@limitplane/enforcer/publication";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControlDeps } from "@/lib/control/control-deps";
@@ -10,7 +11,6 @@ import { createCustomer } from "@/lib/control/customer/create-customer";
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
 import { listAllCustomerOverrides } from "@/lib/control/customer-override/list-all-customer-overrides";
 import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
-import { enforcerRedisNames } from "@/lib/enforcer/redis-keys";
 import { readCustomerRejections } from "@/lib/server/ops/customer-rejections";
 import type { OpsRedisDeps } from "@/lib/server/ops/ops-redis";
 import { readyRedis } from "../support/redis";

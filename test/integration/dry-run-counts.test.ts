@@ -2,10 +2,11 @@
  * The dry-run page's counts: rolled-up history from Postgres joined with the live minutes still in
  * Redis, Redis winning for a minute in both, and history alone when Redis cannot be read.
  */
+
+import { enforcerRedisNames, scopeField } from "@limitplane/enforcer/publication";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { readScopeCounts } from "@/lib/control/dry-run/read-scope-counts";
-import { enforcerRedisNames, scopeField } from "@/lib/enforcer/redis-keys";
 import { unreachableRedis } from "../support/redis";
 import { filePrefix } from "./helpers/gateway-processes";
 import { provideTestDatabase } from "./helpers/test-database";

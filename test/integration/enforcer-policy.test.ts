@@ -3,10 +3,16 @@
  * (announcements, healing by polling, last good kept, never backwards), startup without Redis,
  * heartbeats, and the metrics and rejections it writes for the console.
  */
+
+import {
+  createEnforcer,
+  type Enforcer,
+  type EnforcerOptions,
+  type LogLevel,
+} from "@limitplane/enforcer";
+import { MemoryStore } from "@limitplane/enforcer/limiter";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { createEnforcer, type Enforcer, type EnforcerOptions, type LogLevel } from "@/lib/enforcer";
-import { MemoryStore } from "@/lib/limiter";
 import { filePrefix, freePort, privateRedis, waitFor } from "./helpers/gateway-processes";
 import { publishTestSnapshot, snapshotVersion } from "./helpers/snapshots";
 

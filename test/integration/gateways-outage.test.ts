@@ -9,9 +9,10 @@
  * 1000 s, so nothing comes back during the test) divided among 3 gateways is 10 each. (Sign-in
  * attempts see the per-address ceiling too, under their own subject, address and route.)
  */
+
+import { tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tokenBucket } from "@/lib/policy/fixtures/policy-factory";
 import {
   filePrefix,
   type GatewayProcess,

@@ -5,13 +5,13 @@
  * publication. Waits for what can be observed (versions, headers), never a fixed time.
  */
 import { Agent, request } from "node:http";
+import { tokenBucket } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { getTier } from "@/lib/control/tier/get-tier";
 import { updateTier } from "@/lib/control/tier/update-tier";
-import { tokenBucket } from "@/lib/policy/fixtures/policy-factory";
 import { createRedis } from "@/lib/server/redis";
 import {
   filePrefix,

@@ -4,10 +4,10 @@
  * Each test publishes the next policy version it needs; the gateways stay up for the file.
  */
 import { Agent, request } from "node:http";
+import type { TPolicyDocumentInput } from "@limitplane/enforcer/policy";
+import { tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { tokenBucket } from "@/lib/policy/fixtures/policy-factory";
-import type { TPolicyDocumentInput } from "@/lib/policy/schemas";
 import {
   filePrefix,
   type GatewayProcess,

@@ -3,14 +3,17 @@
  * rows in Postgres, repeating it changes nothing, a late flush updates the row, and rows past the
  * retention go.
  */
+
+import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/enforcer";
+import { ManualClock, MemoryStore } from "@limitplane/enforcer/limiter";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { rollUpMetricMinutes } from "@/lib/control/metric-minute/roll-up-metric-minutes";
-import { createEnforcer, type Enforcer, silentLogger } from "@/lib/enforcer";
-import { ManualClock, MemoryStore } from "@/lib/limiter";
 import { filePrefix, waitFor } from "./helpers/gateway-processes";
 import { publishTestSnapshot, snapshotVersion } from "./helpers/snapshots";
 import { provideTestDatabase } from "./helpers/test-database";
+
+const silentLogger: EnforcerLogger = { log() {} };
 
 const database = provideTestDatabase();
 const redisUrl = inject("redisUrl");

@@ -1,3 +1,4 @@
+import { resolveLimits } from "@limitplane/enforcer/policy";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createCandidate } from "@/lib/control/candidate/create-candidate";
 import { discardCandidate } from "@/lib/control/candidate/discard-candidate";
@@ -9,7 +10,6 @@ import { getEndpointClass } from "@/lib/control/endpoint-class/get-endpoint-clas
 import { getPolicySettings } from "@/lib/control/settings/get-policy-settings";
 import { createTier } from "@/lib/control/tier/create-tier";
 import { getTier } from "@/lib/control/tier/get-tier";
-import { resolveLimits } from "@/lib/policy";
 import {
   depsFor,
   expectOneAuditEntry,

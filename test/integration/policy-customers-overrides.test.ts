@@ -1,3 +1,4 @@
+import { resolveLimits } from "@limitplane/enforcer/policy";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
@@ -10,7 +11,6 @@ import { deleteCustomerOverride } from "@/lib/control/customer-override/delete-c
 import { listCustomerOverrides } from "@/lib/control/customer-override/list-customer-overrides";
 import { updateCustomerOverride } from "@/lib/control/customer-override/update-customer-override";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
-import { resolveLimits } from "@/lib/policy";
 import {
   depsFor,
   expectOneAuditEntry,

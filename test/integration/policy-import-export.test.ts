@@ -1,8 +1,12 @@
+import {
+  canonicalPolicy,
+  type TPolicyDocumentInput,
+  ZPolicyDocument,
+} from "@limitplane/enforcer/policy";
 import { describe, expect, it } from "vitest";
 import { isAppError } from "@/lib/control/errors";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { importPolicy } from "@/lib/control/policy/import-policy";
-import { canonicalPolicy, type TPolicyDocumentInput, ZPolicyDocument } from "@/lib/policy";
 import { examplePolicyForSeed, seedPolicy } from "../../scripts/seed";
 import {
   countEverything,

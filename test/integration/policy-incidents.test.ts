@@ -1,3 +1,4 @@
+import { resolveLimits, type TSnapshot } from "@limitplane/enforcer/policy";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
@@ -8,7 +9,6 @@ import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { recordIncidentExpiries } from "@/lib/control/incident/record-incident-expiries";
 import { revertIncident } from "@/lib/control/incident/revert-incident";
 import { createTier } from "@/lib/control/tier/create-tier";
-import { resolveLimits, type TSnapshot } from "@/lib/policy";
 import {
   countEverything,
   depsFor,

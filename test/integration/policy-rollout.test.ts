@@ -1,8 +1,9 @@
 /** How far a version has travelled, read from the enforcers' heartbeats in Redis. */
+
+import { enforcerRedisNames } from "@limitplane/enforcer/publication";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { readPolicyRollout } from "@/lib/control/dry-run/read-policy-rollout";
-import { enforcerRedisNames } from "@/lib/enforcer/redis-keys";
 import { unreachableRedis } from "../support/redis";
 import { filePrefix } from "./helpers/gateway-processes";
 

@@ -1,4 +1,11 @@
 import { randomBytes } from "node:crypto";
+import {
+  parseAnnouncement,
+  policyRedisNames,
+  publishSnapshot,
+  readCurrentSnapshot,
+} from "@limitplane/enforcer/publication";
+import { exampleSnapshot } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { ControlDeps } from "@/lib/control/control-deps";
@@ -9,13 +16,6 @@ import type {
 import { publishPendingSnapshots } from "@/lib/control/outbox/publish-pending-snapshots";
 import { getCurrentSnapshot } from "@/lib/control/policy/get-current-snapshot";
 import { createTier } from "@/lib/control/tier/create-tier";
-import { exampleSnapshot } from "@/lib/policy/fixtures/policy-factory";
-import {
-  parseAnnouncement,
-  policyRedisNames,
-  publishSnapshot,
-  readCurrentSnapshot,
-} from "@/lib/publication";
 import { createRedis } from "@/lib/server/redis";
 import { publishSnapshotsJob, startWorker, type Worker } from "@/lib/worker";
 import { createOwnRedisServer, type OwnRedisServer } from "./helpers/own-redis-server";

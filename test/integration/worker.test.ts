@@ -2,13 +2,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import path from "node:path";
+import { policyRedisNames } from "@limitplane/enforcer/publication";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { createTier } from "@/lib/control/tier/create-tier";
-import { policyRedisNames } from "@/lib/publication";
 import { createRedis } from "@/lib/server/redis";
 import {
   publishSnapshotsJob,
@@ -204,15 +204,19 @@ describe("the worker", () => {
   it("npm run worker leads, and stops cleanly on SIGTERM", async () => {
     const root = path.resolve(import.meta.dirname, "../..");
     // node itself, not the tsx wrapper: the signal must reach the worker, not a relay.
-    const child = spawn(process.execPath, ["--import", "tsx", "scripts/worker.ts"], {
-      cwd: root,
-      env: {
-        ...process.env,
-        DATABASE_URL: database.current().url,
-        REDIS_KEY_PREFIX: testPrefix(),
+    const child = spawn(
+      process.execPath,
+      ["--conditions=react-server", "--import", "tsx", "scripts/worker.ts"],
+      {
+        cwd: root,
+        env: {
+          ...process.env,
+          DATABASE_URL: database.current().url,
+          REDIS_KEY_PREFIX: testPrefix(),
+        },
+        stdio: ["ignore", "pipe", "pipe"],
       },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    );
     children.push(child);
     let output = "";
     child.stdout?.on("data", (chunk: Buffer) => {

@@ -1,7 +1,7 @@
 import { once } from "node:events";
+import { freePort } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 import { createRedis, type RedisRole } from "@/lib/server/redis";
-import { freePort } from "./redis-server";
 
 /**
  * A client of `role` for this test run's Redis, once it is ready. The `decisions` role has no

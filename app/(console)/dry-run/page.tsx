@@ -1,3 +1,4 @@
+import { isRecordId, limitAtScope, type PolicyRules } from "@limitplane/enforcer/policy";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { AutoRefresh } from "@/components/auto-refresh";
@@ -19,7 +20,6 @@ import {
   readScopeCounts,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
-import { isRecordId, limitAtScope, type PolicyRules } from "@/lib/policy";
 import { describePolicyLimit, describeScope } from "../policies/_components/policy-words";
 import { RolloutLine } from "../policies/_components/rollout-line";
 import { type CandidateTarget, CreateCandidateForm } from "./_components/create-candidate-form";

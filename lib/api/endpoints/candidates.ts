@@ -1,3 +1,4 @@
+import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { createCandidate, ZCreateCandidateOptions } from "@/lib/control/candidate/create-candidate";
 import { discardCandidate } from "@/lib/control/candidate/discard-candidate";
@@ -5,7 +6,6 @@ import { getCandidate } from "@/lib/control/candidate/get-candidate";
 import { listCandidates } from "@/lib/control/candidate/list-candidates";
 import { promoteCandidate } from "@/lib/control/candidate/promote-candidate";
 import { updateCandidate, ZUpdateCandidateOptions } from "@/lib/control/candidate/update-candidate";
-import { ZDryRunCandidate } from "@/lib/policy";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,

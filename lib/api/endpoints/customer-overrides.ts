@@ -3,12 +3,13 @@
  * `.../overrides/endpoints/{endpointClass}`. Creating one names its layer in the body
  * (`endpointClass`, null for the account layer).
  */
+
+import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
 import { deleteCustomerOverride } from "@/lib/control/customer-override/delete-customer-override";
 import { listCustomerOverrides } from "@/lib/control/customer-override/list-customer-overrides";
 import { updateCustomerOverride } from "@/lib/control/customer-override/update-customer-override";
-import { ZCustomerOverride } from "@/lib/policy";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,

@@ -1,10 +1,10 @@
+import { ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { deleteCustomer } from "@/lib/control/customer/delete-customer";
 import { getCustomer } from "@/lib/control/customer/get-customer";
 import { listCustomers, ZListCustomersOptions } from "@/lib/control/customer/list-customers";
 import { updateCustomer, ZUpdateCustomerOptions } from "@/lib/control/customer/update-customer";
-import { ZCustomer } from "@/lib/policy";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,

@@ -1,3 +1,4 @@
+import { ZEndpointClass } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { createEndpointClass } from "@/lib/control/endpoint-class/create-endpoint-class";
 import { deleteEndpointClass } from "@/lib/control/endpoint-class/delete-endpoint-class";
@@ -7,7 +8,6 @@ import {
   updateEndpointClass,
   ZUpdateEndpointClassOptions,
 } from "@/lib/control/endpoint-class/update-endpoint-class";
-import { ZEndpointClass } from "@/lib/policy";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,

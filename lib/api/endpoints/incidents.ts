@@ -1,10 +1,10 @@
+import { MAX_WINDOW_MS, ZIncidentOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { extendIncident, ZExtendIncidentOptions } from "@/lib/control/incident/extend-incident";
 import { getIncident } from "@/lib/control/incident/get-incident";
 import { listIncidents, ZListIncidentsOptions } from "@/lib/control/incident/list-incidents";
 import { raiseIncident, ZRaiseIncidentOptions } from "@/lib/control/incident/raise-incident";
 import { revertIncident } from "@/lib/control/incident/revert-incident";
-import { MAX_WINDOW_MS, ZIncidentOverride } from "@/lib/policy";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,

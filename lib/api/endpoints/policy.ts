@@ -1,10 +1,10 @@
+import { ZLimitSpec, ZPolicyDocument, ZSnapshot } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { getExplainDeps } from "@/lib/control/explain/explain-deps";
 import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-limits";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { getCurrentSnapshot } from "@/lib/control/policy/get-current-snapshot";
 import { importPolicy } from "@/lib/control/policy/import-policy";
-import { ZLimitSpec, ZPolicyDocument, ZSnapshot } from "@/lib/policy";
 import { defineEndpoint } from "../endpoint";
 import { changeContextOf, strictParams, ZChangeReceipt, ZReason } from "./shared";
 

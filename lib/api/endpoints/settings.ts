@@ -1,10 +1,10 @@
+import { ZCeilings, ZGuardrails } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { getPolicySettings } from "@/lib/control/settings/get-policy-settings";
 import {
   updatePolicySettings,
   ZUpdatePolicySettingsOptions,
 } from "@/lib/control/settings/update-policy-settings";
-import { ZCeilings, ZGuardrails } from "@/lib/policy";
 import { defineEndpoint } from "../endpoint";
 import { changeContextOf, strictBody, ZChangeReceipt, ZReason, ZTimestamps } from "./shared";
 

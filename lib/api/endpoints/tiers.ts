@@ -1,10 +1,10 @@
+import { ZTier } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { createTier } from "@/lib/control/tier/create-tier";
 import { deleteTier } from "@/lib/control/tier/delete-tier";
 import { getTier } from "@/lib/control/tier/get-tier";
 import { listTiers } from "@/lib/control/tier/list-tiers";
 import { updateTier, ZUpdateTierOptions } from "@/lib/control/tier/update-tier";
-import { ZTier } from "@/lib/policy";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,

@@ -5,9 +5,10 @@
  * same: a short index range scan, never an OFFSET. `before` walks the other way (newer entries,
  * the same index read backwards) so a pager can go back without remembering where it came from.
  */
+
+import { hasForbiddenCharacter, ZCustomerId, ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { hasForbiddenCharacter, ZCustomerId, ZInstant } from "@/lib/policy";
 import { ACTOR_TYPES, type Actor, parseOptions } from "../change-context";
 import { getControlDeps, type ReadDeps } from "../control-deps";
 import { validationError } from "../errors";

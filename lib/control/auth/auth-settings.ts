@@ -2,7 +2,7 @@
  * The numbers of authentication, in one place: session lifetimes, how often "last seen" is
  * written, and the sign-in rate limits. The defaults are what the README documents.
  */
-import type { TokenBucketLimit } from "@/lib/limiter";
+import type { TokenBucketLimit } from "@limitplane/enforcer/limiter";
 import { loadEnv } from "@/lib/server/env";
 
 export interface SessionSettings {

@@ -7,7 +7,7 @@
  * per-address sign-in limit can then be dodged (the per-account one cannot): run the console
  * behind a proxy that sets the header.
  */
-import { normalizeClientAddress } from "@/lib/policy";
+import { normalizeClientAddress } from "@limitplane/enforcer/policy";
 
 export function clientAddressOf(request: Request): string | null {
   const forwarded = request.headers.get("x-forwarded-for");

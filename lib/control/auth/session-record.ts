@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { hasForbiddenCharacter } from "@/lib/policy";
 import { isoOf } from "../stored";
 
 /** Every column except the token's hash. */

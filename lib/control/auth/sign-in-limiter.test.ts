@@ -1,11 +1,11 @@
-import { describe, expect, it } from "vitest";
 import {
   type DecideInput,
   type LayeredDecision,
   ManualClock,
   MemoryStore,
   StoreUnavailableError,
-} from "@/lib/limiter";
+} from "@limitplane/enforcer/limiter";
+import { describe, expect, it } from "vitest";
 import { isAppError } from "../errors";
 import { SignInLimiter } from "./sign-in-limiter";
 

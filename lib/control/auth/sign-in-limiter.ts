@@ -13,9 +13,9 @@
  * holds operators' addresses.
  */
 import { createHmac } from "node:crypto";
-import type { LimiterStore, TokenBucketLimit } from "@/lib/limiter";
-import { MemoryStore, StoreUnavailableError } from "@/lib/limiter";
-import { normalizeClientAddress } from "@/lib/policy";
+import type { LimiterStore, TokenBucketLimit } from "@limitplane/enforcer/limiter";
+import { MemoryStore, StoreUnavailableError } from "@limitplane/enforcer/limiter";
+import { normalizeClientAddress } from "@limitplane/enforcer/policy";
 import { AppError } from "../errors";
 import { SIGN_IN_LIMITS, type SignInLimits } from "./auth-settings";
 

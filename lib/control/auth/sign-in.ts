@@ -10,8 +10,9 @@
  * 4. A session row stores the SHA-256 of a new random token; the token goes to the caller (the
  *    cookie) and nowhere else.
  */
+
+import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { hasForbiddenCharacter } from "@/lib/policy";
 import { parseOptions } from "../change-context";
 import { AppError } from "../errors";
 import { type OperatorRecord, operatorSelect, toOperatorRecord } from "../operator/operator-record";

@@ -1,5 +1,5 @@
+import { type TDryRunCandidate, ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { type TDryRunCandidate, ZDryRunCandidate } from "@/lib/policy";
 import { notFound } from "../errors";
 import type { Db } from "../policy/stored-policy";
 import { isoOf, parseStored } from "../stored";

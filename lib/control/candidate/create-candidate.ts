@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { ZDryRunCandidate } from "@/lib/policy";
 import { type ChangeContext, parseChange } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
 import { AppError } from "../errors";

@@ -1,5 +1,3 @@
-import { z } from "zod";
-import type { Prisma } from "@/lib/generated/prisma/client";
 import {
   ON_STORE_FAILURE_DEFAULTS,
   parseScope,
@@ -7,7 +5,9 @@ import {
   type TOnStoreFailure,
   type TPolicyLimit,
   ZDryRunCandidate,
-} from "@/lib/policy";
+} from "@limitplane/enforcer/policy";
+import { z } from "zod";
+import type { Prisma } from "@/lib/generated/prisma/client";
 import type { AuditEntityType } from "../audit/audit-actions";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";

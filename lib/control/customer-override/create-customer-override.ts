@@ -1,5 +1,5 @@
+import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
-import { ZCustomerOverride } from "@/lib/policy";
 import { type ChangeContext, parseChange } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
 import { findCustomer } from "../customer/customer-record";

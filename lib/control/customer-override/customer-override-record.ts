@@ -1,5 +1,9 @@
+import {
+  formatScope,
+  type TCustomerOverride,
+  ZCustomerOverride,
+} from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { formatScope, type TCustomerOverride, ZCustomerOverride } from "@/lib/policy";
 import { AppError } from "../errors";
 import type { Db } from "../policy/stored-policy";
 import { isoOf, parseStored } from "../stored";

@@ -1,5 +1,5 @@
+import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { ZCustomerOverride } from "@/lib/policy";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";

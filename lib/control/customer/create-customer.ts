@@ -1,5 +1,5 @@
+import { ZCustomer } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
-import { ZCustomer } from "@/lib/policy";
 import { type ChangeContext, parseChange } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
 import { AppError } from "../errors";

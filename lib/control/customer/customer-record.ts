@@ -1,5 +1,5 @@
+import { type TCustomer, ZCustomer } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { type TCustomer, ZCustomer } from "@/lib/policy";
 import { notFound } from "../errors";
 import type { Db } from "../policy/stored-policy";
 import { isoOf, parseStored } from "../stored";

@@ -1,6 +1,6 @@
+import { hasForbiddenCharacter, ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { hasForbiddenCharacter, ZCustomer } from "@/lib/policy";
 import { parseOptions } from "../change-context";
 import { getControlDeps, type ReadDeps } from "../control-deps";
 import { type CustomerRecord, customerSelect, toCustomerRecord } from "./customer-record";

@@ -1,7 +1,7 @@
 /**
  * How far a policy version has travelled: of the enforcers that sent a heartbeat recently, how
  * many run that version or a later one. Read from the heartbeats the enforcers write to Redis
- * (`lib/enforcer/reporters.ts`, keys in `lib/enforcer/redis-keys.ts`), so "promoted" can be
+ * (`packages/enforcer/src/enforcer/reporters.ts`, keys in `packages/enforcer/src/publication/redis-keys.ts`), so "promoted" can be
  * followed by "enforced by 2 of 2 gateways" rather than a promise.
  */
 import { type FleetDeps, getFleetDeps } from "../fleet/fleet-deps";

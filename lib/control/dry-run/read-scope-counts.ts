@@ -6,8 +6,8 @@
  * the page says the last minutes are missing.
  */
 
+import type { MetricsReadingRedis } from "@limitplane/enforcer/publication";
 import type { ScopeMinuteCount } from "@/lib/console/minute-counts";
-import type { MetricsReadingRedis } from "@/lib/enforcer/metrics-reader";
 import { getControlDeps, type ReadDeps } from "../control-deps";
 import { getFleetDeps } from "../fleet/fleet-deps";
 import { loadScopeMinutes } from "../metric-minute/load-scope-minutes";

@@ -1,5 +1,5 @@
+import { parseScope, ZEndpointClass } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { parseScope, ZEndpointClass } from "@/lib/policy";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
 import { AppError } from "../errors";

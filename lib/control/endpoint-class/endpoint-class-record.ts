@@ -1,5 +1,5 @@
+import { type TEndpointClass, ZEndpointClass } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { type TEndpointClass, ZEndpointClass } from "@/lib/policy";
 import { notFound, validationError } from "../errors";
 import type { Db } from "../policy/stored-policy";
 import { isoOf, jsonColumn, parseStored, toJson } from "../stored";

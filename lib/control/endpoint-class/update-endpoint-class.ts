@@ -1,5 +1,5 @@
+import { ZEndpointClass } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { ZEndpointClass } from "@/lib/policy";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";

@@ -7,20 +7,21 @@
  * applied it). A customer in the registry is resolved with its registry tier unless a tier is
  * given; an unknown customer with no tier uses the default tier, and the trace says so.
  */
-import { z } from "zod";
+
 import {
   type LayeredDecision,
   type LimiterStore,
   type LimitOutcome,
   StoreUnavailableError,
-} from "@/lib/limiter";
+} from "@limitplane/enforcer/limiter";
 import {
   explainTrace,
   type ResolutionTrace,
   type ResolvedCheck,
   resolveLimits,
   ZCustomerId,
-} from "@/lib/policy";
+} from "@limitplane/enforcer/policy";
+import { z } from "zod";
 import { parseOptions } from "../change-context";
 import type { ReadDeps } from "../control-deps";
 import { getCurrentSnapshot } from "../policy/get-current-snapshot";

@@ -1,30 +1,16 @@
 /**
- * The enforcer fleet as its heartbeats describe it (lib/enforcer/README.md, "What an enforcer
+ * The enforcer fleet as its heartbeats describe it (packages/enforcer/README.md, "What an enforcer
  * writes to Redis"): every enforcer whose `enforcer:<id>` hash has not expired, with the policy
  * version it runs and how far that is behind the version published in `policy:current`.
  */
-import { enforcerRedisNames } from "@/lib/enforcer/redis-keys";
-import { policyRedisNames } from "@/lib/publication/keys";
+import {
+  type EnforcerHeartbeat,
+  type PublishedVersion,
+  readEnforcerHeartbeats,
+} from "@limitplane/enforcer/publication";
 import { type FleetDeps, getFleetDeps } from "./fleet-deps";
 
-export interface PublishedVersion {
-  readonly version: number;
-  /** When it reached Redis (Redis's clock), epoch ms; null if not recorded. */
-  readonly publishedAtMs: number | null;
-}
-
-export interface EnforcerRecord {
-  readonly id: string;
-  readonly host: string;
-  readonly pid: number | null;
-  readonly startedAtMs: number | null;
-  /** Its last heartbeat, epoch ms (the enforcer's clock). */
-  readonly heartbeatAtMs: number;
-  /** The version it runs; null before it applied any. */
-  readonly version: number | null;
-  readonly appliedAtMs: number | null;
-  /** How it got the version: `announcement`, `poll`, `startup`, ... */
-  readonly appliedVia: string | null;
+export interface EnforcerRecord extends EnforcerHeartbeat {
   /** Published versions it has not applied: 0 when current; null when it runs none or none is published. */
   readonly versionsBehind: number | null;
   /**
@@ -32,9 +18,6 @@ export interface EnforcerRecord {
    * how long applying it took after publication. Null when unknown.
    */
   readonly lagMs: number | null;
-  readonly breakerState: string | null;
-  readonly snapshotErrors: number;
-  readonly lastSnapshotError: string | null;
 }
 
 export interface Fleet {
@@ -45,16 +28,6 @@ export interface Fleet {
 
 /** Most enforcers listed; the sorted set holds every id seen in the last hour. */
 const MAX_ENFORCERS = 200;
-
-function numberOrNull(raw: string | null | undefined): number | null {
-  if (raw === undefined || raw === null || raw === "") return null;
-  const value = Number(raw);
-  return Number.isFinite(value) ? value : null;
-}
-
-function textOrNull(raw: string | undefined): string | null {
-  return raw === undefined || raw === "" ? null : raw;
-}
 
 export interface ListEnforcersOptions {
   /**
@@ -72,27 +45,17 @@ export async function listEnforcers(
   deps: FleetDeps = getFleetDeps(),
   options: ListEnforcersOptions = {},
 ): Promise<Fleet> {
-  const names = enforcerRedisNames(deps.prefix);
-  const [ids, current] = await Promise.all([
-    deps.redis.zrevrange(names.enforcers, 0, MAX_ENFORCERS - 1),
-    deps.redis.hmget(policyRedisNames(deps.prefix).current, "version", "publishedAt"),
-  ]);
-  const publishedVersion = numberOrNull(current[0]);
-  const published: PublishedVersion | null =
-    publishedVersion === null
-      ? null
-      : { version: publishedVersion, publishedAtMs: numberOrNull(current[1]) };
-  const hashes = await Promise.all(ids.map((id) => deps.redis.hgetall(names.enforcer(id))));
+  const { published, heartbeats } = await readEnforcerHeartbeats(
+    deps.redis,
+    deps.prefix,
+    MAX_ENFORCERS,
+  );
   const nowMs = deps.nowMs();
   const enforcers: EnforcerRecord[] = [];
-  ids.forEach((id, index) => {
-    const fields = hashes[index];
-    // An expired hash is an enforcer that stopped beating: gone, whatever the set still says.
-    const heartbeatAtMs = numberOrNull(fields?.heartbeatAt);
-    if (fields === undefined || heartbeatAtMs === null) return;
-    if (options.liveWithinMs !== undefined && heartbeatAtMs < nowMs - options.liveWithinMs) return;
-    const version = numberOrNull(fields.version);
-    const appliedAtMs = numberOrNull(fields.appliedAt);
+  for (const heartbeat of heartbeats) {
+    const { version, appliedAtMs, heartbeatAtMs } = heartbeat;
+    if (options.liveWithinMs !== undefined && heartbeatAtMs < nowMs - options.liveWithinMs)
+      continue;
     const versionsBehind =
       version === null || published === null ? null : Math.max(0, published.version - version);
     let lagMs: number | null = null;
@@ -104,21 +67,7 @@ export async function listEnforcers(
             ? null
             : Math.max(0, appliedAtMs - published.publishedAtMs);
     }
-    enforcers.push({
-      id,
-      host: fields.host ?? "",
-      pid: numberOrNull(fields.pid),
-      startedAtMs: numberOrNull(fields.startedAt),
-      heartbeatAtMs,
-      version,
-      appliedAtMs,
-      appliedVia: textOrNull(fields.appliedVia),
-      versionsBehind,
-      lagMs,
-      breakerState: textOrNull(fields.breakerState),
-      snapshotErrors: numberOrNull(fields.snapshotErrors) ?? 0,
-      lastSnapshotError: textOrNull(fields.lastSnapshotError),
-    });
-  });
+    enforcers.push({ ...heartbeat, versionsBehind, lagMs });
+  }
   return { published, enforcers };
 }

@@ -1,4 +1,4 @@
-import { type MetricsReadingRedis, readScopeMinute } from "@/lib/enforcer/metrics-reader";
+import { type MetricsReadingRedis, readScopeMinute } from "@limitplane/enforcer/publication";
 import type { MetricMinuteRecord } from "../metric-minute/list-metric-minutes";
 import { getFleetDeps } from "./fleet-deps";
 

@@ -1,5 +1,5 @@
+import { ZIncidentOverride, ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { ZIncidentOverride, ZInstant } from "@/lib/policy";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
 import { validationError } from "../errors";

@@ -1,4 +1,8 @@
-import { checkIncidentGuardrails, findReplacedLimit, type TIncidentOverride } from "@/lib/policy";
+import {
+  checkIncidentGuardrails,
+  findReplacedLimit,
+  type TIncidentOverride,
+} from "@limitplane/enforcer/policy";
 import { findCustomer } from "../customer/customer-record";
 import { toFieldErrors, validationError } from "../errors";
 import { noPolicyYet, type Tx } from "../policy/run-policy-change";

@@ -1,5 +1,5 @@
+import { type TIncidentOverride, ZIncidentOverride } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { type TIncidentOverride, ZIncidentOverride } from "@/lib/policy";
 import { notFound } from "../errors";
 import type { Db } from "../policy/stored-policy";
 import { isoOf, jsonColumn, parseStored } from "../stored";

@@ -1,6 +1,6 @@
+import { MAX_WINDOW_MS, ZCustomerId } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { MAX_WINDOW_MS, ZCustomerId } from "@/lib/policy";
 import { parseOptions } from "../change-context";
 import { getControlDeps, type ReadDeps } from "../control-deps";
 import { currentIncidentWhere } from "../policy/stored-policy";

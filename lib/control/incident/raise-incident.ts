@@ -1,6 +1,11 @@
 import { randomBytes } from "node:crypto";
+import {
+  fieldErrorsFromZod,
+  MAX_WINDOW_MS,
+  ZIncidentOverride,
+  ZInstant,
+} from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { fieldErrorsFromZod, MAX_WINDOW_MS, ZIncidentOverride, ZInstant } from "@/lib/policy";
 import { type ChangeContext, parseChange } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";
 import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";

@@ -10,7 +10,7 @@
  * after it ended (enforcers flush every second).
  */
 
-import { type MetricsReadingRedis, readScopeMinute } from "@/lib/enforcer/metrics-reader";
+import { type MetricsReadingRedis, readScopeMinute } from "@limitplane/enforcer/publication";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 
 const MINUTE_MS = 60_000;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { hasForbiddenCharacter } from "@/lib/policy";
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "../auth/password";
 import { ROLES, type Role } from "../auth/roles";
 import { textField } from "../change-context";

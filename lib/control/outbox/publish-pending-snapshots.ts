@@ -14,9 +14,10 @@
  * crash after Redis applied a version but before the row was marked leaves the row pending; the
  * next drain publishes it again, which the script refuses harmlessly.
  */
+
+import { parseSnapshot } from "@limitplane/enforcer/policy";
+import { type PublishingRedis, publishSnapshot } from "@limitplane/enforcer/publication";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
-import { parseSnapshot } from "@/lib/policy";
-import { type PublishingRedis, publishSnapshot } from "@/lib/publication";
 import { lockOutboxPublisher } from "../locks";
 import { POLICY_SNAPSHOT_TOPIC, ZPolicySnapshotPayload } from "./outbox";
 

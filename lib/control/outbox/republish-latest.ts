@@ -5,8 +5,8 @@
  * the latest stored version, the latest is published again; `publishSnapshot` only ever moves the
  * version forward, so this is harmless when it races a normal publication.
  */
-import { parseSnapshot } from "@/lib/policy";
-import { policyRedisNames, publishSnapshot } from "@/lib/publication";
+import { parseSnapshot } from "@limitplane/enforcer/policy";
+import { policyRedisNames, publishSnapshot } from "@limitplane/enforcer/publication";
 import type { SnapshotPublisher } from "./publish-pending-snapshots";
 
 export interface VersionReadingRedis {

@@ -1,12 +1,12 @@
+import { canonicalPolicy } from "@limitplane/enforcer/policy";
 import { Prisma } from "@/lib/generated/prisma/client";
-import { canonicalPolicy } from "@/lib/policy";
 import { getControlDeps, type ReadDeps } from "../control-deps";
 import { noPolicyYet } from "./run-policy-change";
 import { parseStoredPolicy, readStoredPolicy } from "./stored-policy";
 
 export interface PolicyExport {
   /**
-   * The canonical policy document (lib/policy `canonicalPolicy`): two exports of the same policy
+   * The canonical policy document (@limitplane/enforcer/policy `canonicalPolicy`): two exports of the same policy
    * are byte-identical, and a diff between two exports shows only what changed. Expired and
    * reverted incidents are left out: they are history, in the audit log.
    */

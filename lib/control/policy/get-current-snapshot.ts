@@ -1,4 +1,4 @@
-import { parseSnapshot, type TSnapshot } from "@/lib/policy";
+import { parseSnapshot, type TSnapshot } from "@limitplane/enforcer/policy";
 import { getControlDeps, type ReadDeps } from "../control-deps";
 import { POLICY_SNAPSHOT_TOPIC } from "../outbox/outbox";
 import { noPolicyYet } from "./run-policy-change";

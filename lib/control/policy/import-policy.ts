@@ -20,7 +20,7 @@ import {
   ZEndpointClass,
   ZIncidentOverride,
   ZTier,
-} from "@/lib/policy";
+} from "@limitplane/enforcer/policy";
 import { candidateSelect } from "../candidate/candidate-record";
 import { type ChangeContext, ZChangeContext } from "../change-context";
 import { type ControlDeps, getControlDeps } from "../control-deps";

@@ -4,7 +4,7 @@
  * export so two summaries of the same policy compare equal.
  */
 import { createHash } from "node:crypto";
-import { canonicalPolicy, type TPolicyDocument } from "@/lib/policy";
+import { canonicalPolicy, type TPolicyDocument } from "@limitplane/enforcer/policy";
 import type { Db } from "./stored-policy";
 import { currentIncidentWhere } from "./stored-policy";
 

@@ -3,14 +3,14 @@
  * limits it adds, changes or removes (old and new), its other field changes, and for each limit
  * who it reaches: how many customers are on the tier, and which of them keep their own limit
  * because a customer override (or an incident with an absolute limit) outranks the rule. It writes
- * nothing and publishes nothing; the diff is `diffPolicyRules` in lib/policy.
+ * nothing and publishes nothing; the diff is `diffPolicyRules` in @limitplane/enforcer/policy.
  *
  * The edit is validated as the update services validate it: its own fields with the same schemas,
  * then the whole policy it would make (a limit too small for the costliest class it applies to, a
  * match rule another class already has), with each problem at the caller's field. So a preview
  * that succeeds is an edit the service accepts, unless someone changes the policy meanwhile.
  */
-import { z } from "zod";
+
 import {
   diffPolicyRules,
   type FieldChange,
@@ -22,7 +22,8 @@ import {
   parsePolicyDocument,
   type TLimitSpec,
   ZLimitSpec,
-} from "@/lib/policy";
+} from "@limitplane/enforcer/policy";
+import { z } from "zod";
 import { getControlDeps, type ReadDeps } from "../control-deps";
 import {
   type EndpointClassRecord,

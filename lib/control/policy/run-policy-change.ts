@@ -6,7 +6,7 @@
  *    a repeatable-read snapshot would date from before the wait);
  * 2. the service's `write`: read what guards the change (existence, expected version,
  *    references), then write it;
- * 3. for a policy change, read the resulting policy back, validate ALL of it with lib/policy
+ * 3. for a policy change, read the resulting policy back, validate ALL of it with @limitplane/enforcer/policy
  *    (references, duplicates, costs, incident overlaps and guardrails), compile the snapshot, and
  *    if what enforcers see differs from the latest version, add version = latest + 1;
  * 4. write exactly one audit entry (actor, action, entity, before, after, reason, request id and
@@ -18,8 +18,8 @@
  * it otherwise.
  */
 import { createHash } from "node:crypto";
+import { canonicalJson, compileSnapshot, parsePolicyDocument } from "@limitplane/enforcer/policy";
 import { Prisma } from "@/lib/generated/prisma/client";
-import { canonicalJson, compileSnapshot, parsePolicyDocument } from "@/lib/policy";
 import type { AuditAction, AuditEntityType } from "../audit/audit-actions";
 import type { TChangeContext } from "../change-context";
 import type { ControlDeps } from "../control-deps";

@@ -1,11 +1,11 @@
 /**
- * The policy as stored, assembled into a policy document so lib/policy can validate and compile
+ * The policy as stored, assembled into a policy document so @limitplane/enforcer/policy can validate and compile
  * it. Only what the snapshot and the document's cross-field rules need is read: tiers, endpoint
  * classes, settings, customer overrides, current incidents (not revoked, not yet expired), dry-run
  * candidates, and the customers those overrides and incidents name. A million customers without
  * overrides are never loaded (export asks for them explicitly).
  */
-import type { Prisma, PrismaClient } from "@/lib/generated/prisma/client";
+
 import {
   type FieldPath,
   formatFieldErrors,
@@ -13,7 +13,8 @@ import {
   type PolicyFieldError,
   parsePolicyDocument,
   type TPolicyDocument,
-} from "@/lib/policy";
+} from "@limitplane/enforcer/policy";
+import type { Prisma, PrismaClient } from "@/lib/generated/prisma/client";
 import { type AppError, type FieldError, validationError } from "../errors";
 
 export type Db = PrismaClient | Prisma.TransactionClient;

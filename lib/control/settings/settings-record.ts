@@ -1,6 +1,11 @@
+import {
+  type TCeilings,
+  type TGuardrails,
+  ZCeilings,
+  ZGuardrails,
+} from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { type TCeilings, type TGuardrails, ZCeilings, ZGuardrails } from "@/lib/policy";
 import { noPolicyYet } from "../policy/run-policy-change";
 import type { Db } from "../policy/stored-policy";
 import { isoOf, parseStored } from "../stored";

@@ -1,5 +1,5 @@
+import { type TTier, ZTier } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { type TTier, ZTier } from "@/lib/policy";
 import { notFound } from "../errors";
 import type { Db } from "../policy/stored-policy";
 import { isoOf, parseStored, toJson } from "../stored";

@@ -1,5 +1,5 @@
+import { ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { ZInstant } from "@/lib/policy";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
 import { newApiToken } from "../auth/secret-token";

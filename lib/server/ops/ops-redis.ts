@@ -1,10 +1,10 @@
 /**
  * What the customer page reads of the enforcers' reports in Redis: each customer's recent
- * rejections (`rejections:<customerId>`), named by `lib/enforcer/redis-keys.ts`, on the console's
- * one read connection (`consoleRedis`).
+ * rejections (`rejections:<customerId>`, named by the package's publication protocol), on the
+ * console's one read connection (`consoleRedis`).
  */
+import "server-only";
 import type { Redis } from "ioredis";
-import { enforcerRedisNames } from "@/lib/enforcer/redis-keys";
 import { consoleRedis } from "@/lib/server/console-redis";
 import { loadEnv } from "@/lib/server/env";
 
@@ -16,8 +16,4 @@ export interface OpsRedisDeps {
 
 export function getOpsRedisDeps(): OpsRedisDeps {
   return { redis: consoleRedis(), prefix: loadEnv().REDIS_KEY_PREFIX };
-}
-
-export function opsRedisNames(deps: OpsRedisDeps) {
-  return enforcerRedisNames(deps.prefix);
 }

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import path from "node:path";
+import { type LimiterStore, RedisStore } from "@limitplane/enforcer/limiter";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, inject } from "vitest";
 import type { AnyEndpoint } from "@/lib/api/endpoint";
@@ -20,7 +21,6 @@ import { type ControlDeps, installControlDeps } from "@/lib/control/control-deps
 import { createOperator } from "@/lib/control/operator/create-operator";
 import { createApiToken } from "@/lib/control/token/create-api-token";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
-import { type LimiterStore, RedisStore } from "@/lib/limiter";
 import { closeSharedLimiterStores } from "@/lib/server/limiter-store";
 import { createRedis } from "@/lib/server/redis";
 import { countEverything, importExamplePolicy } from "./policy-fixtures";

@@ -82,7 +82,17 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
   const id = options.id ?? `gw-${randomBytes(3).toString("hex")}`;
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", "scripts/gateway.ts", "--port", "0", "--id", id, ...(options.args ?? [])],
+    [
+      "--conditions=react-server",
+      "--import",
+      "tsx",
+      "scripts/gateway.ts",
+      "--port",
+      "0",
+      "--id",
+      id,
+      ...(options.args ?? []),
+    ],
     {
       cwd: ROOT,
       env: {

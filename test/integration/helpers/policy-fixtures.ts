@@ -1,12 +1,12 @@
 /** Factories and probes shared by the policy storage tests. */
 import { randomBytes } from "node:crypto";
+import { parseSnapshot, type TSnapshot } from "@limitplane/enforcer/policy";
 import { expect } from "vitest";
 import type { ChangeContext } from "@/lib/control/change-context";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { type AppError, isAppError } from "@/lib/control/errors";
 import { importPolicy } from "@/lib/control/policy/import-policy";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
-import { parseSnapshot, type TSnapshot } from "@/lib/policy";
 import { examplePolicyForSeed } from "../../../scripts/seed";
 
 /** A name no other test uses: lowercase, valid for tiers, classes, customers and ids. */

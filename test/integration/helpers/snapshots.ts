@@ -2,10 +2,11 @@
  * Snapshots for the enforcer's tests, published with the control plane's own `publishSnapshot`
  * (hash `${prefix}policy:current`, channel `${prefix}policy:announce`, newer versions only).
  */
+
+import type { TPolicyDocumentInput, TSnapshot } from "@limitplane/enforcer/policy";
+import { publishSnapshot } from "@limitplane/enforcer/publication";
+import { exampleSnapshot } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
-import { exampleSnapshot } from "@/lib/policy/fixtures/policy-factory";
-import type { TPolicyDocumentInput, TSnapshot } from "@/lib/policy/schemas";
-import { publishSnapshot } from "@/lib/publication";
 
 /** The example policy compiled as `version`, after `edit`. */
 export function snapshotVersion(

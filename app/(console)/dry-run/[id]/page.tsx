@@ -1,3 +1,4 @@
+import { isRecordId, limitAtScope } from "@limitplane/enforcer/policy";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
@@ -22,7 +23,6 @@ import {
   readScopeCounts,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
-import { isRecordId, limitAtScope } from "@/lib/policy";
 import { describePolicyLimit, describeScope } from "../../policies/_components/policy-words";
 import { CandidateActions } from "../_components/candidate-actions";
 import { UpdateCandidateForm } from "../_components/update-candidate-form";

@@ -1,9 +1,9 @@
 "use client";
 
+import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { useId, useState } from "react";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
-import { hasForbiddenCharacter } from "@/lib/policy/names";
 import { readApiError } from "../../policies/_components/api-error";
 import styles from "../dry-run.module.css";
 

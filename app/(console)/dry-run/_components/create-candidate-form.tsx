@@ -1,9 +1,9 @@
 "use client";
 
+import type { TPolicyLimit } from "@limitplane/enforcer/policy";
+import { isRecordId } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
-import { isRecordId } from "@/lib/policy/names";
-import type { TPolicyLimit } from "@/lib/policy/schemas";
 import { readApiError } from "../../policies/_components/api-error";
 import {
   draftOf,

@@ -1,9 +1,9 @@
 "use client";
 
+import type { TLimitSpec } from "@limitplane/enforcer/policy";
+import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
-import { hasForbiddenCharacter } from "@/lib/policy/names";
-import type { TLimitSpec } from "@/lib/policy/schemas";
 import { readApiError } from "../../policies/_components/api-error";
 import {
   draftOfSpec,

@@ -1,3 +1,4 @@
+import type { LimitSpec } from "@limitplane/enforcer/limiter";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
@@ -24,7 +25,6 @@ import {
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
 import { type EnforcerRecord, listEnforcers } from "@/lib/control/fleet/list-enforcers";
-import type { LimitSpec } from "@/lib/limiter/types";
 import { IncidentActions } from "./incident-actions";
 
 export const metadata: Metadata = { title: "Incident override" };

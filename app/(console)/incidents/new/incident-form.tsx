@@ -1,5 +1,7 @@
 "use client";
 
+import type { LimitSpec } from "@limitplane/enforcer/limiter";
+import { scaleLimit } from "@limitplane/enforcer/policy";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect, useId, useMemo, useState } from "react";
@@ -9,8 +11,6 @@ import styles from "@/components/ops/ops.module.css";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
 // Direct module imports: this is client code.
 import { formatDurationMs, formatFactor, formatLimit } from "@/lib/console/format";
-import type { LimitSpec } from "@/lib/limiter/types";
-import { scaleLimit } from "@/lib/policy/limit-math";
 
 export interface IncidentFormProps {
   readonly customer: { readonly id: string; readonly displayName: string; readonly tier: string };

@@ -1,5 +1,5 @@
+import type { TPolicyLimit } from "@limitplane/enforcer/policy";
 import { Badge } from "@/components/ui/badge";
-import type { TPolicyLimit } from "@/lib/policy/schemas";
 import { describePolicyLimit, ON_STORE_FAILURE_WORDS } from "./policy-words";
 
 /** A limit in a table cell: what it allows, then its mode when not enforced and its failure policy. */

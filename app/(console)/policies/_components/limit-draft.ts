@@ -3,16 +3,18 @@
  * conversion to the value the API takes. Validation is the domain schema itself (ZPolicyLimit), so
  * the form says exactly what the API would, before anything is sent.
  */
-import { type FieldPath, fieldErrorsFromZod, formatFieldPath } from "@/lib/policy/errors";
 import {
   ALGORITHMS,
+  type FieldPath,
+  fieldErrorsFromZod,
+  formatFieldPath,
   type TLimitSpec,
   type TOnStoreFailure,
   type TPolicyLimit,
   type TPolicyMode,
   ZLimitSpec,
   ZPolicyLimit,
-} from "@/lib/policy/schemas";
+} from "@limitplane/enforcer/policy";
 
 export type Algorithm = (typeof ALGORITHMS)[number];
 

@@ -1,7 +1,7 @@
 "use client";
 
+import { type FieldPath, formatFieldPath } from "@limitplane/enforcer/policy";
 import { formatAlgorithm } from "@/lib/console/format";
-import { type FieldPath, formatFieldPath } from "@/lib/policy/errors";
 import {
   ALGORITHMS,
   type Algorithm,

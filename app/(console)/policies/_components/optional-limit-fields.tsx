@@ -1,6 +1,6 @@
 "use client";
 
-import type { FieldPath } from "@/lib/policy/errors";
+import type { FieldPath } from "@limitplane/enforcer/policy";
 import type { FieldErrorMap, LimitDraft } from "./limit-draft";
 import { LimitFields } from "./limit-fields";
 import styles from "./policy-form.module.css";

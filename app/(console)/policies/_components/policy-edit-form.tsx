@@ -1,5 +1,6 @@
 "use client";
 
+import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { type ReactNode, useState } from "react";
 import { auditEntryHref } from "@/lib/console/chart-series";
@@ -7,7 +8,6 @@ import type {
   PolicyChangePreview,
   PreviewPolicyChangeOptions,
 } from "@/lib/control/policy/preview-policy-change";
-import { hasForbiddenCharacter } from "@/lib/policy/names";
 import { previewPolicyChangeAction } from "../actions";
 import { readApiError } from "./api-error";
 import { ChangePreview } from "./change-preview";

@@ -3,8 +3,8 @@
  * Redis fails) and for scopes. Pure: used by server pages and by the edit forms.
  */
 
+import type { TOnStoreFailure, TPolicyLimit, TPolicyMode } from "@limitplane/enforcer/policy";
 import { formatAlgorithm, formatLimit } from "@/lib/console/format";
-import type { TOnStoreFailure, TPolicyLimit, TPolicyMode } from "@/lib/policy/schemas";
 
 export const MODE_WORDS: Record<TPolicyMode, string> = {
   enforce: "enforced",

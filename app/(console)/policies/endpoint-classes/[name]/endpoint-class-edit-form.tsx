@@ -1,10 +1,8 @@
 "use client";
 
+import type { TEndpointClass, TKeyBy } from "@limitplane/enforcer/policy";
+import { formatFieldPath, MAX_COST, ON_STORE_FAILURE_DEFAULTS } from "@limitplane/enforcer/policy";
 import { useState } from "react";
-import { formatFieldPath } from "@/lib/policy/errors";
-import { MAX_COST } from "@/lib/policy/limit-math";
-import type { TEndpointClass, TKeyBy } from "@/lib/policy/schemas";
-import { ON_STORE_FAILURE_DEFAULTS } from "@/lib/policy/schemas";
 import {
   draftOf,
   emptyDraft,

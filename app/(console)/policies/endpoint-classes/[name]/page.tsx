@@ -1,3 +1,4 @@
+import { isName } from "@limitplane/enforcer/policy";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
@@ -5,7 +6,6 @@ import { LocalTime } from "@/components/ui/local-time";
 import { formatNumber } from "@/lib/console";
 import { can, getEndpointClass, isAppError, listAuditEntries, listTiers } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
-import { isName } from "@/lib/policy";
 import { LimitCell } from "../../_components/limit-cell";
 import { RecentChanges } from "../../_components/recent-changes";
 import { EndpointClassEditForm } from "./endpoint-class-edit-form";

@@ -1,10 +1,10 @@
+import { isName } from "@limitplane/enforcer/policy";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import { LocalTime } from "@/components/ui/local-time";
 import { can, getTier, isAppError, listAuditEntries } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
-import { isName } from "@/lib/policy";
 import { LimitCell } from "../../_components/limit-cell";
 import { RecentChanges } from "../../_components/recent-changes";
 import { TierEditForm } from "./tier-edit-form";

@@ -1,7 +1,7 @@
 "use client";
 
+import type { TPolicyLimit } from "@limitplane/enforcer/policy";
 import { useState } from "react";
-import type { TPolicyLimit } from "@/lib/policy/schemas";
 import { draftOf, validateDraft } from "../../_components/limit-draft";
 import { LimitFields } from "../../_components/limit-fields";
 import { type BuildResult, PolicyEditForm } from "../../_components/policy-edit-form";

@@ -1,0 +1,90 @@
+/**
+ * The layers, enforced by `npm run lint` (dependency-cruiser). Each rule's comment says why; a
+ * deliberate violation is checked by scripts/check-layers.test.ts.
+ *
+ * - The enforcer package (packages/enforcer) never imports the app.
+ * - The limiter core (packages/enforcer/src/limiter, stores aside) imports no I/O.
+ * - components/ never reach into lib/control's modules, only its entry point.
+ * - No import cycle anywhere, type-only imports included.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment:
+        "An import cycle (type-only imports count): move what both sides need into a module of its own.",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "package-imports-app",
+      severity: "error",
+      comment:
+        "The enforcer package is embedded without the console: it may import nothing of the app (app/, components/, lib/, scripts/, test/, e2e/, bench/).",
+      from: { path: "^packages/enforcer/" },
+      to: { path: "^(app|components|lib|scripts|test|e2e|bench|examples)/" },
+    },
+    {
+      name: "limiter-imports-io",
+      severity: "error",
+      comment:
+        "The limiter core is pure, (state, limit, nowMs, cost) -> decision: no node:* module, no Redis, no Next.js, no Prisma. I/O belongs in its stores.",
+      from: {
+        path: "^packages/enforcer/src/limiter/",
+        pathNot: ["^packages/enforcer/src/limiter/stores/", "\\.test\\.ts$"],
+      },
+      to: {
+        dependencyTypes: ["core", "npm", "npm-dev", "npm-no-pkg", "npm-unknown"],
+      },
+    },
+    {
+      name: "policy-imports-io",
+      severity: "error",
+      comment:
+        "The policy model is shared by the control plane, the enforcers and the browser: no node:* module and no client library (zod is its one dependency).",
+      from: { path: "^packages/enforcer/src/policy/", pathNot: "\\.test\\.ts$" },
+      to: {
+        dependencyTypes: ["core", "npm", "npm-dev", "npm-no-pkg", "npm-unknown"],
+        pathNot: "^node_modules/zod/",
+      },
+    },
+    {
+      name: "components-import-control-internals",
+      severity: "error",
+      comment:
+        "Components use lib/control through its entry point (@/lib/control), never its modules: the services' internals stay free to change.",
+      from: { path: "^components/" },
+      to: { path: "^lib/control/.+", pathNot: "^lib/control/index\\.ts$" },
+    },
+    {
+      name: "outside-imports-package-internals",
+      severity: "error",
+      comment:
+        "Outside the package, import @limitplane/enforcer, /limiter, /policy, /publication or /testing: its other modules are internal.",
+      from: { pathNot: "^packages/enforcer/" },
+      to: {
+        path: "^packages/enforcer/",
+        pathNot: [
+          "^packages/enforcer/src/index\\.ts$",
+          "^packages/enforcer/src/(limiter|policy|publication|testing)/index\\.ts$",
+          "^packages/enforcer/src/policy/fixtures/example-policy\\.json$",
+        ],
+      },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^(lib/generated|\\.next|node_modules|test-results|playwright-report)/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    combinedDependencies: true,
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default"],
+      mainFields: ["module", "main", "types", "typings"],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

@@ -1,0 +1,237 @@
+/**
+ * One request, decided: what the gateway knows is resolved against the snapshot in force into
+ * layered checks, the optional local stage may reject at once, otherwise the shared store decides
+ * every check (enforced and dry-run) in one call behind the timeout, breaker and failure policy;
+ * the decision is counted and turned into the HTTP response parts.
+ *
+ * No Redis and no snapshot subscription here: the store and the snapshot are given, so this is
+ * the part tests drive with a `MemoryStore` and a fixed snapshot. `Enforcer` wires it to Redis.
+ */
+import type { Clock } from "../limiter/clock";
+import { monotonicClock } from "../limiter/clock";
+import { UNLIMITED } from "../limiter/layered";
+import type { LimiterStore } from "../limiter/types";
+import { isCustomerId } from "../policy/names";
+import type { PreparedSnapshot } from "../policy/prepare";
+import { type ResolvedCheck, resolveLimits } from "../policy/resolve";
+import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker";
+import { FailurePolicy } from "./failure-policy";
+import { GuardedStore } from "./guarded-store";
+import { buildRateLimitResponse, type RateLimitHttpResult } from "./http-headers";
+import { LocalStage, type LocalStageOptions } from "./local-stage";
+import {
+  DecisionMetrics,
+  type DecisionMetricsOptions,
+  wallClock as defaultWallClock,
+  RecentRejections,
+  type RecentRejectionsOptions,
+} from "./metrics";
+import { systemTimers, type Timers } from "./timers";
+import type { EnforcerDecision, EnforcerInput } from "./types";
+
+/** What the gateway knows about a request. */
+export interface EnforcerRequest {
+  /** The authenticated customer (API key owner); absent or null before authentication. */
+  readonly customerId?: string | null;
+  /** The customer's tier; absent, null or unknown means the policy's default tier. */
+  readonly tier?: string | null;
+  /** HTTP method. */
+  readonly method: string;
+  /** Request target (path, optionally with a query, which is ignored). */
+  readonly path: string;
+  /** The client's IP address; keys anonymous traffic. Absent: keyed as `unknown`. */
+  readonly clientAddress?: string | null;
+  /** The endpoint class, when the gateway knows it; otherwise it is matched by method and path. */
+  readonly endpointClass?: string | null;
+  /**
+   * Units of cost this request spends, overriding the endpoint class's cost (a batch endpoint
+   * charging per item, say). A whole or fractional number >= 0.
+   * @default the endpoint class's cost
+   */
+  readonly cost?: number;
+}
+
+/** The decision and everything the caller needs to answer with it. */
+export interface EnforcerResult {
+  readonly decision: EnforcerDecision;
+  /**
+   * The HTTP response parts (`buildRateLimitResponse`): headers for every response; status 429
+   * and the JSON body for a rejection (status and body null on admission).
+   */
+  readonly http: RateLimitHttpResult;
+  /** Whose buckets were used (`c:<customer>`, `a:<address>`, ...); null without a policy. */
+  readonly subject: string | null;
+  /** The endpoint class the request was resolved to; null without a policy. */
+  readonly endpointClass: string | null;
+  /** The cost spent (or that would have been, for a rejection). */
+  readonly cost: number;
+  /** The limits checked, enforced and dry-run, in order. */
+  readonly checks: readonly ResolvedCheck[];
+  /** The policy version that decided; null without a policy. */
+  readonly policyVersion: number | null;
+}
+
+/** Anything that decides requests: the adapters depend on this, not on `Enforcer`. */
+export interface RequestChecker {
+  check(request: EnforcerRequest): Promise<EnforcerResult>;
+}
+
+export interface DecisionEngineOptions {
+  /** The shared store: the Redis store in production, a `MemoryStore` in tests. */
+  readonly store: LimiterStore;
+  /** The snapshot in force, or null when there is none yet. Read once per request. */
+  readonly snapshot: () => PreparedSnapshot | null;
+  /**
+   * How many gateways share the traffic; divides every `local` limit while the store is down. No
+   * default: any guess is wrong by a factor.
+   */
+  readonly expectedGateways: number;
+  /** Longest wait for the store before the failure policy answers. @default 50 */
+  readonly timeoutMs?: number;
+  /** @default the CircuitBreaker defaults (5 failures, 2 s cool-down) */
+  readonly breaker?: Omit<CircuitBreakerOptions, "clock">;
+  /** Least `Retry-After` a `closed` limit tells while the store is down. @default 1_000 */
+  readonly closedRetryAfterMs?: number;
+  /**
+   * The local first stage (denial cache + flood guard at 2x), or false to go to the store for
+   * every request. It only ever rejects, so it never admits more than the shared limit; a request
+   * it rejects does not reach the store, so its dry-run limits are not evaluated.
+   * @default {}
+   */
+  readonly localStage?: LocalStageOptions | false;
+  /** @default {} */
+  readonly metrics?: Omit<DecisionMetricsOptions, "wallClock">;
+  /** @default {} */
+  readonly recentRejections?: Omit<RecentRejectionsOptions, "clock" | "wallClock">;
+  /** Durations (timeouts, breaker, local quotas, latency). @default monotonicClock */
+  readonly clock?: Clock;
+  /** Incident expiry, metrics buckets, rejection times. @default Date.now */
+  readonly wallClock?: Clock;
+  /** @default systemTimers */
+  readonly timers?: Timers;
+  /** Told about each store error (not timeouts), after the decision is made. */
+  readonly onStoreError?: (error: unknown) => void;
+}
+
+const NO_CHECKS: readonly ResolvedCheck[] = [];
+
+export class DecisionEngine implements RequestChecker {
+  readonly metrics: DecisionMetrics;
+  readonly recentRejections: RecentRejections;
+  readonly breaker: CircuitBreaker;
+  readonly #snapshot: () => PreparedSnapshot | null;
+  readonly #guarded: GuardedStore;
+  readonly #localStage: LocalStage | null;
+  readonly #clock: Clock;
+  readonly #wallClock: Clock;
+
+  constructor(options: DecisionEngineOptions) {
+    this.#clock = options.clock ?? monotonicClock;
+    this.#wallClock = options.wallClock ?? defaultWallClock;
+    this.#snapshot = options.snapshot;
+    this.breaker = new CircuitBreaker({ ...options.breaker, clock: this.#clock });
+    this.#guarded = new GuardedStore({
+      store: options.store,
+      failurePolicy: new FailurePolicy({
+        expectedGateways: options.expectedGateways,
+        closedRetryAfterMs: options.closedRetryAfterMs,
+        clock: this.#clock,
+      }),
+      timeoutMs: options.timeoutMs,
+      breaker: this.breaker,
+      timers: options.timers ?? systemTimers,
+      clock: this.#clock,
+      onStoreError: options.onStoreError,
+    });
+    this.#localStage =
+      options.localStage === false
+        ? null
+        : new LocalStage({ clock: this.#clock, ...options.localStage });
+    this.metrics = new DecisionMetrics({ ...options.metrics, wallClock: this.#wallClock });
+    this.recentRejections = new RecentRejections({
+      ...options.recentRejections,
+      clock: this.#clock,
+      wallClock: this.#wallClock,
+    });
+  }
+
+  /**
+   * Decides `request`. Never rejects for a store failure (the failure policy answers); throws a
+   * TypeError for a mistake of the calling code: a customer id outside the id character set
+   * (`CUSTOMER_ID_PATTERN`), or a cost that is not a finite number >= 0.
+   */
+  async check(request: EnforcerRequest): Promise<EnforcerResult> {
+    const startedAtMs = this.#clock.nowMs();
+    const customerId = request.customerId ?? null;
+    if (customerId !== null && !isCustomerId(customerId)) {
+      throw new TypeError(`customerId ${JSON.stringify(customerId)} is not a valid customer id`);
+    }
+    if (request.cost !== undefined && !(request.cost >= 0 && Number.isFinite(request.cost))) {
+      throw new TypeError(`cost must be a finite number >= 0, got ${request.cost}`);
+    }
+    const prepared = this.#snapshot();
+    if (prepared === null) return this.#withoutPolicy(request, startedAtMs);
+
+    const resolution = resolveLimits(
+      prepared,
+      {
+        customerId,
+        tier: request.tier ?? null,
+        method: request.method,
+        path: request.path,
+        clientAddress: request.clientAddress ?? null,
+        endpointClass: request.endpointClass ?? null,
+      },
+      this.#wallClock.nowMs(),
+      { trace: false },
+    );
+    const cost = request.cost ?? resolution.cost;
+    const input: EnforcerInput = { subject: resolution.subject, checks: resolution.checks, cost };
+
+    const sentAtMs = this.#clock.nowMs();
+    const local = this.#localStage?.check(input) ?? null;
+    const decision = local ?? (await this.#guarded.decide(input));
+    if (local === null) this.#localStage?.recordSharedDecision(input, decision, sentAtMs);
+
+    this.metrics.record(decision, (this.#clock.nowMs() - startedAtMs) * 1000);
+    if (!decision.allowed && customerId !== null && decision.scope !== null) {
+      this.recentRejections.record(customerId, decision.scope, resolution.endpointClass);
+    }
+    return {
+      decision,
+      http: buildRateLimitResponse(decision, resolution.checks),
+      subject: resolution.subject,
+      endpointClass: resolution.endpointClass,
+      cost,
+      checks: resolution.checks,
+      policyVersion: prepared.version,
+    };
+  }
+
+  /** No snapshot yet: there is no limit to check, so the request is admitted and counted. */
+  #withoutPolicy(request: EnforcerRequest, startedAtMs: number): EnforcerResult {
+    const decision: EnforcerDecision = {
+      allowed: true,
+      limit: UNLIMITED,
+      remaining: UNLIMITED,
+      retryAfterMs: 0,
+      resetAfterMs: 0,
+      reason: null,
+      scope: null,
+      outcomes: [],
+      source: "no-policy",
+      degraded: false,
+      failure: null,
+    };
+    this.metrics.record(decision, (this.#clock.nowMs() - startedAtMs) * 1000);
+    return {
+      decision,
+      http: buildRateLimitResponse(decision, NO_CHECKS),
+      subject: null,
+      endpointClass: null,
+      cost: request.cost ?? 0,
+      checks: NO_CHECKS,
+      policyVersion: null,
+    };
+  }
+}

@@ -1,0 +1,415 @@
+/**
+ * The enforcer runtime a gateway embeds: `createEnforcer(options)` connects to Redis, follows the
+ * published policy, decides requests against the shared store, and reports what it runs and what
+ * it decided. See README.md ("Embedding").
+ *
+ * Startup without Redis: `createEnforcer` waits up to `startupWaitMs` (5 s) for a first snapshot
+ * and then returns anyway; it never throws because Redis is unreachable. Until a snapshot is in
+ * force there is no limit to check, so requests are admitted (`source: "no-policy"`, counted) and
+ * `status().isReady` is false, which the gateway should expose to its load balancer (the demo's
+ * `/healthz` answers 503). To enforce from the first request whatever Redis does, pass
+ * `bootstrapSnapshot` (a snapshot shipped with the gateway); a newer published one replaces it.
+ * Once a snapshot is in force, losing Redis changes nothing about the policy: the last good one
+ * stays, and each limit's failure policy decides.
+ */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { Redis } from "ioredis";
+import type { Clock } from "../limiter/clock";
+import { monotonicClock } from "../limiter/clock";
+import { RedisStore } from "../limiter/stores/redis";
+import type { LimiterStore } from "../limiter/types";
+import type { TSnapshot } from "../policy/schemas";
+import { createRedisClient } from "../publication/redis-clients";
+import { enforcerRedisNames } from "../publication/redis-keys";
+import type { BreakerSnapshot, CircuitBreakerOptions } from "./circuit-breaker";
+import {
+  DecisionEngine,
+  type EnforcerRequest,
+  type EnforcerResult,
+  type RequestChecker,
+} from "./decision-engine";
+import type { LocalStageOptions } from "./local-stage";
+import { describeError, type EnforcerLogger, jsonLineLogger } from "./logger";
+import {
+  type DecisionMetricsOptions,
+  wallClock as defaultWallClock,
+  escapeLabelValue,
+  type MetricsFigures,
+  type RecentRejectionsOptions,
+  renderPrometheus,
+} from "./metrics";
+import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "./policy-follower";
+import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
+import { systemTimers, type TimerHandle, type Timers } from "./timers";
+
+/**
+ * The Redis connections an enforcer uses, one per role (`createRedisClient` in the package's
+ * `/publication` entry makes them with the timeouts each role needs).
+ */
+export interface EnforcerClients {
+  /** The hot path: fails at once when disconnected, so the failure policy decides. */
+  readonly decisions: Redis;
+  /** Snapshot reads, heartbeats, metrics. */
+  readonly control: Redis;
+  /** Policy announcements. */
+  readonly subscriber: Redis;
+}
+
+export interface EnforcerOptions {
+  /**
+   * How many gateways share the traffic. Divides every `local` limit while Redis is unreachable
+   * (each gateway then admits its share). No default: too high rejects customers for our outage,
+   * too low multiplies the limit.
+   */
+  readonly expectedGateways: number;
+  /**
+   * The shared Redis, as a `redis://` or `rediss://` URL: the enforcer opens its three connections
+   * and closes them on `stop()`. Give this or `clients`, not both.
+   */
+  readonly redisUrl?: string;
+  /**
+   * Connections you made and own (the enforcer never closes them). The `decisions` one should
+   * fail fast (no offline queue), as `createRedisClient("decisions", ...)` makes it.
+   */
+  readonly clients?: EnforcerClients;
+  /**
+   * Prefix of every key and channel; the control plane's `REDIS_KEY_PREFIX`.
+   * @default "lp:"
+   */
+  readonly keyPrefix?: string;
+  /**
+   * This enforcer's name in heartbeats and the console; unique per process.
+   * @default `<hostname>-<pid>-<4 random hex bytes>`
+   */
+  readonly enforcerId?: string;
+  /**
+   * The shared store, made from the `decisions` client. Pass a `MemoryStore` to run one gateway
+   * without shared state (tests, local development).
+   * @default a RedisStore on the `decisions` client (one Lua script per layered decision)
+   */
+  readonly store?: (clients: EnforcerClients, keyPrefix: string) => LimiterStore;
+  /**
+   * Decisions the default RedisStore sends in one script call when they arrive in the same
+   * event-loop turn (each is still one layered decision, atomic; see `RedisStoreOptions`). Set 1
+   * on Redis Cluster, where decisions of different subjects live in different slots.
+   * @default 64
+   */
+  readonly storeBatchSize?: number;
+  /** Longest wait for the store before the failure policy answers. @default 50 */
+  readonly timeoutMs?: number;
+  /** @default 5 consecutive failures or >= 50 % of >= 20 calls in 10 s open it; 2 s cool-down */
+  readonly breaker?: Omit<CircuitBreakerOptions, "clock">;
+  /** Least `Retry-After` a `closed` limit tells while Redis is down. @default 1_000 */
+  readonly closedRetryAfterMs?: number;
+  /** The local first stage, or false. See `DecisionEngineOptions.localStage`. @default {} */
+  readonly localStage?: LocalStageOptions | false;
+  /** How often the stored policy version is checked, healing missed announcements. @default 2_000 */
+  readonly pollIntervalMs?: number;
+  /**
+   * How long `createEnforcer` waits for a first snapshot before returning (plus at most the
+   * control connection's command timeout, 1 s, if Redis is unreachable).
+   * @default 5_000
+   */
+  readonly startupWaitMs?: number;
+  /** A snapshot to enforce until Redis provides a newer one. @default none */
+  readonly bootstrapSnapshot?: TSnapshot | string;
+  /** @default 1_000 */
+  readonly heartbeatIntervalMs?: number;
+  /** How long the heartbeat hash outlives its last beat. @default 10_000 */
+  readonly heartbeatTtlMs?: number;
+  /** @default 1_000 */
+  readonly metricsFlushIntervalMs?: number;
+  /** Lifetime of the per-second metrics hashes. @default 10_800_000 (3 h) */
+  readonly secondBucketTtlMs?: number;
+  /** Lifetime of the per-minute metrics hashes the worker rolls up. @default 21_600_000 (6 h) */
+  readonly minuteBucketTtlMs?: number;
+  /** Rejections kept per customer in Redis. @default 50 */
+  readonly rejectionsPerCustomer?: number;
+  /** Lifetime of a customer's rejection list after its latest rejection. @default 3_600_000 (1 h) */
+  readonly rejectionsTtlMs?: number;
+  /** @default {} */
+  readonly metrics?: Omit<DecisionMetricsOptions, "wallClock">;
+  /** In-process record feeding the Redis lists. @default {} */
+  readonly recentRejections?: Omit<RecentRejectionsOptions, "clock" | "wallClock">;
+  /** @default JSON lines on stderr */
+  readonly logger?: EnforcerLogger;
+  /** @default monotonicClock */
+  readonly clock?: Clock;
+  /** @default Date.now */
+  readonly wallClock?: Clock;
+  /** @default systemTimers */
+  readonly timers?: Timers;
+}
+
+/** What an enforcer reports about itself (the demo's `/healthz`). */
+export interface EnforcerStatus {
+  readonly enforcerId: string;
+  /** A policy snapshot is in force. */
+  readonly isReady: boolean;
+  readonly policy: AppliedSnapshot | null;
+  readonly snapshotErrors: SnapshotErrorReport;
+  readonly breaker: BreakerSnapshot;
+  /** ioredis connection states (`ready` when connected). */
+  readonly redis: {
+    readonly decisions: string;
+    readonly control: string;
+    readonly subscriber: string;
+  };
+  /** Metrics flushes lost to a failed MULTI. */
+  readonly lostMetricsFlushes: number;
+}
+
+export class Enforcer implements RequestChecker {
+  readonly enforcerId: string;
+  readonly keyPrefix: string;
+  readonly #engine: DecisionEngine;
+  readonly #follower: PolicyFollower;
+  readonly #clients: EnforcerClients;
+  readonly #ownsClients: boolean;
+  readonly #status: StatusReporter;
+  readonly #flusher: MetricsFlusher;
+  readonly #timers: Timers;
+  readonly #logger: EnforcerLogger;
+  readonly #heartbeatIntervalMs: number;
+  readonly #metricsFlushIntervalMs: number;
+  readonly #startupWaitMs: number;
+  readonly #clock: Clock;
+  #loops: TimerHandle[] = [];
+  #isStoreFailing = false;
+  #isStopped = false;
+
+  /** Use `createEnforcer`, which also starts it. */
+  constructor(options: EnforcerOptions) {
+    if ((options.redisUrl === undefined) === (options.clients === undefined)) {
+      throw new TypeError("createEnforcer: give either redisUrl or clients (exactly one)");
+    }
+    this.keyPrefix = options.keyPrefix ?? "lp:";
+    this.enforcerId =
+      options.enforcerId ?? `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+    const clock = options.clock ?? monotonicClock;
+    this.#clock = clock;
+    const wallClock = options.wallClock ?? defaultWallClock;
+    this.#timers = options.timers ?? systemTimers;
+    this.#logger = options.logger ?? jsonLineLogger({ enforcerId: this.enforcerId });
+    this.#heartbeatIntervalMs = options.heartbeatIntervalMs ?? 1_000;
+    this.#metricsFlushIntervalMs = options.metricsFlushIntervalMs ?? 1_000;
+    this.#startupWaitMs = options.startupWaitMs ?? 5_000;
+    const storeBatchSize = options.storeBatchSize ?? 64;
+    const makeStore =
+      options.store ??
+      ((clients: EnforcerClients, keyPrefix: string) =>
+        new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: storeBatchSize }));
+
+    this.#ownsClients = options.clients === undefined;
+    this.#clients = options.clients ?? this.#openClients(options.redisUrl ?? "");
+    const names = enforcerRedisNames(this.keyPrefix);
+
+    this.#follower = new PolicyFollower({
+      redis: this.#clients.control,
+      subscriber: this.#clients.subscriber,
+      prefix: this.keyPrefix,
+      pollIntervalMs: options.pollIntervalMs,
+      bootstrapSnapshot: options.bootstrapSnapshot,
+      logger: this.#logger,
+      wallClock,
+      timers: this.#timers,
+    });
+
+    this.#engine = new DecisionEngine({
+      store: makeStore(this.#clients, this.keyPrefix),
+      snapshot: () => this.#follower.current,
+      expectedGateways: options.expectedGateways,
+      timeoutMs: options.timeoutMs,
+      breaker: options.breaker,
+      closedRetryAfterMs: options.closedRetryAfterMs,
+      localStage: options.localStage,
+      metrics: options.metrics,
+      recentRejections: options.recentRejections,
+      clock,
+      wallClock,
+      timers: this.#timers,
+      onStoreError: (error) => {
+        // Once per outage (until the heartbeat sees the store healthy again); the metrics and the
+        // breaker state in the heartbeat say the rest.
+        if (this.#isStoreFailing) return;
+        this.#isStoreFailing = true;
+        this.#logger.log("warn", "limiter store call failed; failure policies decide", {
+          error: describeError(error),
+        });
+      },
+    });
+
+    this.#status = new StatusReporter({
+      redis: this.#clients.control,
+      names,
+      enforcerId: this.enforcerId,
+      report: () => ({
+        applied: this.#follower.applied,
+        snapshotErrors: this.#follower.errors,
+        breaker: this.#engine.breaker,
+      }),
+      ttlMs: options.heartbeatTtlMs ?? 10_000,
+      wallClock,
+      logger: this.#logger,
+    });
+    this.#flusher = new MetricsFlusher({
+      redis: this.#clients.control,
+      names,
+      enforcerId: this.enforcerId,
+      metrics: this.#engine.metrics,
+      recentRejections: this.#engine.recentRejections,
+      secondBucketTtlMs: options.secondBucketTtlMs ?? 10_800_000,
+      minuteBucketTtlMs: options.minuteBucketTtlMs ?? 21_600_000,
+      rejectionsPerCustomer: options.rejectionsPerCustomer ?? 50,
+      rejectionsTtlMs: options.rejectionsTtlMs ?? 3_600_000,
+      logger: this.#logger,
+    });
+    // Report a new version or a refusal at once, not at the next beat: the console's lag is
+    // measured on it.
+    this.#follower.onApplied(() => {
+      void this.#status.beat();
+    });
+    this.#follower.onRefused(() => {
+      void this.#status.beat();
+    });
+  }
+
+  #openClients(url: string): EnforcerClients {
+    const connectionName = (role: string) => `limitplane-enforcer-${role}-${this.enforcerId}`;
+    return {
+      decisions: createRedisClient("decisions", { url, connectionName: connectionName("d") }),
+      control: createRedisClient("control", { url, connectionName: connectionName("c") }),
+      subscriber: createRedisClient("subscriber", { url, connectionName: connectionName("s") }),
+    };
+  }
+
+  /**
+   * Subscribes, reads the policy, starts the heartbeat and the metrics flush, and waits up to
+   * `startupWaitMs` for a first snapshot. Resolves whether a snapshot is in force.
+   */
+  async start(): Promise<boolean> {
+    const startedAtMs = this.#clock.nowMs();
+    await this.#follower.start(Math.min(this.#startupWaitMs, 1_000));
+    const leftMs = Math.max(0, this.#startupWaitMs - (this.#clock.nowMs() - startedAtMs));
+    const hasPolicy = await this.#follower.waitForSnapshot(leftMs);
+    if (!hasPolicy) {
+      this.#logger.log("warn", "no policy snapshot yet; admitting requests until one arrives", {
+        waitedMs: this.#startupWaitMs,
+      });
+    }
+    await this.#status.beat();
+    this.#loops.push(
+      runEvery(this.#timers, this.#heartbeatIntervalMs, () => {
+        this.#noticeStoreRecovery();
+        return this.#status.beat();
+      }),
+      runEvery(this.#timers, this.#metricsFlushIntervalMs, () => this.#flusher.flush()),
+    );
+    return hasPolicy;
+  }
+
+  #noticeStoreRecovery(): void {
+    if (!this.#isStoreFailing) return;
+    const breaker = this.#engine.breaker.snapshot();
+    if (breaker.state !== "closed" || breaker.consecutiveFailures > 0) return;
+    this.#isStoreFailing = false;
+    this.#logger.log("info", "limiter store answering again");
+  }
+
+  /** Decides one request. See `DecisionEngine.check`. */
+  check(request: EnforcerRequest): Promise<EnforcerResult> {
+    return this.#engine.check(request);
+  }
+
+  /** Calls `listener` after every policy snapshot applied. Returns the unsubscribe. */
+  onPolicyApplied(listener: (applied: AppliedSnapshot) => void): () => void {
+    return this.#follower.onApplied(listener);
+  }
+
+  /** Reads the stored policy now (as a poll would). */
+  refreshPolicy(): Promise<void> {
+    return this.#follower.refresh("poll");
+  }
+
+  /** Counts since start, for Prometheus or a status page. */
+  metricsTotals(): MetricsFigures {
+    return this.#engine.metrics.totals();
+  }
+
+  status(): EnforcerStatus {
+    return {
+      enforcerId: this.enforcerId,
+      isReady: this.#follower.current !== null,
+      policy: this.#follower.applied,
+      snapshotErrors: this.#follower.errors,
+      breaker: this.#engine.breaker.snapshot(),
+      redis: {
+        decisions: this.#clients.decisions.status,
+        control: this.#clients.control.status,
+        subscriber: this.#clients.subscriber.status,
+      },
+      lostMetricsFlushes: this.#flusher.lostFlushCount,
+    };
+  }
+
+  /**
+   * The Prometheus text exposition: `renderPrometheus` of the totals labelled with this
+   * enforcer's id, plus the policy version in force, refused snapshots and the breaker state.
+   */
+  prometheus(): string {
+    const labels = { enforcer: this.enforcerId };
+    const label = `{enforcer="${escapeLabelValue(this.enforcerId)}"}`;
+    const status = this.status();
+    const extra = [
+      "# HELP limitplane_policy_version The policy snapshot version in force (0: none yet).",
+      "# TYPE limitplane_policy_version gauge",
+      `limitplane_policy_version${label} ${status.policy?.version ?? 0}`,
+      "# HELP limitplane_policy_snapshot_errors_total Published snapshots refused as invalid.",
+      "# TYPE limitplane_policy_snapshot_errors_total counter",
+      `limitplane_policy_snapshot_errors_total${label} ${status.snapshotErrors.count}`,
+      "# HELP limitplane_circuit_open Whether the store's circuit breaker is open (1) or not (0).",
+      "# TYPE limitplane_circuit_open gauge",
+      `limitplane_circuit_open${label} ${status.breaker.state === "open" ? 1 : 0}`,
+    ];
+    return `${renderPrometheus(this.metricsTotals(), { constantLabels: labels })}${extra.join("\n")}\n`;
+  }
+
+  /**
+   * Stops following the policy, flushes the metrics a last time, removes the heartbeat and closes
+   * the Redis connections it opened (never `clients` that were passed in). Safe to call twice.
+   */
+  async stop(): Promise<void> {
+    if (this.#isStopped) return;
+    this.#isStopped = true;
+    for (const loop of this.#loops) loop.cancel();
+    this.#loops = [];
+    await this.#follower.stop();
+    await this.#flusher.flush();
+    await this.#status.remove();
+    if (!this.#ownsClients) return;
+    await Promise.all(
+      Object.values(this.#clients).map((client: Redis) =>
+        Promise.race([client.quit().catch(() => undefined), delay(this.#timers, 1_000)]).then(() =>
+          client.disconnect(),
+        ),
+      ),
+    );
+  }
+}
+
+function delay(timers: Timers, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    timers.setTimer(resolve, ms);
+  });
+}
+
+/**
+ * Creates an enforcer and starts it (see {@link Enforcer.start}): ready to `check` when it
+ * resolves, with the published policy in force unless Redis gave none within `startupWaitMs`.
+ */
+export async function createEnforcer(options: EnforcerOptions): Promise<Enforcer> {
+  const enforcer = new Enforcer(options);
+  await enforcer.start();
+  return enforcer;
+}

@@ -1,0 +1,167 @@
+/**
+ * The enforcer's vocabulary on top of the limiter core's: a check that says what to do when the
+ * store fails, and a decision that says where it came from and whether it was degraded.
+ *
+ * An `EnforcerDecision` has the core's `LayeredDecision` shape (a `LayeredDecision` converts with
+ * {@link fromStoreDecision}) plus three fields, and widens `reason` with `store-unavailable`, so
+ * headers, metrics and logs handle store answers, local-stage answers and fallbacks alike.
+ */
+import { UNLIMITED } from "../limiter/layered";
+import type { LayeredDecision, LimitCheck, LimitOutcome, RejectReason } from "../limiter/types";
+import type { TOnStoreFailure } from "../policy/schemas";
+
+/** What a limit does when the shared store is slow or unreachable (the policy's `onStoreFailure`). */
+export type StoreFailurePolicy = TOnStoreFailure;
+
+/**
+ * A limit as the enforcer checks it: the core's check plus its failure policy. The policy's
+ * `ResolvedCheck` satisfies it.
+ */
+export interface EnforcerCheck extends LimitCheck {
+  readonly onStoreFailure: StoreFailurePolicy;
+}
+
+/** One request to the enforcer: the subject and the checks the policy resolved for it. */
+export interface EnforcerInput {
+  readonly subject: string;
+  readonly checks: readonly EnforcerCheck[];
+  /** Units of cost this request spends on every enforced limit. @default 1 */
+  readonly cost?: number;
+}
+
+/**
+ * Why the shared store gave no answer. A closed set: metrics count each.
+ * - `timeout`: the call did not settle within the timeout and was abandoned.
+ * - `store-error`: the call failed (connection refused, script error, ...).
+ * - `circuit-open`: the circuit breaker answered without calling the store.
+ */
+export type StoreFailure = "timeout" | "store-error" | "circuit-open";
+
+export const STORE_FAILURES: readonly StoreFailure[] = ["timeout", "store-error", "circuit-open"];
+
+/**
+ * The core's reasons plus `store-unavailable`: a `closed` limit rejected because the store could
+ * not be asked. Closed set.
+ */
+export type EnforcerRejectReason = RejectReason | "store-unavailable";
+
+/**
+ * Who answered.
+ * - `store`: the shared store (the authority).
+ * - `fallback`: the failure policy, because the store failed (`degraded` is true).
+ * - `denial-cache`: the local stage's cache of a recent shared rejection (rejections only).
+ * - `flood-guard`: the local stage's generous in-process limiter (rejections only).
+ * - `no-policy`: nothing decided: the enforcer had no policy snapshot yet, so there was no limit
+ *   to check (admissions only; see the runtime's startup rules).
+ */
+export type DecisionSource = "store" | "fallback" | "denial-cache" | "flood-guard" | "no-policy";
+
+export const DECISION_SOURCES: readonly DecisionSource[] = [
+  "store",
+  "fallback",
+  "denial-cache",
+  "flood-guard",
+  "no-policy",
+];
+
+/** One limit's outcome within an {@link EnforcerDecision}. */
+export interface EnforcerOutcome extends Omit<LimitOutcome, "reason"> {
+  readonly reason: EnforcerRejectReason | null;
+  /**
+   * The failure policy that decided this limit because the store failed; null when it was
+   * evaluated normally. An `open` outcome was not evaluated at all: its `remaining` is the
+   * limit's size, which is not a measurement.
+   */
+  readonly fallback: StoreFailurePolicy | null;
+}
+
+/**
+ * A layered decision as the enforcer returns it. Same semantics as the core's: admitted only if
+ * every enforced limit admits; the top-level fields describe the binding limit. One difference: a
+ * degraded decision whose enforced limits were all admitted unevaluated (`open`) has `scope: null`
+ * and `UNLIMITED`, as if no limit bound, because nothing was measured.
+ */
+export interface EnforcerDecision extends Omit<LayeredDecision, "reason" | "outcomes"> {
+  readonly reason: EnforcerRejectReason | null;
+  readonly outcomes: readonly EnforcerOutcome[];
+  readonly source: DecisionSource;
+  /** True exactly when the store failed and the failure policy decided (`source: "fallback"`). */
+  readonly degraded: boolean;
+  /** Which failure, when degraded; null otherwise. */
+  readonly failure: StoreFailure | null;
+}
+
+/** A store's decision as an enforcer decision: not degraded, every outcome evaluated. */
+export function fromStoreDecision(decision: LayeredDecision): EnforcerDecision {
+  return {
+    allowed: decision.allowed,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    retryAfterMs: decision.retryAfterMs,
+    resetAfterMs: decision.resetAfterMs,
+    reason: decision.reason,
+    scope: decision.scope,
+    outcomes: decision.outcomes.map((outcome) => ({ ...outcome, fallback: null })),
+    source: "store",
+    degraded: false,
+    failure: null,
+  };
+}
+
+/**
+ * The binding outcome, with the core's rule (`packages/enforcer/src/limiter/layered.ts`, `bindingOutcome`; keep the
+ * two in step): on admission the enforced outcome with the least remaining; on rejection a
+ * `cost-exceeds-capacity` rejection first, else the rejecting enforced outcome with the largest
+ * `retryAfterMs`. Ties go to the first listed. Outcomes for which `isCandidate` is false are
+ * skipped (fail-open outcomes, which measured nothing).
+ */
+export function findBindingOutcome(
+  outcomes: readonly EnforcerOutcome[],
+  isAllowed: boolean,
+  isCandidate: (outcome: EnforcerOutcome) => boolean = () => true,
+): EnforcerOutcome | undefined {
+  let binding: EnforcerOutcome | undefined;
+  for (const outcome of outcomes) {
+    if (outcome.mode !== "enforce" || !isCandidate(outcome)) continue;
+    if (isAllowed) {
+      if (binding === undefined || outcome.remaining < binding.remaining) binding = outcome;
+    } else if (!outcome.allowed) {
+      if (outcome.reason === "cost-exceeds-capacity") return outcome;
+      if (binding === undefined || outcome.retryAfterMs > binding.retryAfterMs) binding = outcome;
+    }
+  }
+  return binding;
+}
+
+/** Builds the top level of a decision from its outcomes and binding outcome. */
+export function combineOutcomes(
+  outcomes: readonly EnforcerOutcome[],
+  binding: EnforcerOutcome | undefined,
+  isAllowed: boolean,
+  provenance: Pick<EnforcerDecision, "source" | "degraded" | "failure">,
+): EnforcerDecision {
+  if (binding === undefined) {
+    return {
+      allowed: isAllowed,
+      limit: UNLIMITED,
+      remaining: UNLIMITED,
+      retryAfterMs: 0,
+      resetAfterMs: 0,
+      reason: null,
+      scope: null,
+      outcomes,
+      ...provenance,
+    };
+  }
+  return {
+    allowed: isAllowed,
+    limit: binding.limit,
+    remaining: binding.remaining,
+    retryAfterMs: binding.retryAfterMs,
+    resetAfterMs: binding.resetAfterMs,
+    reason: binding.reason,
+    scope: binding.scope,
+    outcomes,
+    ...provenance,
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * `@limitplane/enforcer/limiter`: the pure limiter core and its stores, for advanced users who
+ * decide without the enforcer runtime. `decideLayered` / `peekLayered` are the reference every
+ * store agrees with (`(state, checks, nowMs, cost) -> decision`); `stepLeakyShaper` is the one
+ * algorithm that delays instead of rejecting. Modules not exported here are internal.
+ */
+
+export { type Clock, ManualClock, monotonicClock } from "./clock";
+export { decideLayered, peekLayered } from "./layered";
+export {
+  type LeakyShaperState,
+  type ShapedDecision,
+  type ShapedStep,
+  stepLeakyShaper,
+} from "./leaky-shaper";
+export type { LimitState } from "./step-limit";
+export { MemoryStore, type MemoryStoreOptions } from "./stores/memory";
+export { type RedisScriptClient, RedisStore, type RedisStoreOptions } from "./stores/redis";
+export { StoreUnavailableError } from "./stores/store-unavailable-error";
+export type {
+  Algorithm,
+  DecideInput,
+  Decision,
+  FixedWindowLimit,
+  LayeredDecision,
+  LeakyMeterLimit,
+  LeakyShaperLimit,
+  LimitCheck,
+  LimiterStore,
+  LimitMode,
+  LimitOutcome,
+  LimitSpec,
+  RejectReason,
+  SlidingLogLimit,
+  SlidingWindowLimit,
+  TokenBucketLimit,
+} from "./types";

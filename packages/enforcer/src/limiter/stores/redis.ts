@@ -1,0 +1,512 @@
+import { assertPositive, assertSize, assertTimeAndCost } from "../arguments";
+import type { Clock } from "../clock";
+import { assertDistinctBuckets, combineOutcomes } from "../layered";
+import type { ShapedDecision } from "../leaky-shaper";
+import type {
+  DecideInput,
+  LayeredDecision,
+  LeakyShaperLimit,
+  LimitCheck,
+  LimiterStore,
+  LimitMode,
+  LimitOutcome,
+  LimitSpec,
+  RejectReason,
+} from "../types";
+import { REDIS_DECIDE_LUA, REDIS_DECIDE_SHA1 } from "./redis-decide-script";
+import { StoreUnavailableError } from "./store-unavailable-error";
+
+/**
+ * The two commands the store sends. An ioredis `Redis` (or `Cluster`) satisfies it; so can a
+ * fake in a unit test. The client must have a command timeout and no offline queue, or a dead
+ * Redis makes decisions wait: `createRedisClient("decisions", { url })` (the `/publication` entry) is built for
+ * this (250 ms, fails at once while disconnected, reconnects by itself). Give it no `keyPrefix`
+ * of its own: the store prefixes its keys.
+ */
+export interface RedisScriptClient {
+  evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+}
+
+export interface RedisStoreOptions {
+  /** The connection decisions go through; see {@link RedisScriptClient}. */
+  readonly client: RedisScriptClient;
+  /**
+   * Prefix of every key, so installations and test runs can share a Redis: in production
+   * `loadEnv().REDIS_KEY_PREFIX`. Must not contain `{` or `}`, which would move the hash tag.
+   */
+  readonly keyPrefix: string;
+  /**
+   * TESTS ONLY. Where the script's time comes from. Without it the script reads Redis's `TIME`, so
+   * every gateway shares one clock and no client's clock matters; with it, the clock's reading is
+   * passed in, so tests drive time. Keys then live at least an hour (Redis expires them on its own
+   * clock, which has nothing to do with the test's).
+   * @default undefined (Redis `TIME`)
+   */
+  readonly clock?: Clock;
+  /**
+   * Most decisions sent in one script call. With more than 1, decisions made close together
+   * travel together: a batch leaves as soon as it is full, otherwise at the end of the current
+   * event-loop turn (a lone decision waits for that turn only, microseconds). A batch is one
+   * round trip and one script run, its decisions evaluated one after another (each sees what the
+   * one before it wrote), atomically as a whole, so no decision admits more than its limit
+   * allows. Under load it saves most of the per-call cost in Redis and in the client; 64 suits a
+   * busy gateway. A single Redis node only: on Redis Cluster a script's keys must share one slot,
+   * and decisions for different subjects do not, so keep 1 there (each layered decision is still
+   * one call).
+   * @default 1
+   */
+  readonly maxBatchSize?: number;
+}
+
+/** One request to a shaper: it has a single key, and is never part of a layered decision. */
+export interface ShapeInput {
+  readonly subject: string;
+  /** The stored state's name under the subject, as for a check's bucket. */
+  readonly bucket: string;
+  readonly limit: LeakyShaperLimit;
+  /** @default 1 */
+  readonly cost?: number;
+}
+
+/**
+ * Added to every key's lifetime, in ms. A state is only dropped once it is indistinguishable
+ * from no state (window over, bucket full); the margin covers the rounding of that lifetime and
+ * a modest clock difference between a primary and the replica that replaces it.
+ */
+const EXPIRY_MARGIN_MS = 1_000;
+/** With an injected test clock, Redis's expiry clock is unrelated to the state's time. */
+const TEST_CLOCK_EXPIRY_MARGIN_MS = 3_600_000;
+
+/** Reply codes of the script (see `redis-decide-script.ts`), index = code. */
+const REASONS: readonly (RejectReason | null)[] = [
+  null,
+  "limit-exceeded",
+  "cost-exceeds-capacity",
+  "queue-full",
+];
+
+/** Reply fields per check: code, remaining, retryAfterMs, resetAfterMs. */
+const FIELDS_PER_CHECK = 4;
+
+/** One decision's share of a script call: its keys, its arguments, and where its reply goes. */
+interface PendingDecision {
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+  readonly replyLength: number;
+  readonly resolve: (reply: readonly unknown[]) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Redis replies that mean "not now" rather than "your script is wrong": the failure policy
+ * applies to them, as to a lost connection.
+ */
+const UNAVAILABLE_REPLIES = [
+  "LOADING",
+  "BUSY",
+  "READONLY",
+  "MASTERDOWN",
+  "CLUSTERDOWN",
+  "TRYAGAIN",
+  "OOM",
+  "NOREPLICAS",
+];
+
+/**
+ * The key of a bucket under a subject: `<prefix>rl:{<subject>}:<bucket>`, e.g.
+ * `lp:rl:{c:acme}:endpoint:reports`.
+ *
+ * The subject is the Redis Cluster hash tag, so every key of one decision lands in one slot and a
+ * layered decision is one script call on Cluster too. Inside the tag `%`, `{` and `}` are
+ * percent-encoded, so a subject holding braces cannot end the tag early, and the first `}` after
+ * the tag's `{` always closes it: that makes the key collision-proof (the subject is read back up
+ * to that `}`, the bucket is the rest) whatever either contains. The empty subject is `%`, which
+ * no encoded subject can be, so its tag is never empty (an empty tag would hash the whole key).
+ */
+export function redisStorageKey(keyPrefix: string, subject: string, bucket: string): string {
+  return subjectKeyPrefix(keyPrefix, subject) + bucket;
+}
+
+/** Everything of a key before the bucket: shared by all keys of one decision. */
+function subjectKeyPrefix(keyPrefix: string, subject: string): string {
+  return `${keyPrefix}rl:{${hashTagOf(subject)}}:`;
+}
+
+function hashTagOf(subject: string): string {
+  if (subject === "") return "%";
+  if (!/[%{}]/.test(subject)) return subject;
+  return subject.replaceAll("%", "%25").replaceAll("{", "%7B").replaceAll("}", "%7D");
+}
+
+/**
+ * The script argument of each limit seen, by identity, as enforced and as dry-run. Limits come
+ * from a compiled policy and are reused for every request, so each is checked and turned into
+ * text once, not per decision.
+ */
+const argsByLimit = new WeakMap<LimitSpec | LeakyShaperLimit, { e: string; d: string }>();
+
+/** The script's argument for one check: algorithm code, two parameters, mode. */
+function checkArg(limit: LimitSpec | LeakyShaperLimit, mode: LimitMode): string {
+  let args = argsByLimit.get(limit);
+  if (args === undefined) {
+    const [code, first, second] = checkedLimitArgs(limit);
+    const text = `${code} ${first} ${second}`;
+    args = { e: `${text} e`, d: `${text} d` };
+    argsByLimit.set(limit, args);
+  }
+  return mode === "enforce" ? args.e : args.d;
+}
+
+/** The algorithm code and two parameters, after the same checks the core makes. */
+function checkedLimitArgs(limit: LimitSpec | LeakyShaperLimit): [string, string, string] {
+  switch (limit.algorithm) {
+    case "fixed-window":
+      assertSize("limit", limit.limit);
+      assertPositive("windowMs", limit.windowMs);
+      return ["1", String(limit.limit), String(limit.windowMs)];
+    case "sliding-log":
+      assertSize("limit", limit.limit);
+      assertPositive("windowMs", limit.windowMs);
+      return ["2", String(limit.limit), String(limit.windowMs)];
+    case "sliding-window":
+      assertSize("limit", limit.limit);
+      assertPositive("windowMs", limit.windowMs);
+      return ["3", String(limit.limit), String(limit.windowMs)];
+    case "token-bucket":
+      assertSize("capacity", limit.capacity);
+      assertPositive("refillPerSec", limit.refillPerSec);
+      return ["4", String(limit.capacity), String(limit.refillPerSec)];
+    case "leaky-meter":
+      assertSize("burst", limit.burst);
+      assertPositive("drainPerSec", limit.drainPerSec);
+      return ["5", String(limit.burst), String(limit.drainPerSec)];
+    case "leaky-shaper":
+      assertSize("maxQueue", limit.maxQueue);
+      assertPositive("drainPerSec", limit.drainPerSec);
+      return ["6", String(limit.maxQueue), String(limit.drainPerSec)];
+    default: {
+      const unknown: never = limit;
+      throw new TypeError(`unknown limit algorithm: ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+/** A decision's `limit`: the size of the limit, whichever name it has. */
+function sizeOf(limit: LimitSpec | LeakyShaperLimit): number {
+  switch (limit.algorithm) {
+    case "fixed-window":
+    case "sliding-log":
+    case "sliding-window":
+      return limit.limit;
+    case "token-bucket":
+      return limit.capacity;
+    case "leaky-meter":
+      return limit.burst;
+    case "leaky-shaper":
+      return limit.maxQueue;
+    default: {
+      const unknown: never = limit;
+      throw new TypeError(`unknown limit algorithm: ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith("NOSCRIPT");
+}
+
+/**
+ * The error to throw for a failed call: `StoreUnavailableError` when Redis could not answer (no
+ * reply at all, or a reply that means "not now"), the original error otherwise (a script or
+ * protocol bug must not be mistaken for an outage and silently run the failure policy).
+ */
+function asStoreError(error: unknown): unknown {
+  if (error instanceof Error && error.name === "ReplyError") {
+    const isTransient = UNAVAILABLE_REPLIES.some((prefix) => error.message.startsWith(prefix));
+    return isTransient
+      ? new StoreUnavailableError(`Redis refused the decision: ${error.message}`, { cause: error })
+      : error;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new StoreUnavailableError(`Redis did not answer: ${message}`, { cause: error });
+}
+
+function replyNumber(reply: readonly unknown[], index: number): number {
+  const value = reply[index];
+  const parsed = typeof value === "string" ? Number(value) : value;
+  if (typeof parsed !== "number" || Number.isNaN(parsed)) {
+    throw new TypeError(`unexpected script reply at ${index}: ${JSON.stringify(value)}`);
+  }
+  return parsed;
+}
+
+function replyArray(reply: unknown, length: number): readonly unknown[] {
+  if (!Array.isArray(reply) || reply.length !== length) {
+    throw new TypeError(`unexpected script reply: ${JSON.stringify(reply)}`);
+  }
+  return reply;
+}
+
+function reasonOf(code: number): RejectReason | null {
+  const reason = REASONS[code];
+  if (reason === undefined) throw new TypeError(`unknown reply code ${code}`);
+  return reason;
+}
+
+/**
+ * The Redis store: every decision is ONE call of one Lua script, whatever the number of checks,
+ * so it is atomic across every gateway sharing the Redis. The script mirrors the pure algorithms
+ * and the layered combiner exactly (see `redis-decide-script.ts`); this class validates input,
+ * builds keys and arguments, and reads the reply. The top-level decision is built by the core's
+ * `combineOutcomes`.
+ *
+ * - Time: Redis's `TIME`, read inside the script; never the client's clock.
+ * - Keys: {@link redisStorageKey}, from the subject and the check's bucket, never from the limit's
+ *   numbers, so a policy edit neither resets nor refills a bucket (a lowered capacity clamps the
+ *   stored balance, a raised one adds nothing until time refills it); the stored state names its
+ *   algorithm, so switching algorithm starts the bucket fresh.
+ * - Expiry: every write sets a TTL (see the script); nothing is left without one.
+ * - Scripts: EVALSHA, and EVAL when Redis answers NOSCRIPT (after `SCRIPT FLUSH` or a restart),
+ *   which caches it again.
+ * - Failure: when Redis cannot answer, {@link StoreUnavailableError}, within the client's command
+ *   timeout; other errors (a bad argument, a script bug) propagate as they are. A call that timed
+ *   out may still have been applied by Redis: at most once, and the failure policy decides.
+ * - Throughput: with `maxBatchSize` above 1, decisions made in one event-loop turn share script
+ *   calls (see {@link RedisStoreOptions.maxBatchSize}); each is still evaluated on its own.
+ *
+ * ```ts
+ * const store = new RedisStore({
+ *   client: createRedisClient("decisions", { url: "redis://127.0.0.1:6379" }),
+ *   keyPrefix: "lp:",
+ *   maxBatchSize: 64,
+ * });
+ * const decision = await store.decide({ subject: "c:acme", checks });
+ * ```
+ */
+export class RedisStore implements LimiterStore {
+  /** SHA-1 of the script the store runs; see `REDIS_DECIDE_SHA1`. */
+  static readonly scriptSha1 = REDIS_DECIDE_SHA1;
+
+  readonly #client: RedisScriptClient;
+  readonly #keyPrefix: string;
+  readonly #clock: Clock | undefined;
+  readonly #marginMs: string;
+  readonly #maxBatchSize: number;
+  /** The EVAL re-caching the script after a NOSCRIPT, while one is in flight. */
+  #reloading: Promise<unknown> | undefined;
+  /** Decisions waiting for their batch to fill or for the end of this event-loop turn. */
+  #queue: PendingDecision[] = [];
+  #isFlushScheduled = false;
+
+  constructor(options: RedisStoreOptions) {
+    if (/[{}]/.test(options.keyPrefix)) {
+      throw new RangeError(
+        `keyPrefix must not contain "{" or "}" (it would move the hash tag), got ${JSON.stringify(options.keyPrefix)}`,
+      );
+    }
+    this.#client = options.client;
+    this.#keyPrefix = options.keyPrefix;
+    this.#clock = options.clock;
+    this.#marginMs = String(
+      options.clock === undefined ? EXPIRY_MARGIN_MS : TEST_CLOCK_EXPIRY_MARGIN_MS,
+    );
+    const maxBatchSize = options.maxBatchSize ?? 1;
+    if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) {
+      throw new RangeError(`maxBatchSize must be a whole number >= 1, got ${maxBatchSize}`);
+    }
+    this.#maxBatchSize = maxBatchSize;
+  }
+
+  /** The Redis key of `bucket` under `subject`, with this store's prefix. */
+  storageKey(subject: string, bucket: string): string {
+    return redisStorageKey(this.#keyPrefix, subject, bucket);
+  }
+
+  decide(input: DecideInput): Promise<LayeredDecision> {
+    return this.#layered("d", input);
+  }
+
+  /** The decision a request of `cost` would get now. Reads only: it writes and refreshes nothing. */
+  peek(input: DecideInput): Promise<LayeredDecision> {
+    return this.#layered("p", input);
+  }
+
+  /**
+   * A leaky shaper's answer, reserving the request's slot when admitted: wait `delayMs` before
+   * doing the work. One script call; a rejection writes nothing.
+   */
+  shape(input: ShapeInput): Promise<ShapedDecision> {
+    return this.#shaped("s", input);
+  }
+
+  /** What {@link shape} would answer now, reserving nothing. */
+  peekShape(input: ShapeInput): Promise<ShapedDecision> {
+    return this.#shaped("q", input);
+  }
+
+  /** A decision's leading argument: op, time ("-" = Redis TIME), cost, number of checks. */
+  #headArg(op: string, cost: number, checkCount: number): string {
+    const nowMs = this.#clock?.nowMs();
+    // Redis's TIME is always a valid time; only an injected clock's reading needs checking.
+    assertTimeAndCost(nowMs ?? 0, cost);
+    return `${op} ${nowMs === undefined ? "-" : String(nowMs)} ${String(cost)} ${checkCount}`;
+  }
+
+  async #layered(op: "d" | "p", input: DecideInput): Promise<LayeredDecision> {
+    const checks = input.checks;
+    const args = [this.#headArg(op, input.cost ?? 1, checks.length)];
+    assertDistinctBuckets(checks);
+    if (checks.length === 0) return combineOutcomes([]);
+    const keys: string[] = [];
+    const keyPrefix = subjectKeyPrefix(this.#keyPrefix, input.subject);
+    for (const check of checks) {
+      keys.push(keyPrefix + (check.bucket ?? check.scope));
+      args.push(checkArg(check.limit, check.mode));
+    }
+    const reply = await this.#submit(keys, args, checks.length * FIELDS_PER_CHECK);
+    const outcomes: LimitOutcome[] = [];
+    let offset = 0;
+    for (const check of checks) {
+      outcomes.push(outcomeOf(reply, offset, check));
+      offset += FIELDS_PER_CHECK;
+    }
+    return combineOutcomes(outcomes);
+  }
+
+  async #shaped(op: "s" | "q", input: ShapeInput): Promise<ShapedDecision> {
+    const args = [this.#headArg(op, input.cost ?? 1, 1), checkArg(input.limit, "enforce")];
+    const key = this.storageKey(input.subject, input.bucket);
+    const reply = await this.#submit([key], args, FIELDS_PER_CHECK + 1);
+    const code = replyNumber(reply, 0);
+    return {
+      allowed: code === 0,
+      limit: input.limit.maxQueue,
+      remaining: replyNumber(reply, 1),
+      retryAfterMs: replyNumber(reply, 2),
+      resetAfterMs: replyNumber(reply, 3),
+      reason: reasonOf(code),
+      delayMs: replyNumber(reply, 4),
+    };
+  }
+
+  /**
+   * One decision's reply: sent alone, or queued for a batch. A batch leaves as soon as it is full
+   * and otherwise at the end of this event-loop turn. Leaving when full is what keeps Redis and
+   * the client working at the same time under load: the replies of one batch arrive while Redis
+   * runs the next, and their callers' next decisions fill a new batch, which leaves at once
+   * instead of waiting for the turn to end behind the others (which would send everything
+   * together and leave one side idle while the other works).
+   */
+  #submit(
+    keys: readonly string[],
+    args: readonly string[],
+    replyLength: number,
+  ): Promise<readonly unknown[]> {
+    if (this.#maxBatchSize === 1) {
+      return this.#run(keys, [this.#marginMs, ...args]).then((reply) =>
+        replyArray(reply, replyLength),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ keys, args, replyLength, resolve, reject });
+      if (this.#queue.length >= this.#maxBatchSize) {
+        this.#flush();
+      } else if (!this.#isFlushScheduled) {
+        this.#isFlushScheduled = true;
+        setImmediate(() => {
+          this.#isFlushScheduled = false;
+          this.#flush();
+        });
+      }
+    });
+  }
+
+  /** Sends the decisions queued so far as one script call. */
+  #flush(): void {
+    const queue = this.#queue;
+    if (queue.length === 0) return;
+    this.#queue = [];
+    this.#sendBatch(queue);
+  }
+
+  #sendBatch(batch: readonly PendingDecision[]): void {
+    const keys: string[] = [];
+    const args: string[] = [this.#marginMs];
+    let replyLength = 0;
+    for (const pending of batch) {
+      keys.push(...pending.keys);
+      args.push(...pending.args);
+      replyLength += pending.replyLength;
+    }
+    this.#run(keys, args).then(
+      (reply) => {
+        let checked: readonly unknown[];
+        try {
+          checked = replyArray(reply, replyLength);
+        } catch (error: unknown) {
+          for (const pending of batch) pending.reject(error);
+          return;
+        }
+        let offset = 0;
+        for (const pending of batch) {
+          pending.resolve(checked.slice(offset, offset + pending.replyLength));
+          offset += pending.replyLength;
+        }
+      },
+      (error: unknown) => {
+        for (const pending of batch) pending.reject(error);
+      },
+    );
+  }
+
+  /**
+   * One script call: EVALSHA, the script's 40-byte name. When Redis answers NOSCRIPT (after
+   * `SCRIPT FLUSH`, a restart or a failover to a fresh replica), ONE call re-sends the whole text
+   * with EVAL, which also caches it again, and the calls that failed meanwhile wait for it and
+   * retry EVALSHA: a flush under load costs one 16 kB upload, not one per decision in flight.
+   */
+  async #run(keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    try {
+      return await this.#client.evalsha(REDIS_DECIDE_SHA1, keys.length, ...keys, ...args);
+    } catch (error: unknown) {
+      if (!isNoScript(error)) throw asStoreError(error);
+    }
+    const reloading = this.#reloading;
+    if (reloading === undefined) return this.#evalAndCache(keys, args);
+    // Whether the reload succeeded is its own caller's to report; this call tries again.
+    await reloading.catch(() => undefined);
+    try {
+      return await this.#client.evalsha(REDIS_DECIDE_SHA1, keys.length, ...keys, ...args);
+    } catch (error: unknown) {
+      if (!isNoScript(error)) throw asStoreError(error);
+    }
+    return this.#evalAndCache(keys, args);
+  }
+
+  async #evalAndCache(keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const call = this.#client.eval(REDIS_DECIDE_LUA, keys.length, ...keys, ...args);
+    this.#reloading = call;
+    try {
+      return await call;
+    } catch (error: unknown) {
+      throw asStoreError(error);
+    } finally {
+      if (this.#reloading === call) this.#reloading = undefined;
+    }
+  }
+}
+
+function outcomeOf(reply: readonly unknown[], offset: number, check: LimitCheck): LimitOutcome {
+  const code = replyNumber(reply, offset);
+  return {
+    allowed: code === 0,
+    limit: sizeOf(check.limit),
+    remaining: replyNumber(reply, offset + 1),
+    retryAfterMs: replyNumber(reply, offset + 2),
+    resetAfterMs: replyNumber(reply, offset + 3),
+    reason: reasonOf(code),
+    scope: check.scope,
+    mode: check.mode,
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * `@limitplane/enforcer/policy`: the policy model shared by the control plane and the enforcers.
+ * Schemas (zod, `Z*` with their `T*` types), names, resolution of layered limits with its trace,
+ * snapshot compilation and parsing, canonical export, policy diffs and the incident guardrails.
+ * Pure: no I/O, no clock, no `node:*` import. See README.md. Modules not exported here are
+ * internal to the package.
+ */
+
+export { normalizeClientAddress } from "./address";
+export { canonicalJson, canonicalPolicy, sortPolicyDocument } from "./canonical";
+export {
+  type FieldPath,
+  fieldErrorsFromZod,
+  formatFieldErrors,
+  formatFieldPath,
+  type ParseResult,
+  type PolicyFieldError,
+} from "./errors";
+export { checkIncidentGuardrails, type IncidentChange } from "./guardrails";
+export { MAX_COST, MAX_WINDOW_MS, scaleLimit } from "./limit-math";
+export { hasForbiddenCharacter, isCustomerId, isName, isRecordId } from "./names";
+export {
+  diffPolicyRules,
+  type FieldChange,
+  type LimitChange,
+  limitAtScope,
+  type OverrideHolder,
+  outranksChange,
+  type PolicyRules,
+  type PolicyRulesDiff,
+} from "./policy-diff";
+export { type PreparedSnapshot, prepareSnapshot } from "./prepare";
+export {
+  explainTrace,
+  type Resolution,
+  type ResolutionTrace,
+  type ResolvedCheck,
+  type ResolveRequest,
+  resolveLimits,
+  type TraceRule,
+  type TraceStatus,
+} from "./resolve";
+export {
+  ALGORITHMS,
+  findReplacedLimit,
+  ON_STORE_FAILURE_DEFAULTS,
+  parsePolicyDocument,
+  type TCeilings,
+  type TCustomer,
+  type TCustomerOverride,
+  type TDryRunCandidate,
+  type TEndpointClass,
+  type TGuardrails,
+  type TIncidentOverride,
+  type TKeyBy,
+  type TLimitSpec,
+  type TOnStoreFailure,
+  type TPolicyDocument,
+  type TPolicyDocumentInput,
+  type TPolicyLimit,
+  type TPolicyMode,
+  type TSnapshot,
+  type TTier,
+  ZCeilings,
+  ZCustomer,
+  ZCustomerId,
+  ZCustomerOverride,
+  ZDryRunCandidate,
+  ZEndpointClass,
+  ZGuardrails,
+  ZIncidentOverride,
+  ZInstant,
+  ZLimitSpec,
+  ZPolicyDocument,
+  ZPolicyLimit,
+  ZSnapshot,
+  ZTier,
+} from "./schemas";
+export { formatScope, parseScope, type Scope } from "./scope";
+export { compileSnapshot, parseSnapshot } from "./snapshot";

@@ -1,0 +1,141 @@
+/**
+ * Reading back what enforcers report in Redis (written by the enforcer runtime's `reporters.ts`;
+ * the names are in `redis-keys.ts`): their heartbeats and each customer's recent rejections. The
+ * per-scope counts are read by `metrics-reader.ts`. The control plane depends on these readers and
+ * the key names, never on the runtime.
+ */
+import { z } from "zod";
+import { policyRedisNames } from "./keys";
+import { enforcerRedisNames } from "./redis-keys";
+
+/** The commands the readers send; an ioredis client satisfies it. */
+export interface ReportReadingRedis {
+  zrevrange(key: string, start: number, stop: number): Promise<string[]>;
+  hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
+  hgetall(key: string): Promise<Record<string, string>>;
+  lrange(key: string, start: number, stop: number): Promise<string[]>;
+}
+
+/** The version in `policy:current`, and when it reached Redis. */
+export interface PublishedVersion {
+  readonly version: number;
+  /** When it reached Redis (Redis's clock), epoch ms; null if not recorded. */
+  readonly publishedAtMs: number | null;
+}
+
+/** One enforcer's latest heartbeat hash, parsed. */
+export interface EnforcerHeartbeat {
+  readonly id: string;
+  readonly host: string;
+  readonly pid: number | null;
+  readonly startedAtMs: number | null;
+  /** Its last heartbeat, epoch ms (the enforcer's clock). */
+  readonly heartbeatAtMs: number;
+  /** The version it runs; null before it applied any. */
+  readonly version: number | null;
+  readonly appliedAtMs: number | null;
+  /** How it got the version: `announcement`, `poll`, `startup`, ... */
+  readonly appliedVia: string | null;
+  readonly breakerState: string | null;
+  readonly snapshotErrors: number;
+  readonly lastSnapshotError: string | null;
+}
+
+export interface HeartbeatsRead {
+  readonly published: PublishedVersion | null;
+  /** Most recent heartbeat first; an enforcer whose hash expired is not listed. */
+  readonly heartbeats: readonly EnforcerHeartbeat[];
+}
+
+function numberOrNull(raw: string | null | undefined): number | null {
+  if (raw === undefined || raw === null || raw === "") return null;
+  const value = Number(raw);
+  return Number.isFinite(value) ? value : null;
+}
+
+function textOrNull(raw: string | undefined): string | null {
+  return raw === undefined || raw === "" ? null : raw;
+}
+
+/**
+ * The published version and the heartbeats of the (at most `maxEnforcers`) enforcers that beat
+ * most recently.
+ */
+export async function readEnforcerHeartbeats(
+  redis: Pick<ReportReadingRedis, "zrevrange" | "hmget" | "hgetall">,
+  prefix: string,
+  maxEnforcers: number,
+): Promise<HeartbeatsRead> {
+  const names = enforcerRedisNames(prefix);
+  const [ids, current] = await Promise.all([
+    redis.zrevrange(names.enforcers, 0, maxEnforcers - 1),
+    redis.hmget(policyRedisNames(prefix).current, "version", "publishedAt"),
+  ]);
+  const publishedVersion = numberOrNull(current[0]);
+  const published: PublishedVersion | null =
+    publishedVersion === null
+      ? null
+      : { version: publishedVersion, publishedAtMs: numberOrNull(current[1]) };
+  const hashes = await Promise.all(ids.map((id) => redis.hgetall(names.enforcer(id))));
+  const heartbeats: EnforcerHeartbeat[] = [];
+  ids.forEach((id, index) => {
+    const fields = hashes[index];
+    // An expired hash is an enforcer that stopped beating: gone, whatever the set still says.
+    const heartbeatAtMs = numberOrNull(fields?.heartbeatAt);
+    if (fields === undefined || heartbeatAtMs === null) return;
+    heartbeats.push({
+      id,
+      host: fields.host ?? "",
+      pid: numberOrNull(fields.pid),
+      startedAtMs: numberOrNull(fields.startedAt),
+      heartbeatAtMs,
+      version: numberOrNull(fields.version),
+      appliedAtMs: numberOrNull(fields.appliedAt),
+      appliedVia: textOrNull(fields.appliedVia),
+      breakerState: textOrNull(fields.breakerState),
+      snapshotErrors: numberOrNull(fields.snapshotErrors) ?? 0,
+      lastSnapshotError: textOrNull(fields.lastSnapshotError),
+    });
+  });
+  return { published, heartbeats };
+}
+
+/** One rejection an enforcer recorded for a customer. */
+export interface RecentRejection {
+  readonly atMs: number;
+  readonly scope: string;
+  readonly endpointClass: string | null;
+  readonly enforcerId: string | null;
+}
+
+const ZStoredRejection = z.object({
+  atMs: z.number().int().nonnegative(),
+  scope: z.string().max(500),
+  endpointClass: z.string().max(100).nullable(),
+  enforcerId: z.string().max(200).nullable().default(null),
+});
+
+/**
+ * A customer's recent rejections as the enforcers flushed them (`rejections:<customerId>`: newest
+ * first, capped, expiring), at most `limit`, newest first. Entries that do not parse are skipped:
+ * the list is a diagnostic, not a record.
+ */
+export async function readRecentRejections(
+  redis: Pick<ReportReadingRedis, "lrange">,
+  prefix: string,
+  customerId: string,
+  limit: number,
+): Promise<RecentRejection[]> {
+  const raw = await redis.lrange(enforcerRedisNames(prefix).rejections(customerId), 0, limit - 1);
+  const entries: RecentRejection[] = [];
+  for (const text of raw) {
+    try {
+      const parsed = ZStoredRejection.safeParse(JSON.parse(text));
+      if (parsed.success) entries.push(parsed.data);
+    } catch {
+      // Not JSON: skipped (see above).
+    }
+  }
+  // Several enforcers push to one list: keep it newest first whatever the flush order.
+  return entries.sort((a, b) => b.atMs - a.atMs);
+}

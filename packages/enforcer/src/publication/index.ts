@@ -1,0 +1,32 @@
+/**
+ * `@limitplane/enforcer/publication`: the Redis protocol between the control plane and the
+ * enforcers. The key names, the atomic newer-only publish (control plane), the validated read and
+ * announcement parsing (enforcers), the readers of what enforcers report (heartbeats, per-scope
+ * counts, recent rejections), and the one Redis client factory with a role per use. See the
+ * package README ("What an enforcer writes to Redis") and lib/control/README.md for the
+ * guarantees.
+ */
+export {
+  type EnforcerHeartbeat,
+  type HeartbeatsRead,
+  type PublishedVersion,
+  type RecentRejection,
+  type ReportReadingRedis,
+  readEnforcerHeartbeats,
+  readRecentRejections,
+} from "./enforcer-reports";
+export { type PolicyRedisNames, policyRedisNames } from "./keys";
+export {
+  type MetricsReadingRedis,
+  readScopeMinute,
+  type ScopeMinuteCounts,
+} from "./metrics-reader";
+export { type PublishingRedis, type PublishResult, publishSnapshot } from "./publish-snapshot";
+export { parseAnnouncement, readCurrentSnapshot } from "./read-current-snapshot";
+export {
+  type CreateRedisOptions,
+  createRedisClient,
+  type RedisRole,
+  redisOptionsFor,
+} from "./redis-clients";
+export { type EnforcerRedisNames, enforcerRedisNames, scopeField } from "./redis-keys";

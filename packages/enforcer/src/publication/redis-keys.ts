@@ -1,0 +1,84 @@
+/**
+ * Every Redis key and channel the enforcer runtime reads or writes besides the limiter state (which
+ * the store owns). All start with the installation's REDIS_KEY_PREFIX (`lib/server/env.ts`).
+ *
+ * | Name | Type | Written by | TTL |
+ * | --- | --- | --- | --- |
+ * | `policy:current` | hash `version`, `checksum`, `snapshot`, `publishedAt` (`@limitplane/enforcer/publication`) | the publisher | none |
+ * | `policy:announce` | channel, JSON `{version, checksum}` (`@limitplane/enforcer/publication`) | the publisher | - |
+ * | `enforcers` | sorted set: enforcer id, scored by its last heartbeat (epoch ms) | each enforcer | members older than an hour are trimmed on every heartbeat |
+ * | `enforcer:<id>` | hash: what one enforcer runs and reports (see `heartbeat.ts`) | that enforcer | `heartbeatTtlMs` |
+ * | `metrics:sec:<epochSecond>` | hash `<scope>\|allowed` ... and `@latency\|...` | every enforcer, HINCRBY | `secondBucketTtlMs` (3 h) |
+ * | `metrics:min:<epochMinute>` | the same fields, per minute (what the worker rolls up) | every enforcer, HINCRBY | `minuteBucketTtlMs` (6 h) |
+ * | `rejections:<customerId>` | list of JSON `{atMs, scope, endpointClass, enforcerId}`, newest first | every enforcer | `rejectionsTtlMs` (1 h), capped |
+ * | `rejections:customers` | sorted set: customer id, scored by its latest rejection (epoch ms) | every enforcer | capped at 1000 members |
+ *
+ * `<epochSecond>` is `floor(ms / 1000)` and `<epochMinute>` is `floor(ms / 60000)` of the wall
+ * clock, so every enforcer adds into the same buckets.
+ */
+
+/** Fields a metrics bucket holds, per scope: `<scope>|<count>`. Scopes never contain `|`. */
+export const SCOPE_COUNT_FIELDS = ["allowed", "rejected", "wouldReject", "degraded"] as const;
+export type ScopeCountField = (typeof SCOPE_COUNT_FIELDS)[number];
+
+/**
+ * Prefix of the fields that are not per scope (latency, sources, failures). No scope starts with
+ * `@` (the scope grammar starts every scope with a letter), so the two never collide.
+ */
+export const NON_SCOPE_FIELD_PREFIX = "@";
+
+export interface EnforcerRedisNames {
+  readonly enforcers: string;
+  enforcer(enforcerId: string): string;
+  metricsSecond(epochSecond: number): string;
+  metricsMinute(epochMinute: number): string;
+  rejections(customerId: string): string;
+  readonly rejectedCustomers: string;
+}
+
+export function enforcerRedisNames(prefix: string): EnforcerRedisNames {
+  return {
+    enforcers: `${prefix}enforcers`,
+    enforcer: (enforcerId) => `${prefix}enforcer:${enforcerId}`,
+    metricsSecond: (epochSecond) => `${prefix}metrics:sec:${epochSecond}`,
+    metricsMinute: (epochMinute) => `${prefix}metrics:min:${epochMinute}`,
+    rejections: (customerId) => `${prefix}rejections:${customerId}`,
+    rejectedCustomers: `${prefix}rejections:customers`,
+  };
+}
+
+function isScopeCountField(text: string): text is ScopeCountField {
+  return SCOPE_COUNT_FIELDS.some((field) => field === text);
+}
+
+/** The per-scope field name in a metrics bucket. */
+export function scopeField(scope: string, count: ScopeCountField): string {
+  return `${scope}|${count}`;
+}
+
+/**
+ * Splits a metrics bucket's fields back into per-scope counts (what the worker and the console
+ * read). Fields that are not per scope, or not recognised, are skipped; a count that is not a
+ * whole number reads as 0.
+ */
+export function parseScopeCounts(
+  fields: Readonly<Record<string, string>>,
+): Map<string, Record<ScopeCountField, number>> {
+  const byScope = new Map<string, Record<ScopeCountField, number>>();
+  for (const [field, raw] of Object.entries(fields)) {
+    if (field.startsWith(NON_SCOPE_FIELD_PREFIX)) continue;
+    const separator = field.lastIndexOf("|");
+    if (separator <= 0) continue;
+    const count = field.slice(separator + 1);
+    if (!isScopeCountField(count)) continue;
+    const scope = field.slice(0, separator);
+    let counts = byScope.get(scope);
+    if (counts === undefined) {
+      counts = { allowed: 0, rejected: 0, wouldReject: 0, degraded: 0 };
+      byScope.set(scope, counts);
+    }
+    const value = Number(raw);
+    counts[count] = Number.isSafeInteger(value) && value >= 0 ? value : 0;
+  }
+  return byScope;
+}

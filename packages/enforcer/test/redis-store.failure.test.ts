@@ -1,0 +1,107 @@
+import { once } from "node:events";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RedisStore } from "../src/limiter/stores/redis";
+import { StoreUnavailableError } from "../src/limiter/stores/store-unavailable-error";
+import type { DecideInput } from "../src/limiter/types";
+import { OwnRedisServer } from "../src/testing/redis-server";
+import { readyRedis } from "./support/redis";
+
+/*
+ * Failures, on a redis-server of this file's own (never the shared one): SCRIPT FLUSH, a server
+ * that stops, one that hangs, and one that comes back. Production time (Redis TIME) throughout.
+ * No test measures a duration: "fails fast" means the decision rejects with the typed error
+ * instead of waiting, which the decisions client guarantees by having no offline queue and a
+ * 250 ms command timeout.
+ */
+
+const input = (subject: string): DecideInput => ({
+  subject,
+  checks: [
+    {
+      scope: "tier:pro",
+      bucket: "account",
+      limit: { algorithm: "token-bucket", capacity: 1_000, refillPerSec: 1 },
+      mode: "enforce",
+    },
+    {
+      scope: "ceiling",
+      bucket: "ceiling",
+      limit: { algorithm: "sliding-log", limit: 1_000, windowMs: 60_000 },
+      mode: "enforce",
+    },
+  ],
+});
+
+async function untilReady(client: Redis): Promise<void> {
+  if (client.status !== "ready") await once(client, "ready");
+}
+
+describe("RedisStore when Redis fails", () => {
+  let server: OwnRedisServer;
+  let client: Redis;
+  let admin: Redis;
+  let store: RedisStore;
+
+  beforeAll(async () => {
+    server = await OwnRedisServer.start();
+    client = await readyRedis("decisions", server.url);
+    admin = await readyRedis("control", server.url);
+    store = new RedisStore({ client, keyPrefix: "failure:" });
+  });
+
+  afterAll(async () => {
+    client.disconnect();
+    admin.disconnect();
+    await server.stop();
+  });
+
+  it("after SCRIPT FLUSH, even with decisions in flight, no decision fails", async () => {
+    expect((await store.decide(input("c:flush"))).allowed).toBe(true);
+    expect(await admin.script("EXISTS", RedisStore.scriptSha1)).toEqual([1]);
+
+    await admin.script("FLUSH");
+    expect(await admin.script("EXISTS", RedisStore.scriptSha1)).toEqual([0]);
+    const afterFlush = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => store.decide(input(`c:flush-${i % 7}`))),
+    );
+    expect(afterFlush.every((d) => d.allowed)).toBe(true);
+
+    // A flush landing between decisions already sent.
+    const racing = Array.from({ length: 50 }, (_, i) => store.decide(input(`c:race-${i % 5}`)));
+    await admin.script("FLUSH");
+    const more = Array.from({ length: 50 }, (_, i) => store.decide(input(`c:race-${i % 5}`)));
+    const decisions = await Promise.all([...racing, ...more]);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(100);
+    expect(await admin.script("EXISTS", RedisStore.scriptSha1)).toEqual([1]);
+  });
+
+  it("a hung Redis fails the decision with StoreUnavailableError, within the command timeout", async () => {
+    server.pause();
+    try {
+      const error = await store.decide(input("c:hung")).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(String(error)).toMatch(/timed out/);
+    } finally {
+      server.resume();
+    }
+    expect((await store.decide(input("c:hung"))).allowed).toBe(true);
+  });
+
+  it("a stopped Redis fails decisions at once with StoreUnavailableError; after a restart they work", async () => {
+    await server.stop();
+    // The client notices the closed socket; from then on nothing is queued or awaited.
+    if (client.status === "ready") await once(client, "close");
+    for (let i = 0; i < 3; i++) {
+      const error = await store.decide(input("c:down")).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+    }
+    await expect(store.peek(input("c:down"))).rejects.toBeInstanceOf(StoreUnavailableError);
+
+    // A restarted Redis is empty: the script is no longer cached, and EVAL brings it back.
+    await server.restart();
+    await untilReady(client);
+    const decision = await store.decide(input("c:down"));
+    expect(decision).toMatchObject({ allowed: true, remaining: 999 });
+  });
+});
