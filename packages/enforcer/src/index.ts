@@ -45,6 +45,7 @@ export type {
   StoreFailure,
   StoreFailurePolicy,
 } from "./enforcer/types";
+export { LIMIT_BOUNDS, validateLimit } from "./limiter/arguments";
 export type { Clock } from "./limiter/clock";
 export { MemoryStore, type MemoryStoreOptions } from "./limiter/stores/memory";
 export {

@@ -1,6 +1,12 @@
-import { assertPositive, assertSize, assertTimeAndCost } from "./arguments";
+import { assertTimeAndCost, assertValidLimit } from "./arguments";
 import { admit, reject } from "./decision";
-import { ceilMs, UNIT_TOLERANCE, windowStartOf, windowsBetween } from "./numeric";
+import {
+  ceilMs,
+  RETRY_CORRECTION_STEPS,
+  UNIT_TOLERANCE,
+  windowStartOf,
+  windowsBetween,
+} from "./numeric";
 import type { Decision, FixedWindowLimit, Step } from "./types";
 
 /** What a fixed window keeps per key: two numbers. */
@@ -56,6 +62,8 @@ function fitsAt(
  * rejected as `cost-exceeds-capacity` with `retryAfterMs` 0 and consumes nothing. A rejected
  * request is told to come back when the next window starts. Changing `windowMs` keeps the count
  * only while the stored window start is still the current one under the new length.
+ *
+ * Throws on a time, cost or limit outside the limiter's bounds (`arguments.ts`).
  */
 export function stepFixedWindow(
   state: FixedWindowState | undefined,
@@ -64,9 +72,17 @@ export function stepFixedWindow(
   cost: number,
 ): Step<FixedWindowState> {
   assertTimeAndCost(nowMs, cost);
-  assertSize("limit", limit.limit);
-  assertPositive("windowMs", limit.windowMs);
+  assertValidLimit(limit);
+  return stepFixedWindowUnchecked(state, limit, nowMs, cost);
+}
 
+/** {@link stepFixedWindow} for callers that validated the limit, time and cost already. */
+export function stepFixedWindowUnchecked(
+  state: FixedWindowState | undefined,
+  limit: FixedWindowLimit,
+  nowMs: number,
+  cost: number,
+): Step<FixedWindowState> {
   const current = currentWindow(state, limit.windowMs, nowMs);
   const windowEndMs = current.windowStartMs + limit.windowMs;
   const available = limit.limit - current.count;
@@ -85,9 +101,15 @@ export function stepFixedWindow(
       state: { algorithm: "fixed-window", windowStartMs: current.windowStartMs, count },
     };
   }
-  // Terminates: the next window starts empty and cost <= limit fits there.
+  // The next window starts empty and cost <= limit fits there; the check absorbs rounding.
   let retryAfterMs = ceilMs(windowEndMs - nowMs);
-  while (!fitsAt(current, limit, nowMs + retryAfterMs, cost)) retryAfterMs += 1;
+  for (let step = 0; !fitsAt(current, limit, nowMs + retryAfterMs, cost); step++) {
+    if (step === RETRY_CORRECTION_STEPS) {
+      retryAfterMs = Math.max(retryAfterMs, resetAfterMs);
+      break;
+    }
+    retryAfterMs += 1;
+  }
   return {
     decision: reject("limit-exceeded", limit.limit, available, retryAfterMs, resetAfterMs),
     state: current,

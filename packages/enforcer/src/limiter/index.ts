@@ -5,6 +5,7 @@
  * algorithm that delays instead of rejecting. Modules not exported here are internal.
  */
 
+export { LIMIT_BOUNDS, validateLimit } from "./arguments";
 export { type Clock, ManualClock, monotonicClock } from "./clock";
 export { decideLayered, peekLayered } from "./layered";
 export {

@@ -1,4 +1,4 @@
-import { assertTimeAndCost } from "./arguments";
+import { assertTimeAndCost, assertValidChecks } from "./arguments";
 import { type LimitState, stepLimit } from "./step-limit";
 import type { Decision, LayeredDecision, LimitCheck, LimitOutcome } from "./types";
 
@@ -25,27 +25,6 @@ export interface LayeredStep {
 /** Which stored state a check reads and writes under the decision's subject. */
 export function bucketOf(check: LimitCheck): string {
   return check.bucket ?? check.scope;
-}
-
-/**
- * Two checks of one decision sharing a bucket would read one state and write it twice, and
- * whichever write came last would silently win: a policy mistake, so it throws.
- */
-export function assertDistinctBuckets(checks: readonly LimitCheck[]): void {
-  let index = 0;
-  for (const check of checks) {
-    const bucket = bucketOf(check);
-    let earlierIndex = 0;
-    for (const earlier of checks) {
-      if (earlierIndex++ === index) break;
-      if (bucketOf(earlier) === bucket) {
-        throw new RangeError(
-          `checks "${earlier.scope}" and "${check.scope}" share the bucket "${bucket}"; every check of a decision needs its own bucket`,
-        );
-      }
-    }
-    index++;
-  }
 }
 
 function unboundDecision(outcomes: readonly LimitOutcome[]): LayeredDecision {
@@ -114,8 +93,10 @@ function toOutcome(check: LimitCheck, decision: Decision): LimitOutcome {
  *   through: "would block Y" then means the same thing as "blocked X" would under enforcement.
  * - With no enforced check the request is admitted with `scope: null` and `UNLIMITED`.
  *
- * Throws when two checks share a bucket, the states do not line up with the checks, or the time
- * or cost is not a finite number (cost >= 0), even with no checks to evaluate.
+ * Throws when two checks share a bucket, a check is malformed (a mode other than "enforce" or
+ * "dry-run", a limit outside the limiter's bounds: `arguments.ts`, checked once per list of
+ * checks), the states do not line up with the checks, or the time or cost is not a finite number
+ * (cost >= 0), even with no checks to evaluate.
  */
 export function decideLayered(
   states: readonly (LimitState | undefined)[],
@@ -139,13 +120,13 @@ export function decideLayeredInto(
   cost: number,
   next: (LimitState | undefined)[],
 ): LayeredDecision {
+  assertTimeAndCost(nowMs, cost);
+  assertValidChecks(checks);
   if (states.length !== checks.length || next.length !== checks.length || next === states) {
     throw new RangeError(
       `got ${states.length} states and ${next.length} slots for ${checks.length} checks`,
     );
   }
-  assertTimeAndCost(nowMs, cost);
-  assertDistinctBuckets(checks);
 
   const outcomes = new Array<LimitOutcome>(checks.length);
   let isAllowed = true;

@@ -1,6 +1,6 @@
-import { assertPositive, assertSize, assertTimeAndCost } from "./arguments";
+import { assertTimeAndCost, assertValidLimit } from "./arguments";
 import { admit, reject } from "./decision";
-import { ceilMs, timeNoiseMs, UNIT_TOLERANCE } from "./numeric";
+import { ceilMs, RETRY_CORRECTION_STEPS, timeNoiseMs, UNIT_TOLERANCE } from "./numeric";
 import type { Decision, LeakyMeterLimit, Step } from "./types";
 
 /** What a leaky meter keeps per key: one number. */
@@ -56,6 +56,8 @@ function roomAt(state: LeakyMeterState | undefined, limit: LeakyMeterLimit, atMs
  * time refills it); a lowered one clamps the room. A rejection writes nothing. A cost above
  * `burst` is `cost-exceeds-capacity` with `retryAfterMs` 0 and consumes nothing. `retryAfterMs` is
  * the time until the room reaches `cost`, rounded up; `resetAfterMs` until it reaches `burst`.
+ *
+ * Throws on a time, cost or limit outside the limiter's bounds (`arguments.ts`).
  */
 export function stepLeakyMeter(
   state: LeakyMeterState | undefined,
@@ -64,9 +66,17 @@ export function stepLeakyMeter(
   cost: number,
 ): Step<LeakyMeterState> {
   assertTimeAndCost(nowMs, cost);
-  assertSize("burst", limit.burst);
-  assertPositive("drainPerSec", limit.drainPerSec);
+  assertValidLimit(limit);
+  return stepLeakyMeterUnchecked(state, limit, nowMs, cost);
+}
 
+/** {@link stepLeakyMeter} for callers that validated the limit, time and cost already. */
+export function stepLeakyMeterUnchecked(
+  state: LeakyMeterState | undefined,
+  limit: LeakyMeterLimit,
+  nowMs: number,
+  cost: number,
+): Step<LeakyMeterState> {
   const atMs = evaluatedAtMs(nowMs);
   const room = roomAt(state, limit, atMs);
   // The clamp anchors on nowMs itself, so the evaluation's slack is never written into the state.
@@ -93,9 +103,17 @@ export function stepLeakyMeter(
       },
     };
   }
-  // Terminates: room grows with time up to burst >= cost.
+  // Room grows with time up to burst >= cost; the check absorbs rounding.
   let retryAfterMs = ceilMs(current.zeroRoomAtMs + drainMs(cost, limit.drainPerSec) - atMs);
-  while (roomAt(current, limit, evaluatedAtMs(nowMs + retryAfterMs)) + UNIT_TOLERANCE < cost) {
+  for (
+    let step = 0;
+    roomAt(current, limit, evaluatedAtMs(nowMs + retryAfterMs)) + UNIT_TOLERANCE < cost;
+    step++
+  ) {
+    if (step === RETRY_CORRECTION_STEPS) {
+      retryAfterMs = Math.max(retryAfterMs, resetAfterMs);
+      break;
+    }
     retryAfterMs += 1;
   }
   return {

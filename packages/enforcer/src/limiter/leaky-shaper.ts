@@ -1,6 +1,6 @@
-import { assertPositive, assertSize, assertTimeAndCost } from "./arguments";
+import { assertTimeAndCost, assertValidLimit } from "./arguments";
 import { admit, reject } from "./decision";
-import { ceilMs, timeNoiseMs, UNIT_TOLERANCE } from "./numeric";
+import { ceilMs, RETRY_CORRECTION_STEPS, timeNoiseMs, UNIT_TOLERANCE } from "./numeric";
 import type { Decision, LeakyShaperLimit } from "./types";
 
 /** What a leaky shaper keeps per key: one number. */
@@ -67,6 +67,8 @@ function shaped(decision: Decision, delayMs: number): ShapedDecision {
  * with `retryAfterMs` 0. `remaining` is the queue room left; `resetAfterMs` the time until the
  * queue is empty. `delayMs` is rounded up to whole milliseconds, which can only space work out
  * further.
+ *
+ * Throws on a time, cost or limit outside the limiter's bounds (`arguments.ts`).
  */
 export function stepLeakyShaper(
   state: LeakyShaperState | undefined,
@@ -75,8 +77,7 @@ export function stepLeakyShaper(
   cost: number,
 ): ShapedStep {
   assertTimeAndCost(nowMs, cost);
-  assertSize("maxQueue", limit.maxQueue);
-  assertPositive("drainPerSec", limit.drainPerSec);
+  assertValidLimit(limit);
 
   const atMs = evaluatedAtMs(nowMs);
   const queued = queuedAt(state, limit.drainPerSec, atMs);
@@ -101,15 +102,22 @@ export function stepLeakyShaper(
       state: { algorithm: "leaky-shaper", drainedAtMs },
     };
   }
-  // Terminates: the queue drains with time, and cost <= maxQueue fits an empty queue.
+  // The queue drains with time, and cost <= maxQueue fits an empty queue; the check absorbs
+  // rounding.
   const roomAtMs = current.drainedAtMs - drainMs(limit.maxQueue - cost, limit.drainPerSec);
   let retryAfterMs = ceilMs(roomAtMs - atMs);
-  while (
+  for (
+    let step = 0;
     limit.maxQueue -
       queuedAt(current, limit.drainPerSec, evaluatedAtMs(nowMs + retryAfterMs)) +
       UNIT_TOLERANCE <
-    cost
+    cost;
+    step++
   ) {
+    if (step === RETRY_CORRECTION_STEPS) {
+      retryAfterMs = Math.max(retryAfterMs, resetAfterMs);
+      break;
+    }
     retryAfterMs += 1;
   }
   return {

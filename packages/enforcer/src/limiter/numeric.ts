@@ -39,6 +39,15 @@ export function timeNoiseMs(nowMs: number): number {
   return Math.abs(nowMs) * 8 * Number.EPSILON;
 }
 
+/**
+ * Most whole milliseconds an algorithm adds to its closed-form `retryAfterMs` while checking
+ * that a retry at that instant fits. Within the limiter's bounds one or two suffice (they absorb
+ * rounding); the cap makes the check bounded whatever the input, and an algorithm that reaches it
+ * answers the instant its limit is entirely unused again, where any cost the limit can hold fits.
+ * The Redis script uses the same number (`redis-decide-script.ts`).
+ */
+export const RETRY_CORRECTION_STEPS = 8;
+
 /** A duration rounded up to whole milliseconds, never negative. */
 export function ceilMs(durationMs: number): number {
   return durationMs <= MS_TOLERANCE ? 0 : Math.ceil(durationMs - MS_TOLERANCE);

@@ -1,6 +1,6 @@
-import { assertPositive, assertSize, assertTimeAndCost } from "./arguments";
+import { assertTimeAndCost, assertValidLimit } from "./arguments";
 import { admit, reject } from "./decision";
-import { ceilMs, numberAt, UNIT_TOLERANCE } from "./numeric";
+import { ceilMs, numberAt, RETRY_CORRECTION_STEPS, UNIT_TOLERANCE } from "./numeric";
 import type { Decision, SlidingLogLimit, Step } from "./types";
 
 /** What a sliding log keeps per key: one entry per instant at which cost was admitted. */
@@ -92,6 +92,8 @@ function resetAfterMs(live: readonly number[], windowMs: number, nowMs: number):
  * `cost` to fit (rounded up to a whole millisecond). A cost above `limit` is
  * `cost-exceeds-capacity` with `retryAfterMs` 0 and consumes nothing. Expired entries are dropped
  * from the returned state even on rejection (that is not consumption).
+ *
+ * Throws on a time, cost or limit outside the limiter's bounds (`arguments.ts`).
  */
 export function stepSlidingLog(
   state: SlidingLogState | undefined,
@@ -100,9 +102,17 @@ export function stepSlidingLog(
   cost: number,
 ): Step<SlidingLogState> {
   assertTimeAndCost(nowMs, cost);
-  assertSize("limit", limit.limit);
-  assertPositive("windowMs", limit.windowMs);
+  assertValidLimit(limit);
+  return stepSlidingLogUnchecked(state, limit, nowMs, cost);
+}
 
+/** {@link stepSlidingLog} for callers that validated the limit, time and cost already. */
+export function stepSlidingLogUnchecked(
+  state: SlidingLogState | undefined,
+  limit: SlidingLogLimit,
+  nowMs: number,
+  cost: number,
+): Step<SlidingLogState> {
   const live = liveEntries(state, limit.windowMs, nowMs);
   const current: SlidingLogState =
     state !== undefined && live === state.entries
@@ -130,17 +140,18 @@ export function stepSlidingLog(
       state: next === live ? current : { algorithm: "sliding-log", entries: next },
     };
   }
-  // Terminates: once every live entry has expired, cost <= limit fits.
+  // Once every live entry has expired, cost <= limit fits; the check absorbs rounding.
+  const resetMs = resetAfterMs(live, limit.windowMs, nowMs);
   let retryAfterMs = ceilMs(roomAtMs(live, limit.windowMs, used + cost - limit.limit) - nowMs);
-  while (!fitsAt(current, limit, nowMs + retryAfterMs, cost)) retryAfterMs += 1;
+  for (let step = 0; !fitsAt(current, limit, nowMs + retryAfterMs, cost); step++) {
+    if (step === RETRY_CORRECTION_STEPS) {
+      retryAfterMs = Math.max(retryAfterMs, resetMs);
+      break;
+    }
+    retryAfterMs += 1;
+  }
   return {
-    decision: reject(
-      "limit-exceeded",
-      limit.limit,
-      available,
-      retryAfterMs,
-      resetAfterMs(live, limit.windowMs, nowMs),
-    ),
+    decision: reject("limit-exceeded", limit.limit, available, retryAfterMs, resetMs),
     state: current,
   };
 }

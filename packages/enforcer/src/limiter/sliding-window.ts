@@ -1,6 +1,12 @@
-import { assertPositive, assertSize, assertTimeAndCost } from "./arguments";
+import { assertTimeAndCost, assertValidLimit } from "./arguments";
 import { admit, reject } from "./decision";
-import { ceilMs, UNIT_TOLERANCE, windowStartOf, windowsBetween } from "./numeric";
+import {
+  ceilMs,
+  RETRY_CORRECTION_STEPS,
+  UNIT_TOLERANCE,
+  windowStartOf,
+  windowsBetween,
+} from "./numeric";
 import type { Decision, SlidingWindowLimit, Step } from "./types";
 
 /** What a sliding window counter keeps per key: three numbers. */
@@ -108,6 +114,8 @@ function resetAfterMs(windows: SlidingWindowState, windowMs: number, nowMs: numb
  * A rejection does not increment; `retryAfterMs` is the exact wait (rounded up to a whole
  * millisecond) until the estimate leaves room, possibly in the next window. A cost above `limit`
  * is `cost-exceeds-capacity` with `retryAfterMs` 0 and consumes nothing.
+ *
+ * Throws on a time, cost or limit outside the limiter's bounds (`arguments.ts`).
  */
 export function stepSlidingWindow(
   state: SlidingWindowState | undefined,
@@ -116,9 +124,17 @@ export function stepSlidingWindow(
   cost: number,
 ): Step<SlidingWindowState> {
   assertTimeAndCost(nowMs, cost);
-  assertSize("limit", limit.limit);
-  assertPositive("windowMs", limit.windowMs);
+  assertValidLimit(limit);
+  return stepSlidingWindowUnchecked(state, limit, nowMs, cost);
+}
 
+/** {@link stepSlidingWindow} for callers that validated the limit, time and cost already. */
+export function stepSlidingWindowUnchecked(
+  state: SlidingWindowState | undefined,
+  limit: SlidingWindowLimit,
+  nowMs: number,
+  cost: number,
+): Step<SlidingWindowState> {
   const windows = currentWindows(state, limit.windowMs, nowMs);
   const available = limit.limit - estimateAt(windows, limit.windowMs, nowMs);
 
@@ -146,17 +162,19 @@ export function stepSlidingWindow(
       state: next,
     };
   }
-  // Terminates: two windows on, both counters have decayed to zero and cost <= limit fits.
+  // Two windows on, both counters have decayed to zero and cost <= limit fits; the check
+  // absorbs rounding.
+  const resetMs = resetAfterMs(windows, limit.windowMs, nowMs);
   let retryAfterMs = ceilMs(roomAtMs(windows, limit, cost) - nowMs);
-  while (!fitsAt(windows, limit, nowMs + retryAfterMs, cost)) retryAfterMs += 1;
+  for (let step = 0; !fitsAt(windows, limit, nowMs + retryAfterMs, cost); step++) {
+    if (step === RETRY_CORRECTION_STEPS) {
+      retryAfterMs = Math.max(retryAfterMs, resetMs);
+      break;
+    }
+    retryAfterMs += 1;
+  }
   return {
-    decision: reject(
-      "limit-exceeded",
-      limit.limit,
-      available,
-      retryAfterMs,
-      resetAfterMs(windows, limit.windowMs, nowMs),
-    ),
+    decision: reject("limit-exceeded", limit.limit, available, retryAfterMs, resetMs),
     state: windows,
   };
 }

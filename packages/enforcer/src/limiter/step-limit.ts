@@ -1,8 +1,8 @@
-import { type FixedWindowState, stepFixedWindow } from "./fixed-window";
-import { type LeakyMeterState, stepLeakyMeter } from "./leaky-meter";
-import { type SlidingLogState, stepSlidingLog } from "./sliding-log";
-import { type SlidingWindowState, stepSlidingWindow } from "./sliding-window";
-import { stepTokenBucket, type TokenBucketState } from "./token-bucket";
+import { type FixedWindowState, stepFixedWindowUnchecked } from "./fixed-window";
+import { type LeakyMeterState, stepLeakyMeterUnchecked } from "./leaky-meter";
+import { type SlidingLogState, stepSlidingLogUnchecked } from "./sliding-log";
+import { type SlidingWindowState, stepSlidingWindowUnchecked } from "./sliding-window";
+import { stepTokenBucketUnchecked, type TokenBucketState } from "./token-bucket";
 import type { Decision, LimitSpec, Step } from "./types";
 
 /**
@@ -19,7 +19,8 @@ export type LimitState =
 
 /**
  * One step of whichever algorithm `limit` names. A stored state of another algorithm is ignored:
- * the key starts as new (full) under the new algorithm.
+ * the key starts as new (full) under the new algorithm. Checks nothing: callers validate the
+ * limit once (`assertValidLimit` / `assertValidChecks`) and the time and cost per call.
  */
 export function stepLimit(
   state: LimitState | undefined,
@@ -29,35 +30,35 @@ export function stepLimit(
 ): Step<LimitState> {
   switch (limit.algorithm) {
     case "fixed-window":
-      return stepFixedWindow(
+      return stepFixedWindowUnchecked(
         state?.algorithm === "fixed-window" ? state : undefined,
         limit,
         nowMs,
         cost,
       );
     case "sliding-log":
-      return stepSlidingLog(
+      return stepSlidingLogUnchecked(
         state?.algorithm === "sliding-log" ? state : undefined,
         limit,
         nowMs,
         cost,
       );
     case "sliding-window":
-      return stepSlidingWindow(
+      return stepSlidingWindowUnchecked(
         state?.algorithm === "sliding-window" ? state : undefined,
         limit,
         nowMs,
         cost,
       );
     case "token-bucket":
-      return stepTokenBucket(
+      return stepTokenBucketUnchecked(
         state?.algorithm === "token-bucket" ? state : undefined,
         limit,
         nowMs,
         cost,
       );
     case "leaky-meter":
-      return stepLeakyMeter(
+      return stepLeakyMeterUnchecked(
         state?.algorithm === "leaky-meter" ? state : undefined,
         limit,
         nowMs,
@@ -70,7 +71,7 @@ export function stepLimit(
   }
 }
 
-/** The decision a request of `cost` would get now under `limit`; computes, writes nothing. */
+/** The decision a request of `cost` would get now under `limit`; computes, writes nothing. Checks nothing. */
 export function peekLimit(
   state: LimitState | undefined,
   limit: LimitSpec,

@@ -1,6 +1,6 @@
-import { assertPositive, assertSize, assertTimeAndCost } from "./arguments";
+import { assertTimeAndCost, assertValidLimit } from "./arguments";
 import { admit, reject } from "./decision";
-import { ceilMs, UNIT_TOLERANCE } from "./numeric";
+import { ceilMs, RETRY_CORRECTION_STEPS, UNIT_TOLERANCE } from "./numeric";
 import type { Decision, Step, TokenBucketLimit } from "./types";
 
 /** What a token bucket keeps per key: two numbers. */
@@ -55,6 +55,8 @@ function msUntil(tokens: number, target: number, refillPerSec: number): number {
  * bucket re-anchors on the new reading, so the step takes no tokens away (a clock that then jumps
  * forward again refills for that span once more, never beyond capacity). `remaining` is the
  * balance rounded down; `resetAfterMs` the time until full.
+ *
+ * Throws on a time, cost or limit outside the limiter's bounds (`arguments.ts`).
  */
 export function stepTokenBucket(
   state: TokenBucketState | undefined,
@@ -63,9 +65,17 @@ export function stepTokenBucket(
   cost: number,
 ): Step<TokenBucketState> {
   assertTimeAndCost(nowMs, cost);
-  assertSize("capacity", limit.capacity);
-  assertPositive("refillPerSec", limit.refillPerSec);
+  assertValidLimit(limit);
+  return stepTokenBucketUnchecked(state, limit, nowMs, cost);
+}
 
+/** {@link stepTokenBucket} for callers that validated the limit, time and cost already. */
+export function stepTokenBucketUnchecked(
+  state: TokenBucketState | undefined,
+  limit: TokenBucketLimit,
+  nowMs: number,
+  cost: number,
+): Step<TokenBucketState> {
   const tokens = tokensAt(state, limit, nowMs);
   if (cost <= tokens + UNIT_TOLERANCE && cost <= limit.capacity) {
     const left = tokens > cost ? tokens - cost : 0;
@@ -83,9 +93,19 @@ export function stepTokenBucket(
       state: refilled,
     };
   }
-  // Terminates: the balance grows with time up to capacity >= cost.
+  // The balance grows with time up to capacity >= cost; the check absorbs rounding.
   let retryAfterMs = msUntil(tokens, cost, limit.refillPerSec);
-  while (tokensAt(refilled, limit, nowMs + retryAfterMs) + UNIT_TOLERANCE < cost) retryAfterMs += 1;
+  for (
+    let step = 0;
+    tokensAt(refilled, limit, nowMs + retryAfterMs) + UNIT_TOLERANCE < cost;
+    step++
+  ) {
+    if (step === RETRY_CORRECTION_STEPS) {
+      retryAfterMs = Math.max(retryAfterMs, resetAfterMs);
+      break;
+    }
+    retryAfterMs += 1;
+  }
   return {
     decision: reject("limit-exceeded", limit.capacity, tokens, retryAfterMs, resetAfterMs),
     state: refilled,

@@ -3,6 +3,7 @@
  * snapshot is applied, so that resolving a request is a handful of map lookups (O(layers)), with
  * no parsing, no regular expression built and no scope string assembled per request.
  */
+import { assertValidLimit } from "../limiter/arguments";
 import type { LimitSpec } from "../limiter/types";
 import { compileEndpointMatcher, type EndpointMatcher } from "./endpoint-matcher";
 import { assertNever } from "./limit-math";
@@ -122,8 +123,18 @@ export function prepareSnapshot(snapshot: TSnapshot): PreparedSnapshot {
   return result;
 }
 
-/** The bare limit a store needs, without the policy's `mode` and `onStoreFailure`. */
+/**
+ * The bare limit a store needs, without the policy's `mode` and `onStoreFailure`, frozen and
+ * validated against the limiter's bounds here, when the snapshot is prepared: the stores then
+ * recognise it and check nothing per request.
+ */
 export function toLimitSpec(limit: LimitSpec): LimitSpec {
+  const spec = Object.freeze(bareLimitSpec(limit));
+  assertValidLimit(spec);
+  return spec;
+}
+
+function bareLimitSpec(limit: LimitSpec): LimitSpec {
   switch (limit.algorithm) {
     case "fixed-window":
     case "sliding-log":

@@ -8,6 +8,7 @@
  * parsed document states every mode and failure policy explicitly.
  */
 import { z } from "zod";
+import { LIMIT_BOUNDS } from "../limiter/arguments";
 import type { Algorithm, LimitSpec } from "../limiter/types";
 import { fieldErrorsFromZod, type ParseResult } from "./errors";
 import { checkIncidentGuardrails, DEFAULT_GUARDRAILS } from "./guardrails";
@@ -190,6 +191,40 @@ const LIMIT_SHAPES = {
   },
 } as const;
 
+/**
+ * A rate limit must come back within the limiter's longest duration (`LIMIT_BOUNDS.maxDurationMs`,
+ * about 31.7 years): refilling or draining the whole size at the rate may not take longer. A
+ * burst of a billion at one unit per 11 days would take 31,700 years, which no store can wait
+ * for in whole milliseconds.
+ */
+function refillsInTime<T extends z.ZodType>(
+  schema: T,
+  sizeField: "capacity" | "burst",
+  rateField: "refillPerSec" | "drainPerSec",
+): T {
+  return schema.superRefine((value, ctx) => {
+    const fields = value as Record<string, unknown>;
+    const size = fields[sizeField];
+    const rate = fields[rateField];
+    // Only once both fields are valid on their own: a field out of range says so by itself.
+    if (typeof size !== "number" || !(size >= 1 && size <= MAX_LIMIT_COUNT)) return;
+    if (typeof rate !== "number" || !(rate >= MIN_RATE_PER_SEC && rate <= MAX_RATE_PER_SEC)) {
+      return;
+    }
+    const fullMs = (size * 1000) / rate;
+    if (fullMs > LIMIT_BOUNDS.maxDurationMs) {
+      const years = Math.round(fullMs / 31_557_600_000);
+      ctx.addIssue({
+        code: "custom",
+        path: [rateField],
+        message: `${rateField} ${rate} takes ${years.toLocaleString("en-US")} years to ${
+          sizeField === "capacity" ? "refill" : "drain"
+        } ${sizeField} ${size}; a limit must come back within about 31.7 years: raise ${rateField} or lower ${sizeField}`,
+      });
+    }
+  }) as unknown as T;
+}
+
 const algorithmError = {
   error: (issue: { code?: string }) =>
     issue.code === "invalid_union"
@@ -211,8 +246,8 @@ export const ZLimitSpec = z.discriminatedUnion(
     strict(LIMIT_SHAPES["fixed-window"]),
     strict(LIMIT_SHAPES["sliding-log"]),
     strict(LIMIT_SHAPES["sliding-window"]),
-    strict(LIMIT_SHAPES["token-bucket"]),
-    strict(LIMIT_SHAPES["leaky-meter"]),
+    refillsInTime(strict(LIMIT_SHAPES["token-bucket"]), "capacity", "refillPerSec"),
+    refillsInTime(strict(LIMIT_SHAPES["leaky-meter"]), "burst", "drainPerSec"),
   ],
   algorithmError,
 );
@@ -273,8 +308,12 @@ function policyLimitUnion<Extra extends z.ZodRawShape>(extra: Extra) {
       strict({ ...LIMIT_SHAPES["fixed-window"], ...extra }),
       strict({ ...LIMIT_SHAPES["sliding-log"], ...extra }),
       strict({ ...LIMIT_SHAPES["sliding-window"], ...extra }),
-      strict({ ...LIMIT_SHAPES["token-bucket"], ...extra }),
-      strict({ ...LIMIT_SHAPES["leaky-meter"], ...extra }),
+      refillsInTime(
+        strict({ ...LIMIT_SHAPES["token-bucket"], ...extra }),
+        "capacity",
+        "refillPerSec",
+      ),
+      refillsInTime(strict({ ...LIMIT_SHAPES["leaky-meter"], ...extra }), "burst", "drainPerSec"),
     ],
     algorithmError,
   );

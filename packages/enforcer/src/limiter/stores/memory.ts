@@ -1,3 +1,4 @@
+import { assertName, assertTimeAndCost, assertValidChecks, assertValidLimit } from "../arguments";
 import { type Clock, monotonicClock } from "../clock";
 import { bucketOf, decideLayeredInto, peekLayered } from "../layered";
 import { type LimitState, stepLimit } from "../step-limit";
@@ -123,6 +124,8 @@ export class MemoryStore implements LimiterStore {
   decideSync(input: DecideInput): LayeredDecision {
     const nowMs = this.#clock.nowMs();
     const { subject, checks } = input;
+    assertName("subject", subject);
+    assertValidChecks(checks);
     if (checks.length > this.#maxKeys) {
       throw new RangeError(
         `a decision with ${checks.length} checks cannot fit a store of ${this.#maxKeys} keys`,
@@ -138,7 +141,13 @@ export class MemoryStore implements LimiterStore {
       index++;
     }
 
-    const decision = decideLayeredInto(states, checks, nowMs, input.cost ?? 1, next);
+    const decision = decideLayeredInto(
+      states,
+      checks,
+      nowMs,
+      input.cost === undefined ? 1 : input.cost,
+      next,
+    );
 
     // Existing keys first, each moved to the recent end, so that evictions made room for new
     // keys below can only take keys outside this decision (it has at most maxKeys checks).
@@ -169,10 +178,14 @@ export class MemoryStore implements LimiterStore {
    * key (and the operation single-limit libraries offer). The same algorithms and the same stored
    * state as `decideSync` with one enforced check, so the two can be mixed on one key; it only
    * skips building a layered decision. A rejection writes back what the algorithm writes (a token
-   * bucket's refill), nothing else.
+   * bucket's refill), nothing else. The limit is validated the first time it is seen.
    */
   consumeSync(subject: string, bucket: string, limit: LimitSpec, cost = 1): Decision {
     const nowMs = this.#clock.nowMs();
+    assertName("subject", subject);
+    assertName("bucket", bucket);
+    assertTimeAndCost(nowMs, cost);
+    assertValidLimit(limit);
     const firstSlot = this.#firstSlotBySubject.get(subject) ?? NO_SLOT;
     const slot = this.#findSlot(firstSlot, bucket);
     const step = stepLimit(slot === NO_SLOT ? undefined : this.#read(slot), limit, nowMs, cost);
@@ -191,13 +204,15 @@ export class MemoryStore implements LimiterStore {
    */
   peekSync(input: DecideInput): LayeredDecision {
     const nowMs = this.#clock.nowMs();
+    assertName("subject", input.subject);
+    assertValidChecks(input.checks);
     const firstSlot = this.#firstSlotBySubject.get(input.subject) ?? NO_SLOT;
     const states: (LimitState | undefined)[] = [];
     for (const check of input.checks) {
       const slot = this.#findSlot(firstSlot, bucketOf(check));
       states.push(slot === NO_SLOT ? undefined : this.#read(slot));
     }
-    return peekLayered(states, input.checks, nowMs, input.cost ?? 1);
+    return peekLayered(states, input.checks, nowMs, input.cost === undefined ? 1 : input.cost);
   }
 
   /**

@@ -9,6 +9,8 @@
  * - `fixed-window.ts`, `sliding-log.ts`, `sliding-window.ts`, `token-bucket.ts`, `leaky-meter.ts`,
  *   `leaky-shaper.ts`: one `step_*` function each, same expressions in the same order (doubles are
  *   not associative, so `(a * b) / c` stays `(a * b) / c`)
+ * - `arguments.ts`: LIMIT_BOUNDS (checked again here, so that a direct caller cannot hang Redis)
+ *   and `numeric.ts`: RETRY_CORRECTION_STEPS
  * - `layered.ts`: admitted only if every enforced check admits; on admission every check writes
  *   its stepped state, on rejection only the checks that rejected do (a token bucket's refill,
  *   expired log entries dropped), so a rejection consumes from none.
@@ -59,6 +61,10 @@
 export const REDIS_DECIDE_LUA = `
 local UNIT_TOLERANCE = 1e-9
 local MS_TOLERANCE = 1e-6
+local RETRY_CORRECTION_STEPS = 8
+local MAX_SIZE, MIN_WINDOW_MS, MAX_DURATION_MS = 1e15, 0.001, 1e12
+local MIN_RATE, MAX_RATE, MAX_ABS_TIME_MS = 1e-9, 1e15, 2 ^ 52
+local MAX_COST = 1.7976931348623157e308
 local EPSILON = 2 ^ -52
 local MAX_TTL_MS = 2 ^ 52
 
@@ -133,9 +139,13 @@ local function step_fixed_window(st, limit, w)
   end
   local current = { ws, count }
   local retry = ceil_ms(window_end - now)
-  while true do
+  for step = 0, RETRY_CORRECTION_STEPS do
     local _, c = fw_current(current, w, now + retry)
     if c + cost <= limit + UNIT_TOLERANCE then break end
+    if step == RETRY_CORRECTION_STEPS then
+      if reset > retry then retry = reset end
+      break
+    end
     retry = retry + 1
   end
   return 1, whole_units(available, limit), retry, reset, current
@@ -182,14 +192,19 @@ local function step_sliding_window(st, limit, w)
     room_at = (ws + w) + w * (1 - (limit - cost) / curr)
   end
   local current = { ws, curr, prev }
+  local reset = sw_reset(ws, curr, prev, w)
   local retry = ceil_ms(room_at - now)
-  while true do
+  for step = 0, RETRY_CORRECTION_STEPS do
     local at = now + retry
     local a, b, c = sw_current(current, w, at)
     if sw_estimate(a, b, c, w, at) + cost <= limit + UNIT_TOLERANCE then break end
+    if step == RETRY_CORRECTION_STEPS then
+      if reset > retry then retry = reset end
+      break
+    end
     retry = retry + 1
   end
-  return 1, whole_units(available, limit), retry, sw_reset(ws, curr, prev, w), current
+  return 1, whole_units(available, limit), retry, reset, current
 end
 
 -- token-bucket.ts: state {tokens, lastMs} ----------------------------------------------------
@@ -217,7 +232,12 @@ local function step_token_bucket(st, capacity, rate)
     return 0, whole_units(left, capacity), 0, ms_until(left, capacity, rate), { left, now }
   end
   local retry = ms_until(tokens, cost, rate)
-  while tb_tokens_at(refilled, capacity, rate, now + retry) + UNIT_TOLERANCE < cost do
+  for step = 0, RETRY_CORRECTION_STEPS do
+    if tb_tokens_at(refilled, capacity, rate, now + retry) + UNIT_TOLERANCE >= cost then break end
+    if step == RETRY_CORRECTION_STEPS then
+      if reset > retry then retry = reset end
+      break
+    end
     retry = retry + 1
   end
   return 1, whole_units(tokens, capacity), retry, reset, refilled
@@ -247,7 +267,14 @@ local function step_leaky_meter(st, burst, rate)
       { current[1] + drain_ms(cost, rate) }
   end
   local retry = ceil_ms(current[1] + drain_ms(cost, rate) - at)
-  while lm_room_at(current, burst, rate, evaluated_at(now + retry)) + UNIT_TOLERANCE < cost do
+  for step = 0, RETRY_CORRECTION_STEPS do
+    if lm_room_at(current, burst, rate, evaluated_at(now + retry)) + UNIT_TOLERANCE >= cost then
+      break
+    end
+    if step == RETRY_CORRECTION_STEPS then
+      if reset > retry then retry = reset end
+      break
+    end
     retry = retry + 1
   end
   return 1, whole_units(room, burst), retry, reset, current
@@ -276,8 +303,15 @@ local function step_leaky_shaper(st, max_queue, rate)
   end
   local room_at = current[1] - drain_ms(max_queue - cost, rate)
   local retry = ceil_ms(room_at - at)
-  while max_queue - sh_queued_at(current, rate, evaluated_at(now + retry)) + UNIT_TOLERANCE
-    < cost do
+  for step = 0, RETRY_CORRECTION_STEPS do
+    if max_queue - sh_queued_at(current, rate, evaluated_at(now + retry)) + UNIT_TOLERANCE
+      >= cost then
+      break
+    end
+    if step == RETRY_CORRECTION_STEPS then
+      if reset > retry then retry = reset end
+      break
+    end
     retry = retry + 1
   end
   return 3, whole_units(room, max_queue), retry, reset, current, 0
@@ -376,9 +410,17 @@ local function step_sliding_log(stored, limit, w)
     if expired >= excess - UNIT_TOLERANCE then break end
     i = i + 1
   end
+  local reset = sl_reset(live, w)
   local retry = ceil_ms(live.at[i] + w - now)
-  while sl_used_at(live, w, now + retry) + cost > limit + UNIT_TOLERANCE do retry = retry + 1 end
-  return 1, whole_units(available, limit), retry, sl_reset(live, w), live
+  for step = 0, RETRY_CORRECTION_STEPS do
+    if sl_used_at(live, w, now + retry) + cost <= limit + UNIT_TOLERANCE then break end
+    if step == RETRY_CORRECTION_STEPS then
+      if reset > retry then retry = reset end
+      break
+    end
+    retry = retry + 1
+  end
+  return 1, whole_units(available, limit), retry, reset, live
 end
 
 -- storage -----------------------------------------------------------------------------------
@@ -478,6 +520,23 @@ local function num(x)
   return fmt("%.17g", x)
 end
 
+-- arguments.ts: LIMIT_BOUNDS ----------------------------------------------------------------
+
+-- Whether a check's parameters are within the limiter's bounds: a size from 0 to 1e15, a window
+-- from 0.001 to 1e12 ms, a rate from 1e-9 to 1e15 per second that refills or drains the size
+-- within 1e12 ms. (NaN fails every comparison.)
+local function is_valid_check(code, p1, p2, mode)
+  if not (p1 and p2 and (mode == "e" or mode == "d")) then return false end
+  if not (p1 >= 0 and p1 <= MAX_SIZE) then return false end
+  if code == 1 or code == 2 or code == 3 then
+    return p2 >= MIN_WINDOW_MS and p2 <= MAX_DURATION_MS
+  end
+  if code == 4 or code == 5 or code == 6 then
+    return p2 >= MIN_RATE and p2 <= MAX_RATE and (p1 * 1000) / p2 <= MAX_DURATION_MS
+  end
+  return false
+end
+
 -- decide / peek / shape, one decision after another ---------------------------------------
 
 local reply = {}
@@ -499,6 +558,13 @@ while a <= #ARGV do
   end
   cost = tonumber(c)
   local count = tonumber(n)
+  -- The client validates (arguments.ts); these bounds keep a direct caller from hanging Redis.
+  if not (now and now >= -MAX_ABS_TIME_MS and now <= MAX_ABS_TIME_MS) then
+    return redis.error_reply("invalid time " .. tostring(t))
+  end
+  if not (cost and cost >= 0 and cost <= MAX_COST) then
+    return redis.error_reply("invalid cost " .. tostring(c))
+  end
 
   -- Each check: "<algorithm code> <first parameter> <second parameter> <mode>".
   local algorithms, firsts, seconds, modes = {}, {}, {}, {}
@@ -506,6 +572,9 @@ while a <= #ARGV do
     local code, p1, p2, mode = match(ARGV[a + i], "^(%d) (%S+) (%S+) (%a)$")
     if not code then return redis.error_reply("malformed check " .. tostring(ARGV[a + i])) end
     algorithms[i], firsts[i], seconds[i], modes[i] = tonumber(code), tonumber(p1), tonumber(p2), mode
+    if not is_valid_check(algorithms[i], firsts[i], seconds[i], mode) then
+      return redis.error_reply("invalid check " .. tostring(ARGV[a + i]))
+    end
   end
 
   if op == "s" or op == "q" then
@@ -564,4 +633,4 @@ return reply
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "6d6009fcb7792d0cbeee1155ee1ab720921a5c62";
+export const REDIS_DECIDE_SHA1 = "8cd40fa1757690573ba182e12fa2672416771422";

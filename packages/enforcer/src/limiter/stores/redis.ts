@@ -1,6 +1,7 @@
-import { assertPositive, assertSize, assertTimeAndCost } from "../arguments";
+import calculateSlot from "cluster-key-slot";
+import { assertName, assertTimeAndCost, assertValidChecks, assertValidLimit } from "../arguments";
 import type { Clock } from "../clock";
-import { assertDistinctBuckets, combineOutcomes } from "../layered";
+import { combineOutcomes } from "../layered";
 import type { ShapedDecision } from "../leaky-shaper";
 import type {
   DecideInput,
@@ -26,6 +27,11 @@ import { StoreUnavailableError } from "./store-unavailable-error";
 export interface RedisScriptClient {
   evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /**
+   * True for an ioredis `Cluster`, which routes each call by its keys' hash slot: batches are
+   * then made per slot (a script's keys must all live in one slot).
+   */
+  readonly isCluster?: boolean;
 }
 
 export interface RedisStoreOptions {
@@ -51,9 +57,9 @@ export interface RedisStoreOptions {
    * round trip and one script run, its decisions evaluated one after another (each sees what the
    * one before it wrote), atomically as a whole, so no decision admits more than its limit
    * allows. Under load it saves most of the per-call cost in Redis and in the client; 64 suits a
-   * busy gateway. A single Redis node only: on Redis Cluster a script's keys must share one slot,
-   * and decisions for different subjects do not, so keep 1 there (each layered decision is still
-   * one call).
+   * busy gateway. On Redis Cluster (a client whose `isCluster` is true) a script's keys must share
+   * one hash slot, so decisions are batched per slot: each batch holds decisions whose subjects
+   * hash to the same slot, and the client sends every slot's batch to the node that owns it.
    * @default 1
    */
   readonly maxBatchSize?: number;
@@ -91,6 +97,8 @@ const FIELDS_PER_CHECK = 4;
 
 /** One decision's share of a script call: its keys, its arguments, and where its reply goes. */
 interface PendingDecision {
+  /** The hash slot of its keys on Redis Cluster; 0 on a single Redis. */
+  readonly slot: number;
   readonly keys: readonly string[];
   readonly args: readonly string[];
   readonly replyLength: number;
@@ -111,6 +119,12 @@ const UNAVAILABLE_REPLIES = [
   "TRYAGAIN",
   "OOM",
   "NOREPLICAS",
+  // Cluster topology replies the client could not resolve by itself (a resharding in progress, a
+  // slot moving, or keys spread over slots): the decision is not made, so the failure policy
+  // answers, as for any other "not now".
+  "MOVED",
+  "ASK",
+  "CROSSSLOT",
 ];
 
 /**
@@ -158,32 +172,21 @@ function checkArg(limit: LimitSpec | LeakyShaperLimit, mode: LimitMode): string 
   return mode === "enforce" ? args.e : args.d;
 }
 
-/** The algorithm code and two parameters, after the same checks the core makes. */
+/** The algorithm code and two parameters, after the core's checks (once per limit). */
 function checkedLimitArgs(limit: LimitSpec | LeakyShaperLimit): [string, string, string] {
+  assertValidLimit(limit);
   switch (limit.algorithm) {
     case "fixed-window":
-      assertSize("limit", limit.limit);
-      assertPositive("windowMs", limit.windowMs);
       return ["1", String(limit.limit), String(limit.windowMs)];
     case "sliding-log":
-      assertSize("limit", limit.limit);
-      assertPositive("windowMs", limit.windowMs);
       return ["2", String(limit.limit), String(limit.windowMs)];
     case "sliding-window":
-      assertSize("limit", limit.limit);
-      assertPositive("windowMs", limit.windowMs);
       return ["3", String(limit.limit), String(limit.windowMs)];
     case "token-bucket":
-      assertSize("capacity", limit.capacity);
-      assertPositive("refillPerSec", limit.refillPerSec);
       return ["4", String(limit.capacity), String(limit.refillPerSec)];
     case "leaky-meter":
-      assertSize("burst", limit.burst);
-      assertPositive("drainPerSec", limit.drainPerSec);
       return ["5", String(limit.burst), String(limit.drainPerSec)];
     case "leaky-shaper":
-      assertSize("maxQueue", limit.maxQueue);
-      assertPositive("drainPerSec", limit.drainPerSec);
       return ["6", String(limit.maxQueue), String(limit.drainPerSec)];
     default: {
       const unknown: never = limit;
@@ -295,8 +298,13 @@ export class RedisStore implements LimiterStore {
   readonly #maxBatchSize: number;
   /** The EVAL re-caching the script after a NOSCRIPT, while one is in flight. */
   #reloading: Promise<unknown> | undefined;
-  /** Decisions waiting for their batch to fill or for the end of this event-loop turn. */
-  #queue: PendingDecision[] = [];
+  /** Batches per hash slot on Redis Cluster; one batch (slot 0) on a single Redis. */
+  readonly #isCluster: boolean;
+  /**
+   * Decisions waiting for their batch to fill or for the end of this event-loop turn, by slot.
+   * A batch is removed once sent, so the map holds at most the slots used in one turn.
+   */
+  #queues = new Map<number, PendingDecision[]>();
   #isFlushScheduled = false;
 
   constructor(options: RedisStoreOptions) {
@@ -316,6 +324,7 @@ export class RedisStore implements LimiterStore {
       throw new RangeError(`maxBatchSize must be a whole number >= 1, got ${maxBatchSize}`);
     }
     this.#maxBatchSize = maxBatchSize;
+    this.#isCluster = options.client.isCluster === true;
   }
 
   /** The Redis key of `bucket` under `subject`, with this store's prefix. */
@@ -355,8 +364,9 @@ export class RedisStore implements LimiterStore {
 
   async #layered(op: "d" | "p", input: DecideInput): Promise<LayeredDecision> {
     const checks = input.checks;
-    const args = [this.#headArg(op, input.cost ?? 1, checks.length)];
-    assertDistinctBuckets(checks);
+    assertName("subject", input.subject);
+    assertValidChecks(checks);
+    const args = [this.#headArg(op, input.cost === undefined ? 1 : input.cost, checks.length)];
     if (checks.length === 0) return combineOutcomes([]);
     const keys: string[] = [];
     const keyPrefix = subjectKeyPrefix(this.#keyPrefix, input.subject);
@@ -375,7 +385,17 @@ export class RedisStore implements LimiterStore {
   }
 
   async #shaped(op: "s" | "q", input: ShapeInput): Promise<ShapedDecision> {
-    const args = [this.#headArg(op, input.cost ?? 1, 1), checkArg(input.limit, "enforce")];
+    assertName("subject", input.subject);
+    assertName("bucket", input.bucket);
+    if (input.limit?.algorithm !== "leaky-shaper") {
+      throw new TypeError(
+        `limit.algorithm must be "leaky-shaper" to shape, got ${JSON.stringify(input.limit?.algorithm)}`,
+      );
+    }
+    const args = [
+      this.#headArg(op, input.cost === undefined ? 1 : input.cost, 1),
+      checkArg(input.limit, "enforce"),
+    ];
     const key = this.storageKey(input.subject, input.bucket);
     const reply = await this.#submit([key], args, FIELDS_PER_CHECK + 1);
     const code = replyNumber(reply, 0);
@@ -408,10 +428,19 @@ export class RedisStore implements LimiterStore {
         replyArray(reply, replyLength),
       );
     }
+    // Every key of one decision shares its subject's hash tag, so the first key's slot is the
+    // decision's. Computed only on Cluster: a single Redis takes any keys in one script.
+    const slot = this.#isCluster ? calculateSlot(keys[0] ?? "") : 0;
     return new Promise((resolve, reject) => {
-      this.#queue.push({ keys, args, replyLength, resolve, reject });
-      if (this.#queue.length >= this.#maxBatchSize) {
-        this.#flush();
+      let queue = this.#queues.get(slot);
+      if (queue === undefined) {
+        queue = [];
+        this.#queues.set(slot, queue);
+      }
+      queue.push({ slot, keys, args, replyLength, resolve, reject });
+      if (queue.length >= this.#maxBatchSize) {
+        this.#queues.delete(slot);
+        this.#sendBatch(queue);
       } else if (!this.#isFlushScheduled) {
         this.#isFlushScheduled = true;
         setImmediate(() => {
@@ -422,12 +451,12 @@ export class RedisStore implements LimiterStore {
     });
   }
 
-  /** Sends the decisions queued so far as one script call. */
+  /** Sends the decisions queued so far: one script call per slot. */
   #flush(): void {
-    const queue = this.#queue;
-    if (queue.length === 0) return;
-    this.#queue = [];
-    this.#sendBatch(queue);
+    const queues = this.#queues;
+    if (queues.size === 0) return;
+    this.#queues = new Map();
+    for (const queue of queues.values()) this.#sendBatch(queue);
   }
 
   #sendBatch(batch: readonly PendingDecision[]): void {
