@@ -20,7 +20,9 @@
  * | `GET /metrics` | not limited: Prometheus text | - |
  * | `GET /healthz` | not limited: the enforcer's status; 503 until a policy is in force | - |
  *
- * Reads REDIS_URL and REDIS_KEY_PREFIX from the environment. Prints one line on stdout when it
+ * Reads REDIS_URL, REDIS_CLUSTER_NODES (a Redis Cluster) and REDIS_KEY_PREFIX from the environment.
+ * `--timeout-ms` is when a late store answer makes it look at the connection (50), `--max-wait-ms`
+ * the longest it waits for a connected but slow Redis (1000). Prints one line on stdout when it
  * listens: `gateway <id> listening on http://<host>:<port> policy=<version|none>`.
  */
 import { once } from "node:events";
@@ -43,6 +45,7 @@ const { values } = parseArgs({
     "expected-gateways": { type: "string", default: "3" },
     id: { type: "string" },
     "timeout-ms": { type: "string" },
+    "max-wait-ms": { type: "string" },
     "poll-interval-ms": { type: "string" },
     "no-local-stage": { type: "boolean", default: false },
     "trust-proxy": { type: "string", default: "0" },
@@ -112,10 +115,12 @@ const storeOption: Pick<EnforcerOptions, "store"> = values.memory
 const env = loadEnv();
 const enforcer = await createEnforcer({
   redisUrl: env.REDIS_URL,
+  redisClusterNodes: env.REDIS_CLUSTER_NODES,
   keyPrefix: env.REDIS_KEY_PREFIX,
   expectedGateways,
   enforcerId: values.id ?? `gateway-${process.pid}`,
   timeoutMs: wholeNumber("timeout-ms", values["timeout-ms"]),
+  maxWaitMs: wholeNumber("max-wait-ms", values["max-wait-ms"]),
   pollIntervalMs: wholeNumber("poll-interval-ms", values["poll-interval-ms"]),
   localStage: values["no-local-stage"] ? false : {},
   ...storeOption,

@@ -4,12 +4,12 @@
  * process. Publication keeps its own (`lib/control/control-deps.ts`).
  */
 import "server-only";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@limitplane/enforcer/publication";
 import { createRedis } from "./redis";
 
-const globalForConsole = globalThis as typeof globalThis & { limitplaneConsoleRedis?: Redis };
+const globalForConsole = globalThis as typeof globalThis & { limitplaneConsoleRedis?: RedisClient };
 
-export function consoleRedis(): Redis {
+export function consoleRedis(): RedisClient {
   globalForConsole.limitplaneConsoleRedis ??= createRedis("control", {
     connectionName: "limitplane-console-reads",
   });

@@ -31,6 +31,19 @@ describe("parseEnv", () => {
       { ALERT_WEBHOOK_URLS: "https://hooks.example/a,https://hooks.example/a" },
       "ALERT_WEBHOOK_URLS lists the same URL twice",
     ],
+    [
+      { REDIS_CLUSTER_NODES: "10.0.0.1:7000,10.0.0.2" },
+      "REDIS_CLUSTER_NODES entry 2 is not host:port with a port from 1 to 65535",
+    ],
+    [{ REDIS_CLUSTER_NODES: "10.0.0.1:70000" }, "REDIS_CLUSTER_NODES entry 1 is not host:port"],
+    [
+      { REDIS_CLUSTER_NODES: "redis://10.0.0.1:7000" },
+      "REDIS_CLUSTER_NODES entry 1 is not host:port",
+    ],
+    [
+      { REDIS_CLUSTER_NODES: "10.0.0.1:7000", REDIS_URL: "redis://cache:6379/3" },
+      "REDIS_URL selects database 3, but REDIS_CLUSTER_NODES is set and a Redis Cluster has database 0 only",
+    ],
   ])("names the variable and the problem in one line: %o", (source, expected) => {
     let message = "";
     try {
@@ -41,6 +54,18 @@ describe("parseEnv", () => {
     }
     expect(message).toContain(expected);
     expect(message).not.toContain("\n");
+  });
+
+  it("reads REDIS_CLUSTER_NODES as a list of nodes, empty when unset, IPv6 in brackets", () => {
+    expect(parseEnv({}).REDIS_CLUSTER_NODES).toEqual([]);
+    expect(
+      parseEnv({ REDIS_CLUSTER_NODES: " 10.0.0.1:7000 ,redis-a.internal:7001,[::1]:7002," })
+        .REDIS_CLUSTER_NODES,
+    ).toEqual([
+      { host: "10.0.0.1", port: 7000 },
+      { host: "redis-a.internal", port: 7001 },
+      { host: "::1", port: 7002 },
+    ]);
   });
 
   it("reads ALERT_WEBHOOK_URLS as a list, empty when unset", () => {

@@ -76,6 +76,34 @@ const webhookUrls = z
     return urls;
   });
 
+/**
+ * Redis Cluster seed nodes: comma-separated `host:port` (IPv6 as `[::1]:7000`), parsed to a list
+ * (empty: no Cluster). Each problem names the entry by position.
+ */
+const clusterNodes = z
+  .string()
+  .default("")
+  .transform((value, ctx) => {
+    const entries = value
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== "");
+    const nodes: { host: string; port: number }[] = [];
+    entries.forEach((entry, index) => {
+      const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(entry);
+      const port = Number(match?.[3]);
+      if (match === null || !(port >= 1 && port <= 65535)) {
+        ctx.addIssue({
+          code: "custom",
+          message: `entry ${index + 1} is not host:port with a port from 1 to 65535 (a comma-separated list such as 10.0.0.1:7000,10.0.0.2:7000 is expected)`,
+        });
+        return;
+      }
+      nodes.push({ host: match[1] ?? match[2] ?? "", port });
+    });
+    return nodes;
+  });
+
 /** The development secret. Refused when NODE_ENV is production. */
 const DEV_SESSION_SECRET = "limitplane-development-secret-do-not-use-in-production";
 
@@ -136,8 +164,27 @@ export const ZEnv = z
     LIMITPLANE_WORKER: z
       .enum(["separate", "in-process"], { error: "must be separate or in-process" })
       .default("separate"),
+
+    // Redis Cluster ------------------------------------------------------------------------
+    /**
+     * Seed nodes of a Redis Cluster (`host:port,host:port`). Set, the console, the worker and
+     * every enforcer use an ioredis Cluster client on them, and REDIS_URL only says how to talk
+     * to the nodes: `rediss://` for TLS, its username and password for every node; its host,
+     * port and database are then not used. Unset: one Redis at REDIS_URL.
+     */
+    REDIS_CLUSTER_NODES: clusterNodes,
   })
   .superRefine((env, ctx) => {
+    if (env.REDIS_CLUSTER_NODES.length > 0) {
+      const database = new URL(env.REDIS_URL).pathname.replace(/^\//, "");
+      if (database !== "" && database !== "0") {
+        ctx.addIssue({
+          code: "custom",
+          path: ["REDIS_URL"],
+          message: `selects database ${database}, but REDIS_CLUSTER_NODES is set and a Redis Cluster has database 0 only`,
+        });
+      }
+    }
     if (env.NODE_ENV === "production" && env.SESSION_SECRET === DEV_SESSION_SECRET) {
       ctx.addIssue({
         code: "custom",

@@ -10,13 +10,13 @@
 import "server-only";
 
 import { type LimiterStore, RedisStore } from "@limitplane/enforcer/limiter";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@limitplane/enforcer/publication";
 import { loadEnv } from "./env";
 import { createRedis } from "./redis";
 
 const globalForStores = globalThis as typeof globalThis & {
   limitplaneLimiterStores?: Map<string, LimiterStore>;
-  limitplaneLimiterRedis?: Redis;
+  limitplaneLimiterRedis?: RedisClient;
 };
 
 /** The shared store whose keys start with REDIS_KEY_PREFIX + `subPrefix`. */
@@ -25,11 +25,12 @@ export function getSharedLimiterStore(subPrefix = ""): LimiterStore {
   const stores = globalForStores.limitplaneLimiterStores;
   let store = stores.get(subPrefix);
   if (store === undefined) {
-    globalForStores.limitplaneLimiterRedis ??= createRedis("control", {
-      connectionName: "limitplane-console-limiter",
-    });
+    const client =
+      globalForStores.limitplaneLimiterRedis ??
+      createRedis("control", { connectionName: "limitplane-console-limiter" });
+    globalForStores.limitplaneLimiterRedis = client;
     store = new RedisStore({
-      client: globalForStores.limitplaneLimiterRedis,
+      client,
       keyPrefix: `${loadEnv().REDIS_KEY_PREFIX}${subPrefix}`,
     });
     stores.set(subPrefix, store);

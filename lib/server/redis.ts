@@ -1,20 +1,42 @@
 /**
  * Redis clients for the console, the worker and the scripts: the package's one client factory
  * (`createRedisClient`, with its per-role timeouts and reconnects), pointed at this installation's
- * `REDIS_URL` unless told otherwise.
+ * Redis unless told otherwise: a Cluster client on REDIS_CLUSTER_NODES when that is set (with
+ * REDIS_URL's TLS and credentials), else one Redis at REDIS_URL.
  */
 import "server-only";
 import {
   type CreateRedisOptions,
   createRedisClient,
+  type RedisClient,
   type RedisRole,
 } from "@limitplane/enforcer/publication";
 import type { Redis } from "ioredis";
 import { loadEnv } from "@/lib/server/env";
 
-export type { RedisRole } from "@limitplane/enforcer/publication";
+export type { RedisClient, RedisRole } from "@limitplane/enforcer/publication";
 
-/** A new client for `role`. The caller owns it and must `quit()` it. */
-export function createRedis(role: RedisRole, options: Partial<CreateRedisOptions> = {}): Redis {
-  return createRedisClient(role, { ...options, url: options.url ?? loadEnv().REDIS_URL });
+/** A client of one Redis at `url`, whatever the environment says. The caller must `quit()` it. */
+export function createRedis(
+  role: RedisRole,
+  options: Partial<CreateRedisOptions> & { url: string; clusterNodes?: undefined },
+): Redis;
+/**
+ * A new client for `role` on this installation's Redis: a Cluster client when REDIS_CLUSTER_NODES
+ * is set, else one Redis at REDIS_URL. The caller owns it and must `quit()` it.
+ */
+export function createRedis(role: RedisRole, options?: Partial<CreateRedisOptions>): RedisClient;
+export function createRedis(
+  role: RedisRole,
+  options: Partial<CreateRedisOptions> = {},
+): RedisClient {
+  if (options.url !== undefined) {
+    return createRedisClient(role, { ...options, url: options.url });
+  }
+  const env = loadEnv();
+  return createRedisClient(role, {
+    ...options,
+    url: env.REDIS_URL,
+    clusterNodes: options.clusterNodes ?? env.REDIS_CLUSTER_NODES,
+  });
 }

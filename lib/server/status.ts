@@ -6,7 +6,7 @@
 import "server-only";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@limitplane/enforcer/publication";
 import { getPrisma } from "@/lib/server/db";
 import { loadEnv } from "@/lib/server/env";
 import { createRedis } from "@/lib/server/redis";
@@ -103,7 +103,7 @@ export async function checkPostgres(): Promise<ServiceCheck> {
 }
 
 interface StatusRedis {
-  client: Redis;
+  client: RedisClient;
   /** The last connection error, so a check can say why Redis is down instead of waiting. */
   lastError: unknown;
 }

@@ -3,7 +3,7 @@
  * console when it hosts them itself (the embedded database: LIMITPLANE_WORKER=in-process).
  */
 
-import type { Redis } from "ioredis";
+import type { RedisClient } from "@limitplane/enforcer/publication";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import { loadEnv } from "@/lib/server/env";
 import { alertWebhooksJob } from "./jobs/alert-webhooks-job";
@@ -15,7 +15,7 @@ import type { WorkerJob } from "./worker-job";
 export interface StandardJobsOptions {
   readonly db: PrismaClient;
   /** A `control` client from lib/server/redis.ts. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** REDIS_KEY_PREFIX. */
   readonly prefix: string;
   /** @default console.log */

@@ -3,8 +3,7 @@
  * enforcers' heartbeats and a customer's recent rejections as the console reads them (Redis).
  */
 import { randomBytes } from "node:crypto";
-import { enforcerRedisNames } from "@limitplane/enforcer/publication";
-import type { Redis } from "ioredis";
+import { enforcerRedisNames, type RedisClient } from "@limitplane/enforcer/publication";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
@@ -24,7 +23,7 @@ import { provideTestDatabase } from "./helpers/test-database";
 
 const database = provideTestDatabase();
 let deps: ControlDeps;
-let redis: Redis;
+let redis: RedisClient;
 let ops: OpsRedisDeps;
 
 beforeAll(async () => {

@@ -62,6 +62,8 @@ function setup() {
       timers,
       clock: timers,
       timeoutMs: 50,
+      // As the runtime wires it: a down connection is not waited for (a slow one would be).
+      isStoreReachable: () => !shared.isDown,
     }),
     metrics: new DecisionMetrics({ wallClock: timers }),
   }));

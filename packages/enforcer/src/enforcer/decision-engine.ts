@@ -86,8 +86,21 @@ export interface DecisionEngineOptions {
    * default: any guess is wrong by a factor.
    */
   readonly expectedGateways: number;
-  /** Longest wait for the store before the failure policy answers. @default 50 */
+  /**
+   * How long a store call may go unanswered before the store's reachability is looked at: an
+   * unreachable store is decided without at once, a reachable one is waited for (see
+   * `maxWaitMs`).
+   * @default 50
+   */
   readonly timeoutMs?: number;
+  /**
+   * The longest a decision waits for a reachable but slow store, in all, before its failure
+   * policy answers. A busy gateway serves slower; it never serves unlimited.
+   * @default 1_000
+   */
+  readonly maxWaitMs?: number;
+  /** Whether the store can be asked now (the Redis connection is up). @default () => true */
+  readonly isStoreReachable?: () => boolean;
   /** @default the CircuitBreaker defaults (5 failures, 2 s cool-down) */
   readonly breaker?: Omit<CircuitBreakerOptions, "clock">;
   /** Least `Retry-After` a `closed` limit tells while the store is down. @default 1_000 */
@@ -121,6 +134,10 @@ export class DecisionEngine implements RequestChecker {
   readonly breaker: CircuitBreaker;
   readonly #snapshot: () => PreparedSnapshot | null;
   readonly #guarded: GuardedStore;
+  /** Store decisions that took longer than `timeoutMs` and were waited for. */
+  get slowStoreDecisionCount(): number {
+    return this.#guarded.slowDecisionCount;
+  }
   readonly #localStage: LocalStage | null;
   readonly #clock: Clock;
   readonly #wallClock: Clock;
@@ -138,6 +155,8 @@ export class DecisionEngine implements RequestChecker {
         clock: this.#clock,
       }),
       timeoutMs: options.timeoutMs,
+      maxWaitMs: options.maxWaitMs,
+      isStoreReachable: options.isStoreReachable,
       breaker: this.breaker,
       timers: options.timers ?? systemTimers,
       clock: this.#clock,

@@ -14,13 +14,16 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import type { Redis } from "ioredis";
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
 import { RedisStore } from "../limiter/stores/redis";
 import type { LimiterStore } from "../limiter/types";
 import type { TSnapshot } from "../policy/schemas";
-import { createRedisClient } from "../publication/redis-clients";
+import {
+  createRedisClient,
+  type RedisClient,
+  type RedisClusterNode,
+} from "../publication/redis-clients";
 import { enforcerRedisNames } from "../publication/redis-keys";
 import type { BreakerSnapshot, CircuitBreakerOptions } from "./circuit-breaker";
 import {
@@ -29,6 +32,7 @@ import {
   type EnforcerResult,
   type RequestChecker,
 } from "./decision-engine";
+import { type EventLoopDelay, EventLoopDelayMonitor } from "./event-loop-delay";
 import type { LocalStageOptions } from "./local-stage";
 import { describeError, type EnforcerLogger, jsonLineLogger } from "./logger";
 import {
@@ -42,18 +46,23 @@ import {
 import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "./policy-follower";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
 import { systemTimers, type TimerHandle, type Timers } from "./timers";
+import { STORE_FAILURES, type StoreFailure } from "./types";
 
 /**
  * The Redis connections an enforcer uses, one per role (`createRedisClient` in the package's
  * `/publication` entry makes them with the timeouts each role needs).
  */
 export interface EnforcerClients {
-  /** The hot path: fails at once when disconnected, so the failure policy decides. */
-  readonly decisions: Redis;
+  /**
+   * The hot path: fails at once when disconnected, so the failure policy decides. Its command
+   * timeout must exceed `maxWaitMs`, or a slow call is given up by the client before the enforcer
+   * stops waiting for it.
+   */
+  readonly decisions: RedisClient;
   /** Snapshot reads, heartbeats, metrics. */
-  readonly control: Redis;
+  readonly control: RedisClient;
   /** Policy announcements. */
-  readonly subscriber: Redis;
+  readonly subscriber: RedisClient;
 }
 
 export interface EnforcerOptions {
@@ -68,6 +77,13 @@ export interface EnforcerOptions {
    * and closes them on `stop()`. Give this or `clients`, not both.
    */
   readonly redisUrl?: string;
+  /**
+   * Seed nodes of a Redis Cluster: the three connections are then ioredis `Cluster` clients, and
+   * `redisUrl` says only how to reach the nodes (`rediss://` for TLS, its username and password
+   * for every node); its host, port and database are not used.
+   * @default none: one Redis at `redisUrl`
+   */
+  readonly redisClusterNodes?: readonly RedisClusterNode[];
   /**
    * Connections you made and own (the enforcer never closes them). The `decisions` one should
    * fail fast (no offline queue), as `createRedisClient("decisions", ...)` makes it.
@@ -91,13 +107,24 @@ export interface EnforcerOptions {
   readonly store?: (clients: EnforcerClients, keyPrefix: string) => LimiterStore;
   /**
    * Decisions the default RedisStore sends in one script call when they arrive in the same
-   * event-loop turn (each is still one layered decision, atomic; see `RedisStoreOptions`). Set 1
-   * on Redis Cluster, where decisions of different subjects live in different slots.
+   * event-loop turn (each is still one layered decision, atomic; see `RedisStoreOptions`). On
+   * Redis Cluster the batches are per hash slot.
    * @default 64
    */
   readonly storeBatchSize?: number;
-  /** Longest wait for the store before the failure policy answers. @default 50 */
+  /**
+   * How long a store call may go unanswered before the enforcer looks at the connection: down,
+   * and each limit's failure policy answers at once; up, and the call is only slow, so it is
+   * waited for (up to `maxWaitMs`). See README "Slow versus down".
+   * @default 50
+   */
   readonly timeoutMs?: number;
+  /**
+   * The longest one decision waits for a Redis that is connected but slow (a busy host), in all,
+   * before its failure policy answers. A busy gateway serves slower; it never serves unlimited.
+   * @default 1_000
+   */
+  readonly maxWaitMs?: number;
   /** @default 5 consecutive failures or >= 50 % of >= 20 calls in 10 s open it; 2 s cool-down */
   readonly breaker?: Omit<CircuitBreakerOptions, "clock">;
   /** Least `Retry-After` a `closed` limit tells while Redis is down. @default 1_000 */
@@ -158,6 +185,16 @@ export interface EnforcerStatus {
   };
   /** Metrics flushes lost to a failed MULTI. */
   readonly lostMetricsFlushes: number;
+  /**
+   * Decisions made without the store since start, by why: `store-error` (the store is down or
+   * refused), `timeout` (no answer in time), `circuit-open` (the breaker answered). Each one was
+   * decided by its limits' failure policies.
+   */
+  readonly decisionsWithoutStore: Readonly<Record<StoreFailure, number>>;
+  /** Store decisions that came late (after `timeoutMs`) and were waited for, since start. */
+  readonly slowStoreDecisions: number;
+  /** This process's event-loop delay over the last heartbeat interval. */
+  readonly eventLoopDelay: EventLoopDelay;
 }
 
 export class Enforcer implements RequestChecker {
@@ -175,6 +212,7 @@ export class Enforcer implements RequestChecker {
   readonly #metricsFlushIntervalMs: number;
   readonly #startupWaitMs: number;
   readonly #clock: Clock;
+  readonly #loopDelay = new EventLoopDelayMonitor();
   #loops: TimerHandle[] = [];
   #isStoreFailing = false;
   #isStopped = false;
@@ -202,7 +240,10 @@ export class Enforcer implements RequestChecker {
         new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: storeBatchSize }));
 
     this.#ownsClients = options.clients === undefined;
-    this.#clients = options.clients ?? this.#openClients(options.redisUrl ?? "");
+    const maxWaitMs = options.maxWaitMs ?? 1_000;
+    this.#clients =
+      options.clients ??
+      this.#openClients(options.redisUrl ?? "", options.redisClusterNodes ?? [], maxWaitMs);
     const names = enforcerRedisNames(this.keyPrefix);
 
     this.#follower = new PolicyFollower({
@@ -221,6 +262,9 @@ export class Enforcer implements RequestChecker {
       snapshot: () => this.#follower.current,
       expectedGateways: options.expectedGateways,
       timeoutMs: options.timeoutMs,
+      maxWaitMs,
+      // Connected (a Cluster: ready, slots known) means a late answer is a slow one, waited for.
+      isStoreReachable: () => this.#clients.decisions.status === "ready",
       breaker: options.breaker,
       closedRetryAfterMs: options.closedRetryAfterMs,
       localStage: options.localStage,
@@ -248,6 +292,9 @@ export class Enforcer implements RequestChecker {
         applied: this.#follower.applied,
         snapshotErrors: this.#follower.errors,
         breaker: this.#engine.breaker,
+        degradedByFailure: this.#engine.metrics.totals().degradedByFailure,
+        slowStoreDecisions: this.#engine.slowStoreDecisionCount,
+        eventLoopDelay: this.#loopDelay.last,
       }),
       ttlMs: options.heartbeatTtlMs ?? 10_000,
       wallClock,
@@ -275,12 +322,30 @@ export class Enforcer implements RequestChecker {
     });
   }
 
-  #openClients(url: string): EnforcerClients {
+  #openClients(
+    url: string,
+    clusterNodes: readonly RedisClusterNode[],
+    maxWaitMs: number,
+  ): EnforcerClients {
     const connectionName = (role: string) => `limitplane-enforcer-${role}-${this.enforcerId}`;
     return {
-      decisions: createRedisClient("decisions", { url, connectionName: connectionName("d") }),
-      control: createRedisClient("control", { url, connectionName: connectionName("c") }),
-      subscriber: createRedisClient("subscriber", { url, connectionName: connectionName("s") }),
+      decisions: createRedisClient("decisions", {
+        url,
+        clusterNodes,
+        connectionName: connectionName("d"),
+        // The client must not give up on a slow call before the enforcer does.
+        commandTimeoutMs: maxWaitMs + 250,
+      }),
+      control: createRedisClient("control", {
+        url,
+        clusterNodes,
+        connectionName: connectionName("c"),
+      }),
+      subscriber: createRedisClient("subscriber", {
+        url,
+        clusterNodes,
+        connectionName: connectionName("s"),
+      }),
     };
   }
 
@@ -298,10 +363,12 @@ export class Enforcer implements RequestChecker {
         waitedMs: this.#startupWaitMs,
       });
     }
+    this.#loopDelay.start();
     await this.#status.beat();
     this.#loops.push(
       runEvery(this.#timers, this.#heartbeatIntervalMs, () => {
         this.#noticeStoreRecovery();
+        this.#loopDelay.rotate();
         return this.#status.beat();
       }),
       runEvery(this.#timers, this.#metricsFlushIntervalMs, () => this.#flusher.flush()),
@@ -350,18 +417,38 @@ export class Enforcer implements RequestChecker {
         subscriber: this.#clients.subscriber.status,
       },
       lostMetricsFlushes: this.#flusher.lostFlushCount,
+      decisionsWithoutStore: this.#engine.metrics.totals().degradedByFailure,
+      slowStoreDecisions: this.#engine.slowStoreDecisionCount,
+      eventLoopDelay: this.#loopDelay.last,
     };
   }
 
   /**
    * The Prometheus text exposition: `renderPrometheus` of the totals labelled with this
-   * enforcer's id, plus the policy version in force, refused snapshots and the breaker state.
+   * enforcer's id, plus the policy version in force, refused snapshots, the breaker state, the
+   * decisions made without Redis by reason, slow store decisions and the event-loop delay.
    */
   prometheus(): string {
     const labels = { enforcer: this.enforcerId };
-    const label = `{enforcer="${escapeLabelValue(this.enforcerId)}"}`;
+    const id = escapeLabelValue(this.enforcerId);
+    const label = `{enforcer="${id}"}`;
     const status = this.status();
+    const delay = status.eventLoopDelay;
     const extra = [
+      "# HELP limitplane_decisions_without_store_total Decisions made without Redis, by why: store-error (down or refusing), timeout (no answer in time), circuit-open (the breaker answered). Each was decided by its limits' failure policies; 0 while Redis is healthy.",
+      "# TYPE limitplane_decisions_without_store_total counter",
+      ...STORE_FAILURES.map(
+        (failure) =>
+          `limitplane_decisions_without_store_total{enforcer="${id}",reason="${failure}"} ${status.decisionsWithoutStore[failure]}`,
+      ),
+      "# HELP limitplane_store_slow_decisions_total Store decisions that came after the timeout and were waited for (Redis connected but slow, or this host busy) instead of decided without Redis.",
+      "# TYPE limitplane_store_slow_decisions_total counter",
+      `limitplane_store_slow_decisions_total${label} ${status.slowStoreDecisions}`,
+      "# HELP limitplane_event_loop_delay_seconds This process's event-loop delay over the last heartbeat interval (monitorEventLoopDelay, beyond its 10 ms sampling interval): how late timers and I/O callbacks ran.",
+      "# TYPE limitplane_event_loop_delay_seconds gauge",
+      `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="0.5"} ${delay.p50Ms / 1000}`,
+      `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="0.99"} ${delay.p99Ms / 1000}`,
+      `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="1"} ${delay.maxMs / 1000}`,
       "# HELP limitplane_policy_version The policy snapshot version in force (0: none yet).",
       "# TYPE limitplane_policy_version gauge",
       `limitplane_policy_version${label} ${status.policy?.version ?? 0}`,
@@ -384,12 +471,13 @@ export class Enforcer implements RequestChecker {
     this.#isStopped = true;
     for (const loop of this.#loops) loop.cancel();
     this.#loops = [];
+    this.#loopDelay.stop();
     await this.#follower.stop();
     await this.#flusher.flush();
     await this.#status.remove();
     if (!this.#ownsClients) return;
     await Promise.all(
-      Object.values(this.#clients).map((client: Redis) =>
+      Object.values(this.#clients).map((client: RedisClient) =>
         Promise.race([client.quit().catch(() => undefined), delay(this.#timers, 1_000)]).then(() =>
           client.disconnect(),
         ),

@@ -4,7 +4,7 @@ import type { DecideInput, LayeredDecision, LimiterStore, LimitSpec } from "../l
 import { CircuitBreaker } from "./circuit-breaker";
 import { FailurePolicy } from "./failure-policy";
 import { GuardedStore } from "./guarded-store";
-import { ManualTimers } from "./timers";
+import { ManualTimers, type Timers } from "./timers";
 import type { EnforcerCheck, EnforcerInput, StoreFailurePolicy } from "./types";
 
 const T0 = 1_700_000_000_000;
@@ -12,9 +12,13 @@ const PRO: LimitSpec = { algorithm: "token-bucket", capacity: 20, refillPerSec: 
 
 type Behaviour = "answer" | "hang" | "fail";
 
-/** A shared store that answers from memory, hangs forever, or fails, as the test says. */
+/**
+ * A shared store that answers from memory, hangs forever, or fails, as the test says; and whose
+ * connection is up or down (`isReachable`): a hung store with its connection up is a slow one.
+ */
 class ScriptedStore implements LimiterStore {
   behaviour: Behaviour = "answer";
+  isReachable = true;
   calls = 0;
   readonly #memory: MemoryStore;
 
@@ -43,24 +47,50 @@ function check(scope: string, onStoreFailure: StoreFailurePolicy): EnforcerCheck
   return { scope, bucket: scope, limit: PRO, mode: "enforce", onStoreFailure };
 }
 
-function setup(options: { consecutiveFailuresToOpen?: number; coolDownMs?: number } = {}) {
-  const timers = new ManualTimers(T0);
+function setup(
+  options: {
+    consecutiveFailuresToOpen?: number;
+    coolDownMs?: number;
+    timers?: Timers;
+    clock?: ManualTimers;
+  } = {},
+) {
+  const timers = options.clock ?? new ManualTimers(T0);
   const store = new ScriptedStore(timers);
   const errors: unknown[] = [];
   const guarded = new GuardedStore({
     store,
     failurePolicy: new FailurePolicy({ expectedGateways: 3, clock: timers }),
     timeoutMs: 50,
+    maxWaitMs: 1_000,
+    isStoreReachable: () => store.isReachable,
     breaker: new CircuitBreaker({
       clock: timers,
       consecutiveFailuresToOpen: options.consecutiveFailuresToOpen ?? 3,
       coolDownMs: options.coolDownMs ?? 2_000,
     }),
-    timers,
+    timers: options.timers ?? timers,
     clock: timers,
     onStoreError: (error) => errors.push(error),
   });
   return { timers, store, guarded, errors };
+}
+
+/**
+ * Manual timers whose `defer` queues work until `endTurn()`, as `setImmediate` does until the
+ * event loop's check phase: what the guarded store does "in one turn" is then observable.
+ */
+function turnTimers(clock: ManualTimers): Timers & { endTurn(): void } {
+  let deferred: (() => void)[] = [];
+  return {
+    setTimer: (callback, delayMs) => clock.setTimer(callback, delayMs),
+    defer: (callback) => deferred.push(callback),
+    endTurn: () => {
+      const due = deferred;
+      deferred = [];
+      for (const work of due) work();
+    },
+  };
 }
 
 const CLOSED_INPUT: EnforcerInput = {
@@ -97,6 +127,7 @@ describe("GuardedStore", () => {
   it("closed never admits on timeout", async () => {
     const { guarded, store, timers } = setup();
     store.behaviour = "hang";
+    store.isReachable = false;
     const decision = await decideThroughTimeout(guarded, timers, CLOSED_INPUT);
     expect(decision).toMatchObject({
       allowed: false,
@@ -109,13 +140,15 @@ describe("GuardedStore", () => {
   it("open admits on timeout, marked degraded", async () => {
     const { guarded, store, timers } = setup();
     store.behaviour = "hang";
+    store.isReachable = false;
     const decision = await decideThroughTimeout(guarded, timers, OPEN_INPUT);
     expect(decision).toMatchObject({ allowed: true, degraded: true, failure: "timeout" });
   });
 
-  it("does not answer before the timeout while the store is merely slow", async () => {
+  it("does not answer before the timeout while the store's connection is down", async () => {
     const { guarded, store, timers } = setup();
     store.behaviour = "hang";
+    store.isReachable = false;
     let isSettled = false;
     void guarded.decide(OPEN_INPUT).then(() => {
       isSettled = true;
@@ -126,6 +159,122 @@ describe("GuardedStore", () => {
     timers.advance(1);
     await new Promise((resolve) => setImmediate(resolve));
     expect(isSettled).toBe(true);
+  });
+
+  it("a reachable store that is slow is waited for, up to maxWaitMs, then decided without", async () => {
+    const { guarded, store, timers } = setup();
+    store.behaviour = "hang";
+    let decision: Awaited<ReturnType<GuardedStore["decide"]>> | undefined;
+    void guarded.decide(CLOSED_INPUT).then((settled) => {
+      decision = settled;
+    });
+    timers.advance(999);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(decision).toBeUndefined();
+    timers.advance(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(decision).toMatchObject({ allowed: false, degraded: true, failure: "timeout" });
+    expect(guarded.breaker.snapshot().consecutiveFailures).toBe(1);
+  });
+
+  it("a slow answer after the timeout is the store's decision: not degraded, no failure, counted as slow", async () => {
+    const timers = new ManualTimers(T0);
+    let answer: (decision: LayeredDecision) => void = () => {};
+    const slowStore: LimiterStore = {
+      decide: () =>
+        new Promise<LayeredDecision>((resolve) => {
+          answer = resolve;
+        }),
+      peek: () => Promise.reject(new Error("unused")),
+    };
+    const guarded = new GuardedStore({
+      store: slowStore,
+      failurePolicy: new FailurePolicy({ expectedGateways: 1, clock: timers }),
+      timers,
+      clock: timers,
+    });
+    const pending = guarded.decide(CLOSED_INPUT);
+    timers.advance(300);
+    answer({
+      allowed: true,
+      limit: 20,
+      remaining: 19,
+      retryAfterMs: 0,
+      resetAfterMs: 100,
+      reason: null,
+      scope: "address/endpoint:sign-in",
+      outcomes: [],
+    });
+    expect(await pending).toMatchObject({ allowed: true, source: "store", degraded: false });
+    expect(guarded.slowDecisionCount).toBe(1);
+    expect(guarded.breaker.snapshot()).toMatchObject({ state: "closed", consecutiveFailures: 0 });
+  });
+
+  it("the connection dropping while a slow call is waited for fails it at once, as a store error", async () => {
+    const { guarded, store, timers } = setup();
+    let fail: (error: unknown) => void = () => {};
+    store.decide = () =>
+      new Promise((_resolve, reject) => {
+        fail = reject;
+      });
+    const pending = guarded.decide(CLOSED_INPUT);
+    timers.advance(200);
+    fail(new Error("Connection is closed."));
+    expect(await pending).toMatchObject({ allowed: false, failure: "store-error" });
+  });
+
+  it("a failed batch counts once: decisions failing in one event-loop turn are one failure", async () => {
+    const clock = new ManualTimers(T0);
+    const timers = turnTimers(clock);
+    const { guarded, store } = setup({ clock, timers, consecutiveFailuresToOpen: 3 });
+    store.behaviour = "fail";
+    // 64 decisions that fail together (one script call, one lost connection).
+    const batch = await Promise.all(Array.from({ length: 64 }, () => guarded.decide(OPEN_INPUT)));
+    expect(batch.every((decision) => decision.failure === "store-error")).toBe(true);
+    expect(guarded.breaker.snapshot()).toMatchObject({ state: "closed", consecutiveFailures: 1 });
+    timers.endTurn();
+    await guarded.decide(OPEN_INPUT);
+    expect(guarded.breaker.snapshot().consecutiveFailures).toBe(2);
+    timers.endTurn();
+    await guarded.decide(OPEN_INPUT);
+    expect(guarded.breaker.state).toBe("open");
+  });
+
+  it("a late timer whose reply already arrived is no failure: the reply wins after this turn's I/O", async () => {
+    const clock = new ManualTimers(T0);
+    const timers = turnTimers(clock);
+    let answer: (decision: LayeredDecision) => void = () => {};
+    const guarded = new GuardedStore({
+      store: {
+        decide: () =>
+          new Promise<LayeredDecision>((resolve) => {
+            answer = resolve;
+          }),
+        peek: () => Promise.reject(new Error("unused")),
+      },
+      failurePolicy: new FailurePolicy({ expectedGateways: 1, clock }),
+      timers,
+      clock,
+      // Down: without the re-check, the timer would decide without the store at once.
+      isStoreReachable: () => false,
+    });
+    const pending = guarded.decide(CLOSED_INPUT);
+    // The loop was blocked for 120 ms: the timer fires late, and the reply sits in the socket.
+    clock.advance(120);
+    answer({
+      allowed: true,
+      limit: 10,
+      remaining: 9,
+      retryAfterMs: 0,
+      resetAfterMs: 100,
+      reason: null,
+      scope: "address/endpoint:sign-in",
+      outcomes: [],
+    });
+    await Promise.resolve();
+    timers.endTurn();
+    expect(await pending).toMatchObject({ allowed: true, source: "store", degraded: false });
+    expect(guarded.breaker.snapshot().consecutiveFailures).toBe(0);
   });
 
   it("a store error is a degraded decision, and its cause is reported once", async () => {
@@ -140,6 +289,7 @@ describe("GuardedStore", () => {
   it("a dead store costs the timeout only until the circuit opens, then nothing", async () => {
     const { guarded, store, timers } = setup({ consecutiveFailuresToOpen: 3 });
     store.behaviour = "hang";
+    store.isReachable = false;
     for (let i = 0; i < 3; i++) await decideThroughTimeout(guarded, timers, OPEN_INPUT);
     expect(store.calls).toBe(3);
     expect(guarded.breaker.state).toBe("open");
@@ -177,6 +327,7 @@ describe("GuardedStore", () => {
   it("a failed probe keeps answering without the store for another cool-down", async () => {
     const { guarded, store, timers } = setup({ consecutiveFailuresToOpen: 1, coolDownMs: 2_000 });
     store.behaviour = "hang";
+    store.isReachable = false;
     await decideThroughTimeout(guarded, timers, OPEN_INPUT);
     timers.advance(2_000);
     await decideThroughTimeout(guarded, timers, OPEN_INPUT);
@@ -201,6 +352,7 @@ describe("GuardedStore", () => {
       failurePolicy: new FailurePolicy({ expectedGateways: 1, clock: timers }),
       timers,
       clock: timers,
+      isStoreReachable: () => false,
     });
     const decision = await decideThroughTimeout(guarded, timers, CLOSED_INPUT);
     expect(decision.allowed).toBe(false);
@@ -234,6 +386,27 @@ describe("GuardedStore", () => {
     });
     await expect(guarded.decide(OPEN_INPUT)).resolves.toMatchObject({ failure: "store-error" });
   });
+
+  it.each([
+    { timeoutMs: 50, maxWaitMs: 49 },
+    { timeoutMs: 50, maxWaitMs: Number.NaN },
+    { timeoutMs: 50, maxWaitMs: 60_001 },
+    { timeoutMs: 60_001, maxWaitMs: undefined },
+  ])(
+    "refuses a wait of $maxWaitMs ms after a timeout of $timeoutMs ms",
+    ({ timeoutMs, maxWaitMs }) => {
+      const timers = new ManualTimers(T0);
+      expect(
+        () =>
+          new GuardedStore({
+            store: new ScriptedStore(timers),
+            failurePolicy: new FailurePolicy({ expectedGateways: 1 }),
+            timeoutMs,
+            maxWaitMs,
+          }),
+      ).toThrow(RangeError);
+    },
+  );
 
   it.each([0, -5, Number.NaN])("refuses a timeout of %d ms", (timeoutMs) => {
     const timers = new ManualTimers(T0);

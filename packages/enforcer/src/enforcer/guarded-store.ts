@@ -1,12 +1,24 @@
 /**
- * The shared store behind a bounded timeout and a circuit breaker, with the failure policy
- * answering whenever the store does not: every call returns a decision, none waits longer than
- * the timeout, and none waits at all while the circuit is open.
+ * The shared store behind a bounded wait and a circuit breaker, with the failure policy answering
+ * whenever the store cannot: every call returns a decision, none waits longer than `maxWaitMs`,
+ * and none waits at all while the circuit is open.
+ *
+ * Slow is not down. A store whose connection is up but whose answer is late (the gateway's own
+ * event loop busy, the host's CPU shared with other work, Redis itself slowed by the same
+ * machine) is waited for: a busy gateway serves slower, never unlimited. Only evidence that the
+ * store is failing decides without it: an error (a lost or refused connection, a reply that
+ * means "not now"), a connection that is down when `timeoutMs` passes, or no answer at all within
+ * `maxWaitMs`. A timer that fires late because this process was busy is never such evidence: the
+ * verdict waits for the I/O already received (`callWithTimeout`).
+ *
+ * The breaker counts evidence, not decisions: outcomes reported in one event-loop turn count once
+ * per kind, so a batch of 64 decisions that failed together (one script call, one lost
+ * connection) is one failure, not 64.
  */
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
 import type { LimiterStore } from "../limiter/types";
-import { CircuitBreaker } from "./circuit-breaker";
+import { type BreakerPermit, CircuitBreaker } from "./circuit-breaker";
 import type { FailurePolicy } from "./failure-policy";
 import { callWithTimeout, systemTimers, type Timers } from "./timers";
 import { type EnforcerDecision, type EnforcerInput, fromStoreDecision } from "./types";
@@ -17,12 +29,27 @@ export interface GuardedStoreOptions {
   /** Answers when the store does not. */
   readonly failurePolicy: FailurePolicy;
   /**
-   * Longest wait for the store before the call is abandoned and the failure policy answers. A
-   * healthy local Redis answers in about a millisecond at p99; the bound absorbs a GC pause or a
-   * failover hiccup without letting a dead store hold requests for seconds.
+   * How long a store call may go unanswered before the store is looked at: if it is not
+   * reachable then (`isStoreReachable`), the failure policy answers at once; if it is, the call
+   * is merely slow and is waited for, up to `maxWaitMs`. A healthy local Redis answers in about a
+   * millisecond at p99.
    * @default 50
    */
   readonly timeoutMs?: number;
+  /**
+   * The longest one decision waits for a reachable but slow store, in all; past it the failure
+   * policy answers (as a `timeout`) and the breaker counts a failure. Bounded so that a Redis
+   * that hangs with its connections open (frozen, partitioned) costs each request at most this
+   * until the breaker opens.
+   * @default 1_000
+   */
+  readonly maxWaitMs?: number;
+  /**
+   * Whether the store can be asked now: for Redis, whether the connection is up. Asked when a
+   * call has been unanswered for `timeoutMs`.
+   * @default () => true
+   */
+  readonly isStoreReachable?: () => boolean;
   /** @default a CircuitBreaker with its defaults, on `clock` */
   readonly breaker?: CircuitBreaker;
   /** Runs the timeout. @default systemTimers */
@@ -36,22 +63,43 @@ export interface GuardedStoreOptions {
   readonly onStoreError?: (error: unknown) => void;
 }
 
+/** Longest `maxWaitMs` accepted: a minute (a request waiting longer has been given up on). */
+const MAX_WAIT_LIMIT_MS = 60_000;
+
+/** Bits of `#turnOutcomes`. */
+const SUCCESS_SEEN = 1;
+const FAILURE_SEEN = 2;
+
 export class GuardedStore {
   readonly #store: LimiterStore;
   readonly #failurePolicy: FailurePolicy;
   readonly #timeoutMs: number;
+  readonly #maxWaitMs: number;
+  readonly #isStoreReachable: () => boolean;
   readonly #breaker: CircuitBreaker;
   readonly #timers: Timers;
   readonly #clock: Clock;
   readonly #onStoreError: ((error: unknown) => void) | undefined;
+  /** Which outcomes were reported to the breaker in this event-loop turn. */
+  #turnOutcomes = 0;
+  #slowDecisionCount = 0;
 
   constructor(options: GuardedStoreOptions) {
     this.#store = options.store;
     this.#failurePolicy = options.failurePolicy;
     this.#timeoutMs = options.timeoutMs ?? 50;
-    if (!(this.#timeoutMs > 0 && this.#timeoutMs <= Number.MAX_SAFE_INTEGER)) {
-      throw new RangeError(`timeoutMs must be a finite number > 0, got ${this.#timeoutMs}`);
+    if (!(this.#timeoutMs > 0 && this.#timeoutMs <= MAX_WAIT_LIMIT_MS)) {
+      throw new RangeError(
+        `timeoutMs must be a number of milliseconds > 0 and at most ${MAX_WAIT_LIMIT_MS}, got ${this.#timeoutMs}`,
+      );
     }
+    this.#maxWaitMs = options.maxWaitMs ?? Math.max(1_000, this.#timeoutMs);
+    if (!(this.#maxWaitMs >= this.#timeoutMs && this.#maxWaitMs <= MAX_WAIT_LIMIT_MS)) {
+      throw new RangeError(
+        `maxWaitMs must be a number of milliseconds from timeoutMs (${this.#timeoutMs}) to ${MAX_WAIT_LIMIT_MS}, got ${this.#maxWaitMs}`,
+      );
+    }
+    this.#isStoreReachable = options.isStoreReachable ?? (() => true);
     this.#clock = options.clock ?? monotonicClock;
     this.#breaker = options.breaker ?? new CircuitBreaker({ clock: this.#clock });
     this.#timers = options.timers ?? systemTimers;
@@ -63,9 +111,18 @@ export class GuardedStore {
   }
 
   /**
+   * Store decisions that arrived after `timeoutMs` (the store was slow and was waited for, rather
+   * than decided without): how often the gateway served slower instead of degraded.
+   */
+  get slowDecisionCount(): number {
+    return this.#slowDecisionCount;
+  }
+
+  /**
    * The store's decision, or the failure policy's when the circuit is open (at once, without
-   * calling the store), the call fails, or it does not settle within `timeoutMs`. Rejects only on
-   * a programmer mistake the failure policy refuses too (two checks sharing a bucket).
+   * calling the store), the call fails, the store is unreachable once `timeoutMs` has passed, or
+   * it does not answer within `maxWaitMs`. Rejects only on a programmer mistake the failure
+   * policy refuses too (two checks sharing a bucket).
    */
   async decide(input: EnforcerInput): Promise<EnforcerDecision> {
     const permit = this.#breaker.tryAcquire();
@@ -74,18 +131,21 @@ export class GuardedStore {
     }
     const result = await callWithTimeout(() => this.#store.decide(input), {
       timeoutMs: this.#timeoutMs,
+      maxWaitMs: this.#maxWaitMs,
+      isWorthWaiting: this.#isStoreReachable,
       timers: this.#timers,
       clock: this.#clock,
     });
     switch (result.kind) {
       case "ok":
-        this.#breaker.recordSuccess(permit);
+        if (result.elapsedMs > this.#timeoutMs) this.#slowDecisionCount++;
+        this.#report(permit, false);
         return fromStoreDecision(result.value);
       case "timeout":
-        this.#breaker.recordFailure(permit);
+        this.#report(permit, true);
         return this.#failurePolicy.decide(input, "timeout", this.#breaker.coolDownRemainingMs());
       case "error": {
-        this.#breaker.recordFailure(permit);
+        this.#report(permit, true);
         const decision = this.#failurePolicy.decide(
           input,
           "store-error",
@@ -103,5 +163,26 @@ export class GuardedStore {
         throw new TypeError(`unknown call result: ${JSON.stringify(unknown)}`);
       }
     }
+  }
+
+  /**
+   * Tells the breaker, once per kind of outcome per event-loop turn: the decisions a batch
+   * carried settle in the same turn, and they are one piece of evidence. A probe always counts
+   * (it alone can close a half-open circuit). Without `timers.defer` every outcome counts.
+   */
+  #report(permit: BreakerPermit, isFailure: boolean): void {
+    const seen = isFailure ? FAILURE_SEEN : SUCCESS_SEEN;
+    const defer = this.#timers.defer;
+    if (defer !== undefined && !permit.isProbe) {
+      if ((this.#turnOutcomes & seen) !== 0) return;
+      if (this.#turnOutcomes === 0) {
+        defer(() => {
+          this.#turnOutcomes = 0;
+        });
+      }
+      this.#turnOutcomes |= seen;
+    }
+    if (isFailure) this.#breaker.recordFailure(permit);
+    else this.#breaker.recordSuccess(permit);
   }
 }

@@ -9,13 +9,20 @@
  *   `DecisionMetrics` as deltas and added (HINCRBY) into expiring per-second and per-minute hashes,
  *   and the customers' recent rejections into capped, expiring lists.
  *
- * Both write in one MULTI per tick on the `control` client, and skip the tick while that client is
- * not connected: the metrics stay buffered in process (bounded by `DecisionMetrics`'
- * `maxPendingBuckets` and `RecentRejections`' `maxPending`) and go out when Redis is back.
+ * Both write on the `control` client and skip the tick while it is not connected: the metrics stay
+ * buffered in process (bounded by `DecisionMetrics`' `maxPendingBuckets` and `RecentRejections`'
+ * `maxPending`) and go out when Redis is back.
+ *
+ * Redis Cluster: no command and no transaction spans two keys. Each key's writes go in a MULTI
+ * of their own (one key, one slot), all sent at once; the heartbeat hash and the `enforcers` set
+ * are written separately (a reader skips a set member whose hash is missing, and a hash without
+ * its set member is listed from the next beat), so nothing needs a shared hash tag and the key
+ * names stay what they were.
  */
 import { hostname } from "node:os";
-import type { Redis } from "ioredis";
+import type { ChainableCommander } from "ioredis";
 import type { Clock } from "../limiter/clock";
+import type { RedisClient } from "../publication/redis-clients";
 import {
   type EnforcerRedisNames,
   NON_SCOPE_FIELD_PREFIX,
@@ -23,13 +30,30 @@ import {
   scopeField,
 } from "../publication/redis-keys";
 import type { CircuitBreaker } from "./circuit-breaker";
+import type { EventLoopDelay } from "./event-loop-delay";
 import { describeError, type EnforcerLogger } from "./logger";
 import type { DecisionMetrics, MetricsBucket, RecentRejections } from "./metrics";
 import type { AppliedSnapshot, SnapshotErrorReport } from "./policy-follower";
 import type { TimerHandle, Timers } from "./timers";
+import type { StoreFailure } from "./types";
 
-/** The commands the reporters use; an ioredis client. */
-export type ReportingRedis = Pick<Redis, "status" | "multi">;
+/** The commands the reporters use; an ioredis client or Cluster. */
+export type ReportingRedis = Pick<RedisClient, "status" | "multi">;
+
+/**
+ * Runs each key's transaction, all at once; resolves with the first error of any (a command of a
+ * transaction, or the transaction itself), or null when every one applied.
+ */
+async function execEach(transactions: readonly ChainableCommander[]): Promise<unknown> {
+  const results = await Promise.allSettled(transactions.map((tx) => tx.exec()));
+  for (const result of results) {
+    if (result.status === "rejected") return result.reason ?? new Error("transaction failed");
+    if (result.value === null) return new Error("transaction aborted");
+    const failed = result.value.find(([error]) => error !== null);
+    if (failed !== undefined) return failed[0];
+  }
+  return null;
+}
 
 /** Runs `tick` every `intervalMs` after the previous run finished, until cancelled. */
 export function runEvery(
@@ -61,6 +85,12 @@ export interface EnforcerReport {
   readonly applied: AppliedSnapshot | null;
   readonly snapshotErrors: SnapshotErrorReport;
   readonly breaker: CircuitBreaker;
+  /** Decisions made without the store since start, by why (totals, never reset). */
+  readonly degradedByFailure: Readonly<Record<StoreFailure, number>>;
+  /** Store decisions that were slow and waited for, since start. */
+  readonly slowStoreDecisions: number;
+  /** This process's event-loop delay over the last interval. */
+  readonly eventLoopDelay: EventLoopDelay;
 }
 
 export interface StatusReporterOptions {
@@ -92,7 +122,8 @@ export class StatusReporter {
     const { redis, names, enforcerId, ttlMs, wallClock } = this.#options;
     if (redis.status !== "ready") return;
     const nowMs = wallClock.nowMs();
-    const { applied, snapshotErrors, breaker } = this.#options.report();
+    const report = this.#options.report();
+    const { applied, snapshotErrors, breaker } = report;
     const breakerState = breaker.snapshot();
     const key = names.enforcer(enforcerId);
     const fields: Record<string, string> = {
@@ -113,15 +144,24 @@ export class StatusReporter {
       lastSnapshotErrorAt: snapshotErrors.lastAtMs === null ? "" : String(snapshotErrors.lastAtMs),
       breakerState: breakerState.state,
       breakerOpenCount: String(breakerState.openCount),
+      // Decisions made without the store (totals since start): the console shows them and the
+      // worker's alert reads the per-minute counts (`@failure|...` in the metrics hashes).
+      degradedTimeout: String(report.degradedByFailure.timeout),
+      degradedStoreError: String(report.degradedByFailure["store-error"]),
+      degradedCircuitOpen: String(report.degradedByFailure["circuit-open"]),
+      slowStoreDecisions: String(report.slowStoreDecisions),
+      eventLoopDelayP99Ms: String(report.eventLoopDelay.p99Ms),
+      eventLoopDelayMaxMs: String(report.eventLoopDelay.maxMs),
     };
     try {
-      await redis
-        .multi()
-        .hset(key, fields)
-        .pexpire(key, ttlMs)
-        .zadd(names.enforcers, nowMs, enforcerId)
-        .zremrangebyscore(names.enforcers, "-inf", nowMs - ENFORCER_SET_RETENTION_MS)
-        .exec();
+      const error = await execEach([
+        redis.multi().hset(key, fields).pexpire(key, ttlMs),
+        redis
+          .multi()
+          .zadd(names.enforcers, nowMs, enforcerId)
+          .zremrangebyscore(names.enforcers, "-inf", nowMs - ENFORCER_SET_RETENTION_MS),
+      ]);
+      if (error !== null) throw error;
       this.#isFailing = false;
     } catch (error: unknown) {
       if (!this.#isFailing) {
@@ -136,7 +176,10 @@ export class StatusReporter {
     const { redis, names, enforcerId } = this.#options;
     if (redis.status !== "ready") return;
     try {
-      await redis.multi().del(names.enforcer(enforcerId)).zrem(names.enforcers, enforcerId).exec();
+      await execEach([
+        redis.multi().del(names.enforcer(enforcerId)),
+        redis.multi().zrem(names.enforcers, enforcerId),
+      ]);
     } catch {
       // The hash expires by itself.
     }
@@ -175,8 +218,9 @@ export class MetricsFlusher {
 
   /**
    * Adds everything counted since the last flush to Redis. Never throws. While the client is not
-   * connected nothing is drained, so the counts wait in process; a MULTI that fails once sent is
-   * not retried (it may have been applied), and is counted in `lostFlushCount`.
+   * connected nothing is drained, so the counts wait in process; a flush whose transactions fail
+   * once sent is not retried (some may have been applied: a retry could count twice), and is
+   * counted in `lostFlushCount`.
    */
   async flush(): Promise<void> {
     const { redis, names, metrics, recentRejections } = this.#options;
@@ -185,14 +229,17 @@ export class MetricsFlusher {
     const rejections = recentRejections.drain();
     if (buckets.length === 0 && rejections.length === 0) return;
 
-    const tx = redis.multi();
+    // One transaction per key (see the module comment).
+    const transactions: ChainableCommander[] = [];
     // Per-minute deltas are summed here first: one HINCRBY per field and minute, not per second.
     const minutes = new Map<number, Map<string, number>>();
     for (const bucket of buckets) {
       const fields = bucketFields(bucket);
       const secondKey = names.metricsSecond(Math.floor(bucket.startMs / 1000));
+      const tx = redis.multi();
       for (const [field, value] of fields) tx.hincrby(secondKey, field, value);
       tx.pexpire(secondKey, this.#options.secondBucketTtlMs);
+      transactions.push(tx);
       const minute = Math.floor(bucket.startMs / 60_000);
       let sums = minutes.get(minute);
       if (sums === undefined) {
@@ -203,8 +250,10 @@ export class MetricsFlusher {
     }
     for (const [minute, sums] of minutes) {
       const minuteKey = names.metricsMinute(minute);
+      const tx = redis.multi();
       for (const [field, value] of sums) tx.hincrby(minuteKey, field, value);
       tx.pexpire(minuteKey, this.#options.minuteBucketTtlMs);
+      transactions.push(tx);
     }
 
     const byCustomer = new Map<string, string[]>();
@@ -225,22 +274,31 @@ export class MetricsFlusher {
       );
     }
     const keep = this.#options.rejectionsPerCustomer;
+    const scores: (string | number)[] = [];
     for (const [customerId, entries] of byCustomer) {
       const key = names.rejections(customerId);
       // Oldest first, so the newest ends up at the head of the list.
-      tx.lpush(key, ...entries.slice(-keep));
-      tx.ltrim(key, 0, keep - 1);
-      tx.pexpire(key, this.#options.rejectionsTtlMs);
-      tx.zadd(names.rejectedCustomers, latestAtMs.get(customerId) ?? 0, customerId);
+      transactions.push(
+        redis
+          .multi()
+          .lpush(key, ...entries.slice(-keep))
+          .ltrim(key, 0, keep - 1)
+          .pexpire(key, this.#options.rejectionsTtlMs),
+      );
+      scores.push(latestAtMs.get(customerId) ?? 0, customerId);
     }
     if (byCustomer.size > 0) {
-      tx.zremrangebyrank(names.rejectedCustomers, 0, -(REJECTED_CUSTOMERS_KEPT + 1));
+      transactions.push(
+        redis
+          .multi()
+          .zadd(names.rejectedCustomers, ...scores)
+          .zremrangebyrank(names.rejectedCustomers, 0, -(REJECTED_CUSTOMERS_KEPT + 1)),
+      );
     }
 
     try {
-      const results = await tx.exec();
-      const failed = results?.find(([error]) => error !== null);
-      if (failed !== undefined) throw failed[0];
+      const error = await execEach(transactions);
+      if (error !== null) throw error;
       if (this.#isFailing) {
         this.#isFailing = false;
         this.#options.logger.log("info", "metrics flush recovered");

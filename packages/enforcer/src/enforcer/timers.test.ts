@@ -142,6 +142,98 @@ describe("callWithTimeout", () => {
     await expect(result).resolves.toEqual({ kind: "timeout", elapsedMs: 10 });
   });
 
+  it("a callee worth waiting for at the timeout is waited for up to maxWaitMs in all, and no longer", async () => {
+    const timers = new ManualTimers();
+    let asked = 0;
+    const never = new Promise<string>(() => {});
+    const result = callWithTimeout(() => never, {
+      timeoutMs: 50,
+      maxWaitMs: 1_000,
+      isWorthWaiting: () => {
+        asked++;
+        return true;
+      },
+      timers,
+      clock: timers,
+    });
+    let isSettled = false;
+    void result.then(() => {
+      isSettled = true;
+    });
+    timers.advance(999);
+    await Promise.resolve();
+    expect(isSettled).toBe(false);
+    expect(asked).toBe(1);
+    timers.advance(1);
+    await expect(result).resolves.toEqual({ kind: "timeout", elapsedMs: 1_000 });
+    expect(asked).toBe(1);
+  });
+
+  it("a slow answer within maxWaitMs is the result", async () => {
+    const timers = new ManualTimers();
+    const call = deferred<string>();
+    const result = callWithTimeout(() => call.promise, {
+      timeoutMs: 50,
+      maxWaitMs: 1_000,
+      isWorthWaiting: () => true,
+      timers,
+      clock: timers,
+    });
+    timers.advance(400);
+    call.resolve("late but in time");
+    await expect(result).resolves.toEqual({
+      kind: "ok",
+      value: "late but in time",
+      elapsedMs: 400,
+    });
+    expect(timers.pendingCount).toBe(0);
+  });
+
+  it("a callee not worth waiting for times out at timeoutMs", async () => {
+    const timers = new ManualTimers();
+    const result = callWithTimeout(() => new Promise<string>(() => {}), {
+      timeoutMs: 50,
+      maxWaitMs: 1_000,
+      isWorthWaiting: () => false,
+      timers,
+      clock: timers,
+    });
+    timers.advance(50);
+    await expect(result).resolves.toEqual({ kind: "timeout", elapsedMs: 50 });
+  });
+
+  it("a timer that fired past maxWaitMs (a blocked loop) still lets this turn's reply win", async () => {
+    const deferredWork: (() => void)[] = [];
+    const timers = new ManualTimers();
+    const call = deferred<string>();
+    const result = callWithTimeout(() => call.promise, {
+      timeoutMs: 50,
+      maxWaitMs: 100,
+      isWorthWaiting: () => true,
+      timers: {
+        setTimer: (callback, delayMs) => timers.setTimer(callback, delayMs),
+        defer: (callback) => deferredWork.push(callback),
+      },
+      clock: timers,
+    });
+    timers.advance(50);
+    for (const work of deferredWork.splice(0)) work(); // extended to 100 ms
+    timers.advance(500); // the loop was blocked well past the wait
+    call.resolve("answered meanwhile");
+    await Promise.resolve();
+    for (const work of deferredWork.splice(0)) work();
+    await expect(result).resolves.toMatchObject({ kind: "ok", value: "answered meanwhile" });
+  });
+
+  it.each([49, Number.NaN, Number.POSITIVE_INFINITY])(
+    "refuses a maxWaitMs of %d after a 50 ms timeout",
+    (maxWaitMs) => {
+      expect(() => callWithTimeout(() => Promise.resolve(1), { timeoutMs: 50, maxWaitMs })).toThrow(
+        RangeError,
+      );
+    },
+  );
+
   it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])("refuses a timeout of %d ms", (ms) => {
     expect(() => callWithTimeout(() => Promise.resolve(1), { timeoutMs: ms })).toThrow(RangeError);
   });

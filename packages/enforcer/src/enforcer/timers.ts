@@ -122,8 +122,23 @@ export type BoundedResult<T> =
 
 /** Options of {@link callWithTimeout}. */
 export interface CallWithTimeoutOptions {
-  /** How long to wait before abandoning the call. Must be > 0. */
+  /**
+   * How long to wait before abandoning the call, unless `isWorthWaiting` says to keep waiting.
+   * Must be > 0.
+   */
   readonly timeoutMs: number;
+  /**
+   * The longest wait in all, when `isWorthWaiting` answers true at `timeoutMs`. Must be at least
+   * `timeoutMs`.
+   * @default timeoutMs
+   */
+  readonly maxWaitMs?: number;
+  /**
+   * Asked once, when `timeoutMs` has passed without an answer: true to keep waiting up to
+   * `maxWaitMs` (the callee is reachable and merely slow), false to give up now.
+   * @default () => false
+   */
+  readonly isWorthWaiting?: () => boolean;
   /** @default systemTimers */
   readonly timers?: Timers;
   /** Measures `elapsedMs`. @default monotonicClock */
@@ -131,10 +146,16 @@ export interface CallWithTimeoutOptions {
 }
 
 /**
- * Starts `call` and settles with its result, its error, or a timeout after `timeoutMs`, whichever
- * comes first. Never rejects. On a timeout the call's promise is abandoned: a handler is attached
- * so a late rejection is not reported as unhandled, and nothing waits for it any more. The timer is
- * cancelled as soon as the call settles. A `call` that throws synchronously counts as an error.
+ * Starts `call` and settles with its result, its error, or a timeout, whichever comes first: the
+ * timeout is `timeoutMs`, or `maxWaitMs` in all when `isWorthWaiting()` says at `timeoutMs` that
+ * the callee is only slow. Never rejects. On a timeout the call's promise is abandoned: a handler
+ * is attached so a late rejection is not reported as unhandled, and nothing waits for it any
+ * more. The timer is cancelled as soon as the call settles. A `call` that throws synchronously
+ * counts as an error.
+ *
+ * A timer that fires is never believed at once: the verdict waits for the I/O callbacks of the
+ * current event-loop turn (`timers.defer`), so a reply that reached the socket while this
+ * process was busy wins over the timer that fired late because of it.
  */
 export function callWithTimeout<T>(
   call: () => Promise<T>,
@@ -143,6 +164,10 @@ export function callWithTimeout<T>(
   const { timeoutMs } = options;
   if (!(timeoutMs > 0 && timeoutMs <= Number.MAX_SAFE_INTEGER)) {
     throw new RangeError(`timeoutMs must be a finite number > 0, got ${timeoutMs}`);
+  }
+  const maxWaitMs = options.maxWaitMs ?? timeoutMs;
+  if (!(maxWaitMs >= timeoutMs && maxWaitMs <= Number.MAX_SAFE_INTEGER)) {
+    throw new RangeError(`maxWaitMs must be a finite number >= timeoutMs, got ${maxWaitMs}`);
   }
   const timers = options.timers ?? systemTimers;
   const clock = options.clock ?? monotonicClock;
@@ -158,20 +183,29 @@ export function callWithTimeout<T>(
 
   return new Promise<BoundedResult<T>>((resolve) => {
     let isSettled = false;
-    const timer = timers.setTimer(() => {
+    let hasExtended = false;
+    /**
+     * Timers run before I/O callbacks in an event-loop turn. When the loop was busy (a burst of
+     * requests, other processes on the CPU), the timer can fire late while the reply already
+     * sits in the socket: the verdict is reached after this turn's I/O, so loop lag alone does
+     * not turn an answered call into a timeout (and a failure-policy decision).
+     */
+    const onTimer = () => {
       if (isSettled) return;
-      // Timers run before I/O callbacks in an event-loop turn. When the loop was busy (a burst
-      // of requests), the timer can fire late while the reply already sits in the socket: the
-      // timeout is declared after this turn's I/O, so loop lag alone does not turn an answered
-      // call into a timeout (and a failure-policy decision).
-      const declare = () => {
+      const judge = () => {
         if (isSettled) return;
+        if (!hasExtended && maxWaitMs > timeoutMs && (options.isWorthWaiting?.() ?? false)) {
+          hasExtended = true;
+          timer = timers.setTimer(onTimer, Math.max(0, maxWaitMs - elapsed()));
+          return;
+        }
         isSettled = true;
         resolve({ kind: "timeout", elapsedMs: elapsed() });
       };
-      if (timers.defer === undefined) declare();
-      else timers.defer(declare);
-    }, timeoutMs);
+      if (timers.defer === undefined) judge();
+      else timers.defer(judge);
+    };
+    let timer = timers.setTimer(onTimer, timeoutMs);
     pending.then(
       (value) => {
         if (isSettled) return;

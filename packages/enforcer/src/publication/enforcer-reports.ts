@@ -39,6 +39,23 @@ export interface EnforcerHeartbeat {
   readonly breakerState: string | null;
   readonly snapshotErrors: number;
   readonly lastSnapshotError: string | null;
+  /**
+   * Decisions it made without Redis since it started, by why (each decided by its limits'
+   * failure policies); zeros from an enforcer too old to report them.
+   */
+  readonly decisionsWithoutStore: {
+    /** Redis down or refusing (a lost or refused connection, an error reply). */
+    readonly storeError: number;
+    /** No answer in time: the connection was down at the timeout, or no reply within the wait. */
+    readonly timeout: number;
+    /** The circuit breaker answered without asking Redis. */
+    readonly circuitOpen: number;
+  };
+  /** Store decisions that came late and were waited for, since it started. */
+  readonly slowStoreDecisions: number;
+  /** Its event-loop delay over its last heartbeat interval, ms; null when not reported. */
+  readonly eventLoopDelayP99Ms: number | null;
+  readonly eventLoopDelayMaxMs: number | null;
 }
 
 export interface HeartbeatsRead {
@@ -51,6 +68,12 @@ function numberOrNull(raw: string | null | undefined): number | null {
   if (raw === undefined || raw === null || raw === "") return null;
   const value = Number(raw);
   return Number.isFinite(value) ? value : null;
+}
+
+/** A count the enforcer reports: a whole number >= 0, else 0. */
+function countOrZero(raw: string | undefined): number {
+  const value = Number(raw);
+  return Number.isSafeInteger(value) && value >= 0 ? value : 0;
 }
 
 function textOrNull(raw: string | undefined): string | null {
@@ -95,6 +118,14 @@ export async function readEnforcerHeartbeats(
       breakerState: textOrNull(fields.breakerState),
       snapshotErrors: numberOrNull(fields.snapshotErrors) ?? 0,
       lastSnapshotError: textOrNull(fields.lastSnapshotError),
+      decisionsWithoutStore: {
+        storeError: countOrZero(fields.degradedStoreError),
+        timeout: countOrZero(fields.degradedTimeout),
+        circuitOpen: countOrZero(fields.degradedCircuitOpen),
+      },
+      slowStoreDecisions: countOrZero(fields.slowStoreDecisions),
+      eventLoopDelayP99Ms: numberOrNull(fields.eventLoopDelayP99Ms),
+      eventLoopDelayMaxMs: numberOrNull(fields.eventLoopDelayMaxMs),
     });
   });
   return { published, heartbeats };

@@ -17,7 +17,9 @@ export {
 } from "./enforcer-reports";
 export { type PolicyRedisNames, policyRedisNames } from "./keys";
 export {
+  type DecisionMinuteCounts,
   type MetricsReadingRedis,
+  readDecisionMinute,
   readScopeMinute,
   type ScopeMinuteCounts,
 } from "./metrics-reader";
@@ -25,7 +27,10 @@ export { type PublishingRedis, type PublishResult, publishSnapshot } from "./pub
 export { parseAnnouncement, readCurrentSnapshot } from "./read-current-snapshot";
 export {
   type CreateRedisOptions,
+  clusterOptionsFor,
   createRedisClient,
+  type RedisClient,
+  type RedisClusterNode,
   type RedisRole,
   redisOptionsFor,
 } from "./redis-clients";

@@ -2,7 +2,12 @@
  * Reading back what enforcers flushed to Redis (`reporters.ts`): the per-scope counts of one
  * minute, for the worker's rollup into Postgres and for anything that charts the live buckets.
  */
-import { enforcerRedisNames, parseScopeCounts, type ScopeCountField } from "./redis-keys";
+import {
+  enforcerRedisNames,
+  parseDecisionCounts,
+  parseScopeCounts,
+  type ScopeCountField,
+} from "./redis-keys";
 
 /** The command the reader uses; an ioredis client satisfies it. */
 export interface MetricsReadingRedis {
@@ -26,4 +31,31 @@ export async function readScopeMinute(
   return [...parseScopeCounts(fields)]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([scope, counts]) => ({ scope, minuteStartMs: epochMinute * 60_000, ...counts }));
+}
+
+/** What every enforcer decided over one minute, whatever the scope, by who answered. */
+export interface DecisionMinuteCounts {
+  /** Start of the minute, epoch ms. */
+  readonly minuteStartMs: number;
+  /** Every decision counted (the sum over sources). */
+  readonly decisions: number;
+  /** Decisions made without Redis, by why (`@failure|<failure>`). */
+  readonly withoutStore: {
+    readonly storeError: number;
+    readonly timeout: number;
+    readonly circuitOpen: number;
+  };
+}
+
+/**
+ * The fleet's decisions in the minute that starts at `epochMinute * 60_000`, and how many were
+ * made without Redis (the degraded-decision alert's input).
+ */
+export async function readDecisionMinute(
+  redis: MetricsReadingRedis,
+  prefix: string,
+  epochMinute: number,
+): Promise<DecisionMinuteCounts> {
+  const fields = await redis.hgetall(enforcerRedisNames(prefix).metricsMinute(epochMinute));
+  return { minuteStartMs: epochMinute * 60_000, ...parseDecisionCounts(fields) };
 }

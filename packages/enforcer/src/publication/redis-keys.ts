@@ -82,3 +82,34 @@ export function parseScopeCounts(
   }
   return byScope;
 }
+
+/** A count field's value: a whole number >= 0, else 0. */
+function countOf(raw: string | undefined): number {
+  const value = Number(raw);
+  return Number.isSafeInteger(value) && value >= 0 ? value : 0;
+}
+
+/**
+ * A metrics bucket's decisions by source, summed (`@source|<source>`), and those made without
+ * Redis by failure (`@failure|store-error`, `@failure|timeout`, `@failure|circuit-open`), as the
+ * enforcer's flusher writes them (`reporters.ts`, `bucketFields`).
+ */
+export function parseDecisionCounts(fields: Readonly<Record<string, string>>): {
+  decisions: number;
+  withoutStore: { storeError: number; timeout: number; circuitOpen: number };
+} {
+  let decisions = 0;
+  const sourcePrefix = `${NON_SCOPE_FIELD_PREFIX}source|`;
+  for (const [field, raw] of Object.entries(fields)) {
+    if (field.startsWith(sourcePrefix)) decisions += countOf(raw);
+  }
+  const failure = (name: string) => countOf(fields[`${NON_SCOPE_FIELD_PREFIX}failure|${name}`]);
+  return {
+    decisions,
+    withoutStore: {
+      storeError: failure("store-error"),
+      timeout: failure("timeout"),
+      circuitOpen: failure("circuit-open"),
+    },
+  };
+}
