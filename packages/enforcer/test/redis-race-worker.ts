@@ -2,7 +2,8 @@
  * One of the separate OS processes of redis-store.race.test.ts. It connects, announces itself,
  * then for every round the test publishes fires its share of requests at once and reports how
  * many were admitted. Run as `node --import tsx test/redis-race-worker.ts`, with
- * REDIS_URL, RACE_PREFIX, RACE_CHANNEL and RACE_WORKER in the environment.
+ * REDIS_URL, RACE_PREFIX, RACE_CHANNEL, RACE_WORKER and optionally RACE_CLUSTER_NODES in the
+ * environment.
  */
 
 import { RedisStore } from "../src/limiter/stores/redis";
@@ -15,7 +16,8 @@ const prefix = process.env.RACE_PREFIX ?? "";
 const channel = process.env.RACE_CHANNEL ?? "";
 const worker = process.env.RACE_WORKER ?? "";
 
-const decisions = await readyRedis("decisions");
+// On a Redis Cluster when RACE_CLUSTER_NODES lists its nodes; the rounds still come over REDIS_URL.
+const decisions = await readyRedis("decisions", undefined, process.env.RACE_CLUSTER_NODES ?? "");
 const subscriber = await readyRedis("subscriber");
 const publisher = await readyRedis("control");
 const store = new RedisStore({ client: decisions, keyPrefix: prefix });

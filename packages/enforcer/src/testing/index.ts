@@ -5,5 +5,5 @@
  */
 export { configureFastCheckFromEnv } from "./fast-check";
 export { examplePolicy, examplePolicyInput, exampleSnapshot, tokenBucket } from "./policy-factory";
-export { freePort, OwnRedisServer } from "./redis-server";
+export { freePort, OwnRedisCluster, OwnRedisServer } from "./redis-server";
 export { atUtc, DAY_MS, MINUTE_MS, SECOND_MS } from "./times";

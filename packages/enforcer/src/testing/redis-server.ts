@@ -84,3 +84,180 @@ export class OwnRedisServer {
     this.#process?.kill("SIGCONT");
   }
 }
+
+/** One node of an {@link OwnRedisCluster}. */
+interface ClusterNodeProcess {
+  readonly port: number;
+  readonly busPort: number;
+  process: ChildProcess | undefined;
+}
+
+/**
+ * A Redis Cluster of the test's own: three masters (no replicas) on free ports, each with its
+ * cluster bus on another free port, nothing on disk but the nodes' cluster config in a scratch
+ * directory. Started with `redis-server --cluster-enabled yes` and joined with
+ * `redis-cli --cluster create`; `start` resolves once every node reports `cluster_state:ok`.
+ * For the Cluster tests only: the shared Redis on 6379 is never touched.
+ */
+export class OwnRedisCluster {
+  readonly #nodes: ClusterNodeProcess[];
+  readonly #directory: string;
+
+  private constructor(nodes: ClusterNodeProcess[], directory: string) {
+    this.#nodes = nodes;
+    this.#directory = directory;
+  }
+
+  /** Starts `masters` nodes (3 by default), creates the Cluster and waits until it is ok. */
+  static async start(masters = 3): Promise<OwnRedisCluster> {
+    const { mkdtemp } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const directory = await mkdtemp(join(tmpdir(), "lp-cluster-"));
+    const nodes: ClusterNodeProcess[] = [];
+    const used = new Set<number>();
+    const distinctPort = async () => {
+      for (;;) {
+        const port = await freePort();
+        if (!used.has(port)) {
+          used.add(port);
+          return port;
+        }
+      }
+    };
+    for (let i = 0; i < masters; i++) {
+      nodes.push({ port: await distinctPort(), busPort: await distinctPort(), process: undefined });
+    }
+    const cluster = new OwnRedisCluster(nodes, directory);
+    try {
+      await Promise.all(nodes.map((node) => cluster.#startNode(node)));
+      await run("redis-cli", [
+        "--cluster",
+        "create",
+        ...nodes.map((node) => `127.0.0.1:${node.port}`),
+        "--cluster-replicas",
+        "0",
+        "--cluster-yes",
+      ]);
+      await cluster.waitUntilOk();
+    } catch (error: unknown) {
+      await cluster.stop();
+      throw error;
+    }
+    return cluster;
+  }
+
+  /** The seed nodes, as `REDIS_CLUSTER_NODES` and `createRedisClient` take them. */
+  get nodes(): { host: string; port: number }[] {
+    return this.#nodes.map((node) => ({ host: "127.0.0.1", port: node.port }));
+  }
+
+  /** `REDIS_CLUSTER_NODES`'s text for this Cluster. */
+  get nodesText(): string {
+    return this.#nodes.map((node) => `127.0.0.1:${node.port}`).join(",");
+  }
+
+  /** Resolves once every running node says `cluster_state:ok`. */
+  async waitUntilOk(): Promise<void> {
+    const deadline = performance.now() + 30_000;
+    for (;;) {
+      const states = await Promise.all(
+        this.#nodes
+          .filter((node) => node.process !== undefined)
+          .map((node) =>
+            run("redis-cli", ["-p", String(node.port), "cluster", "info"]).catch(() => ""),
+          ),
+      );
+      if (states.every((info) => info.includes("cluster_state:ok"))) return;
+      if (performance.now() > deadline) {
+        throw new Error(`the Cluster did not become ok: ${states.join(" | ")}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /** Stops one node (its process exits): the slots it served become unreachable. */
+  async stopNode(index: number): Promise<void> {
+    const node = this.#nodes[index];
+    if (node === undefined) throw new RangeError(`no node ${index}`);
+    await stopProcess(node);
+  }
+
+  /** Stops every node and removes the scratch directory. */
+  async stop(): Promise<void> {
+    await Promise.all(this.#nodes.map((node) => stopProcess(node)));
+    const { rm } = await import("node:fs/promises");
+    await rm(this.#directory, { recursive: true, force: true });
+  }
+
+  async #startNode(node: ClusterNodeProcess): Promise<void> {
+    const child = spawn(
+      "redis-server",
+      [
+        "--port",
+        String(node.port),
+        "--cluster-port",
+        String(node.busPort),
+        "--bind",
+        "127.0.0.1",
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        `nodes-${node.port}.conf`,
+        "--cluster-node-timeout",
+        "2000",
+        "--dir",
+        this.#directory,
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    node.process = child;
+    await new Promise<void>((resolve, reject) => {
+      let output = "";
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString("utf8");
+        if (output.includes("Ready to accept connections")) {
+          child.stdout?.off("data", onData);
+          child.stdout?.resume();
+          resolve();
+        }
+      };
+      child.stdout?.on("data", onData);
+      child.once("exit", (code) =>
+        reject(new Error(`cluster node exited with ${code} before it was ready:\n${output}`)),
+      );
+    });
+  }
+}
+
+async function stopProcess(node: ClusterNodeProcess): Promise<void> {
+  const child = node.process;
+  node.process = undefined;
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, "exit");
+  child.kill("SIGTERM");
+  await exited;
+}
+
+/** Runs a command to completion and resolves with its output; rejects on a non-zero exit. */
+function run(command: string, args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+    });
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      if (code === 0) resolve(output);
+      else reject(new Error(`${command} ${args.join(" ")} exited with ${code}: ${output}`));
+    });
+  });
+}

@@ -34,19 +34,25 @@ class ReplyError extends Error {
   override name = "ReplyError";
 }
 
-/** A client that records calls and answers with `respond`. */
+/** A client that records calls and answers with `respond`; a Cluster client with `isCluster`. */
 function fakeClient(
   respond: (command: "evalsha" | "eval", keysAndArgs: readonly string[]) => Promise<unknown>,
+  isCluster = false,
 ): {
   client: RedisScriptClient;
   calls: string[];
+  keysOfCalls: string[][];
 } {
   const calls: string[] = [];
+  const keysOfCalls: string[][] = [];
   return {
     calls,
+    keysOfCalls,
     client: {
-      evalsha: (sha1, _numKeys, ...keysAndArgs) => {
+      isCluster,
+      evalsha: (sha1, numKeys, ...keysAndArgs) => {
         calls.push(`evalsha ${sha1}`);
+        keysOfCalls.push(keysAndArgs.slice(0, numKeys));
         return respond("evalsha", keysAndArgs);
       },
       eval: (_script, _numKeys, ...keysAndArgs) => {
@@ -181,6 +187,39 @@ describe("RedisStore: batching", () => {
     for (const result of results) {
       expect(result).toMatchObject({ status: "rejected" });
       if (result.status === "rejected") expect(result.reason).toBeInstanceOf(StoreUnavailableError);
+    }
+  });
+
+  it("on Redis Cluster a batch holds one hash slot's decisions only, and every decision is answered", async () => {
+    const { client, keysOfCalls } = fakeClient(echoRemaining, true);
+    const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 64 });
+    const subjects = Array.from({ length: 200 }, (_, n) => n);
+    const decisions = await Promise.all(subjects.map((n) => store.decide(decisionFor(n))));
+    expect(decisions.map((d) => d.remaining)).toEqual(subjects);
+    for (const keys of keysOfCalls) {
+      expect(new Set(keys.map(clusterSlot)).size, keys.join(" ")).toBe(1);
+    }
+    // Subjects of one slot still share calls: fewer calls than decisions whenever slots repeat.
+    const distinctSlots = new Set(
+      subjects.map((n) => clusterSlot(redisStorageKey("lp:", `c:${n}`, "account"))),
+    );
+    expect(keysOfCalls).toHaveLength(distinctSlots.size);
+  });
+
+  it("a CROSSSLOT, MOVED or CLUSTERDOWN reply is a StoreUnavailableError, never the raw reply", async () => {
+    for (const reply of [
+      "CROSSSLOT Keys in request don't hash to the same slot",
+      "MOVED 3999 127.0.0.1:7001",
+      "ASK 3999 127.0.0.1:7001",
+      "CLUSTERDOWN The cluster is down",
+      "TRYAGAIN Multiple keys request during rehashing of slot",
+    ]) {
+      const { client } = fakeClient(async () => {
+        throw new ReplyError(reply);
+      }, true);
+      const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 64 });
+      const error = await store.decide(ONE_CHECK).catch((e: unknown) => e);
+      expect(error, reply).toBeInstanceOf(StoreUnavailableError);
     }
   });
 

@@ -1,0 +1,261 @@
+/**
+ * Redis Cluster as a deployment: a real Cluster of three masters started by this file on free
+ * ports (`redis-server --cluster-enabled yes`, joined by `redis-cli --cluster create`), never the
+ * shared Redis. The store's contract suite and the race across three processes run against it
+ * unchanged, with batching on; then publication, one enforcer end to end (its decisions,
+ * heartbeat, metrics and rejections), and a master that stops.
+ */
+import { once } from "node:events";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createEnforcer } from "../src/enforcer/enforcer";
+import type { EnforcerLogger } from "../src/enforcer/logger";
+import { RedisStore } from "../src/limiter/stores/redis";
+import { StoreUnavailableError } from "../src/limiter/stores/store-unavailable-error";
+import type { LimitCheck } from "../src/limiter/types";
+import { readEnforcerHeartbeats, readRecentRejections } from "../src/publication/enforcer-reports";
+import { policyRedisNames } from "../src/publication/keys";
+import { readDecisionMinute, readScopeMinute } from "../src/publication/metrics-reader";
+import { publishSnapshot } from "../src/publication/publish-snapshot";
+import { parseAnnouncement, readCurrentSnapshot } from "../src/publication/read-current-snapshot";
+import { createRedisClient, type RedisClient } from "../src/publication/redis-clients";
+import { runLimiterStoreContract } from "../src/testing/limiter-store-contract";
+import { exampleSnapshot, tokenBucket } from "../src/testing/policy-factory";
+import { OwnRedisCluster } from "../src/testing/redis-server";
+import { describeRacesAcrossProcesses } from "./redis-race-suite";
+import { waitFor } from "./support/wait-for";
+
+let cluster: OwnRedisCluster;
+const prefix = `${inject("redisKeyPrefix")}cl:`;
+const silent: EnforcerLogger = { log() {} };
+/** The URL carries only how to talk to the nodes (no TLS, no password here). */
+const URL_FOR_NODES = "redis://127.0.0.1";
+
+async function clusterClient(role: "decisions" | "control" | "subscriber"): Promise<RedisClient> {
+  const client = createRedisClient(role, { url: URL_FOR_NODES, clusterNodes: cluster.nodes });
+  if (client.status !== "ready") await once(client, "ready");
+  return client;
+}
+
+beforeAll(async () => {
+  cluster = await OwnRedisCluster.start(3);
+}, 90_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+for (const maxBatchSize of [1, 64]) {
+  runLimiterStoreContract(
+    `RedisStore on a 3-master Redis Cluster, up to ${maxBatchSize} decisions per call`,
+    async (clock) => {
+      const client = await clusterClient("decisions");
+      const store = new RedisStore({
+        client,
+        keyPrefix: `${prefix}c${maxBatchSize}:`,
+        clock,
+        maxBatchSize,
+      });
+      return {
+        decide: (input) => store.decide(input),
+        peek: (input) => store.peek(input),
+        close: async () => {
+          client.disconnect();
+        },
+      };
+    },
+  );
+}
+
+describeRacesAcrossProcesses("on a 3-master Redis Cluster", () => cluster.nodesText);
+
+describe("Redis Cluster, end to end", () => {
+  let control: RedisClient;
+  let decisions: RedisClient;
+
+  beforeAll(async () => {
+    control = await clusterClient("control");
+    decisions = await clusterClient("decisions");
+  });
+
+  afterAll(() => {
+    control.disconnect();
+    decisions.disconnect();
+  });
+
+  it("a batch of decisions for subjects on every master, in one event-loop turn: no CROSSSLOT, exact counts, keys on all three masters", async () => {
+    const store = new RedisStore({
+      client: decisions,
+      keyPrefix: `${prefix}spread:`,
+      maxBatchSize: 64,
+    });
+    const checks: LimitCheck[] = [
+      { scope: "tier:pro", bucket: "account", limit: tokenBucket(2, 0.001), mode: "enforce" },
+      { scope: "ceiling", bucket: "ceiling", limit: tokenBucket(1000, 0.001), mode: "enforce" },
+    ];
+    // 120 subjects, 3 requests each, all at once: 2 admitted per subject.
+    const outcomes = await Promise.all(
+      Array.from({ length: 360 }, (_, i) =>
+        store.decide({ subject: `c:spread-${i % 120}`, checks }),
+      ),
+    );
+    expect(outcomes.filter((decision) => decision.allowed)).toHaveLength(240);
+    const perMaster = await Promise.all(
+      cluster.nodes.map(async (node) => {
+        const direct = createRedisClient("control", { url: `redis://${node.host}:${node.port}` });
+        try {
+          const [, keys] = await direct.scan("0", "MATCH", `${prefix}spread:*`, "COUNT", 10_000);
+          return keys.length;
+        } finally {
+          direct.disconnect();
+        }
+      }),
+    );
+    expect(
+      perMaster.every((count) => count > 0),
+      perMaster.join(" "),
+    ).toBe(true);
+    expect(perMaster.reduce((sum, count) => sum + count, 0)).toBe(240);
+  });
+
+  it("publication works through a Cluster client: the newer-only publish, the validated read and the announcement", async () => {
+    const subscriber = await clusterClient("subscriber");
+    const names = policyRedisNames(`${prefix}pub:`);
+    const heard: string[] = [];
+    subscriber.on("message", (_channel: string, message: string) => heard.push(message));
+    await subscriber.subscribe(names.announce);
+    try {
+      const snapshot = exampleSnapshot(() => {}, { version: 3 });
+      const published = await publishSnapshot(control, `${prefix}pub:`, {
+        version: snapshot.version,
+        checksum: snapshot.checksum,
+        snapshotJson: JSON.stringify(snapshot),
+      });
+      expect(published).toMatchObject({ applied: true, currentVersion: 3 });
+      const older = exampleSnapshot(() => {}, { version: 2 });
+      expect(
+        await publishSnapshot(control, `${prefix}pub:`, {
+          version: older.version,
+          checksum: older.checksum,
+          snapshotJson: JSON.stringify(older),
+        }),
+      ).toMatchObject({ applied: false, currentVersion: 3 });
+      const read = await readCurrentSnapshot(control, `${prefix}pub:`);
+      expect(read).toMatchObject({ status: "ok" });
+      const message = await waitFor("the announcement", () => heard[0]);
+      expect(parseAnnouncement(message)).toMatchObject({ version: 3 });
+    } finally {
+      subscriber.disconnect();
+    }
+  });
+
+  it("one enforcer on the Cluster decides 25 simultaneous requests on a bucket of 20 exactly, and its heartbeat, metrics and rejections can be read back", async () => {
+    const enforcerPrefix = `${prefix}enf:`;
+    const snapshot = exampleSnapshot(
+      (input) => {
+        input.tiers.push({ name: "still", displayName: "Still", limit: tokenBucket(20, 0.001) });
+      },
+      { version: 1 },
+    );
+    await publishSnapshot(control, enforcerPrefix, {
+      version: snapshot.version,
+      checksum: snapshot.checksum,
+      snapshotJson: JSON.stringify(snapshot),
+    });
+    const enforcer = await createEnforcer({
+      redisUrl: URL_FOR_NODES,
+      redisClusterNodes: cluster.nodes,
+      keyPrefix: enforcerPrefix,
+      expectedGateways: 1,
+      enforcerId: "cluster-enforcer",
+      heartbeatIntervalMs: 100,
+      metricsFlushIntervalMs: 100,
+      logger: silent,
+    });
+    try {
+      expect(enforcer.status().policy?.version).toBe(1);
+      const results = await Promise.all(
+        Array.from({ length: 25 }, () =>
+          enforcer.check({
+            customerId: "globex",
+            tier: "still",
+            method: "GET",
+            path: "/v1/things",
+          }),
+        ),
+      );
+      expect(results.filter((result) => result.decision.allowed)).toHaveLength(20);
+      expect(results.every((result) => !result.decision.degraded)).toBe(true);
+      expect(enforcer.status().decisionsWithoutStore).toEqual({
+        timeout: 0,
+        "store-error": 0,
+        "circuit-open": 0,
+      });
+
+      const heartbeat = await waitFor("the heartbeat", async () => {
+        const { heartbeats } = await readEnforcerHeartbeats(control, enforcerPrefix, 10);
+        return heartbeats.find((beat) => beat.id === "cluster-enforcer" && beat.version === 1);
+      });
+      expect(heartbeat.decisionsWithoutStore).toEqual({
+        storeError: 0,
+        timeout: 0,
+        circuitOpen: 0,
+      });
+
+      const epochMinute = Math.floor(Date.now() / 60_000);
+      const counted = await waitFor("the flushed counts", async () => {
+        const minutes = await Promise.all(
+          [epochMinute - 1, epochMinute].map((minute) =>
+            readScopeMinute(control, enforcerPrefix, minute),
+          ),
+        );
+        const tier = minutes.flat().filter((row) => row.scope === "tier:still");
+        const rejected = tier.reduce((sum, row) => sum + row.rejected, 0);
+        const allowed = tier.reduce((sum, row) => sum + row.allowed, 0);
+        return allowed + rejected === 25 ? { allowed, rejected } : undefined;
+      });
+      expect(counted).toEqual({ allowed: 20, rejected: 5 });
+      const decisionsCounted = await Promise.all(
+        [epochMinute - 1, epochMinute].map((minute) =>
+          readDecisionMinute(control, enforcerPrefix, minute),
+        ),
+      );
+      expect(decisionsCounted.reduce((sum, minute) => sum + minute.decisions, 0)).toBe(25);
+      const rejections = await waitFor("the recent rejections", async () => {
+        const listed = await readRecentRejections(control, enforcerPrefix, "globex", 50);
+        return listed.length === 5 ? listed : undefined;
+      });
+      expect(rejections.every((rejection) => rejection.scope === "tier:still")).toBe(true);
+    } finally {
+      await enforcer.stop();
+    }
+    // A clean stop removes the heartbeat, on the Cluster too.
+    const { heartbeats } = await readEnforcerHeartbeats(control, enforcerPrefix, 10);
+    expect(heartbeats.map((beat) => beat.id)).not.toContain("cluster-enforcer");
+  });
+
+  // Last: it takes a master away for good.
+  it("a stopped master fails the decisions it served with StoreUnavailableError, never a raw Cluster reply", async () => {
+    const store = new RedisStore({
+      client: decisions,
+      keyPrefix: `${prefix}down:`,
+      maxBatchSize: 64,
+    });
+    const checks: LimitCheck[] = [
+      { scope: "tier:pro", bucket: "account", limit: tokenBucket(100, 1), mode: "enforce" },
+    ];
+    await cluster.stopNode(0);
+    const errors: unknown[] = [];
+    await waitFor("decisions on the stopped master to fail", async () => {
+      const settled = await Promise.allSettled(
+        Array.from({ length: 60 }, (_, i) => store.decide({ subject: `c:down-${i}`, checks })),
+      );
+      const failed = settled.filter((result) => result.status === "rejected");
+      errors.push(...failed.map((result) => (result.status === "rejected" ? result.reason : null)));
+      return failed.length > 0 ? true : undefined;
+    });
+    expect(errors.length).toBeGreaterThan(0);
+    for (const error of errors) {
+      expect(error, String(error)).toBeInstanceOf(StoreUnavailableError);
+    }
+  });
+});
