@@ -29,7 +29,15 @@ export function AlertList({ alerts, nowMs, incidentHref = defaultIncidentHref }:
   return (
     <ul className="alert-list" aria-label="Alerts">
       {alerts.map((alert) =>
-        alert.kind === "rejection-rate-change" ? (
+        alert.kind === "degraded-decisions" ? (
+          <li key={alert.key} className="alert-item alert-item-rise">
+            <Badge tone="bad">decided without Redis</Badge>
+            <span>
+              {alert.decisionsWithoutStore} of {alert.decisions} ({formatPercent(alert.share)})
+            </span>
+            <span className="muted small">{alert.message}</span>
+          </li>
+        ) : alert.kind === "rejection-rate-change" ? (
           <li key={alert.key} className={`alert-item alert-item-${alert.direction}`}>
             <Badge tone={alert.direction === "rise" ? "bad" : "warn"}>
               rejections {alert.direction === "rise" ? "up" : "down"}

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
+  type DecisionMinute,
+  detectDegradedDecisions,
   detectExpiringIncidents,
   detectRejectionRateAlerts,
   evaluateRejectionRates,
@@ -290,5 +292,81 @@ describe("incident override about to expire", () => {
     expect(() => detectExpiringIncidents([], { nowMs: NOW_MS, warningWindowMs: 0 })).toThrow(
       "warningWindowMs",
     );
+  });
+});
+
+describe("decisions made without Redis", () => {
+  /** One minute of the fleet's decisions; NOW_MS is 30 s into the 12:00 minute. */
+  const minute = (
+    startMs: number,
+    decisions: number,
+    withoutStore: Partial<DecisionMinute["withoutStore"]> = {},
+  ): DecisionMinute => ({
+    minuteStartMs: startMs,
+    decisions,
+    withoutStore: { storeError: 0, timeout: 0, circuitOpen: 0, ...withoutStore },
+  });
+
+  it("alerts at 10 or more and 1% or more over the previous minute and this one so far, saying why", () => {
+    const minutes = [
+      minute(END_MS - MINUTE_MS, 500, { storeError: 4, circuitOpen: 3 }),
+      minute(END_MS, 200, { timeout: 3 }),
+    ];
+    const [alert, ...others] = detectDegradedDecisions(minutes, { nowMs: NOW_MS });
+    expect(others).toEqual([]);
+    expect(alert).toMatchObject({
+      kind: "degraded-decisions",
+      key: "degraded-decisions",
+      fromMs: END_MS - MINUTE_MS,
+      toMs: NOW_MS,
+      decisions: 700,
+      decisionsWithoutStore: 10,
+      withoutStore: { storeError: 4, timeout: 3, circuitOpen: 3 },
+    });
+    expect(alert?.share).toBeCloseTo(10 / 700);
+    expect(alert?.message).toContain("10 of 700 decisions");
+    expect(alert?.message).toContain(
+      "4 with Redis down or refusing, 3 timed out, 3 with the circuit open",
+    );
+  });
+
+  it("stays quiet below either threshold: 9 decisions, or under 1% of them", () => {
+    expect(
+      detectDegradedDecisions([minute(END_MS, 100, { storeError: 9 })], { nowMs: NOW_MS }),
+    ).toEqual([]);
+    expect(
+      detectDegradedDecisions([minute(END_MS, 2_000, { timeout: 19 })], { nowMs: NOW_MS }),
+    ).toEqual([]);
+    expect(
+      detectDegradedDecisions([minute(END_MS, 2_000, { timeout: 20 })], { nowMs: NOW_MS }),
+    ).toHaveLength(1);
+  });
+
+  it("minutes outside the window do not count: an outage an hour ago is over", () => {
+    const minutes = [minute(END_MS - 2 * MINUTE_MS, 100, { storeError: 100 })];
+    expect(detectDegradedDecisions(minutes, { nowMs: NOW_MS })).toEqual([]);
+  });
+
+  it("no traffic, or unusable counts, never alert and never divide by zero", () => {
+    expect(detectDegradedDecisions([], { nowMs: NOW_MS })).toEqual([]);
+    expect(
+      detectDegradedDecisions([minute(END_MS, 0, { storeError: Number.NaN, timeout: -5 })], {
+        nowMs: NOW_MS,
+      }),
+    ).toEqual([]);
+  });
+
+  it("the thresholds are options, and meaningless ones are refused", () => {
+    const minutes = [minute(END_MS, 100, { circuitOpen: 2 })];
+    expect(
+      detectDegradedDecisions(minutes, { nowMs: NOW_MS, minDecisionsWithoutStore: 2 }),
+    ).toHaveLength(1);
+    expect(() => detectDegradedDecisions(minutes, { nowMs: NOW_MS, minShare: 0 })).toThrow(
+      "minShare",
+    );
+    expect(() =>
+      detectDegradedDecisions(minutes, { nowMs: NOW_MS, minDecisionsWithoutStore: 0 }),
+    ).toThrow("minDecisionsWithoutStore");
+    expect(() => detectDegradedDecisions(minutes, { nowMs: Number.NaN })).toThrow("nowMs");
   });
 });

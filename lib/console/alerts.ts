@@ -8,6 +8,9 @@
  *   both windows keep a handful of requests from raising it.
  * - An **incident override about to expire**: so its owner can extend it before the customer is
  *   cut back to the old limit.
+ * - **Decisions made without Redis**: enforcers answered by their failure policies (open admits
+ *   unmeasured, local admits a share) because Redis was down, timed out or the circuit breaker
+ *   was open. Never silent: past a small share of the fleet's decisions, it alerts.
  *
  * Time is a parameter (`nowMs`); nothing here reads a clock.
  */
@@ -399,5 +402,123 @@ export function detectExpiringIncidents(
   );
 }
 
+// ---------------------------------------------------------------------------------------------
+// Decisions made without Redis
+
+/** The fleet's decisions in one minute and how many were made without Redis, by why. */
+export interface DecisionMinute {
+  /** Start of the minute, epoch ms. */
+  readonly minuteStartMs: number;
+  readonly decisions: number;
+  readonly withoutStore: {
+    readonly storeError: number;
+    readonly timeout: number;
+    readonly circuitOpen: number;
+  };
+}
+
+export interface DegradedDecisionAlertOptions {
+  /**
+   * The evaluation instant. The window is the minute before the one containing it plus that
+   * minute so far: an outage alerts within about a minute, and one odd second in a quiet minute
+   * does not outweigh a whole busy one.
+   */
+  nowMs: number;
+  /**
+   * Fewest decisions without Redis in the window that alert: a handful during a Redis restart
+   * is not worth waking anyone.
+   * @default 10
+   */
+  minDecisionsWithoutStore?: number;
+  /**
+   * Smallest share of the window's decisions made without Redis that alerts, as a fraction.
+   * @default 0.01 (1 %)
+   */
+  minShare?: number;
+}
+
+export const DEGRADED_DECISION_ALERT_DEFAULTS = {
+  minDecisionsWithoutStore: 10,
+  minShare: 0.01,
+} as const;
+
+export interface DegradedDecisionAlert {
+  readonly kind: "degraded-decisions";
+  /** One per fleet while the condition lasts. */
+  readonly key: "degraded-decisions";
+  /** Where the window starts (the start of the previous minute) and ends (`nowMs`). */
+  readonly fromMs: number;
+  readonly toMs: number;
+  readonly decisions: number;
+  readonly withoutStore: DecisionMinute["withoutStore"];
+  /** Decisions without Redis in the window, in all. */
+  readonly decisionsWithoutStore: number;
+  /** `decisionsWithoutStore / decisions`. */
+  readonly share: number;
+  readonly message: string;
+}
+
+/**
+ * An alert when, over the previous minute and the current one so far, at least
+ * `minDecisionsWithoutStore` decisions (10) and at least `minShare` of all decisions (1 %) were
+ * made without Redis: each by its limits' failure policies, so tier limits admitted without
+ * counting and ceilings admitted a per-gateway share. Minutes outside the window are ignored; no
+ * minutes means no alert.
+ *
+ * @throws RangeError when `nowMs` is not finite, the minimum is below 1 or the share is not a
+ *   fraction in (0, 1].
+ */
+export function detectDegradedDecisions(
+  minutes: readonly DecisionMinute[],
+  options: DegradedDecisionAlertOptions,
+): DegradedDecisionAlert[] {
+  const d = DEGRADED_DECISION_ALERT_DEFAULTS;
+  const minCount = options.minDecisionsWithoutStore ?? d.minDecisionsWithoutStore;
+  const minShare = options.minShare ?? d.minShare;
+  if (!Number.isFinite(options.nowMs)) throw new RangeError("nowMs must be a finite number");
+  if (!(minCount >= 1)) throw new RangeError("minDecisionsWithoutStore must be at least 1");
+  if (!(minShare > 0 && minShare <= 1)) throw new RangeError("minShare must be in (0, 1]");
+  const fromMs = Math.floor(options.nowMs / MINUTE_MS) * MINUTE_MS - MINUTE_MS;
+  let decisions = 0;
+  const withoutStore = { storeError: 0, timeout: 0, circuitOpen: 0 };
+  for (const minute of minutes) {
+    if (minute.minuteStartMs < fromMs || minute.minuteStartMs > options.nowMs) continue;
+    decisions += validCount(minute.decisions);
+    withoutStore.storeError += validCount(minute.withoutStore.storeError);
+    withoutStore.timeout += validCount(minute.withoutStore.timeout);
+    withoutStore.circuitOpen += validCount(minute.withoutStore.circuitOpen);
+  }
+  const total = withoutStore.storeError + withoutStore.timeout + withoutStore.circuitOpen;
+  if (total < minCount || decisions === 0) return [];
+  const share = Math.min(1, total / decisions);
+  if (share < minShare) return [];
+  const reasons = [
+    withoutStore.storeError > 0 ? `${withoutStore.storeError} with Redis down or refusing` : null,
+    withoutStore.timeout > 0 ? `${withoutStore.timeout} timed out` : null,
+    withoutStore.circuitOpen > 0 ? `${withoutStore.circuitOpen} with the circuit open` : null,
+  ].filter((reason) => reason !== null);
+  return [
+    {
+      kind: "degraded-decisions",
+      key: "degraded-decisions",
+      fromMs,
+      toMs: options.nowMs,
+      decisions,
+      withoutStore,
+      decisionsWithoutStore: total,
+      share,
+      message:
+        `${total} of ${decisions} decisions (${formatPercent(share)}) since ` +
+        `${new Date(fromMs).toISOString().slice(11, 16)} UTC were made without Redis ` +
+        `(${reasons.join(", ")}): their limits' failure policies decided (open admits unmeasured). ` +
+        "Check Redis and the gateways' connections.",
+    },
+  ];
+}
+
+function validCount(value: number): number {
+  return Number.isFinite(value) && value > 0 ? value : 0;
+}
+
 /** Every alert the overview shows. */
-export type ConsoleAlert = RejectionRateAlert | IncidentExpiryAlert;
+export type ConsoleAlert = RejectionRateAlert | IncidentExpiryAlert | DegradedDecisionAlert;

@@ -4,13 +4,19 @@
  * two workers or a restarted one, and a delivery the receiver refused with a 500 is retried after
  * its backoff and then delivered, with the same delivery id and body.
  */
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEnforcer } from "@limitplane/enforcer";
+import { readDecisionMinute } from "@limitplane/enforcer/publication";
+import { exampleSnapshot } from "@limitplane/enforcer/testing";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   type AlertWebhookDeps,
   deliverAlertWebhooks,
 } from "@/lib/control/alerts/deliver-alert-webhooks";
 import { alertWebhooksJob } from "@/lib/worker";
+import { readyRedis, unreachableRedis } from "../support/redis";
+import { waitFor } from "./helpers/gateway-processes";
 import { uniqueName } from "./helpers/policy-fixtures";
 import { provideTestDatabase } from "./helpers/test-database";
 
@@ -24,7 +30,13 @@ interface Received {
     deliveryId: string;
     alertKey: string;
     episode: number;
-    alert: { kind: string; scope: string; direction: string };
+    alert: {
+      kind: string;
+      scope: string;
+      direction: string;
+      decisionsWithoutStore?: number;
+      withoutStore?: Record<string, number>;
+    };
   };
 }
 
@@ -115,6 +127,78 @@ function testInstant(hoursAgo: number): number {
 }
 
 describe("alert webhooks", () => {
+  it("turn decisions an enforcer made without Redis into one alert, with the counts by reason", async () => {
+    // An enforcer whose decisions connection finds no Redis (a real client at a port where
+    // nothing listens) while its reporting connection works: every decision is made by the
+    // failure policies, and the counts reach the shared Redis as the flusher writes them.
+    const prefix = `${inject("redisKeyPrefix")}dg${randomBytes(2).toString("hex")}:`;
+    const control = await readyRedis("control");
+    const subscriber = await readyRedis("subscriber");
+    const decisions = await unreachableRedis();
+    const enforcer = await createEnforcer({
+      clients: { decisions, control, subscriber },
+      keyPrefix: prefix,
+      expectedGateways: 1,
+      bootstrapSnapshot: exampleSnapshot(),
+      startupWaitMs: 500,
+      metricsFlushIntervalMs: 100,
+      logger: { log() {} },
+    });
+    try {
+      for (let i = 0; i < 30; i++) {
+        const { decision } = await enforcer.check({
+          customerId: "acme",
+          tier: "pro",
+          method: "GET",
+          path: "/v1/things",
+        });
+        expect(decision.degraded).toBe(true);
+      }
+      const withoutStore = enforcer.status().decisionsWithoutStore;
+      // Errors until the breaker opened, then the breaker answered: both are counted.
+      expect(withoutStore["store-error"]).toBeGreaterThan(0);
+      expect(withoutStore["circuit-open"]).toBeGreaterThan(0);
+      expect(withoutStore["store-error"] + withoutStore["circuit-open"]).toBe(30);
+      const minute = Math.floor(Date.now() / MINUTE_MS);
+      await waitFor("the counts to be flushed", async () => {
+        const counts = await Promise.all(
+          [minute - 1, minute, minute + 1].map((m) => readDecisionMinute(control, prefix, m)),
+        );
+        const flushed = counts.reduce(
+          (sum, c) => sum + c.withoutStore.storeError + c.withoutStore.circuitOpen,
+          0,
+        );
+        return flushed === 30 ? true : undefined;
+      });
+
+      const url = receiver.url("/degraded");
+      const outcome = await deliverAlertWebhooks(
+        { db: database.current().db, live: { redis: control, prefix }, nowMs: Date.now },
+        { urls: [url] },
+      );
+      expect(outcome.delivered).toBeGreaterThanOrEqual(1);
+      const [request, ...more] = receiver.forPath("/degraded");
+      expect(more).toEqual([]);
+      expect(request?.body).toMatchObject({
+        alertKey: "degraded-decisions",
+        alert: {
+          kind: "degraded-decisions",
+          decisionsWithoutStore: 30,
+          withoutStore: {
+            storeError: withoutStore["store-error"],
+            timeout: 0,
+            circuitOpen: withoutStore["circuit-open"],
+          },
+        },
+      });
+    } finally {
+      await enforcer.stop();
+      decisions.disconnect();
+      control.disconnect();
+      subscriber.disconnect();
+    }
+  });
+
   it("deliver a new alert once to every URL, and never again while it lasts, whatever the workers", async () => {
     const clock = { nowMs: testInstant(30) };
     const scope = `tier:${uniqueName("rise")}`;

@@ -1,10 +1,14 @@
 /**
  * The alerts the overview shows and the worker sends to webhooks, evaluated one way for both:
- * rejection-rate changes against each scope's own baseline (`detectRejectionRateAlerts`) over the
- * per-minute counts, and incident overrides about to expire (`detectExpiringIncidents`).
+ * decisions made without Redis across the fleet (`detectDegradedDecisions`, from the enforcers'
+ * live per-minute counts in Redis), rejection-rate changes against each scope's own baseline
+ * (`detectRejectionRateAlerts`) over the per-minute counts, and incident overrides about to expire
+ * (`detectExpiringIncidents`).
  */
+import { type DecisionMinuteCounts, readDecisionMinute } from "@limitplane/enforcer/publication";
 import {
   type ConsoleAlert,
+  detectDegradedDecisions,
   detectExpiringIncidents,
   detectRejectionRateAlerts,
   REJECTION_RATE_ALERT_DEFAULTS,
@@ -15,7 +19,10 @@ import { listIncidents } from "../incident/list-incidents";
 import { loadScopeMinutes } from "../metric-minute/load-scope-minutes";
 
 export interface EvaluatedAlerts {
-  /** Rate changes first (largest change first), then expiring overrides (soonest first). */
+  /**
+   * Decisions without Redis first, then rate changes (largest change first), then expiring
+   * overrides (soonest first).
+   */
   readonly alerts: readonly ConsoleAlert[];
   /** The evaluation instant. */
   readonly nowMs: number;
@@ -27,13 +34,36 @@ export async function evaluateAlerts(
 ): Promise<EvaluatedAlerts> {
   const d = REJECTION_RATE_ALERT_DEFAULTS;
   const fromMs = options.nowMs - d.recentWindowMs - d.baselineWindowMs - 60_000;
-  const [minutes, incidents] = await Promise.all([
+  const [minutes, incidents, decisionMinutes] = await Promise.all([
     loadScopeMinutes({ fromMs, nowMs: options.nowMs }, deps),
     listIncidents({ status: "current" }, deps),
+    deps.live === null ? [] : readDecisionMinutes(options.nowMs, deps.live),
   ]);
   // Both windows end at the start of the current minute, so it does not matter whether the
   // current minute came from Redis: only complete minutes are judged.
   const rateAlerts = detectRejectionRateAlerts(minutes.rows, { nowMs: options.nowMs });
   const expiring = detectExpiringIncidents(incidents, { nowMs: options.nowMs });
-  return { alerts: [...rateAlerts, ...expiring], nowMs: options.nowMs };
+  const degraded = detectDegradedDecisions(decisionMinutes, { nowMs: options.nowMs });
+  return { alerts: [...degraded, ...rateAlerts, ...expiring], nowMs: options.nowMs };
+}
+
+/**
+ * The previous minute's and the current minute's decision counts, straight from the enforcers'
+ * Redis hashes (these counts are not rolled up into Postgres). Redis unreachable is not an error
+ * here: no counts, no alert (the enforcers cannot flush to it either; their counts wait in
+ * process and arrive with Redis).
+ */
+async function readDecisionMinutes(
+  nowMs: number,
+  live: Pick<FleetDeps, "redis" | "prefix">,
+): Promise<DecisionMinuteCounts[]> {
+  const current = Math.floor(nowMs / 60_000);
+  try {
+    return await Promise.all(
+      [current - 1, current].map((minute) => readDecisionMinute(live.redis, live.prefix, minute)),
+    );
+  } catch (error: unknown) {
+    console.warn("alerts: the live decision counts could not be read", error);
+    return [];
+  }
 }

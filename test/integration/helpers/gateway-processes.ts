@@ -75,6 +75,8 @@ export interface GatewayOptions {
   readonly id?: string;
   /** Extra command-line arguments (`--expected-gateways 3`, ...). */
   readonly args?: readonly string[];
+  /** Extra environment (`REDIS_CLUSTER_NODES`, ...). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Starts one demo gateway on a free port and waits until it listens. */
@@ -99,6 +101,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
         ...process.env,
         REDIS_URL: options.redisUrl ?? inject("redisUrl"),
         REDIS_KEY_PREFIX: options.prefix,
+        ...options.env,
       },
       stdio: ["ignore", "pipe", "pipe"],
     },
