@@ -4,10 +4,13 @@ import { defineConfig } from "vitest/config";
 const root = fileURLToPath(new URL(".", import.meta.url));
 
 /**
- * Two projects, one command:
+ * Three projects, one command:
  * - unit: pure code beside its source (`*.test.ts`), no services.
  * - integration: `test/integration/**` against the real Postgres and Redis. The global setup gives
  *   every run its own database and Redis key prefix, so concurrent runs cannot collide.
+ * - busy: `test/busy/**`, the acceptance tests on a deliberately busy machine (processes spinning
+ *   on every core). One file at a time, and run last (`npm run test:busy`, after the others in
+ *   `npm test`), so the spinning cores slow no other test.
  */
 export default defineConfig({
   resolve: {
@@ -44,6 +47,19 @@ export default defineConfig({
           setupFiles: ["test/fast-check-setup.ts", "test/integration/setup-env.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "busy",
+          include: ["test/busy/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["test/integration/global-setup.ts"],
+          setupFiles: ["test/fast-check-setup.ts", "test/integration/setup-env.ts"],
+          fileParallelism: false,
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
         },
       },
     ],

@@ -3,7 +3,7 @@
  * malformed snapshot refused everywhere, and a dry-run limit compared with the same limit enforced.
  * Each test publishes the next policy version it needs; the gateways stay up for the file.
  */
-import { Agent, request } from "node:http";
+import { Agent } from "node:http";
 import type { TPolicyDocumentInput } from "@limitplane/enforcer/policy";
 import { tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
@@ -13,6 +13,8 @@ import {
   type GatewayProcess,
   health,
   promSample,
+  type Reply,
+  sendRequest,
   startGateways,
   waitFor,
   waitForVersion,
@@ -25,42 +27,14 @@ let gateways: GatewayProcess[] = [];
 let nextVersion = 1;
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
 
-interface Reply {
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly body: string;
-}
-
-/** One request over a kept-alive connection (so 25 can leave at once without connecting). */
+/** One request over this file's kept-alive connections (so 25 can leave at once). */
 function send(
   gateway: GatewayProcess,
   path: string,
   headers: Record<string, string> = {},
   method = "GET",
 ): Promise<Reply> {
-  const url = new URL(path, gateway.url);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { agent, host: url.hostname, port: url.port, path: url.pathname, method, headers },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("end", () => {
-          const flat: Record<string, string> = {};
-          for (const [name, value] of Object.entries(res.headers)) {
-            if (typeof value === "string") flat[name] = value;
-          }
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: flat,
-            body: Buffer.concat(chunks).toString(),
-          });
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end();
-  });
+  return sendRequest(agent, gateway, path, headers, method);
 }
 
 const as = (customerId: string, tier: string) => ({

@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
+import { type Agent, request } from "node:http";
 import { createServer } from "node:net";
 import path from "node:path";
 import { Redis } from "ioredis";
@@ -249,4 +250,47 @@ export async function privateRedis(port?: number): Promise<PrivateRedis> {
   };
   await redis.start();
   return redis;
+}
+
+/** A gateway's answer: status, single-valued headers, body text. */
+export interface Reply {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/**
+ * One request to `gateway` over `agent`'s connections (a kept-alive agent lets many leave at once
+ * without connecting first).
+ */
+export function sendRequest(
+  agent: Agent,
+  gateway: GatewayProcess,
+  path: string,
+  headers: Record<string, string> = {},
+  method = "GET",
+): Promise<Reply> {
+  const url = new URL(path, gateway.url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { agent, host: url.hostname, port: url.port, path: url.pathname, method, headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => {
+          const flat: Record<string, string> = {};
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (typeof value === "string") flat[name] = value;
+          }
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: flat,
+            body: Buffer.concat(chunks).toString(),
+          });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
 }

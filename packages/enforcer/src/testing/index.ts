@@ -1,9 +1,11 @@
 /**
  * `@limitplane/enforcer/testing`: what tests and benchmarks of code that embeds or drives the
  * enforcer need: the example policy and small builders, readable instants, a private
- * `redis-server` on a free port, and fast-check's seed from the environment. Not for production.
+ * `redis-server` or Redis Cluster on free ports, CPU spinners for a deliberately busy machine,
+ * and fast-check's seed from the environment. Not for production.
  */
 export { configureFastCheckFromEnv } from "./fast-check";
 export { examplePolicy, examplePolicyInput, exampleSnapshot, tokenBucket } from "./policy-factory";
 export { freePort, OwnRedisCluster, OwnRedisServer } from "./redis-server";
+export { type Spinners, startSpinners } from "./spinners";
 export { atUtc, DAY_MS, MINUTE_MS, SECOND_MS } from "./times";
