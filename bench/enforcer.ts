@@ -12,6 +12,11 @@
  *    protected by the enforcer (RedisStore) or by rate-limiter-flexible's RateLimiterRedis (or by
  *    nothing, for the server's own ceiling), driven from this process by a keep-alive client with
  *    many requests in flight. Every target runs in the same run, alternating, on the same machine.
+ *    Each enforcer target reports how many of its decisions were made without Redis (its
+ *    `/metrics`): the aim is 0, since Redis is healthy throughout.
+ * 3. The same on a busy machine: 4 processes spinning per core (normal priority) while the
+ *    enforcer and rate-limiter-flexible serve, one round each, and again the decisions made
+ *    without Redis (aim 0: a busy host must serve slower, never unlimited).
  *
  * Figures from a small, noisy machine (2 cores shared by Redis, the server and the load): read them
  * as ratios, not absolutes.
@@ -26,7 +31,7 @@ import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/
 import { MemoryStore } from "@limitplane/enforcer/limiter";
 import type { TSnapshot } from "@limitplane/enforcer/policy";
 import { publishSnapshot } from "@limitplane/enforcer/publication";
-import { exampleSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
+import { exampleSnapshot, startSpinners, tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { importPolicy } from "@/lib/control/policy/import-policy";
@@ -230,7 +235,58 @@ async function stopTarget(target: Target): Promise<void> {
   await exited;
 }
 
+/** Decisions an enforcer target made without Redis, by reason, and those it waited for. */
+interface WithoutRedis {
+  readonly byReason: Readonly<Record<string, number>>;
+  readonly total: number;
+  readonly slow: number;
+}
+
+const WITHOUT_REDIS_REASONS = ["store-error", "timeout", "circuit-open"];
+
+/** The target's counters now (cumulative since it started); null for a non-enforcer target. */
+async function withoutRedisOf(target: Target): Promise<WithoutRedis | null> {
+  if (!target.mode.startsWith("limitplane")) return null;
+  const text = await (await fetch(new URL("/metrics", target.url))).text();
+  const sample = (name: string, label: string) => {
+    const line = text.split("\n").find((row) => row.startsWith(name) && row.includes(label));
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
+  };
+  const byReason: Record<string, number> = {};
+  for (const reason of WITHOUT_REDIS_REASONS) {
+    byReason[reason] = sample("limitplane_decisions_without_store_total", `reason="${reason}"`);
+  }
+  return {
+    byReason,
+    total: Object.values(byReason).reduce((sum, count) => sum + count, 0),
+    slow: sample("limitplane_store_slow_decisions_total", "enforcer="),
+  };
+}
+
+/** What changed between two readings of the same target. */
+function withoutRedisBetween(before: WithoutRedis, after: WithoutRedis): WithoutRedis {
+  const byReason: Record<string, number> = {};
+  for (const reason of WITHOUT_REDIS_REASONS) {
+    byReason[reason] = (after.byReason[reason] ?? 0) - (before.byReason[reason] ?? 0);
+  }
+  return { byReason, total: after.total - before.total, slow: after.slow - before.slow };
+}
+
+/** Measures `target` after a warm-up, with its decisions made without Redis during the measure. */
+async function measure(target: Target): Promise<LoadResult> {
+  await load(target.url, WARMUP_MS);
+  const before = await withoutRedisOf(target);
+  const result = await load(target.url, MEASURE_MS);
+  const after = await withoutRedisOf(target);
+  return {
+    ...result,
+    withoutRedis: before === null || after === null ? null : withoutRedisBetween(before, after),
+  };
+}
+
 interface LoadResult {
+  /** Enforcer targets only. */
+  readonly withoutRedis?: WithoutRedis | null;
   readonly requests: number;
   readonly perSec: number;
   readonly statuses: Map<number, number>;
@@ -303,17 +359,36 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   );
   const modes = ["bare", "limitplane", "limitplane-no-local", "flexible"];
   const results = new Map<string, LoadResult[]>(modes.map((mode) => [mode, []]));
+  const BUSY_MODES = ["limitplane", "flexible"];
+  const busyResults = new Map<string, LoadResult>();
+  let busyLoadAtStart = "";
+  let busyLoadAtEnd = "";
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const mode of modes) {
         const target = await startTarget(mode, prefix, redisUrl);
         try {
-          await load(target.url, WARMUP_MS);
-          results.get(mode)?.push(await load(target.url, MEASURE_MS));
+          results.get(mode)?.push(await measure(target));
         } finally {
           await stopTarget(target);
         }
       }
+    }
+    // The busy machine: 4 spinners per core while each target serves one more round.
+    const spinners = await startSpinners(availableParallelism() * 4);
+    try {
+      busyLoadAtStart = loadPerCore();
+      for (const mode of BUSY_MODES) {
+        const target = await startTarget(mode, prefix, redisUrl);
+        try {
+          busyResults.set(mode, await measure(target));
+        } finally {
+          await stopTarget(target);
+        }
+      }
+      busyLoadAtEnd = loadPerCore();
+    } finally {
+      await spinners.stop();
     }
   } finally {
     await deleteKeys(redis, prefix);
@@ -343,6 +418,45 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
         `  ${mode} / rate-limiter-flexible: ${(ours.perSec / flexible.perSec).toFixed(2)}x throughput, p99 ${(ours.p99Ms / flexible.p99Ms).toFixed(2)}x`,
       );
     }
+  }
+
+  console.log(
+    `\non a busy machine (${availableParallelism() * 4} processes spinning at normal priority; load average per core ${busyLoadAtStart} at start, ${busyLoadAtEnd} at end), one round each:`,
+  );
+  for (const [mode, result] of busyResults) {
+    console.log(
+      `  ${mode.padEnd(20)} ${Math.round(result.perSec).toString().padStart(7)} req/s   p50 ${format(result.p50Ms)} ms   p99 ${format(result.p99Ms)} ms${result.errors > 0 ? ` errors:${result.errors}` : ""}`,
+    );
+  }
+  const busyOurs = busyResults.get("limitplane");
+  const busyTheirs = busyResults.get("flexible");
+  if (busyOurs !== undefined && busyTheirs !== undefined) {
+    console.log(
+      `  limitplane / rate-limiter-flexible: ${(busyOurs.perSec / busyTheirs.perSec).toFixed(2)}x throughput, p99 ${(busyOurs.p99Ms / busyTheirs.p99Ms).toFixed(2)}x`,
+    );
+  }
+
+  console.log(
+    "\ndecisions made without Redis during the HTTP runs (Redis healthy throughout; the issue's aim: 0):",
+  );
+  const rows: [string, LoadResult[]][] = [
+    ...[...results].filter(([mode]) => mode.startsWith("limitplane")),
+    ...[...busyResults]
+      .filter(([mode]) => mode.startsWith("limitplane"))
+      .map(([mode, result]): [string, LoadResult[]] => [`${mode}, busy machine`, [result]]),
+  ];
+  for (const [label, runs] of rows) {
+    const decided = runs.reduce((sum, run) => sum + run.requests, 0);
+    const counted = runs.flatMap((run) => (run.withoutRedis ? [run.withoutRedis] : []));
+    const total = counted.reduce((sum, counts) => sum + counts.total, 0);
+    const slow = counted.reduce((sum, counts) => sum + counts.slow, 0);
+    const reasons = WITHOUT_REDIS_REASONS.map(
+      (reason) =>
+        `${reason} ${counted.reduce((sum, counts) => sum + (counts.byReason[reason] ?? 0), 0)}`,
+    ).join(", ");
+    console.log(
+      `  ${label.padEnd(28)} ${String(total).padStart(6)} of ${decided} decisions (${reasons}; ${slow} slow answers waited for)   aim 0   ${total === 0 ? "PASS" : "SHORT"}`,
+    );
   }
 }
 

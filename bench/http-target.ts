@@ -11,6 +11,8 @@
  *   tsx bench/http-target.ts --mode limitplane --prefix bench:x: [--redis-url redis://...]
  *
  * Customers come as `Authorization: Bearer <id>` and `x-tier`. Prints `listening on <url>`.
+ * `GET /metrics` (not limited) answers the enforcer's Prometheus text in the limitplane modes, so
+ * the benchmark can count the decisions made without Redis during its run.
  */
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -41,7 +43,14 @@ function customerOf(req: IncomingMessage): { customerId: string; tier: string } 
   return { customerId, tier: typeof tier === "string" ? tier : "enterprise" };
 }
 
-async function makeMiddleware(): Promise<{ middleware: Middleware; stop: () => Promise<void> }> {
+interface Target {
+  readonly middleware: Middleware;
+  readonly stop: () => Promise<void>;
+  /** The enforcer's Prometheus text; absent for the other modes. */
+  readonly metrics?: () => string;
+}
+
+async function makeMiddleware(): Promise<Target> {
   switch (mode) {
     case "limitplane":
     case "limitplane-no-local": {
@@ -56,6 +65,7 @@ async function makeMiddleware(): Promise<{ middleware: Middleware; stop: () => P
       return {
         middleware: createNodeMiddleware(enforcer, { identify: customerOf }),
         stop: () => enforcer.stop(),
+        metrics: () => enforcer.prometheus(),
       };
     }
     case "flexible": {
@@ -108,9 +118,14 @@ async function makeMiddleware(): Promise<{ middleware: Middleware; stop: () => P
   }
 }
 
-const { middleware, stop } = await makeMiddleware();
+const { middleware, stop, metrics } = await makeMiddleware();
 const body = JSON.stringify({ ok: true });
 const server = createServer((req, res) => {
+  if (metrics !== undefined && req.url === "/metrics") {
+    res.writeHead(200, { "Content-Type": "text/plain; version=0.0.4" });
+    res.end(metrics());
+    return;
+  }
   middleware(req, res, () => {
     res.writeHead(200, { "Content-Type": "application/json" });
     res.end(body);
