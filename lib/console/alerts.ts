@@ -14,6 +14,7 @@
  *
  * Time is a parameter (`nowMs`); nothing here reads a clock.
  */
+import type { DecisionMinuteCounts } from "@limitplane/enforcer/publication";
 import { formatDurationMs, formatPercent } from "./format";
 import {
   type CountTotals,
@@ -405,17 +406,11 @@ export function detectExpiringIncidents(
 // ---------------------------------------------------------------------------------------------
 // Decisions made without Redis
 
-/** The fleet's decisions in one minute and how many were made without Redis, by why. */
-export interface DecisionMinute {
-  /** Start of the minute, epoch ms. */
-  readonly minuteStartMs: number;
-  readonly decisions: number;
-  readonly withoutStore: {
-    readonly storeError: number;
-    readonly timeout: number;
-    readonly circuitOpen: number;
-  };
-}
+/**
+ * The fleet's decisions in one minute and how many were made without Redis, by why, as the
+ * enforcers' per-minute hashes hold them (`readDecisionMinute` of the publication protocol).
+ */
+export type DecisionMinute = DecisionMinuteCounts;
 
 export interface DegradedDecisionAlertOptions {
   /**

@@ -25,6 +25,7 @@ import {
   type Reply,
   sendRequest,
   startGateways,
+  waitFor,
   waitForVersion,
 } from "../integration/helpers/gateway-processes";
 import { publishTestSnapshot, snapshotVersion } from "../integration/helpers/snapshots";
@@ -139,6 +140,15 @@ describe(`a busy machine (${availableParallelism() * 4} spinning processes) and 
     const counters = await fleetCounters();
     expect(counters.withoutStore).toEqual({ "store-error": 0, timeout: 0, "circuit-open": 0 });
     expect(counters.fallback).toBe(0);
+
+    // A frozen gateway reports it as its own event-loop delay (over its last heartbeat interval).
+    const frozen = gatewayAt(0);
+    await freeze(frozen);
+    await waitFor("the frozen gateway to report its event-loop delay", async () => {
+      const text = await (await fetch(`${frozen.url}/metrics`)).text();
+      const maxSeconds = promSample(text, "limitplane_event_loop_delay_seconds", { quantile: "1" });
+      return maxSeconds >= (FREEZE_MS * 0.8) / 1000 ? true : undefined;
+    });
   });
 
   it(`a flood over ${FLOOD_KEYS.toLocaleString("en-US")} keys, 3 requests of cost 10 each on bursts of 20, ${FLOOD_IN_FLIGHT} in flight, a gateway frozen every 500 ms: exactly ${(2 * FLOOD_KEYS).toLocaleString("en-US")} admitted, none without Redis, and the frozen gateways waited for Redis instead`, async () => {

@@ -10,6 +10,7 @@
  * attempts see the per-address ceiling too, under their own subject, address and route.)
  */
 
+import { readEnforcerHeartbeats } from "@limitplane/enforcer/publication";
 import { tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -185,6 +186,25 @@ describe("Redis stopped under traffic", () => {
       },
       { timeoutMs: 30_000 },
     );
+
+    // What the gateways decided without Redis reaches the console with their heartbeats, by why.
+    const reporter = new Redis(redis.url);
+    try {
+      const heartbeat = await waitFor(
+        "a heartbeat reporting decisions made without Redis",
+        async () => {
+          const { heartbeats } = await readEnforcerHeartbeats(reporter, prefix, 10);
+          const beat = heartbeats.find((candidate) => candidate.id === gateway(2).id);
+          const counts = beat?.decisionsWithoutStore;
+          return counts !== undefined && counts.storeError + counts.circuitOpen >= 12
+            ? beat
+            : undefined;
+        },
+      );
+      expect(heartbeat.decisionsWithoutStore.timeout).toBe(0);
+    } finally {
+      reporter.disconnect();
+    }
 
     await traffic.stop();
     // Every request of the steady stream was answered, and none was refused: tiers fail open.

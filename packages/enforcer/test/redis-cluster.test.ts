@@ -21,8 +21,8 @@ import { createRedisClient, type RedisClient } from "../src/publication/redis-cl
 import { runLimiterStoreContract } from "../src/testing/limiter-store-contract";
 import { exampleSnapshot, tokenBucket } from "../src/testing/policy-factory";
 import { OwnRedisCluster } from "../src/testing/redis-server";
+import { waitFor } from "../src/testing/wait-for";
 import { describeRacesAcrossProcesses } from "./redis-race-suite";
-import { waitFor } from "./support/wait-for";
 
 let cluster: OwnRedisCluster;
 const prefix = `${inject("redisKeyPrefix")}cl:`;

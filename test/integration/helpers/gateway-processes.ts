@@ -9,6 +9,7 @@ import { once } from "node:events";
 import { type Agent, request } from "node:http";
 import { createServer } from "node:net";
 import path from "node:path";
+import { waitFor } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { inject } from "vitest";
 
@@ -25,28 +26,7 @@ export function filePrefix(tag: string): string {
   return prefix;
 }
 
-/** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  { timeoutMs = 15_000, intervalMs = 20 }: { timeoutMs?: number; intervalMs?: number } = {},
-): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error: unknown) {
-      lastError = error;
-    }
-    if (performance.now() > deadline) {
-      const cause = lastError === undefined ? "" : ` (last error: ${String(lastError)})`;
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${cause}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
+export { waitFor };
 
 /** A port the OS says is free now. */
 export async function freePort(): Promise<number> {

@@ -45,18 +45,28 @@ export class EventLoopDelayMonitor {
     this.#histogram.disable();
   }
 
-  /** Closes the current interval: its figures become {@link last}, and a new one starts. */
-  rotate(): EventLoopDelay {
+  /** Samples taken in the interval still open (one per 10 ms while running). */
+  get sampleCount(): number {
+    return this.#histogram.count;
+  }
+
+  /** The figures of the interval still open, without closing it. */
+  current(): EventLoopDelay {
     const histogram = this.#histogram;
     // The histogram records each sample's whole interval (10 ms when on time), in nanoseconds.
     const lateMs = (nanoseconds: number) =>
       histogram.count === 0 ? 0 : Math.max(0, nanoseconds / 1e6 - RESOLUTION_MS);
-    this.#last = {
+    return {
       p50Ms: round(lateMs(histogram.percentile(50))),
       p99Ms: round(lateMs(histogram.percentile(99))),
       maxMs: round(lateMs(histogram.max)),
     };
-    histogram.reset();
+  }
+
+  /** Closes the current interval: its figures become {@link last}, and a new one starts. */
+  rotate(): EventLoopDelay {
+    this.#last = this.current();
+    this.#histogram.reset();
     return this.#last;
   }
 }

@@ -93,6 +93,36 @@ function turnTimers(clock: ManualTimers): Timers & { endTurn(): void } {
   };
 }
 
+/** A store whose calls the test answers by hand, with `answer`. */
+function handAnsweredStore(): {
+  store: LimiterStore;
+  answer: (decision: LayeredDecision) => void;
+} {
+  let answer: (decision: LayeredDecision) => void = () => {};
+  return {
+    store: {
+      decide: () =>
+        new Promise<LayeredDecision>((resolve) => {
+          answer = resolve;
+        }),
+      peek: () => Promise.reject(new Error("unused")),
+    },
+    answer: (decision) => answer(decision),
+  };
+}
+
+/** What the store answers for an admitted sign-in attempt. */
+const ADMITTED_SIGN_IN: LayeredDecision = {
+  allowed: true,
+  limit: 20,
+  remaining: 19,
+  retryAfterMs: 0,
+  resetAfterMs: 100,
+  reason: null,
+  scope: "address/endpoint:sign-in",
+  outcomes: [],
+};
+
 const CLOSED_INPUT: EnforcerInput = {
   subject: "a:10.0.0.1",
   checks: [check("address/endpoint:sign-in", "closed")],
@@ -179,32 +209,16 @@ describe("GuardedStore", () => {
 
   it("a slow answer after the timeout is the store's decision: not degraded, no failure, counted as slow", async () => {
     const timers = new ManualTimers(T0);
-    let answer: (decision: LayeredDecision) => void = () => {};
-    const slowStore: LimiterStore = {
-      decide: () =>
-        new Promise<LayeredDecision>((resolve) => {
-          answer = resolve;
-        }),
-      peek: () => Promise.reject(new Error("unused")),
-    };
+    const { store, answer } = handAnsweredStore();
     const guarded = new GuardedStore({
-      store: slowStore,
+      store,
       failurePolicy: new FailurePolicy({ expectedGateways: 1, clock: timers }),
       timers,
       clock: timers,
     });
     const pending = guarded.decide(CLOSED_INPUT);
     timers.advance(300);
-    answer({
-      allowed: true,
-      limit: 20,
-      remaining: 19,
-      retryAfterMs: 0,
-      resetAfterMs: 100,
-      reason: null,
-      scope: "address/endpoint:sign-in",
-      outcomes: [],
-    });
+    answer(ADMITTED_SIGN_IN);
     expect(await pending).toMatchObject({ allowed: true, source: "store", degraded: false });
     expect(guarded.slowDecisionCount).toBe(1);
     expect(guarded.breaker.snapshot()).toMatchObject({ state: "closed", consecutiveFailures: 0 });
@@ -243,15 +257,9 @@ describe("GuardedStore", () => {
   it("a late timer whose reply already arrived is no failure: the reply wins after this turn's I/O", async () => {
     const clock = new ManualTimers(T0);
     const timers = turnTimers(clock);
-    let answer: (decision: LayeredDecision) => void = () => {};
+    const { store, answer } = handAnsweredStore();
     const guarded = new GuardedStore({
-      store: {
-        decide: () =>
-          new Promise<LayeredDecision>((resolve) => {
-            answer = resolve;
-          }),
-        peek: () => Promise.reject(new Error("unused")),
-      },
+      store,
       failurePolicy: new FailurePolicy({ expectedGateways: 1, clock }),
       timers,
       clock,
@@ -261,16 +269,7 @@ describe("GuardedStore", () => {
     const pending = guarded.decide(CLOSED_INPUT);
     // The loop was blocked for 120 ms: the timer fires late, and the reply sits in the socket.
     clock.advance(120);
-    answer({
-      allowed: true,
-      limit: 10,
-      remaining: 9,
-      retryAfterMs: 0,
-      resetAfterMs: 100,
-      reason: null,
-      scope: "address/endpoint:sign-in",
-      outcomes: [],
-    });
+    answer(ADMITTED_SIGN_IN);
     await Promise.resolve();
     timers.endTurn();
     expect(await pending).toMatchObject({ allowed: true, source: "store", degraded: false });
@@ -339,14 +338,7 @@ describe("GuardedStore", () => {
 
   it("an answer that arrives after the timeout changes nothing", async () => {
     const timers = new ManualTimers(T0);
-    let resolveLate: (decision: LayeredDecision) => void = () => {};
-    const lateStore: LimiterStore = {
-      decide: () =>
-        new Promise<LayeredDecision>((resolve) => {
-          resolveLate = resolve;
-        }),
-      peek: () => Promise.reject(new Error("unused")),
-    };
+    const { store: lateStore, answer: resolveLate } = handAnsweredStore();
     const guarded = new GuardedStore({
       store: lateStore,
       failurePolicy: new FailurePolicy({ expectedGateways: 1, clock: timers }),
@@ -356,16 +348,7 @@ describe("GuardedStore", () => {
     });
     const decision = await decideThroughTimeout(guarded, timers, CLOSED_INPUT);
     expect(decision.allowed).toBe(false);
-    resolveLate({
-      allowed: true,
-      limit: 20,
-      remaining: 19,
-      retryAfterMs: 0,
-      resetAfterMs: 100,
-      reason: null,
-      scope: "address/endpoint:sign-in",
-      outcomes: [],
-    });
+    resolveLate(ADMITTED_SIGN_IN);
     await new Promise((resolve) => setImmediate(resolve));
     expect(decision.allowed).toBe(false);
     expect(guarded.breaker.snapshot().consecutiveFailures).toBe(1);

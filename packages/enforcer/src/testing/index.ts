@@ -9,3 +9,4 @@ export { examplePolicy, examplePolicyInput, exampleSnapshot, tokenBucket } from 
 export { freePort, OwnRedisCluster, OwnRedisServer } from "./redis-server";
 export { type Spinners, startSpinners } from "./spinners";
 export { atUtc, DAY_MS, MINUTE_MS, SECOND_MS } from "./times";
+export { waitFor } from "./wait-for";

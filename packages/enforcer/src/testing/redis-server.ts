@@ -40,27 +40,16 @@ export class OwnRedisServer {
   /** Starts the server (again) on the same port and resolves once it accepts connections. */
   async restart(): Promise<void> {
     if (this.#process !== undefined) throw new Error("the server is already running");
-    const child = spawn(
-      "redis-server",
-      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    this.#process = child;
-    await new Promise<void>((resolve, reject) => {
-      let output = "";
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString("utf8");
-        if (output.includes("Ready to accept connections")) {
-          child.stdout?.off("data", onData);
-          child.stdout?.resume();
-          resolve();
-        }
-      };
-      child.stdout?.on("data", onData);
-      child.once("exit", (code) =>
-        reject(new Error(`redis-server exited with ${code} before it was ready:\n${output}`)),
-      );
-    });
+    this.#process = await spawnRedisServer([
+      "--port",
+      String(this.port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+    ]);
   }
 
   /** Stops the server and resolves once its process has exited. */
@@ -191,47 +180,48 @@ export class OwnRedisCluster {
   }
 
   async #startNode(node: ClusterNodeProcess): Promise<void> {
-    const child = spawn(
-      "redis-server",
-      [
-        "--port",
-        String(node.port),
-        "--cluster-port",
-        String(node.busPort),
-        "--bind",
-        "127.0.0.1",
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        `nodes-${node.port}.conf`,
-        "--cluster-node-timeout",
-        "2000",
-        "--dir",
-        this.#directory,
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    node.process = child;
-    await new Promise<void>((resolve, reject) => {
-      let output = "";
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString("utf8");
-        if (output.includes("Ready to accept connections")) {
-          child.stdout?.off("data", onData);
-          child.stdout?.resume();
-          resolve();
-        }
-      };
-      child.stdout?.on("data", onData);
-      child.once("exit", (code) =>
-        reject(new Error(`cluster node exited with ${code} before it was ready:\n${output}`)),
-      );
-    });
+    node.process = await spawnRedisServer([
+      "--port",
+      String(node.port),
+      "--cluster-port",
+      String(node.busPort),
+      "--bind",
+      "127.0.0.1",
+      "--cluster-enabled",
+      "yes",
+      "--cluster-config-file",
+      `nodes-${node.port}.conf`,
+      "--cluster-node-timeout",
+      "2000",
+      "--dir",
+      this.#directory,
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+    ]);
   }
+}
+
+/** Starts `redis-server` with `args` and resolves with its process once it accepts connections. */
+async function spawnRedisServer(args: readonly string[]): Promise<ChildProcess> {
+  const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise<void>((resolve, reject) => {
+    let output = "";
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      if (output.includes("Ready to accept connections")) {
+        child.stdout?.off("data", onData);
+        child.stdout?.resume();
+        resolve();
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.once("exit", (code) =>
+      reject(new Error(`redis-server exited with ${code} before it was ready:\n${output}`)),
+    );
+  });
+  return child;
 }
 
 async function stopProcess(node: ClusterNodeProcess): Promise<void> {

@@ -1,8 +1,13 @@
+/**
+ * Polling with a deadline, for tests that wait for something another process does (a gateway
+ * applying a version, a flush reaching Redis): never a fixed sleep.
+ */
+
 /** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`. */
 export async function waitFor<T>(
   what: string,
   probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 15_000,
+  { timeoutMs = 15_000, intervalMs = 20 }: { timeoutMs?: number; intervalMs?: number } = {},
 ): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   let lastError: unknown;
@@ -17,6 +22,6 @@ export async function waitFor<T>(
       const cause = lastError === undefined ? "" : ` (last error: ${String(lastError)})`;
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${cause}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
