@@ -190,18 +190,15 @@ describe("Redis stopped under traffic", () => {
     // What the gateways decided without Redis reaches the console with their heartbeats, by why.
     const reporter = new Redis(redis.url);
     try {
-      const heartbeat = await waitFor(
-        "a heartbeat reporting decisions made without Redis",
-        async () => {
-          const { heartbeats } = await readEnforcerHeartbeats(reporter, prefix, 10);
-          const beat = heartbeats.find((candidate) => candidate.id === gateway(2).id);
-          const counts = beat?.decisionsWithoutStore;
-          return counts !== undefined && counts.storeError + counts.circuitOpen >= 12
-            ? beat
-            : undefined;
-        },
-      );
-      expect(heartbeat.decisionsWithoutStore.timeout).toBe(0);
+      // At least the 12 anonymous requests above, while Redis was stopped (refused or breaker).
+      await waitFor("a heartbeat reporting decisions made without Redis", async () => {
+        const { heartbeats } = await readEnforcerHeartbeats(reporter, prefix, 10);
+        const beat = heartbeats.find((candidate) => candidate.id === gateway(2).id);
+        const counts = beat?.decisionsWithoutStore;
+        return counts !== undefined && counts.storeError + counts.circuitOpen >= 12
+          ? beat
+          : undefined;
+      });
     } finally {
       reporter.disconnect();
     }
