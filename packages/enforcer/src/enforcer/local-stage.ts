@@ -18,6 +18,7 @@ import { limitSize, scaleLimit } from "../policy/limit-math";
 import { BoundedLru } from "./lru";
 import {
   combineOutcomes,
+  type EnforcerCheck,
   type EnforcerDecision,
   type EnforcerInput,
   type EnforcerOutcome,
@@ -218,10 +219,17 @@ export interface FloodGuardOptions {
  * limit can ever admit for a subject starts shedding that subject locally; the guard refills at
  * twice the real rate, so a client that backs off is served again before the shared limit would.
  */
+/** The flood guard's checks for one list of request checks, and the real limits' sizes. */
+interface GuardChecks {
+  readonly checks: readonly LimitCheck[];
+  readonly sizes: readonly number[];
+}
+
 export class FloodGuard {
   readonly #multiplier: number;
   readonly #store: MemoryStore;
   readonly #scaled = new WeakMap<LimitSpec, LimitSpec>();
+  readonly #guardChecksByList = new WeakMap<readonly EnforcerCheck[], GuardChecks>();
 
   constructor(options: FloodGuardOptions = {}) {
     this.#multiplier = options.multiplier ?? 2;
@@ -240,18 +248,7 @@ export class FloodGuard {
 
   /** A local rejection, or null when the guard admitted the request (and consumed locally). */
   check(input: EnforcerInput): EnforcerDecision | null {
-    const enforced: LimitCheck[] = [];
-    const sizes: number[] = [];
-    for (const check of input.checks) {
-      if (check.mode !== "enforce") continue;
-      enforced.push({
-        scope: check.scope,
-        bucket: bucketOf(check),
-        limit: this.#scaledLimit(check.limit),
-        mode: "enforce",
-      });
-      sizes.push(limitSize(check.limit));
-    }
+    const { checks: enforced, sizes } = this.#guardChecks(input.checks);
     if (enforced.length === 0) return null;
     const local = this.#store.decideSync({
       subject: input.subject,
@@ -273,6 +270,33 @@ export class FloodGuard {
       degraded: false,
       failure: null,
     });
+  }
+
+  /**
+   * The guard's checks for a request's checks: each enforced limit scaled, on its own bucket.
+   * Remembered per list, since the policy reuses one frozen list per tier and endpoint class:
+   * the store then knows the list and checks nothing per request.
+   */
+  #guardChecks(checks: readonly EnforcerCheck[]): GuardChecks {
+    const cached = this.#guardChecksByList.get(checks);
+    if (cached !== undefined) return cached;
+    const enforced: LimitCheck[] = [];
+    const sizes: number[] = [];
+    for (const check of checks) {
+      if (check.mode !== "enforce") continue;
+      enforced.push(
+        Object.freeze({
+          scope: check.scope,
+          bucket: bucketOf(check),
+          limit: this.#scaledLimit(check.limit),
+          mode: "enforce",
+        }),
+      );
+      sizes.push(limitSize(check.limit));
+    }
+    const guard: GuardChecks = { checks: Object.freeze(enforced), sizes: Object.freeze(sizes) };
+    this.#guardChecksByList.set(checks, guard);
+    return guard;
   }
 
   #scaledLimit(spec: LimitSpec): LimitSpec {
