@@ -122,7 +122,8 @@ export interface EnforcerOptions {
   /**
    * The longest one decision waits for a Redis that is connected but slow (a busy host), in all,
    * before its failure policy answers. A busy gateway serves slower; it never serves unlimited.
-   * @default 1_000
+   * At least `timeoutMs`, at most 60 000.
+   * @default 1_000 (or `timeoutMs`, if longer)
    */
   readonly maxWaitMs?: number;
   /** @default 5 consecutive failures or >= 50 % of >= 20 calls in 10 s open it; 2 s cool-down */
@@ -240,7 +241,7 @@ export class Enforcer implements RequestChecker {
         new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: storeBatchSize }));
 
     this.#ownsClients = options.clients === undefined;
-    const maxWaitMs = options.maxWaitMs ?? 1_000;
+    const maxWaitMs = options.maxWaitMs ?? Math.max(1_000, options.timeoutMs ?? 50);
     this.#clients =
       options.clients ??
       this.#openClients(options.redisUrl ?? "", options.redisClusterNodes ?? [], maxWaitMs);
