@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DecisionMetrics } from "../enforcer/metrics";
 import { bucketFields } from "../enforcer/reporters";
 import { ManualClock } from "../limiter/clock";
-import { enforcerRedisNames, parseScopeCounts } from "./redis-keys";
+import { enforcerRedisNames, parseDecisionCounts, parseScopeCounts } from "./redis-keys";
 
 describe("metrics bucket fields", () => {
   it("a drained bucket becomes HINCRBY deltas that read back as the same per-scope counts", () => {
@@ -60,5 +60,37 @@ describe("metrics bucket fields", () => {
     );
     expect(names.enforcer("gw-1")).toBe("lp:enforcer:gw-1");
     expect(names.rejections("org:umbrella")).toBe("lp:rejections:org:umbrella");
+  });
+});
+
+describe("parseDecisionCounts", () => {
+  it("sums the decisions by source and reads those made without Redis by reason", () => {
+    expect(
+      parseDecisionCounts({
+        "@source|store": "90",
+        "@source|fallback": "7",
+        "@source|denial-cache": "3",
+        "@failure|store-error": "4",
+        "@failure|timeout": "2",
+        "@failure|circuit-open": "1",
+        "tier:pro|allowed": "50",
+      }),
+    ).toEqual({ decisions: 100, withoutStore: { storeError: 4, timeout: 2, circuitOpen: 1 } });
+  });
+
+  it("reads a malformed or hostile count as 0, never NaN or a negative", () => {
+    expect(
+      parseDecisionCounts({
+        "@source|store": "lots",
+        "@source|fallback": "-5",
+        "@source|flood-guard": "1e400",
+        "@failure|timeout": "NaN",
+        "@failure|store-error": "3.5",
+      }),
+    ).toEqual({ decisions: 0, withoutStore: { storeError: 0, timeout: 0, circuitOpen: 0 } });
+    expect(parseDecisionCounts({})).toEqual({
+      decisions: 0,
+      withoutStore: { storeError: 0, timeout: 0, circuitOpen: 0 },
+    });
   });
 });
