@@ -126,6 +126,12 @@ function rate(
 
 const validLimits = new WeakSet<object>();
 const validCheckLists = new WeakSet<object>();
+/**
+ * The last limit and check list found valid: a gateway deciding against one limit (or one tier's
+ * list) over and over pays a comparison, not a `WeakSet` lookup.
+ */
+let lastValidLimit: object | undefined;
+let lastValidChecks: object | undefined;
 
 /**
  * Checks `limit` against {@link LIMIT_BOUNDS}, once: a limit seen before returns at once.
@@ -133,7 +139,15 @@ const validCheckLists = new WeakSet<object>();
  * mistyped field or an unknown algorithm, a RangeError for a value out of bounds.
  */
 export function assertValidLimit(limit: LimitSpec | LeakyShaperLimit, field = "limit"): void {
-  if (validLimits.has(limit)) return;
+  // Small on purpose, so the hot path inlines it; the checks live in checkLimit.
+  if (limit !== lastValidLimit) checkLimit(limit, field);
+}
+
+function checkLimit(limit: LimitSpec | LeakyShaperLimit, field: string): void {
+  if (validLimits.has(limit)) {
+    lastValidLimit = limit;
+    return;
+  }
   if (typeof limit !== "object" || limit === null) {
     throw new TypeError(`${field} must be a limit object, got ${describe(limit)}`);
   }
@@ -178,6 +192,7 @@ export function assertValidLimit(limit: LimitSpec | LeakyShaperLimit, field = "l
       );
   }
   validLimits.add(limit);
+  lastValidLimit = limit;
 }
 
 /**
@@ -187,7 +202,14 @@ export function assertValidLimit(limit: LimitSpec | LeakyShaperLimit, field = "l
  * write it twice, and the last write would silently win).
  */
 export function assertValidChecks(checks: readonly LimitCheck[]): void {
-  if (validCheckLists.has(checks)) return;
+  if (checks !== lastValidChecks) checkChecks(checks);
+}
+
+function checkChecks(checks: readonly LimitCheck[]): void {
+  if (validCheckLists.has(checks)) {
+    lastValidChecks = checks;
+    return;
+  }
   if (!Array.isArray(checks)) {
     throw new TypeError(`checks must be a list of checks, got ${describe(checks)}`);
   }
@@ -227,6 +249,7 @@ export function assertValidChecks(checks: readonly LimitCheck[]): void {
     buckets.set(name, scope);
   });
   validCheckLists.add(checks);
+  lastValidChecks = checks;
 }
 
 /**
