@@ -9,7 +9,8 @@
  * - `checksum` is the SHA-256 of the canonical JSON of every other field (`canonicalJson`): an
  *   enforcer recomputes it and refuses a snapshot that was altered or truncated on the way.
  */
-import { canonicalJson, sortPolicyDocument } from "./canonical";
+import { canonicalJson } from "./canonical";
+import { compileEntries, snapshotPolicyOfEntries } from "./entries";
 import { fieldErrorsFromZod, type ParseResult } from "./errors";
 import {
   SNAPSHOT_SCHEMA_VERSION,
@@ -48,43 +49,7 @@ export function compileSnapshot(doc: TPolicyDocument, options: CompileSnapshotOp
       `compiledAt must be an ISO 8601 instant, not ${JSON.stringify(options.compiledAt)}`,
     );
   }
-  const sorted = sortPolicyDocument(doc);
-  const policy: TSnapshotPolicy = {
-    defaultTier: sorted.defaultTier,
-    defaultEndpointClass: sorted.defaultEndpointClass,
-    tiers: sorted.tiers.map((tier) => ({ name: tier.name, limit: tier.limit })),
-    endpointClasses: sorted.endpointClasses.map((endpointClass) => ({
-      name: endpointClass.name,
-      match: endpointClass.match.map((rule) => ({ method: rule.method, path: rule.path })),
-      cost: endpointClass.cost,
-      limits: endpointClass.limits,
-      anonymousLimit: endpointClass.anonymousLimit,
-      ceiling: endpointClass.ceiling,
-      keyBy: endpointClass.keyBy,
-    })),
-    ceilings: { perCustomer: sorted.ceilings.perCustomer, perAddress: sorted.ceilings.perAddress },
-    customerOverrides: sorted.customerOverrides.map((override) => ({
-      customerId: override.customerId,
-      endpointClass: override.endpointClass,
-      limit: override.limit,
-    })),
-    incidentOverrides: sorted.incidentOverrides
-      .filter((incident) => Date.parse(incident.expiresAt) > compiledAtMs)
-      .map((incident) => ({
-        id: incident.id,
-        customerId: incident.customerId,
-        endpointClass: incident.endpointClass,
-        factor: incident.factor,
-        limit: incident.limit,
-        startsAt: incident.startsAt,
-        expiresAt: incident.expiresAt,
-      })),
-    dryRunCandidates: sorted.dryRunCandidates.map((candidate) => ({
-      id: candidate.id,
-      target: candidate.target,
-      limit: candidate.limit,
-    })),
-  };
+  const policy: TSnapshotPolicy = snapshotPolicyOfEntries(compileEntries(doc, compiledAtMs));
   const unsigned = {
     schemaVersion: SNAPSHOT_SCHEMA_VERSION,
     version: options.version,
