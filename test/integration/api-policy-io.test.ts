@@ -5,6 +5,7 @@
  */
 
 import { type LimitCheck, RedisStore } from "@limitplane/enforcer/limiter";
+import { canonicalJson, EntrySetSum, entryDigestHex } from "@limitplane/enforcer/policy";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { installControlDeps } from "@/lib/control/control-deps";
@@ -36,15 +37,52 @@ async function onEmptyDatabase<T>(body: () => Promise<T>): Promise<T> {
 }
 
 describe("GET /api/v1/policy/snapshot", () => {
-  it("200: the latest version, its checksum and the compiled snapshot", async () => {
-    const response = await api.call("GET", "/api/v1/policy/snapshot", { as: viewer() });
+  it("200: the latest version, its checksum and its entries, a page at a time", async () => {
+    const response = await api.call("GET", "/api/v1/policy/snapshot?limit=3", { as: viewer() });
     expect(response.status).toBe(200);
     const latest = await api.db().policyVersion.findFirstOrThrow({ orderBy: { version: "desc" } });
     expect(response.body).toMatchObject({
       version: latest.version,
       checksum: latest.checksum,
-      snapshot: { version: latest.version, checksum: latest.checksum },
+      entries: latest.entries,
     });
+    expect(response.body.items).toHaveLength(3);
+    expect(response.body.nextCursor).toBe(response.body.items[2].key);
+    // Every page after the first, to the end: each entry once, in key order, adding up to the
+    // version's checksum.
+    const keys: string[] = response.body.items.map((item: { key: string }) => item.key);
+    const sum = new EntrySetSum();
+    for (const item of response.body.items) sum.add(entryDigestHex(item.key, canonicalJson(item.value)));
+    let cursor: string | null = response.body.nextCursor;
+    while (cursor !== null) {
+      const page = await api.call(
+        "GET",
+        `/api/v1/policy/snapshot?limit=5000&after=${encodeURIComponent(cursor)}`,
+        { as: viewer() },
+      );
+      expect(page.status).toBe(200);
+      for (const item of page.body.items) {
+        keys.push(item.key);
+        sum.add(entryDigestHex(item.key, canonicalJson(item.value)));
+      }
+      cursor = page.body.nextCursor;
+    }
+    expect(keys).toHaveLength(latest.entries ?? -1);
+    expect([...keys].sort()).toEqual(keys);
+    expect(sum.hex).toBe(latest.checksum);
+  });
+
+  it("400 for an unknown parameter or a limit out of range", async () => {
+    const unknown = await api.call("GET", "/api/v1/policy/snapshot?page=2", { as: viewer() });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.fieldErrors).toEqual([
+      { path: "query.page", message: expect.stringContaining("expected only: after, limit") },
+    ]);
+    const tooMany = await api.call("GET", "/api/v1/policy/snapshot?limit=5001", { as: viewer() });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error.fieldErrors).toEqual([
+      { path: "query.limit", message: "limit must be at most 5000" },
+    ]);
   });
 
   it("409 before there is any policy", async () => {

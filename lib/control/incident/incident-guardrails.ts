@@ -20,7 +20,13 @@ export async function assertWithinGuardrails(
   nowMs: number,
 ): Promise<void> {
   const customer = await findCustomer(tx, incident.customerId);
-  const stored = await readStoredPolicy(tx, { nowMs, customers: "referenced" });
+  // The customer's slice is all the guardrails need: the limit the incident replaces is its
+  // override on the layer, or its tier's limit.
+  const stored = await readStoredPolicy(tx, {
+    nowMs,
+    customers: "referenced",
+    scope: { kind: "customer", customerId: incident.customerId },
+  });
   if (stored === null) throw noPolicyYet();
   const doc = parseStoredPolicy(stored);
   // The document holds only customers with overrides or incidents; this one may be new to it.

@@ -80,6 +80,17 @@ export type PolicyEntryContent = PolicyEntry extends infer E
 
 export const SETTINGS_KEY = "settings";
 
+/**
+ * The kinds every resolution shares (a few hundred entries at most), as opposed to the
+ * per-customer overrides and incidents.
+ */
+export const CORE_KINDS_OF_ENTRIES: readonly EntryKind[] = [
+  "settings",
+  "tier",
+  "endpoint-class",
+  "candidate",
+];
+
 export function tierEntryKey(name: string): string {
   return `tier:${name}`;
 }

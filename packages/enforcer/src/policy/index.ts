@@ -18,6 +18,7 @@ export {
   type PolicyFieldError,
 } from "./errors";
 export {
+  CORE_KINDS_OF_ENTRIES,
   candidateEntryKey,
   compileEntries,
   EMPTY_SET_CHECKSUM,
@@ -110,4 +111,4 @@ export {
   ZTier,
 } from "./schemas";
 export { formatScope, parseScope, type Scope } from "./scope";
-export { compileSnapshot, parseSnapshot } from "./snapshot";
+export { compileSnapshot, parseSnapshot, snapshotOfEntries } from "./snapshot";

@@ -10,7 +10,7 @@
  *   enforcer recomputes it and refuses a snapshot that was altered or truncated on the way.
  */
 import { canonicalJson } from "./canonical";
-import { compileEntries, snapshotPolicyOfEntries } from "./entries";
+import { compileEntries, type PolicyEntry, snapshotPolicyOfEntries } from "./entries";
 import { fieldErrorsFromZod, type ParseResult } from "./errors";
 import {
   SNAPSHOT_SCHEMA_VERSION,
@@ -55,6 +55,23 @@ export function compileSnapshot(doc: TPolicyDocument, options: CompileSnapshotOp
     version: options.version,
     compiledAt: new Date(compiledAtMs).toISOString(),
     policy,
+  } as const;
+  return { ...unsigned, checksum: computeSnapshotChecksum(unsigned) };
+}
+
+/**
+ * The snapshot a set of entries makes (collections in canonical order), at `version`: for a
+ * bootstrap file, a small tool, or the part of a policy one customer's resolution needs.
+ */
+export function snapshotOfEntries(
+  entries: Iterable<PolicyEntry>,
+  options: CompileSnapshotOptions,
+): TSnapshot {
+  const unsigned = {
+    schemaVersion: SNAPSHOT_SCHEMA_VERSION,
+    version: options.version,
+    compiledAt: new Date(Date.parse(options.compiledAt)).toISOString(),
+    policy: snapshotPolicyOfEntries(entries),
   } as const;
   return { ...unsigned, checksum: computeSnapshotChecksum(unsigned) };
 }
