@@ -8,7 +8,13 @@
  */
 
 export { normalizeClientAddress } from "./address";
-export { canonicalJson, canonicalPolicy, sortPolicyDocument } from "./canonical";
+export {
+  type CanonicalPolicyParts,
+  canonicalJson,
+  canonicalPolicy,
+  sortPolicyDocument,
+  writeCanonicalPolicy,
+} from "./canonical";
 export {
   type FieldPath,
   fieldErrorsFromZod,
