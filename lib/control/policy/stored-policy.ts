@@ -292,18 +292,29 @@ export function policyValidationError(
 
 /**
  * The overrides (by scope, at most `limit`) whose size is below the cost of a request they apply
- * to, as the classes now stand: an override on class E must hold E's cost, an override on all
- * endpoints the costliest class's. The document's cost rule then reports them by name; this query
- * only finds them, so a change to an endpoint class never reads every override into memory.
+ * to, as the classes stand (with `edited`'s cost in place of the stored one, for a preview): an
+ * override on class E must hold E's cost, an override on all endpoints the costliest class's. The
+ * document's cost rule then reports them by name; this query only finds them, so a change to an
+ * endpoint class never reads every override into memory.
  */
-export async function overridesBelowCost(db: Db, limit = 100): Promise<string[]> {
+export async function overridesBelowCost(
+  db: Db,
+  edited: { readonly name: string; readonly cost: number } | null = null,
+  limit = 100,
+): Promise<string[]> {
+  const name = edited?.name ?? "";
+  const cost = edited?.cost ?? 0;
   const rows = await db.$queryRaw<{ scope: string }[]>`
+    WITH classes AS (
+      SELECT "name", CASE WHEN "name" = ${name} THEN ${cost}::int ELSE "cost" END AS "cost"
+      FROM "EndpointClass"
+    )
     SELECT o."scope"
     FROM "CustomerOverride" o
-    LEFT JOIN "EndpointClass" c ON c."name" = o."endpointClass"
+    LEFT JOIN classes c ON c."name" = o."endpointClass"
     WHERE coalesce(o."limit"->>'mode', 'enforce') <> 'off'
       AND coalesce((o."limit"->>'capacity')::float8, (o."limit"->>'burst')::float8, (o."limit"->>'limit')::float8)
-        < coalesce(c."cost", (SELECT coalesce(max("cost"), 0) FROM "EndpointClass"))
+        < coalesce(c."cost", (SELECT coalesce(max("cost"), 0) FROM classes))
     ORDER BY o."scope"
     LIMIT ${limit}`;
   return rows.map((row) => row.scope);
