@@ -170,7 +170,10 @@ describe("PolicyState", () => {
     ];
     for (const { key, value, message } of cases) {
       // Checksums that add up: only the entry itself is wrong.
-      const delta = { ...deltaFor(start(), [{ key, value }]), changes: [{ key, value }] };
+      const delta: TPolicyDelta = {
+        ...deltaFor(start(), [{ key, value }]),
+        changes: [{ key, value: value as object }],
+      };
       const result = state.applyDelta(delta);
       expect(result.ok).toBe(false);
       expect(!result.ok && result.errors.map((error) => error.message).join("\n")).toMatch(message);
