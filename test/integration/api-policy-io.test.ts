@@ -138,6 +138,46 @@ describe("export and import", () => {
     ]);
   });
 
+  it("400 for an exported document with an extra top-level field; nothing written", async () => {
+    const exported = await api.call("GET", "/api/v1/policy/export", { as: viewer() });
+    const document = { ...JSON.parse(exported.text), reason: 1 };
+    const before = await api.fingerprint();
+    const response = await api.call("POST", "/api/v1/policy/import?reason=extra%20field", {
+      as: admin(),
+      body: document,
+    });
+    expect(response.status, response.text).toBe(400);
+    expect(response.body.error).toMatchObject({
+      code: "VALIDATION_FAILED",
+      fieldErrors: [
+        {
+          path: "reason",
+          message: expect.stringContaining('unknown field "reason"; expected only: schemaVersion'),
+        },
+      ],
+      requestId: expect.any(String),
+    });
+    expect(await api.fingerprint()).toEqual(before);
+  });
+
+  it("200 with isNoChange for a re-import of the policy in force: no audit entry, no version, nothing written", async () => {
+    const exported = await api.call("GET", "/api/v1/policy/export", { as: viewer() });
+    const before = await api.fingerprint();
+    const response = await api.call("POST", "/api/v1/policy/import?reason=same%20again", {
+      as: admin(),
+      rawBody: exported.text,
+    });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toEqual({
+      summary: expect.objectContaining({ tiers: ["enterprise", "free", "pro"] }),
+      auditEntryId: null,
+      policyVersion: null,
+      published: false,
+      isNoChange: true,
+    });
+    expect(await api.fingerprint()).toEqual(before);
+  });
+
   it("a file with one invalid entry among many writes nothing and names its position and field", async () => {
     const exported = await api.call("GET", "/api/v1/policy/export", { as: viewer() });
     const document = JSON.parse(exported.text);

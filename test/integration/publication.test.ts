@@ -276,6 +276,47 @@ describe("publication through the outbox", () => {
     }
   });
 
+  it("published says whether the version is in Redis when the response is sent, whoever published it", async () => {
+    const { db, url } = database.current();
+    const prefix = testPrefix();
+    // The worker, woken by each commit's NOTIFY, races every service's own publication.
+    const worker = startWorker({
+      databaseUrl: url,
+      leaderPollMs: 100,
+      log: () => {},
+      jobs: [publishSnapshotsJob({ publisher: { db, redis: control(), prefix }, pollMs: 60_000 })],
+    });
+    workers.push(worker);
+    await worker.whenLeading();
+    const probe = control();
+    const deps: ControlDeps = { db, publisher: { db, redis: control(), prefix }, nowMs: Date.now };
+    const outcomes: { version: number | null; published: boolean; inRedis: number }[] = [];
+    for (let round = 0; round < 10; round++) {
+      await Promise.all(
+        Array.from({ length: 5 }, async () => {
+          const result = await createTier(
+            { name: uniqueName("race"), limit: bucket(100) },
+            operatorContext(),
+            deps,
+          );
+          outcomes.push({
+            version: result.policyVersion,
+            published: result.published,
+            inRedis: await storedVersion(probe, prefix),
+          });
+        }),
+      );
+    }
+    await worker.stop();
+    workers.splice(workers.indexOf(worker), 1);
+    expect(outcomes).toHaveLength(50);
+    for (const outcome of outcomes) {
+      expect(outcome.version).not.toBeNull();
+      expect(outcome).toMatchObject({ published: true });
+      expect(outcome.inRedis).toBeGreaterThanOrEqual(outcome.version ?? Number.POSITIVE_INFINITY);
+    }
+  });
+
   it("with Redis stopped during several changes, the worker catches up in order when it returns", async () => {
     const { db, url } = database.current();
     ownRedis = await createOwnRedisServer();
