@@ -52,7 +52,8 @@ describe("GET /api/v1/policy/snapshot", () => {
     // version's checksum.
     const keys: string[] = response.body.items.map((item: { key: string }) => item.key);
     const sum = new EntrySetSum();
-    for (const item of response.body.items) sum.add(entryDigestHex(item.key, canonicalJson(item.value)));
+    for (const item of response.body.items)
+      sum.add(entryDigestHex(item.key, canonicalJson(item.value)));
     let cursor: string | null = response.body.nextCursor;
     while (cursor !== null) {
       const page = await api.call(

@@ -29,9 +29,9 @@ import { exampleSnapshot } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import type { ControlDeps } from "@/lib/control/control-deps";
+import { createCustomer } from "@/lib/control/customer/create-customer";
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
 import { updateCustomerOverride } from "@/lib/control/customer-override/update-customer-override";
-import { createCustomer } from "@/lib/control/customer/create-customer";
 import { publishWholePolicy } from "@/lib/control/outbox/publish-pending-snapshots";
 import { waitFor } from "./helpers/gateway-processes";
 import { importExamplePolicy, operatorContext, uniqueName } from "./helpers/policy-fixtures";
@@ -78,8 +78,6 @@ function droppingSubscriber(drop: (message: string) => boolean): Redis {
   return subscriber;
 }
 
-const versionOf = (message: string) => (JSON.parse(message) as { version: number }).version;
-
 interface Started {
   readonly enforcer: Enforcer;
   readonly applied: AppliedSnapshot[];
@@ -123,15 +121,20 @@ let deps: ControlDeps;
 let prefix: string;
 
 async function latestStored() {
-  return database
-    .current()
-    .db.policyVersion.findFirstOrThrow({ orderBy: { version: "desc" }, select: { version: true, checksum: true } });
+  return database.current().db.policyVersion.findFirstOrThrow({
+    orderBy: { version: "desc" },
+    select: { version: true, checksum: true },
+  });
 }
 
 /** A customer on the free tier, with an account override of `capacity`: one change. */
 async function newOverride(capacity: number): Promise<{ customerId: string; version: number }> {
   const customerId = uniqueName("cust");
-  await createCustomer({ id: customerId, displayName: customerId, tier: "free" }, operatorContext(), deps);
+  await createCustomer(
+    { id: customerId, displayName: customerId, tier: "free" },
+    operatorContext(),
+    deps,
+  );
   const result = await createCustomerOverride(
     {
       customerId,
@@ -162,7 +165,9 @@ describe("enforcers following deltas", () => {
     await untilVersion(enforcer, made.at(-1)?.version ?? -1);
     const after = applied.filter((item) => item.version > startedAt);
     expect(after.map((item) => item.version)).toEqual(made.map((item) => item.version));
-    expect(after.every((item) => item.via === "delta" && item.trigger === "announcement")).toBe(true);
+    expect(after.every((item) => item.via === "delta" && item.trigger === "announcement")).toBe(
+      true,
+    );
     expect(enforcer.status().policy?.checksum).toBe((await latestStored()).checksum);
     expect(await accountCapacity(enforcer, made[4]?.customerId ?? "")).toMatchObject({
       scope: `customer:${made[4]?.customerId}`,
@@ -193,9 +198,9 @@ describe("enforcers following deltas", () => {
     expect(dropped).toBe(1);
     await untilVersion(enforcer, next.version);
     // Both deltas applied from the log in one catch-up (not a resync: that would say "snapshot").
-    expect(applied.filter((item) => item.version > startedAt).map((item) => [item.version, item.via])).toEqual([
-      [next.version, "delta"],
-    ]);
+    expect(
+      applied.filter((item) => item.version > startedAt).map((item) => [item.version, item.via]),
+    ).toEqual([[next.version, "delta"]]);
     expect(await accountCapacity(enforcer, missed.customerId)).toMatchObject({ limit: 410 });
     expect(enforcer.status().policy?.checksum).toBe((await latestStored()).checksum);
   });
@@ -283,15 +288,26 @@ describe("a corrupted delta", () => {
     expect(published.status).toBe("applied");
     const { enforcer } = await start(ownPrefix);
     expect(version(enforcer)).toBe(1);
-    expect(await accountCapacity(enforcer, "zeta")).toMatchObject({ scope: "tier:free", limit: 20 });
+    expect(await accountCapacity(enforcer, "zeta")).toMatchObject({
+      scope: "tier:free",
+      limit: 20,
+    });
 
     // Version 2 gives zeta an override of 50; the delta on the wire says 5000 instead.
     const value = {
       customerId: "zeta",
       endpointClass: null,
-      limit: { algorithm: "token-bucket", capacity: 50, refillPerSec: 5, mode: "enforce", onStoreFailure: "open" },
+      limit: {
+        algorithm: "token-bucket",
+        capacity: 50,
+        refillPerSec: 5,
+        mode: "enforce",
+        onStoreFailure: "open",
+      },
     };
-    const genuine = new EntrySetSum(sum.hex).add(entryDigestHex("customer:zeta", canonicalJson(value))).hex;
+    const genuine = new EntrySetSum(sum.hex).add(
+      entryDigestHex("customer:zeta", canonicalJson(value)),
+    ).hex;
     const tampered = {
       ...value,
       limit: { ...value.limit, capacity: 5_000 },
@@ -321,7 +337,10 @@ describe("a corrupted delta", () => {
     expect(errors).toMatchObject({ count: 1, lastVersion: 2 });
     expect(errors.lastMessage).toMatch(/promises checksum .* the delta was altered or damaged/);
     expect(version(enforcer)).toBe(1);
-    expect(await accountCapacity(enforcer, "zeta")).toMatchObject({ scope: "tier:free", limit: 20 });
+    expect(await accountCapacity(enforcer, "zeta")).toMatchObject({
+      scope: "tier:free",
+      limit: 20,
+    });
     // Reading again (a poll) finds the same damaged delta in the log: still counted once.
     await enforcer.refreshPolicy();
     await enforcer.refreshPolicy();
@@ -329,7 +348,10 @@ describe("a corrupted delta", () => {
 
     // A good version 3, published whole (as the control plane repairs), is applied.
     const repaired = (async function* () {
-      yield [...entries.map((entry) => [entry.key, entryText(entry)] as const), ["customer:zeta", canonicalJson(value)] as const];
+      yield [
+        ...entries.map((entry) => [entry.key, entryText(entry)] as const),
+        ["customer:zeta", canonicalJson(value)] as const,
+      ];
     })();
     expect(
       (
@@ -343,7 +365,10 @@ describe("a corrupted delta", () => {
       ).status,
     ).toBe("applied");
     await untilVersion(enforcer, 3);
-    expect(await accountCapacity(enforcer, "zeta")).toMatchObject({ scope: "customer:zeta", limit: 50 });
+    expect(await accountCapacity(enforcer, "zeta")).toMatchObject({
+      scope: "customer:zeta",
+      limit: 50,
+    });
     expect(enforcer.status().snapshotErrors.count).toBe(1);
   });
 });

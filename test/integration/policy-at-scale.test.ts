@@ -53,7 +53,11 @@ function withOverrides(count: number, nowMs: number): TPolicyDocumentInput {
       ...Array.from({ length: count }, (_, index) => ({
         customerId: id(index),
         endpointClass: index % 3 === 0 ? "search" : null,
-        limit: { algorithm: "token-bucket" as const, capacity: 100 + (index % 50), refillPerSec: 20 },
+        limit: {
+          algorithm: "token-bucket" as const,
+          capacity: 100 + (index % 50),
+          refillPerSec: 20,
+        },
       })),
     ],
   };
@@ -128,7 +132,9 @@ describe("an import of 40,000 overrides", () => {
       depsFor(db),
     );
     expect(policyVersion).toBe(before.version + 1);
-    const version = await db.policyVersion.findUniqueOrThrow({ where: { version: policyVersion ?? -1 } });
+    const version = await db.policyVersion.findUniqueOrThrow({
+      where: { version: policyVersion ?? -1 },
+    });
     expect(version).toMatchObject({ changes: 1, baseChecksum: before.checksum });
     expect(version.deltaBytes).toBeLessThan(1_000);
     const delta = parsePolicyDelta(version.delta);
@@ -218,7 +224,10 @@ async function changesFromAnotherProcess(
 describe("20 concurrent changes from 4 processes", () => {
   it("give 20 consecutive versions, each delta based on the one before, and lose none", async () => {
     const { db, url } = small.current();
-    const customers = Array.from({ length: 20 }, (_, index) => `bulk-${String(index + 100).padStart(7, "0")}`);
+    const customers = Array.from(
+      { length: 20 },
+      (_, index) => `bulk-${String(index + 100).padStart(7, "0")}`,
+    );
     // They hold search overrides or none; the race adds an account override to each.
     await db.customerOverride.deleteMany({
       where: { customerId: { in: customers }, endpointClass: null },

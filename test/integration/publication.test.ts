@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { PolicyState, parsePolicyDelta } from "@limitplane/enforcer/policy";
+import { type PolicyState, parsePolicyDelta } from "@limitplane/enforcer/policy";
 import {
   loadPolicySnapshot,
   parseAnnouncement,

@@ -3,10 +3,7 @@ import { z } from "zod";
 import { getExplainDeps } from "@/lib/control/explain/explain-deps";
 import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-limits";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
-import {
-  getSnapshotPage,
-  ZSnapshotPageOptions,
-} from "@/lib/control/policy/get-current-snapshot";
+import { getSnapshotPage, ZSnapshotPageOptions } from "@/lib/control/policy/get-current-snapshot";
 import { importPolicy } from "@/lib/control/policy/import-policy";
 import { defineEndpoint } from "../endpoint";
 import { changeContextOf, queryInt, strictParams, ZChangeReceipt, ZReason } from "./shared";

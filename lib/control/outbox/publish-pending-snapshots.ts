@@ -177,7 +177,9 @@ async function drainOnce(
   return publisher.db.$transaction(
     async (tx): Promise<DrainOutcome> => {
       if (lockTimeoutMs !== undefined) {
-        await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`);
+        await tx.$executeRawUnsafe(
+          `SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`,
+        );
       }
       if (!(await lockOutboxPublisher(tx, mode))) return { status: "busy" };
       const rows = await tx.outboxEvent.findMany({

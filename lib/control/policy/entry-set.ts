@@ -12,8 +12,8 @@
 import {
   CORE_KINDS_OF_ENTRIES,
   EMPTY_SET_CHECKSUM,
-  EntrySetSum,
   type EntryKind,
+  EntrySetSum,
   entryCustomerId,
   entryDigestHex,
   entryExpiresAtMs,
@@ -98,7 +98,8 @@ export async function diffEntries(
     const row = toEntryRow(entry);
     kept.add(row.key);
     const previous = storedDigest.get(row.key) ?? null;
-    if (previous !== row.digest) changes.push({ key: row.key, previousDigest: previous, next: row });
+    if (previous !== row.digest)
+      changes.push({ key: row.key, previousDigest: previous, next: row });
   }
   for (const [key, digest] of storedDigest) {
     if (!kept.has(key)) changes.push({ key, previousDigest: digest, next: null });

@@ -5,8 +5,8 @@
  */
 import {
   CORE_KINDS_OF_ENTRIES,
-  parseEntryText,
   type PolicyEntry,
+  parseEntryText,
   snapshotOfEntries,
   type TSnapshot,
 } from "@limitplane/enforcer/policy";

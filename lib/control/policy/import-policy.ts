@@ -36,8 +36,8 @@ import { type FieldError, toFieldErrors, validationError } from "../errors";
 import { incidentData, incidentSelect } from "../incident/incident-record";
 import { toJson } from "../stored";
 import { tierData, tierSelect } from "../tier/tier-record";
-import { type PolicySummary, summarizeDocument, summarizeStoredPolicy } from "./policy-summary";
 import { planStagedVersion, stageEntries } from "./entry-set";
+import { type PolicySummary, summarizeDocument, summarizeStoredPolicy } from "./policy-summary";
 import {
   type ChangeReceipt,
   type NoChangeReceipt,
@@ -196,7 +196,8 @@ async function applyDocument(tx: Tx, doc: TPolicyDocument, options: ApplyOptions
   changed += await replaceOverrides(tx, doc, options);
   changed += await replaceIncidents(tx, doc, options);
   changed += await replaceCandidates(tx, doc, options);
-  changed += await tx.$executeRaw`DELETE FROM "Customer" WHERE NOT ("id" = ANY(${doc.customers.map((customer) => customer.id)}::text[]))`;
+  changed +=
+    await tx.$executeRaw`DELETE FROM "Customer" WHERE NOT ("id" = ANY(${doc.customers.map((customer) => customer.id)}::text[]))`;
   changed += (
     await tx.endpointClass.deleteMany({
       where: { name: { notIn: doc.endpointClasses.map((endpointClass) => endpointClass.name) } },

@@ -246,7 +246,9 @@ export async function previewPolicyChange(
         : { count: 0, sample: [], customerIds: new Set<string>() };
     // One customer may hold an override and an incident on the same layer: counted once, shown
     // with the incident (it is what applies while it lasts).
-    const incidentOnly = incidents.filter((holder) => !overrides.customerIds.has(holder.customerId));
+    const incidentOnly = incidents.filter(
+      (holder) => !overrides.customerIds.has(holder.customerId),
+    );
     const byCustomer = new Map<string, HolderRow>();
     for (const holder of overrides.sample) byCustomer.set(holder.customerId, holder);
     for (const holder of incidents) byCustomer.set(holder.customerId, holder);

@@ -40,7 +40,6 @@ import {
   planVersion,
   writeVersion,
 } from "./entry-set";
-import { upgradeToEntries } from "./upgrade-to-entries";
 import {
   overridesBelowCost,
   type PolicyEntityRef,
@@ -48,6 +47,7 @@ import {
   policyValidationError,
   readStoredPolicy,
 } from "./stored-policy";
+import { upgradeToEntries } from "./upgrade-to-entries";
 
 export type Tx = Prisma.TransactionClient;
 

@@ -115,7 +115,9 @@ export async function readStoredPolicy(
         ? { customerId: scope.customerId }
         : {
             OR: [
-              { customerId: { in: [...new Set(incidents.map((incident) => incident.customerId))] } },
+              {
+                customerId: { in: [...new Set(incidents.map((incident) => incident.customerId))] },
+              },
               { scope: { in: [...(scope.overrideScopes ?? [])] } },
             ],
           };

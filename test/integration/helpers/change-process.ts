@@ -8,7 +8,8 @@ import { createCustomerOverride } from "@/lib/control/customer-override/create-c
 import { createPrisma } from "@/lib/server/db";
 
 const [databaseUrl, ...customerIds] = process.argv.slice(2);
-if (databaseUrl === undefined) throw new Error("usage: change-process.ts <database url> <customer id>...");
+if (databaseUrl === undefined)
+  throw new Error("usage: change-process.ts <database url> <customer id>...");
 const db = createPrisma({ databaseUrl, poolSize: customerIds.length });
 const results = await Promise.all(
   customerIds.map((customerId, index) =>
@@ -24,6 +25,8 @@ const results = await Promise.all(
   ),
 );
 for (const [index, result] of results.entries()) {
-  console.log(JSON.stringify({ customerId: customerIds[index], policyVersion: result.policyVersion }));
+  console.log(
+    JSON.stringify({ customerId: customerIds[index], policyVersion: result.policyVersion }),
+  );
 }
 await db.$disconnect();

@@ -349,7 +349,12 @@ export class PolicyFollower {
     const state = this.#state;
     if (state !== null && head.version <= state.version) return;
     if (state !== null && state.version >= head.snapshotVersion) {
-      const texts = await readPolicyDeltas(this.#redis, this.#prefix, state.version + 1, head.version);
+      const texts = await readPolicyDeltas(
+        this.#redis,
+        this.#prefix,
+        state.version + 1,
+        head.version,
+      );
       if (texts.every((text) => text !== null)) {
         const before = state.version;
         const isApplied = this.#applyLogged(state, texts, state.version + 1);
@@ -371,8 +376,13 @@ export class PolicyFollower {
     }
     const state = loaded.state;
     if (head.version > state.version) {
-      const texts = await readPolicyDeltas(this.#redis, this.#prefix, state.version + 1, head.version);
-      const missing = texts.findIndex((text) => text === null);
+      const texts = await readPolicyDeltas(
+        this.#redis,
+        this.#prefix,
+        state.version + 1,
+        head.version,
+      );
+      const missing = texts.indexOf(null);
       if (missing >= 0) {
         this.#refuse(
           state.version + missing + 1,
@@ -404,7 +414,10 @@ export class PolicyFollower {
       return false;
     }
     if (parsed.value.version !== version) {
-      this.#refuse(version, `the log's delta ${version} says it is version ${parsed.value.version}`);
+      this.#refuse(
+        version,
+        `the log's delta ${version} says it is version ${parsed.value.version}`,
+      );
       return false;
     }
     const applied = state.applyDelta(parsed.value);

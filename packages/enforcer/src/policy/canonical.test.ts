@@ -135,7 +135,8 @@ describe("writeCanonicalPolicy", () => {
     });
     const sorted = sortPolicyDocument(doc);
     async function* pagesOf<T>(items: readonly T[], size: number) {
-      for (let start = 0; start < items.length; start += size) yield items.slice(start, start + size);
+      for (let start = 0; start < items.length; start += size)
+        yield items.slice(start, start + size);
     }
     for (const size of [1, 7, 1000]) {
       const chunks: string[] = [];

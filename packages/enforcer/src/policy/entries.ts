@@ -45,9 +45,8 @@ export type EntryKind =
   | "incident"
   | "candidate";
 
-type SnapshotItem<Key extends keyof TSnapshotPolicy> = TSnapshotPolicy[Key] extends readonly (infer I)[]
-  ? I
-  : never;
+type SnapshotItem<Key extends keyof TSnapshotPolicy> =
+  TSnapshotPolicy[Key] extends readonly (infer I)[] ? I : never;
 export type TSnapshotSettings = Pick<
   TSnapshotPolicy,
   "defaultTier" | "defaultEndpointClass" | "ceilings"
@@ -62,7 +61,11 @@ export type TSnapshotCandidate = SnapshotItem<"dryRunCandidates">;
 export type PolicyEntry =
   | { readonly kind: "settings"; readonly key: string; readonly value: TSnapshotSettings }
   | { readonly kind: "tier"; readonly key: string; readonly value: TSnapshotTier }
-  | { readonly kind: "endpoint-class"; readonly key: string; readonly value: TSnapshotEndpointClass }
+  | {
+      readonly kind: "endpoint-class";
+      readonly key: string;
+      readonly value: TSnapshotEndpointClass;
+    }
   | {
       readonly kind: "customer-override";
       readonly key: string;
@@ -233,7 +236,10 @@ export function compileEntries(doc: TPolicyDocument, compiledAtMs: number): Poli
     entry("settings", {
       defaultTier: sorted.defaultTier,
       defaultEndpointClass: sorted.defaultEndpointClass,
-      ceilings: { perCustomer: sorted.ceilings.perCustomer, perAddress: sorted.ceilings.perAddress },
+      ceilings: {
+        perCustomer: sorted.ceilings.perCustomer,
+        perAddress: sorted.ceilings.perAddress,
+      },
     }),
     ...sorted.tiers.map((tier) => entry("tier", { name: tier.name, limit: tier.limit })),
     ...sorted.endpointClasses.map((endpointClass) =>

@@ -16,14 +16,6 @@ export {
   writeCanonicalPolicy,
 } from "./canonical";
 export {
-  type FieldPath,
-  fieldErrorsFromZod,
-  formatFieldErrors,
-  formatFieldPath,
-  type ParseResult,
-  type PolicyFieldError,
-} from "./errors";
-export {
   CORE_KINDS_OF_ENTRIES,
   candidateEntryKey,
   compileEntries,
@@ -47,9 +39,24 @@ export {
   snapshotPolicyOfEntries,
   tierEntryKey,
 } from "./entries";
+export {
+  type FieldPath,
+  fieldErrorsFromZod,
+  formatFieldErrors,
+  formatFieldPath,
+  type ParseResult,
+  type PolicyFieldError,
+} from "./errors";
 export { checkIncidentGuardrails, type IncidentChange } from "./guardrails";
 export { MAX_COST, MAX_WINDOW_MS, scaleLimit } from "./limit-math";
 export { hasForbiddenCharacter, isCustomerId, isName, isRecordId } from "./names";
+export {
+  MAX_DELTA_CHANGES,
+  POLICY_DELTA_FORMAT,
+  parsePolicyDelta,
+  type TPolicyDelta,
+  ZPolicyDelta,
+} from "./policy-delta";
 export {
   diffPolicyRules,
   type FieldChange,
@@ -60,13 +67,6 @@ export {
   type PolicyRules,
   type PolicyRulesDiff,
 } from "./policy-diff";
-export {
-  MAX_DELTA_CHANGES,
-  POLICY_DELTA_FORMAT,
-  parsePolicyDelta,
-  type TPolicyDelta,
-  ZPolicyDelta,
-} from "./policy-delta";
 export { PolicyState, type PolicyStateOptions, type PolicyStateSize } from "./policy-state";
 export { type PreparedSnapshot, prepareSnapshot } from "./prepare";
 export {

@@ -86,7 +86,10 @@ export function parsePolicyDelta(input: unknown): ParseResult<TPolicyDelta> {
       value = JSON.parse(input);
     } catch (error: unknown) {
       const reason = error instanceof Error ? error.message : String(error);
-      return { ok: false, errors: [{ path: [], message: `the delta is not valid JSON: ${reason}` }] };
+      return {
+        ok: false,
+        errors: [{ path: [], message: `the delta is not valid JSON: ${reason}` }],
+      };
     }
   }
   const result = ZPolicyDelta.safeParse(value);

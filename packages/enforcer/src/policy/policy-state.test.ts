@@ -43,7 +43,8 @@ function deltaFor(
   // The checksum of the resulting set, computed from scratch: what incremental updates must equal.
   const texts = [...entries.values()].map((entry) => [entry.key, canonicalJson(entry.value)]);
   const sum = texts.reduce(
-    (total, [key, text]) => (total + BigInt(`0x${entryDigestHex(key ?? "", text ?? "")}`)) % (1n << 256n),
+    (total, [key, text]) =>
+      (total + BigInt(`0x${entryDigestHex(key ?? "", text ?? "")}`)) % (1n << 256n),
     0n,
   );
   checksum = sum.toString(16).padStart(64, "0");
@@ -61,8 +62,11 @@ function deltaFor(
 }
 
 const tierOf = (state: PolicyState, customerId: string) =>
-  resolveLimits(state.prepared(), { customerId, tier: "free", path: "/v1/things" }, Date.parse(COMPILED_AT))
-    .checks.find((check) => check.layer === "account");
+  resolveLimits(
+    state.prepared(),
+    { customerId, tier: "free", path: "/v1/things" },
+    Date.parse(COMPILED_AT),
+  ).checks.find((check) => check.layer === "account");
 
 describe("PolicyState", () => {
   it("holds a snapshot's entries with the checksum of the whole set", () => {
@@ -100,7 +104,11 @@ describe("PolicyState", () => {
             expect(state.checksum).toBe(entrySetChecksum(state.entries()));
             const check = tierOf(state, customerId);
             if (value === null) expect(check?.scope).toBe("tier:free");
-            else expect(check).toMatchObject({ scope: key, limit: { capacity: value.limit.capacity } });
+            else
+              expect(check).toMatchObject({
+                scope: key,
+                limit: { capacity: value.limit.capacity },
+              });
           }
           expect(state.version).toBe(1 + steps.length);
         },
@@ -112,7 +120,10 @@ describe("PolicyState", () => {
   it("refuses a delta that does not apply onto this version, and changes nothing", () => {
     const state = start();
     const next = deltaFor(state, [
-      { key: "customer:acme", value: { customerId: "acme", endpointClass: null, limit: limit(50) } },
+      {
+        key: "customer:acme",
+        value: { customerId: "acme", endpointClass: null, limit: limit(50) },
+      },
     ]);
     const skipped = { ...next, version: 3, base: 2 };
     const result = state.applyDelta(skipped);
@@ -128,12 +139,18 @@ describe("PolicyState", () => {
     const state = start();
     const before = { version: state.version, checksum: state.checksum };
     const good = deltaFor(state, [
-      { key: "customer:zeta", value: { customerId: "zeta", endpointClass: null, limit: limit(50) } },
+      {
+        key: "customer:zeta",
+        value: { customerId: "zeta", endpointClass: null, limit: limit(50) },
+      },
     ]);
     const tampered: TPolicyDelta = {
       ...good,
       changes: [
-        { key: "customer:zeta", value: { customerId: "zeta", endpointClass: null, limit: limit(5_000) } },
+        {
+          key: "customer:zeta",
+          value: { customerId: "zeta", endpointClass: null, limit: limit(5_000) },
+        },
       ],
     };
     const result = state.applyDelta(tampered);
@@ -184,7 +201,10 @@ describe("PolicyState", () => {
   it("refuses the removal of an entry it does not hold", () => {
     const state = start();
     const delta = deltaFor(state, []);
-    const result = state.applyDelta({ ...delta, changes: [{ key: "customer:ghost", value: null }] });
+    const result = state.applyDelta({
+      ...delta,
+      changes: [{ key: "customer:ghost", value: null }],
+    });
     expect(!result.ok && result.errors[0]?.message).toBe(
       'removes "customer:ghost", which this policy does not hold',
     );

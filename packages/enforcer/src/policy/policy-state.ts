@@ -22,8 +22,8 @@ import {
   endpointClassEntryKey,
   entriesOfSnapshotPolicy,
   entryDigestHex,
-  entryText,
   entryKindOfKey,
+  entryText,
   overrideEntryKey,
   type PolicyEntry,
   parseEntry,
@@ -372,7 +372,10 @@ export class PolicyState {
         const parsed = parseEntry(change.key, change.value);
         if (!parsed.ok) {
           for (const error of parsed.errors) {
-            errors.push({ path: ["changes", index, "value", ...error.path.slice(1)], message: error.message });
+            errors.push({
+              path: ["changes", index, "value", ...error.path.slice(1)],
+              message: error.message,
+            });
           }
           return;
         }
@@ -559,7 +562,9 @@ export class PolicyState {
         const { customerId, endpointClass } = current.value;
         const list = this.#overrides.get(customerId);
         if (list === undefined) return;
-        const index = list.findIndex((item, position) => position % 2 === 0 && item === endpointClass);
+        const index = list.findIndex(
+          (item, position) => position % 2 === 0 && item === endpointClass,
+        );
         if (index >= 0) list.splice(index, 2);
         if (list.length === 0) this.#overrides.delete(customerId);
         this.#overrideCount--;
@@ -569,7 +574,9 @@ export class PolicyState {
       case "incident": {
         const customerId = current.value.customerId;
         this.#incidents.delete(key);
-        const list = this.#incidentsByCustomer.get(customerId)?.filter((item) => item.id !== current.value.id);
+        const list = this.#incidentsByCustomer
+          .get(customerId)
+          ?.filter((item) => item.id !== current.value.id);
         if (list === undefined || list.length === 0) this.#incidentsByCustomer.delete(customerId);
         else this.#incidentsByCustomer.set(customerId, list);
         this.#customerCache.delete(customerId);

@@ -243,7 +243,13 @@ export async function publishPolicySnapshot(
       redis,
       SWAP_SNAPSHOT_SCRIPT,
       SWAP_SNAPSHOT_SHA,
-      [names.head, build, names.snapshot(snapshot.version), names.snapshot(readSnapshotVersion), names.deltas],
+      [
+        names.head,
+        build,
+        names.snapshot(snapshot.version),
+        names.snapshot(readSnapshotVersion),
+        names.deltas,
+      ],
       [
         String(snapshot.version),
         snapshot.checksum,

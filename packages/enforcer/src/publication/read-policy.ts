@@ -16,7 +16,12 @@ export interface PolicyReadingRedis {
   hgetall(key: string): Promise<Record<string, string>>;
   hget(key: string, field: string): Promise<string | null>;
   hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
-  hscan(key: string, cursor: string, countToken: "COUNT", count: number): Promise<[string, string[]]>;
+  hscan(
+    key: string,
+    cursor: string,
+    countToken: "COUNT",
+    count: number,
+  ): Promise<[string, string[]]>;
 }
 
 export interface PolicyHead {
@@ -160,7 +165,9 @@ export async function loadPolicySnapshot(
     ...options,
     checksum: head.snapshotChecksum,
   });
-  return built.ok ? { status: "ok", state: built.value } : { status: "invalid", errors: built.errors };
+  return built.ok
+    ? { status: "ok", state: built.value }
+    : { status: "invalid", errors: built.errors };
 }
 
 /** An announcement of the delta format: which version, and its delta when small enough. */
