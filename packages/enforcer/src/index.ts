@@ -37,6 +37,7 @@ export {
   type NodeNext,
 } from "./enforcer/node-middleware";
 export type { AppliedSnapshot, SnapshotErrorReport } from "./enforcer/policy-follower";
+export type { PolicyStateSize } from "./policy/policy-state";
 export type {
   DecisionSource,
   EnforcerDecision,

@@ -19,6 +19,7 @@ import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
 import { RedisStore } from "../limiter/stores/redis";
 import type { LimiterStore } from "../limiter/types";
+import type { PolicyStateSize } from "../policy/policy-state";
 import type { TSnapshot } from "../policy/schemas";
 import { createRedisClient } from "../publication/redis-clients";
 import { enforcerRedisNames } from "../publication/redis-keys";
@@ -114,6 +115,13 @@ export interface EnforcerOptions {
   readonly startupWaitMs?: number;
   /** A snapshot to enforce until Redis provides a newer one. @default none */
   readonly bootstrapSnapshot?: TSnapshot | string;
+  /**
+   * Customers with overrides whose prepared rules are cached per generation: at most twice this
+   * many are held; the others' overrides are kept compact and prepared when one of their
+   * requests arrives (a few microseconds).
+   * @default 10_000
+   */
+  readonly policyCustomerCacheSize?: number;
   /** @default 1_000 */
   readonly heartbeatIntervalMs?: number;
   /** How long the heartbeat hash outlives its last beat. @default 10_000 */
@@ -148,6 +156,11 @@ export interface EnforcerStatus {
   /** A policy snapshot is in force. */
   readonly isReady: boolean;
   readonly policy: AppliedSnapshot | null;
+  /**
+   * What the policy in force holds: entries, customer overrides, the distinct limits they share,
+   * and the customers whose rules are prepared now (bounded: see `policyCustomerCacheSize`).
+   */
+  readonly policySize: PolicyStateSize | null;
   readonly snapshotErrors: SnapshotErrorReport;
   readonly breaker: BreakerSnapshot;
   /** ioredis connection states (`ready` when connected). */
@@ -211,6 +224,7 @@ export class Enforcer implements RequestChecker {
       prefix: this.keyPrefix,
       pollIntervalMs: options.pollIntervalMs,
       bootstrapSnapshot: options.bootstrapSnapshot,
+      customerCacheSize: options.policyCustomerCacheSize,
       logger: this.#logger,
       wallClock,
       timers: this.#timers,
@@ -342,6 +356,7 @@ export class Enforcer implements RequestChecker {
       enforcerId: this.enforcerId,
       isReady: this.#follower.current !== null,
       policy: this.#follower.applied,
+      policySize: this.#follower.size,
       snapshotErrors: this.#follower.errors,
       breaker: this.#engine.breaker.snapshot(),
       redis: {
