@@ -59,6 +59,9 @@ export const ZSnapshotPageOptions = z.strictObject({
     .string({ error: "after must be text" })
     .min(1, { error: "after must not be empty" })
     .max(300, { error: "after must be at most 300 characters" })
+    .regex(/^[A-Za-z0-9._:@/-]+$/, {
+      error: "after must be an entry key, as the previous page's nextCursor gives it",
+    })
     .optional(),
   /** @default 500 */
   limit: z

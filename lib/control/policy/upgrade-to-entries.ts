@@ -16,11 +16,15 @@ import { planVersion, toEntryRow, writeVersion } from "./entry-set";
 
 /** Moves the latest version to entries if it predates them; true when it did. */
 export async function upgradeToEntries(tx: Prisma.TransactionClient): Promise<boolean> {
-  const latest = await tx.policyVersion.findFirst({
+  const head = await tx.policyVersion.findFirst({
     orderBy: { version: "desc" },
-    select: { version: true, entries: true, snapshot: true },
+    select: { version: true, entries: true },
   });
-  if (latest === null || latest.entries !== null) return false;
+  if (head === null || head.entries !== null) return false;
+  const latest = await tx.policyVersion.findUniqueOrThrow({
+    where: { version: head.version },
+    select: { version: true, snapshot: true },
+  });
   const parsed = parseSnapshot(latest.snapshot);
   if (!parsed.ok) {
     throw new Error(
