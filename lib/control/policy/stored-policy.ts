@@ -144,10 +144,13 @@ export async function readStoredPolicy(
       orderBy: { scope: "asc" },
       select: { scope: true, customerId: true, endpointClass: true, limit: true },
     }),
-    db.dryRunCandidate.findMany({
-      orderBy: { id: "asc" },
-      select: { id: true, target: true, limit: true },
-    }),
+    // A customer's slice relates to no candidate (they target tiers, ceilings and addresses).
+    scope.kind === "customer"
+      ? []
+      : db.dryRunCandidate.findMany({
+          orderBy: { id: "asc" },
+          select: { id: true, target: true, limit: true },
+        }),
   ]);
   const last = options.last;
   const isLast = (collection: PolicyCollection, key: string) =>
