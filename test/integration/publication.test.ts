@@ -19,6 +19,7 @@ import type {
   SnapshotPublisher,
 } from "@/lib/control/outbox/publish-pending-snapshots";
 import { publishPendingSnapshots } from "@/lib/control/outbox/publish-pending-snapshots";
+import { republishLatestIfBehind } from "@/lib/control/outbox/republish-latest";
 import { getCurrentSnapshot } from "@/lib/control/policy/get-current-snapshot";
 import { createTier } from "@/lib/control/tier/create-tier";
 import { createRedis } from "@/lib/server/redis";
@@ -205,8 +206,11 @@ describe("publication through the outbox", () => {
     const prefix = testPrefix();
     const redis = control();
     const deps: ControlDeps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
-    // Anything left pending (the import) goes out first.
+    // Anything left pending (the import) goes out first, and this fresh prefix gets the latest
+    // version as a snapshot: a first publication may cover several versions at once, while
+    // every version after it is announced as its own delta.
     await publishPendingSnapshots({ db, redis, prefix }, "wait");
+    await republishLatestIfBehind({ db, redis, prefix });
     const announced = await listen(prefix);
     const produced: number[] = [];
     for (let index = 0; index < 5; index++) {
@@ -240,6 +244,7 @@ describe("publication through the outbox", () => {
       { db, redis: control(), prefix },
     ];
     await publishPendingSnapshots({ db, redis: control(), prefix }, "wait");
+    await republishLatestIfBehind({ db, redis: control(), prefix });
     const watcher = control();
     const announced = await listen(prefix);
     const observed: number[] = [];
