@@ -37,7 +37,6 @@ export {
   type NodeNext,
 } from "./enforcer/node-middleware";
 export type { AppliedSnapshot, SnapshotErrorReport } from "./enforcer/policy-follower";
-export type { PolicyStateSize } from "./policy/policy-state";
 export type {
   DecisionSource,
   EnforcerDecision,
@@ -72,3 +71,4 @@ export type {
   SlidingWindowLimit,
   TokenBucketLimit,
 } from "./limiter/types";
+export type { PolicyStateSize } from "./policy/policy-state";

@@ -89,7 +89,8 @@ function serialize(
   throw new TypeError(`cannot serialise a ${typeof value} as JSON`);
 }
 
-const byKey =
+/** A comparator by `keys` in turn, each in code unit order. */
+export const byKey =
   <T>(...keys: ((item: T) => string)[]) =>
   (a: T, b: T): number => {
     for (const key of keys) {

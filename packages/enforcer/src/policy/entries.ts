@@ -22,8 +22,8 @@
  * anyway, so it is not meant to resist a forger.
  */
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { canonicalJson, compareCodeUnits, sortPolicyDocument } from "./canonical";
-import { fieldErrorsFromZod, type ParseResult } from "./errors";
+import { byKey, canonicalJson, sortPolicyDocument } from "./canonical";
+import { fieldErrorsFromZod, type ParseResult, parseJsonInput } from "./errors";
 import {
   type TPolicyDocument,
   type TSnapshotPolicy,
@@ -206,14 +206,8 @@ export function parseEntry(key: string, value: unknown): ParseResult<PolicyEntry
 
 /** Parses an entry's JSON text (`parseEntry` after `JSON.parse`). */
 export function parseEntryText(key: string, text: string): ParseResult<PolicyEntry> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error: unknown) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return { ok: false, errors: [{ path: [key], message: `not valid JSON: ${reason}` }] };
-  }
-  return parseEntry(key, value);
+  const json = parseJsonInput(text, `entry "${key}"`);
+  return json.ok ? parseEntry(key, json.value) : json;
 }
 
 function entry<Kind extends EntryKind>(
@@ -295,16 +289,6 @@ export function entriesOfSnapshotPolicy(policy: TSnapshotPolicy): PolicyEntry[] 
   ];
 }
 
-const byCodeUnits =
-  <T>(...keys: ((item: T) => string)[]) =>
-  (a: T, b: T): number => {
-    for (const key of keys) {
-      const order = compareCodeUnits(key(a), key(b));
-      if (order !== 0) return order;
-    }
-    return 0;
-  };
-
 /**
  * The snapshot policy a set of entries makes, collections in canonical order (what
  * `compileSnapshot` writes). Throws when there is no settings entry: a set without one is not a
@@ -347,24 +331,24 @@ export function snapshotPolicyOfEntries(entries: Iterable<PolicyEntry>): TSnapsh
   return {
     defaultTier: settings.defaultTier,
     defaultEndpointClass: settings.defaultEndpointClass,
-    tiers: tiers.sort(byCodeUnits((tier) => tier.name)),
-    endpointClasses: endpointClasses.sort(byCodeUnits((endpointClass) => endpointClass.name)),
+    tiers: tiers.sort(byKey((tier) => tier.name)),
+    endpointClasses: endpointClasses.sort(byKey((endpointClass) => endpointClass.name)),
     ceilings: settings.ceilings,
     customerOverrides: customerOverrides.sort(
-      byCodeUnits(
+      byKey(
         (override) => override.customerId,
         (override) => override.endpointClass ?? "",
       ),
     ),
     incidentOverrides: incidentOverrides.sort(
-      byCodeUnits(
+      byKey(
         (incident) => incident.customerId,
         (incident) => incident.endpointClass ?? "",
         (incident) => incident.startsAt,
         (incident) => incident.id,
       ),
     ),
-    dryRunCandidates: dryRunCandidates.sort(byCodeUnits((candidate) => candidate.id)),
+    dryRunCandidates: dryRunCandidates.sort(byKey((candidate) => candidate.id)),
   };
 }
 

@@ -14,7 +14,7 @@
  * Values are validated against their key's kind when applied (`parseEntry`).
  */
 import { z } from "zod";
-import { fieldErrorsFromZod, type ParseResult } from "./errors";
+import { fieldErrorsFromZod, type ParseResult, parseJsonInput } from "./errors";
 import { ZCanonicalInstant } from "./schemas";
 
 /** The delta format this build reads and writes. */

@@ -11,7 +11,7 @@
  */
 import { canonicalJson } from "./canonical";
 import { compileEntries, type PolicyEntry, snapshotPolicyOfEntries } from "./entries";
-import { fieldErrorsFromZod, type ParseResult } from "./errors";
+import { fieldErrorsFromZod, type ParseResult, parseJsonInput } from "./errors";
 import {
   SNAPSHOT_SCHEMA_VERSION,
   type TPolicyDocument,
@@ -88,19 +88,9 @@ export function computeSnapshotChecksum(snapshot: Omit<TSnapshot, "checksum">): 
  * otherwise keeps its last good snapshot and reports the errors.
  */
 export function parseSnapshot(input: unknown): ParseResult<TSnapshot> {
-  let value = input;
-  if (typeof input === "string") {
-    try {
-      value = JSON.parse(input);
-    } catch (error: unknown) {
-      const reason = error instanceof Error ? error.message : String(error);
-      return {
-        ok: false,
-        errors: [{ path: [], message: `the snapshot is not valid JSON: ${reason}` }],
-      };
-    }
-  }
-  const result = ZSnapshot.safeParse(value);
+  const json = parseJsonInput(input, "the snapshot");
+  if (!json.ok) return json;
+  const result = ZSnapshot.safeParse(json.value);
   if (!result.success) return { ok: false, errors: fieldErrorsFromZod(result.error) };
   const snapshot = result.data;
   const expected = computeSnapshotChecksum(snapshot);
