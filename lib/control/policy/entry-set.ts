@@ -9,6 +9,7 @@
  * Every statement binds a fixed number of parameters (arrays through `unnest`), however many
  * entries it writes: Postgres and Prisma allow at most 32,767 per statement.
  */
+import { createHash } from "node:crypto";
 import {
   CORE_KINDS_OF_ENTRIES,
   EMPTY_SET_CHECKSUM,
@@ -43,6 +44,9 @@ export interface EntryRow {
   readonly expiresAt: Date | null;
 }
 
+/** Node's SHA-256: the digests the portable one gives, faster for a million entries. */
+const nodeSha256Hex = (text: string) => createHash("sha256").update(text).digest("hex");
+
 export function toEntryRow(entry: PolicyEntry): EntryRow {
   const value = entryText(entry);
   const expiresAtMs = entryExpiresAtMs(entry);
@@ -51,7 +55,7 @@ export function toEntryRow(entry: PolicyEntry): EntryRow {
     kind: entry.kind,
     customerId: entryCustomerId(entry),
     value,
-    digest: entryDigestHex(entry.key, value),
+    digest: entryDigestHex(entry.key, value, nodeSha256Hex),
     expiresAt: expiresAtMs === null ? null : new Date(expiresAtMs),
   };
 }

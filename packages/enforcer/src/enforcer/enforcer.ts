@@ -12,7 +12,7 @@
  * Once a snapshot is in force, losing Redis changes nothing about the policy: the last good one
  * stays, and each limit's failure policy decides.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Redis } from "ioredis";
 import type { Clock } from "../limiter/clock";
@@ -225,6 +225,9 @@ export class Enforcer implements RequestChecker {
       pollIntervalMs: options.pollIntervalMs,
       bootstrapSnapshot: options.bootstrapSnapshot,
       customerCacheSize: options.policyCustomerCacheSize,
+      // Node's SHA-256: the same digests as the portable one, several times faster on the
+      // million entries a large policy's snapshot holds.
+      sha256Hex: (text) => createHash("sha256").update(text).digest("hex"),
       logger: this.#logger,
       wallClock,
       timers: this.#timers,

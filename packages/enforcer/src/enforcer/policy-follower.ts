@@ -26,9 +26,10 @@
  * more read after it, so a burst of announcements costs two reads, not one per message.
  */
 import type { Clock } from "../limiter/clock";
+import type { Sha256Hex } from "../policy/entries";
 import { formatFieldErrors, type PolicyFieldError } from "../policy/errors";
 import { parsePolicyDelta } from "../policy/policy-delta";
-import { PolicyState, type PolicyStateSize } from "../policy/policy-state";
+import { PolicyState, type PolicyStateOptions, type PolicyStateSize } from "../policy/policy-state";
 import type { PreparedSnapshot } from "../policy/prepare";
 import type { TSnapshot } from "../policy/schemas";
 import { parseSnapshot } from "../policy/snapshot";
@@ -116,6 +117,8 @@ export interface PolicyFollowerOptions {
    * @default 10_000
    */
   readonly customerCacheSize?: number;
+  /** The SHA-256 entries are hashed with (the same digests whatever the implementation). */
+  readonly sha256Hex?: Sha256Hex;
   readonly logger: EnforcerLogger;
   /** @default Date.now */
   readonly wallClock?: Clock;
@@ -132,7 +135,7 @@ export class PolicyFollower {
   readonly #prefix: string;
   readonly #channel: string;
   readonly #pollIntervalMs: number;
-  readonly #customerCacheSize: number | undefined;
+  readonly #stateOptions: PolicyStateOptions;
   readonly #logger: EnforcerLogger;
   readonly #wallClock: Clock;
   readonly #timers: Timers;
@@ -192,7 +195,10 @@ export class PolicyFollower {
     if (!(this.#pollIntervalMs >= 10)) {
       throw new RangeError(`pollIntervalMs must be at least 10, got ${this.#pollIntervalMs}`);
     }
-    this.#customerCacheSize = options.customerCacheSize;
+    this.#stateOptions = {
+      customerCacheSize: options.customerCacheSize,
+      sha256Hex: options.sha256Hex,
+    };
     this.#logger = options.logger;
     this.#wallClock = options.wallClock ?? defaultWallClock;
     this.#timers = options.timers ?? systemTimers;
@@ -367,9 +373,7 @@ export class PolicyFollower {
 
   /** Loads the head's snapshot and the deltas after it; swaps it in only if all of it checks out. */
   async #resync(head: PolicyHead, trigger: SnapshotTrigger): Promise<void> {
-    const loaded = await loadPolicySnapshot(this.#redis, this.#prefix, head, {
-      customerCacheSize: this.#customerCacheSize,
-    });
+    const loaded = await loadPolicySnapshot(this.#redis, this.#prefix, head, this.#stateOptions);
     if (loaded.status === "invalid") {
       this.#refuse(head.snapshotVersion, formatFieldErrors(loaded.errors));
       return;
@@ -456,7 +460,7 @@ export class PolicyFollower {
   }
 
   #stateOf(snapshot: TSnapshot): PolicyState {
-    return PolicyState.fromSnapshot(snapshot, { customerCacheSize: this.#customerCacheSize });
+    return PolicyState.fromSnapshot(snapshot, this.#stateOptions);
   }
 
   #swapIn(

@@ -27,7 +27,9 @@ import {
   overrideEntryKey,
   type PolicyEntry,
   parseEntry,
+  portableSha256Hex,
   SETTINGS_KEY,
+  type Sha256Hex,
   type TSnapshotCandidate,
   type TSnapshotCustomerOverride,
   type TSnapshotEndpointClass,
@@ -56,6 +58,11 @@ export interface PolicyStateOptions {
    * @default 10_000
    */
   readonly customerCacheSize?: number;
+  /**
+   * The SHA-256 the state hashes entries with; any implementation gives the same digests.
+   * @default the portable one (`@noble/hashes`); the enforcer runtime passes Node's.
+   */
+  readonly sha256Hex?: Sha256Hex;
 }
 
 /** What a state holds, for status reports. */
@@ -106,6 +113,15 @@ class GenerationCache<Value> {
   }
 }
 
+/** Builds a {@link PolicyState} entry by entry (`PolicyState.builder`). */
+export interface PolicyStateBuilder {
+  /** Adds a validated entry; false, and nothing added, when its key is already held. */
+  add(entry: PolicyEntry): boolean;
+  readonly count: number;
+  /** The state, once the set is checked whole (and adds up to `checksum`, when given). */
+  finish(checksum?: string): ParseResult<PolicyState>;
+}
+
 /** A delta checked against a state, ready to commit. */
 interface VerifiedDelta {
   readonly version: number;
@@ -127,6 +143,7 @@ export class PolicyState {
   readonly #incidentsByCustomer = new Map<string, TSnapshotIncident[]>();
   readonly #limits = new Map<string, TPolicyLimit>();
   readonly #customerCache: GenerationCache<CustomerRules>;
+  readonly #sha256Hex: Sha256Hex;
   #core: PreparedCore | null = null;
   #prepared: PreparedSnapshot | null = null;
 
@@ -134,6 +151,7 @@ export class PolicyState {
     this.#version = version;
     this.#sum = new EntrySetSum();
     this.#customerCache = new GenerationCache(options.customerCacheSize ?? 10_000);
+    this.#sha256Hex = options.sha256Hex ?? portableSha256Hex;
   }
 
   /**
@@ -146,30 +164,55 @@ export class PolicyState {
     entries: Iterable<PolicyEntry>,
     options: PolicyStateOptions & { readonly checksum?: string } = {},
   ): ParseResult<PolicyState> {
-    const state = new PolicyState(version, options);
+    const builder = PolicyState.builder(version, options);
     const errors: PolicyFieldError[] = [];
     for (const entry of entries) {
-      if (state.#has(entry.key)) {
+      if (!builder.add(entry)) {
         errors.push({ path: [entry.key], message: `"${entry.key}" is given twice` });
-        continue;
       }
-      state.#put(entry);
-      state.#sum.add(entryDigestHex(entry.key, entryText(entry)));
     }
-    errors.push(...state.#checkCore(null), ...state.#checkReferences(state.#allReferencing()));
     if (errors.length > 0) return { ok: false, errors };
-    if (options.checksum !== undefined && options.checksum !== state.checksum) {
-      return {
-        ok: false,
-        errors: [
-          {
-            path: ["checksum"],
-            message: `the entries add up to checksum ${state.checksum}, not ${options.checksum}: the snapshot was altered or damaged`,
-          },
-        ],
-      };
-    }
-    return { ok: true, value: state };
+    return builder.finish(options.checksum);
+  }
+
+  /**
+   * Builds a state one entry at a time, as a snapshot is read page by page: nothing but the state
+   * itself is held. `add` returns false (and ignores the entry) when its key is already there.
+   */
+  static builder(version: number, options: PolicyStateOptions = {}): PolicyStateBuilder {
+    const state = new PolicyState(version, options);
+    let count = 0;
+    return {
+      add(entry) {
+        if (state.#holds(entry)) return false;
+        state.#put(entry);
+        state.#sum.add(state.#digest(entry));
+        count++;
+        return true;
+      },
+      get count() {
+        return count;
+      },
+      finish(checksum) {
+        const errors = [
+          ...state.#checkCore(null),
+          ...state.#checkReferences(state.#allReferencing()),
+        ];
+        if (errors.length > 0) return { ok: false, errors };
+        if (checksum !== undefined && checksum !== state.checksum) {
+          return {
+            ok: false,
+            errors: [
+              {
+                path: ["checksum"],
+                message: `the entries add up to checksum ${state.checksum}, not ${checksum}: the snapshot was altered or damaged`,
+              },
+            ],
+          };
+        }
+        return { ok: true, value: state };
+      },
+    };
   }
 
   /** The state of a validated snapshot (`parseSnapshot`, `compileSnapshot`). */
@@ -359,7 +402,7 @@ export class PolicyState {
     let isCoreChanged = false;
     delta.changes.forEach((change, index) => {
       const current = this.get(change.key);
-      if (current !== undefined) sum.remove(entryDigestHex(change.key, entryText(current)));
+      if (current !== undefined) sum.remove(this.#digest(current));
       if (change.value === null) {
         if (current === undefined) {
           errors.push({
@@ -379,7 +422,7 @@ export class PolicyState {
           }
           return;
         }
-        sum.add(entryDigestHex(change.key, entryText(parsed.value)));
+        sum.add(this.#digest(parsed.value));
         changes.push({ key: change.key, entry: parsed.value });
       }
       const kind = current?.kind ?? changes.at(-1)?.entry?.kind;
@@ -489,8 +532,36 @@ export class PolicyState {
     }
   }
 
-  #has(key: string): boolean {
-    return this.get(key) !== undefined;
+  #digest(entry: PolicyEntry): string {
+    return entryDigestHex(entry.key, entryText(entry), this.#sha256Hex);
+  }
+
+  /** Whether an entry under `entry`'s key is held (without parsing the key). */
+  #holds(entry: PolicyEntry): boolean {
+    switch (entry.kind) {
+      case "settings":
+        return this.#settings !== null;
+      case "tier":
+        return this.#tiers.has(entry.value.name);
+      case "endpoint-class":
+        return this.#classes.has(entry.value.name);
+      case "candidate":
+        return this.#candidates.has(entry.value.id);
+      case "incident":
+        return this.#incidents.has(entry.key);
+      case "customer-override": {
+        const list = this.#overrides.get(entry.value.customerId);
+        if (list === undefined) return false;
+        for (let index = 0; index < list.length; index += 2) {
+          if (list[index] === entry.value.endpointClass) return true;
+        }
+        return false;
+      }
+      default: {
+        const unknown: never = entry;
+        throw new TypeError(`unknown entry ${JSON.stringify(unknown)}`);
+      }
+    }
   }
 
   #intern(limit: TPolicyLimit): TPolicyLimit {

@@ -5,7 +5,6 @@
  * (`PolicyState`), and a snapshot must add up to the head's checksum.
  */
 import { z } from "zod";
-import type { PolicyEntry } from "../policy/entries";
 import { parseEntryText } from "../policy/entries";
 import type { PolicyFieldError } from "../policy/errors";
 import { PolicyState, type PolicyStateOptions } from "../policy/policy-state";
@@ -134,37 +133,33 @@ export async function loadPolicySnapshot(
   options: PolicyStateOptions = {},
 ): Promise<SnapshotLoad> {
   const key = policyRedisNames(prefix).snapshot(head.snapshotVersion);
-  const entries = new Map<string, PolicyEntry>();
+  // Built as the pages arrive: only the state is held, never the whole reply or a second copy.
+  const builder = PolicyState.builder(head.snapshotVersion, options);
   const errors: PolicyFieldError[] = [];
   let cursor = "0";
   do {
     const [next, flat] = await redis.hscan(key, cursor, "COUNT", 1_000);
     cursor = next;
     for (let index = 0; index + 1 < flat.length; index += 2) {
-      const entryKey = flat[index] as string;
-      // HSCAN may return an entry twice; the set holds it once.
-      if (entries.has(entryKey)) continue;
-      const parsed = parseEntryText(entryKey, flat[index + 1] as string);
-      if (parsed.ok) entries.set(entryKey, parsed.value);
+      const parsed = parseEntryText(flat[index] as string, flat[index + 1] as string);
+      // HSCAN may return an entry twice; the set holds it once (`add` ignores the second).
+      if (parsed.ok) builder.add(parsed.value);
       else if (errors.length < 20) errors.push(...parsed.errors);
     }
   } while (cursor !== "0");
   if (errors.length > 0) return { status: "invalid", errors };
-  if (entries.size !== head.snapshotEntries) {
+  if (builder.count !== head.snapshotEntries) {
     return {
       status: "invalid",
       errors: [
         {
           path: ["snapshot"],
-          message: `snapshot ${head.snapshotVersion} holds ${entries.size} entries, not the ${head.snapshotEntries} its head says`,
+          message: `snapshot ${head.snapshotVersion} holds ${builder.count} entries, not the ${head.snapshotEntries} its head says`,
         },
       ],
     };
   }
-  const built = PolicyState.build(head.snapshotVersion, entries.values(), {
-    ...options,
-    checksum: head.snapshotChecksum,
-  });
+  const built = builder.finish(head.snapshotChecksum);
   return built.ok
     ? { status: "ok", state: built.value }
     : { status: "invalid", errors: built.errors };
