@@ -120,7 +120,10 @@ export async function publishPendingSnapshots(
 ): Promise<DrainOutcome> {
   const connected = isConnected(publisher);
   if (mode === "try" && !connected) return { status: "unavailable" };
-  const drain = () => drainOnce(publisher, mode, connected, options.lockTimeoutMs);
+  const drain = async (): Promise<DrainOutcome> => {
+    const outcome = await drainOnce(publisher, mode, connected, options.lockTimeoutMs);
+    return outcome.status === "needs-whole" ? publishWholeAndMark(publisher, outcome) : outcome;
+  };
   if (mode === "wait") return drain();
   try {
     return await drain();
@@ -166,16 +169,25 @@ export async function publishedHeadVersion(
   return Number.isSafeInteger(version) ? version : 0;
 }
 
+/** A drain that stopped at a version needing a whole snapshot (published after its transaction). */
+interface NeedsWhole {
+  readonly status: "needs-whole";
+  /** Published before it. */
+  readonly versions: readonly PublishedVersion[];
+  readonly headRowId: bigint;
+  readonly attempts: number;
+}
+
 async function drainOnce(
   publisher: SnapshotPublisher,
   mode: "wait" | "try",
   connected: boolean,
   lockTimeoutMs: number | undefined,
-): Promise<DrainOutcome> {
+): Promise<DrainOutcome | NeedsWhole> {
   const nowMs = publisher.nowMs ?? Date.now;
   const batchSize = publisher.batchSize ?? 100;
   return publisher.db.$transaction(
-    async (tx): Promise<DrainOutcome> => {
+    async (tx): Promise<DrainOutcome | NeedsWhole> => {
       if (lockTimeoutMs !== undefined) {
         await tx.$executeRawUnsafe(
           `SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`,
@@ -225,30 +237,10 @@ async function drainOnce(
             }
           }
           // No delta to send, or Redis cannot take it: the latest version as a whole snapshot,
-          // which covers this row and every later one up to it.
-          const whole = await publishWholePolicy(publisher, "publish");
-          const covered = batch.slice(index).flatMap((later) => {
-            const laterVersion = ZPolicySnapshotPayload.parse(later.payload).version;
-            return laterVersion <= whole.version ? [{ id: later.id, version: laterVersion }] : [];
-          });
-          for (const item of covered) {
-            versions.push({
-              version: item.version,
-              applied: whole.applied,
-              via: "snapshot",
-              bytes: item.version === whole.version ? whole.bytes : 0,
-            });
-          }
-          await markPublished(
-            tx,
-            covered.map((item) => item.id),
-            nowMs(),
-          );
-          return {
-            status: "published",
-            versions,
-            hasMore: rows.length > index + covered.length,
-          };
+          // which covers this row and every later one up to it. Written after this transaction
+          // ends: it reads the entries in a repeatable-read transaction of its own, and the
+          // embedded Postgres serves one connection at a time.
+          return { status: "needs-whole", versions, headRowId: row.id, attempts: row.attempts };
         } catch (error: unknown) {
           // Later rows wait: publishing them first would skip this version.
           const retryAtMs = nowMs() + backoffDelayMs(row.attempts + 1, publisher.backoff);
@@ -283,6 +275,55 @@ async function markPublished(
     where: { id: { in: [...ids] } },
     data: { publishedAt: new Date(nowMs), attempts: { increment: 1 }, lastError: null },
   });
+}
+
+/**
+ * Publishes the latest version whole and marks every pending row up to it published; on failure,
+ * records the attempt on the row that needed it (backoff) and reports it. Runs without the
+ * publisher lock: the swap only moves the head forward, and a delta goes out only onto its exact
+ * base, so a drain running meanwhile cannot make Redis hold anything the control plane did not.
+ */
+async function publishWholeAndMark(
+  publisher: SnapshotPublisher,
+  pending: NeedsWhole,
+): Promise<DrainOutcome> {
+  const nowMs = publisher.nowMs ?? Date.now;
+  try {
+    const whole = await publishWholePolicy(publisher, "publish");
+    const covered = await publisher.db.$queryRaw<{ version: number }[]>`
+      UPDATE "OutboxEvent"
+      SET "publishedAt" = ${new Date(nowMs())}, "attempts" = "attempts" + 1, "lastError" = NULL
+      WHERE "topic" = ${POLICY_SNAPSHOT_TOPIC} AND "publishedAt" IS NULL
+        AND ("payload"->>'version')::int <= ${whole.version}
+      RETURNING ("payload"->>'version')::int AS "version"`;
+    const versions = [
+      ...pending.versions,
+      ...covered
+        .map((row) => row.version)
+        .sort((a, b) => a - b)
+        .map(
+          (version): PublishedVersion => ({
+            version,
+            applied: whole.applied,
+            via: "snapshot",
+            bytes: version === whole.version ? whole.bytes : 0,
+          }),
+        ),
+    ];
+    const more = await publisher.db.outboxEvent.count({
+      where: { topic: POLICY_SNAPSHOT_TOPIC, publishedAt: null },
+    });
+    return { status: "published", versions, hasMore: more > 0 };
+  } catch (error: unknown) {
+    const retryAtMs = nowMs() + backoffDelayMs(pending.attempts + 1, publisher.backoff);
+    const message = describeError(error);
+    await publisher.db.outboxEvent.update({
+      where: { id: pending.headRowId },
+      data: { attempts: { increment: 1 }, lastError: message, nextAttemptAt: new Date(retryAtMs) },
+      select: { id: true },
+    });
+    return { status: "failed", versions: pending.versions, error: message, retryAtMs };
+  }
 }
 
 /** Entries per page when a whole snapshot is read from Postgres and written to Redis. */
