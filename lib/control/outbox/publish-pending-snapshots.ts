@@ -209,7 +209,7 @@ async function drainOnce(
       }
       const versions: PublishedVersion[] = [];
       const batch = rows.slice(0, batchSize);
-      for (const [index, row] of batch.entries()) {
+      for (const row of batch) {
         const { version } = ZPolicySnapshotPayload.parse(row.payload);
         try {
           const stored = await tx.policyVersion.findUnique({

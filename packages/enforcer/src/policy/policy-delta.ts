@@ -80,19 +80,9 @@ export type TPolicyDelta = z.output<typeof ZPolicyDelta>;
 
 /** Parses a delta (JSON text or a parsed value) received from Redis. */
 export function parsePolicyDelta(input: unknown): ParseResult<TPolicyDelta> {
-  let value = input;
-  if (typeof input === "string") {
-    try {
-      value = JSON.parse(input);
-    } catch (error: unknown) {
-      const reason = error instanceof Error ? error.message : String(error);
-      return {
-        ok: false,
-        errors: [{ path: [], message: `the delta is not valid JSON: ${reason}` }],
-      };
-    }
-  }
-  const result = ZPolicyDelta.safeParse(value);
+  const json = parseJsonInput(input, "the delta");
+  if (!json.ok) return json;
+  const result = ZPolicyDelta.safeParse(json.value);
   if (result.success) return { ok: true, value: result.data };
   return { ok: false, errors: fieldErrorsFromZod(result.error) };
 }
