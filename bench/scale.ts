@@ -77,13 +77,18 @@ function percentile(values: readonly number[], p: number): number {
 
 const customerId = (index: number) => `bulk-${String(index).padStart(7, "0")}`;
 
+/**
+ * The example policy grown to `size` customers, each with one account override (the example's
+ * own customers and override included, so a million stays within the caps of a million each).
+ */
 function documentOf(size: number, nowMs: number): TPolicyDocumentInput {
   const doc = examplePolicyForSeed(nowMs) as TPolicyDocumentInput;
+  const bulk = size - (doc.customers?.length ?? 0);
   return {
     ...doc,
     customers: [
       ...(doc.customers ?? []),
-      ...Array.from({ length: size }, (_, index) => ({
+      ...Array.from({ length: bulk }, (_, index) => ({
         id: customerId(index),
         displayName: `Customer ${index}`,
         tier: index % 3 === 0 ? "pro" : "free",
@@ -91,7 +96,7 @@ function documentOf(size: number, nowMs: number): TPolicyDocumentInput {
     ],
     customerOverrides: [
       ...(doc.customerOverrides ?? []),
-      ...Array.from({ length: size }, (_, index) => ({
+      ...Array.from({ length: bulk }, (_, index) => ({
         customerId: customerId(index),
         endpointClass: null,
         limit: {
