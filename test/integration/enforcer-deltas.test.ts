@@ -370,5 +370,33 @@ describe("a corrupted delta", () => {
       limit: 50,
     });
     expect(enforcer.status().snapshotErrors.count).toBe(1);
+
+    // A whole snapshot with one entry of the wrong shape (its digest counted, so only the shape
+    // is wrong): refused too, version 3 stays.
+    const broken = { ...value, limit: { ...value.limit, capacity: "lots" } };
+    const brokenSum = new EntrySetSum(sum.hex).add(
+      entryDigestHex("customer:zeta", canonicalJson(broken)),
+    ).hex;
+    const brokenPages = (async function* () {
+      yield [
+        ...entries.map((entry) => [entry.key, entryText(entry)] as const),
+        ["customer:zeta", canonicalJson(broken)] as const,
+      ];
+    })();
+    await publishPolicySnapshot(redis, ownPrefix, {
+      version: 4,
+      checksum: brokenSum,
+      entries: entries.length + 1,
+      mode: "publish",
+      batches: brokenPages,
+    });
+    const second = await waitFor("the second refusal", () => {
+      const report = enforcer.status().snapshotErrors;
+      return report.count > 1 ? report : undefined;
+    });
+    expect(second).toMatchObject({ count: 2, lastVersion: 4 });
+    expect(second.lastMessage).toMatch(/customer:zeta.*capacity must be a finite number/);
+    expect(version(enforcer)).toBe(3);
+    expect(await accountCapacity(enforcer, "zeta")).toMatchObject({ limit: 50 });
   });
 });
