@@ -9,11 +9,13 @@
  *    and exported again (the two exports must be byte-identical);
  * 2. ten enforcers start as separate processes (`bench/scale-enforcer.ts`) and load it; each
  *    reports its heap after a full GC before and after;
- * 3. BENCH_SCALE_RAISES (default 40) incidents are raised through `raiseIncident`, one after the
- *    other, each for another customer, after 3 unmeasured ones. Per raise: the service time (the
- *    call, its transaction and its publication included), the time from the call to the moment
- *    the last of the ten enforcers applied the version, and the bytes of the delta published (the
- *    log entry; the announcement carries the same delta).
+ * 3. once every size is set up (its enforcers stay running), BENCH_SCALE_RAISES (default 200)
+ *    incidents per size are raised through `raiseIncident`, one size after the other in turn (so
+ *    a load change on this shared machine falls on every size alike), each for another customer,
+ *    after 3 unmeasured rounds. Per raise: the service time (the call, its transaction and its
+ *    publication included), the time from the call to the moment the last of the size's ten
+ *    enforcers applied the version, and the bytes of the delta published (the log entry; the
+ *    announcement carries the same delta).
  *
  * The competitor is the publication this replaces, measured in the same run on the same policy:
  * the whole compiled snapshot every change wrote to Redis and every enforcer read, prepared and
@@ -51,7 +53,7 @@ const SIZES = (process.env.BENCH_SCALE_SIZES ?? "1000,100000,1000000")
   .map((size) => Number(size.trim()))
   .filter((size) => Number.isSafeInteger(size) && size > 0);
 const DATABASE_PREFIX = process.env.BENCH_DATABASE_PREFIX ?? "lp_bench_scale_";
-const RAISES = Number(process.env.BENCH_SCALE_RAISES ?? 40);
+const RAISES = Number(process.env.BENCH_SCALE_RAISES ?? 200);
 const WARMUP = 3;
 const ENFORCERS = Number(process.env.BENCH_SCALE_ENFORCERS ?? 10);
 const ROUND_TRIP = process.env.BENCH_SCALE_ROUND_TRIP !== "0";
@@ -188,20 +190,22 @@ async function removeKeys(redis: Redis, prefix: string): Promise<void> {
   } while (cursor !== "0");
 }
 
-interface SizeResult {
+interface SizeEnvironment {
   readonly size: number;
+  readonly deps: ControlDeps;
+  readonly enforcers: readonly EnforcerProcess[];
   readonly importMs: number;
-  readonly serviceP50: number;
-  readonly serviceP99: number;
-  readonly appliedP50: number;
-  readonly appliedP99: number;
-  readonly missed: number;
-  readonly bytesPerChange: number;
+  readonly roundTrip: string;
   readonly legacyBytes: number;
   readonly legacyCompileMs: number;
-  readonly heapPerOverride: number;
-  readonly heapMb: number;
-  readonly roundTrip: string;
+  /** Median heap of the enforcers with the policy, and its growth from before they had one. */
+  readonly heapAfter: number;
+  readonly heapDelta: number;
+  readonly service: number[];
+  readonly applied: number[];
+  readonly bytes: number[];
+  missed: number;
+  close(): Promise<void>;
 }
 
 async function scratchDatabase(tag: string): Promise<string> {
@@ -214,7 +218,10 @@ async function scratchDatabase(tag: string): Promise<string> {
   return url;
 }
 
-async function measureSize(size: number, redisUrl: string): Promise<SizeResult> {
+const BENCH_ACTOR = { type: "system" as const, id: null, name: "bench" };
+
+/** A size's database, policy, Redis prefix and enforcers, ready for raises. */
+async function setUpSize(size: number, redisUrl: string): Promise<SizeEnvironment> {
   console.log(`\n--- ${size.toLocaleString("en")} overrides (load ${load()}) ---`);
   const databaseUrl = await scratchDatabase(String(size));
   const copyUrl = ROUND_TRIP ? await scratchDatabase(`${size}_copy`) : null;
@@ -222,6 +229,27 @@ async function measureSize(size: number, redisUrl: string): Promise<SizeResult> 
   const redis = createRedisClient("control", { url: redisUrl, commandTimeoutMs: 30_000 });
   const prefix = `lpbench:${randomBytes(3).toString("hex")}:`;
   const enforcers: EnforcerProcess[] = [];
+  const close = async () => {
+    for (const enforcer of enforcers) enforcer.child.disconnect?.();
+    await Promise.all(
+      enforcers.map(
+        (enforcer) =>
+          new Promise<void>((resolve) => {
+            if (enforcer.child.exitCode !== null) resolve();
+            else enforcer.child.once("exit", () => resolve());
+            setTimeout(() => {
+              enforcer.child.kill("SIGKILL");
+              resolve();
+            }, 10_000);
+          }),
+      ),
+    );
+    await removeKeys(redis, prefix).catch(() => undefined);
+    redis.disconnect();
+    await db.$disconnect();
+    await dropDatabase(databaseUrl);
+    if (copyUrl !== null) await dropDatabase(copyUrl);
+  };
   try {
     const deps: ControlDeps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
     const document = documentOf(size, Date.now());
@@ -229,10 +257,7 @@ async function measureSize(size: number, redisUrl: string): Promise<SizeResult> 
     const importStart = performance.now();
     const imported = await importPolicy(
       document,
-      {
-        actor: { type: "system", id: null, name: "bench" },
-        reason: "scale bench",
-      },
+      { actor: BENCH_ACTOR, reason: "scale bench" },
       deps,
       {
         onProgress: (progress: ImportProgress) => {
@@ -263,7 +288,7 @@ async function measureSize(size: number, redisUrl: string): Promise<SizeResult> 
         const copyStart = performance.now();
         await importPolicy(
           JSON.parse(first.document),
-          { actor: { type: "system", id: null, name: "bench" }, reason: "round trip" },
+          { actor: BENCH_ACTOR, reason: "round trip" },
           { db: copy, publisher: null, nowMs: Date.now },
         );
         const copyMs = performance.now() - copyStart;
@@ -288,134 +313,130 @@ async function measureSize(size: number, redisUrl: string): Promise<SizeResult> 
     const enforcerStart = performance.now();
     for (let index = 0; index < ENFORCERS; index++) enforcers.push(startEnforcer(prefix, redisUrl));
     const ready = await Promise.all(enforcers.map((enforcer) => enforcer.ready));
-    const heapDelta = ready.map((item) => item.heapAfter - item.heapBefore);
-    const heapPerOverride = percentile(heapDelta, 50) / size;
     console.log(
       `  ${ENFORCERS} enforcers loaded it in ${seconds(performance.now() - enforcerStart)} (each: ${ready.map((item) => seconds(item.loadMs)).join(", ")})`,
     );
-
-    const service: number[] = [];
-    const applied: number[] = [];
-    const bytes: number[] = [];
-    let missed = 0;
-    for (let index = 0; index < WARMUP + RAISES; index++) {
-      const t0 = performance.timeOrigin + performance.now();
-      const result = await raiseIncident(
-        { customerId: customerId(index), factor: 2, durationMs: 3_600_000 },
-        { actor: { type: "system", id: null, name: "bench" }, reason: "scale bench raise" },
-        deps,
-      );
-      const serviceMs = performance.timeOrigin + performance.now() - t0;
-      const version = result.policyVersion;
-      if (version === null) throw new Error("a raise produced no version");
-      const isApplied = await allApplied(enforcers, version, 30_000);
-      if (index < WARMUP) continue;
-      service.push(serviceMs);
-      if (!isApplied) {
-        missed++;
-        continue;
-      }
-      applied.push(
-        Math.max(
-          ...enforcers.map(
-            (enforcer) => enforcer.appliedAt.get(version) ?? Number.POSITIVE_INFINITY,
-          ),
-        ) - t0,
-      );
-      const row = await db.policyVersion.findUniqueOrThrow({
-        where: { version },
-        select: { deltaBytes: true },
-      });
-      bytes.push(row.deltaBytes ?? Number.NaN);
-    }
-    const result: SizeResult = {
+    return {
       size,
+      deps,
+      enforcers,
       importMs,
-      serviceP50: percentile(service, 50),
-      serviceP99: percentile(service, 99),
-      appliedP50: percentile(applied, 50),
-      appliedP99: percentile(applied, 99),
-      missed,
-      bytesPerChange: percentile(bytes, 50),
+      roundTrip,
       legacyBytes: legacyJson.length,
       legacyCompileMs,
-      heapPerOverride,
-      heapMb:
-        percentile(
-          ready.map((item) => item.heapAfter),
-          50,
-        ) /
-        1024 /
-        1024,
-      roundTrip,
-    };
-    console.log(
-      `  raise service time p50 ${ms(result.serviceP50)}, p99 ${ms(result.serviceP99)}; raise -> all ${ENFORCERS} applied p50 ${ms(result.appliedP50)}, p99 ${ms(result.appliedP99)}${missed > 0 ? `, ${missed} not applied within 30 s` : ""} (target p99 < ${TARGET_P99_MS} ms: ${verdict(result.appliedP99 < TARGET_P99_MS && missed === 0)})`,
-    );
-    console.log(
-      `  bytes published per change: ${result.bytesPerChange} (the delta, in the log and the announcement); competitor, the whole snapshot per change: ${mb(result.legacyBytes)} (${(result.legacyBytes / result.bytesPerChange).toFixed(0)}x), compiled and verified in ${ms(legacyCompileMs)}`,
-    );
-    console.log(
-      `  enforcer heap with the policy: ${result.heapMb.toFixed(1)} MB (median of ${ENFORCERS}), ${result.heapPerOverride.toFixed(0)} bytes per override held`,
-    );
-    console.log(`  load ${load()}`);
-    return result;
-  } finally {
-    for (const enforcer of enforcers) enforcer.child.disconnect?.();
-    await Promise.all(
-      enforcers.map(
-        (enforcer) =>
-          new Promise<void>((resolve) => {
-            if (enforcer.child.exitCode !== null) resolve();
-            else enforcer.child.once("exit", () => resolve());
-            setTimeout(() => {
-              enforcer.child.kill("SIGKILL");
-              resolve();
-            }, 10_000);
-          }),
+      heapAfter: percentile(
+        ready.map((item) => item.heapAfter),
+        50,
       ),
-    );
-    await removeKeys(redis, prefix).catch(() => undefined);
-    redis.disconnect();
-    await db.$disconnect();
-    await dropDatabase(databaseUrl);
-    if (copyUrl !== null) await dropDatabase(copyUrl);
+      heapDelta: percentile(
+        ready.map((item) => item.heapAfter - item.heapBefore),
+        50,
+      ),
+      service: [],
+      applied: [],
+      bytes: [],
+      missed: 0,
+      close,
+    };
+  } catch (error: unknown) {
+    await close();
+    throw error;
   }
+}
+
+/** One raise (the `index`th customer's) and its propagation to every enforcer of `env`. */
+async function raiseOnce(env: SizeEnvironment, index: number, isMeasured: boolean): Promise<void> {
+  const t0 = performance.timeOrigin + performance.now();
+  const result = await raiseIncident(
+    { customerId: customerId(index), factor: 2, durationMs: 3_600_000 },
+    { actor: BENCH_ACTOR, reason: "scale bench raise" },
+    env.deps,
+  );
+  const serviceMs = performance.timeOrigin + performance.now() - t0;
+  const version = result.policyVersion;
+  if (version === null) throw new Error("a raise produced no version");
+  const isApplied = await allApplied(env.enforcers, version, 30_000);
+  if (!isMeasured) return;
+  env.service.push(serviceMs);
+  if (!isApplied) {
+    env.missed++;
+    return;
+  }
+  env.applied.push(
+    Math.max(
+      ...env.enforcers.map(
+        (enforcer) => enforcer.appliedAt.get(version) ?? Number.POSITIVE_INFINITY,
+      ),
+    ) - t0,
+  );
+  const row = await env.deps.db.policyVersion.findUniqueOrThrow({
+    where: { version },
+    select: { deltaBytes: true },
+  });
+  env.bytes.push(row.deltaBytes ?? Number.NaN);
 }
 
 export async function run(): Promise<void> {
   console.log(
-    `machine: ${availableParallelism()} cores, load ${load()}; sizes ${SIZES.map((size) => size.toLocaleString("en")).join(", ")}; ${ENFORCERS} enforcer processes; ${RAISES} raises per size after ${WARMUP} warm-up; scratch databases ${DATABASE_PREFIX}*`,
+    `machine: ${availableParallelism()} cores, load ${load()}; sizes ${SIZES.map((size) => size.toLocaleString("en")).join(", ")}; ${ENFORCERS} enforcer processes per size; ${RAISES} raises per size after ${WARMUP} warm-up, alternating between the sizes; scratch databases ${DATABASE_PREFIX}*`,
   );
   const redisUrl = loadEnv().REDIS_URL;
-  const results: SizeResult[] = [];
-  for (const size of SIZES) results.push(await measureSize(size, redisUrl));
+  const environments: SizeEnvironment[] = [];
+  try {
+    for (const size of SIZES) environments.push(await setUpSize(size, redisUrl));
+    console.log(
+      `\nraising: one raise per size in turn, ${WARMUP + RAISES} rounds (load ${load()})`,
+    );
+    for (let round = 0; round < WARMUP + RAISES; round++) {
+      for (const env of environments) await raiseOnce(env, round, round >= WARMUP);
+    }
+    report(environments);
+  } finally {
+    for (const env of environments) await env.close();
+  }
+}
 
-  console.log("\nsummary");
-  console.log(
-    "  size        import     service p50/p99      applied p50/p99      bytes/change  legacy bytes  heap/override  round trip",
-  );
-  for (const result of results) {
+function report(environments: readonly SizeEnvironment[]): void {
+  const smallest = environments[0];
+  console.log(`\nper size (load ${load()})`);
+  for (const env of environments) {
+    const appliedP99 = percentile(env.applied, 99);
+    // The heap each override adds, from the difference with the smallest size (what the
+    // enforcer runtime itself holds cancels out), and from the heap before the policy.
+    const marginal =
+      smallest !== undefined && env.size > smallest.size
+        ? (env.heapAfter - smallest.heapAfter) / (env.size - smallest.size)
+        : Number.NaN;
+    console.log(`  ${env.size.toLocaleString("en")} overrides`);
+    console.log(`    import ${seconds(env.importMs)}; export -> import -> export ${env.roundTrip}`);
     console.log(
-      `  ${result.size.toLocaleString("en").padEnd(10)}  ${seconds(result.importMs).padStart(8)}  ${`${ms(result.serviceP50)} / ${ms(result.serviceP99)}`.padEnd(19)}  ${`${ms(result.appliedP50)} / ${ms(result.appliedP99)}`.padEnd(19)}  ${String(result.bytesPerChange).padStart(12)}  ${mb(result.legacyBytes).padStart(12)}  ${`${result.heapPerOverride.toFixed(0)} B`.padStart(13)}  ${result.roundTrip}`,
+      `    raise service time p50 ${ms(percentile(env.service, 50))}, p99 ${ms(percentile(env.service, 99))}; raise -> all ${ENFORCERS} applied p50 ${ms(percentile(env.applied, 50))}, p99 ${ms(appliedP99)}${env.missed > 0 ? `, ${env.missed} not applied within 30 s` : ""} (target p99 < ${TARGET_P99_MS} ms: ${verdict(appliedP99 < TARGET_P99_MS && env.missed === 0)})`,
+    );
+    const bytes = percentile(env.bytes, 50);
+    console.log(
+      `    bytes published per change: ${bytes} (the delta, in the log and the announcement); competitor, the whole snapshot every change used to publish: ${mb(env.legacyBytes)} (${(env.legacyBytes / bytes).toFixed(0)}x), compiled and verified in ${ms(env.legacyCompileMs)}`,
+    );
+    console.log(
+      `    enforcer heap with the policy ${mb(env.heapAfter)} (median of ${ENFORCERS}); ${(env.heapDelta / env.size).toFixed(0)} bytes per override over the heap before it${Number.isNaN(marginal) ? "" : `, ${marginal.toFixed(0)} bytes per override more than at ${smallest?.size.toLocaleString("en")}`}`,
     );
   }
-  for (const result of results) {
+  console.log("\ntargets");
+  for (const env of environments) {
+    const appliedP99 = percentile(env.applied, 99);
     console.log(
-      `  target: raise -> all applied p99 < ${TARGET_P99_MS} ms at ${result.size.toLocaleString("en")}: ${ms(result.appliedP99)} ${verdict(result.appliedP99 < TARGET_P99_MS && result.missed === 0)}`,
+      `  raise -> all applied p99 < ${TARGET_P99_MS} ms at ${env.size.toLocaleString("en")}: ${ms(appliedP99)} ${verdict(appliedP99 < TARGET_P99_MS && env.missed === 0)}`,
     );
   }
-  const smallest = results[0];
-  const largest = results.at(-1);
-  if (smallest !== undefined && largest !== undefined && results.length > 1) {
-    const growth = largest.appliedP99 / smallest.appliedP99;
+  const largest = environments.at(-1);
+  if (smallest !== undefined && largest !== undefined && environments.length > 1) {
+    const growth = percentile(largest.applied, 99) / percentile(smallest.applied, 99);
     console.log(
-      `  target: p99 at ${largest.size.toLocaleString("en")} within ${TARGET_GROWTH}x of ${smallest.size.toLocaleString("en")}: ${growth.toFixed(2)}x ${verdict(growth <= TARGET_GROWTH)}`,
+      `  p99 at ${largest.size.toLocaleString("en")} within ${TARGET_GROWTH}x of ${smallest.size.toLocaleString("en")}: ${growth.toFixed(2)}x ${verdict(growth <= TARGET_GROWTH)}`,
     );
-    const bytes = results.map((result) => result.bytesPerChange);
+    const bytes = environments.map((env) => percentile(env.bytes, 50));
     const spread = Math.max(...bytes) / Math.min(...bytes);
     console.log(
-      `  target: bytes per change independent of size (within 10 %): ${bytes.join(", ")} bytes, spread ${((spread - 1) * 100).toFixed(1)} % ${verdict(spread <= 1.1)}`,
+      `  bytes per change independent of size (within 10 %): ${bytes.join(", ")} bytes, spread ${((spread - 1) * 100).toFixed(1)} % ${verdict(spread <= 1.1)}`,
     );
   }
   console.log(`  load at the end ${load()}`);
