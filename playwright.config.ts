@@ -11,6 +11,7 @@ import { defineConfig, devices } from "@playwright/test";
 import {
   BASE_URL,
   DEAD_REDIS_URL,
+  E2E_APP_DATABASE_URL,
   E2E_DATABASE_URL,
   E2E_PORT,
   E2E_REDIS_PREFIX,
@@ -24,7 +25,8 @@ import {
 const CONSOLE = "node --conditions=react-server --import tsx scripts/console.ts";
 
 const serverEnv = {
-  DATABASE_URL: E2E_DATABASE_URL,
+  DATABASE_URL: E2E_APP_DATABASE_URL,
+  DATABASE_OWNER_URL: E2E_DATABASE_URL,
   REDIS_KEY_PREFIX: E2E_REDIS_PREFIX,
   SESSION_SECRET: E2E_SESSION_SECRET,
   DATABASE_POOL_SIZE: "4",
