@@ -3,7 +3,7 @@
  * Next.js. What it adds to `next start`:
  *
  * - it listens on CONSOLE_HOST, 127.0.0.1 unless told otherwise, and PORT, and prints the one
- *   address it serves;
+ *   address it serves; over https when CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE are set;
  * - it tells the app each request's connection (peer address, TLS) in a header only it can write
  *   (lib/server/console-peer.ts), which the sign-in limit and HSTS rely on;
  * - it keeps idle connections open for 65 s, longer than clients keep theirs (Node's agent: 5 s),
@@ -11,7 +11,9 @@
  * - SIGTERM or SIGINT stops it: no new connections, requests in flight finish (10 s at most),
  *   exit 0.
  */
-import { createServer } from "node:http";
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import path from "node:path";
 import next from "next";
 import { createPeerStamp } from "../lib/server/console-peer";
@@ -27,10 +29,18 @@ async function main(): Promise<void> {
   const app = next({ dev: false, dir: ROOT, hostname: env.CONSOLE_HOST, port: env.PORT });
   const handle = app.getRequestHandler();
   await app.prepare();
-  const server = createServer((request, response) => {
+  const listener = (request: IncomingMessage, response: ServerResponse) => {
     stamp(request);
     void handle(request, response);
-  });
+  };
+  const tls =
+    env.CONSOLE_TLS_CERT_FILE !== undefined && env.CONSOLE_TLS_KEY_FILE !== undefined
+      ? {
+          cert: readTlsFile("CONSOLE_TLS_CERT_FILE", env.CONSOLE_TLS_CERT_FILE),
+          key: readTlsFile("CONSOLE_TLS_KEY_FILE", env.CONSOLE_TLS_KEY_FILE),
+        }
+      : null;
+  const server = tls === null ? createServer(listener) : createTlsServer(tls, listener);
   server.keepAliveTimeout = KEEP_ALIVE_MS;
   server.headersTimeout = KEEP_ALIVE_MS + 1_000;
   await new Promise<void>((resolve, reject) => {
@@ -38,7 +48,7 @@ async function main(): Promise<void> {
     server.listen(env.PORT, env.CONSOLE_HOST, () => resolve());
   });
   const shown = env.CONSOLE_HOST.includes(":") ? `[${env.CONSOLE_HOST}]` : env.CONSOLE_HOST;
-  console.log(`console: listening on http://${shown}:${env.PORT}`);
+  console.log(`console: listening on ${tls === null ? "http" : "https"}://${shown}:${env.PORT}`);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -52,6 +62,14 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+}
+
+function readTlsFile(variable: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error: unknown) {
+    throw new EnvError(`Invalid configuration: ${variable} cannot be read (${String(error)})`);
+  }
 }
 
 main().catch((error: unknown) => {

@@ -11,6 +11,7 @@ import { runEnvironment } from "../run-env";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
 export interface OwnConsole {
+  /** Its http:// address (a TLS console is reached at https:// on the same port). */
   readonly url: string;
   /** What it printed, for failure messages. */
   output(): string;

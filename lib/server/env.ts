@@ -156,6 +156,12 @@ export const ZEnv = z
       .max(32, "must be between 0 and 32")
       .default(0),
     /**
+     * A certificate and its key (PEM files) for the console to serve https itself; both or
+     * neither. Unset: plain http, for a proxy in front to terminate TLS.
+     */
+    CONSOLE_TLS_CERT_FILE: z.string().min(1).optional(),
+    CONSOLE_TLS_KEY_FILE: z.string().min(1).optional(),
+    /**
      * The tables' owner, for migrations (`db:deploy`, `npm run up`, the tests): it creates and
      * grants the application role that DATABASE_URL connects as. Unset: migrations connect with
      * DATABASE_URL, which then owns the tables (one role for everything, not recommended).
@@ -171,6 +177,17 @@ export const ZEnv = z
       .optional(),
   })
   .superRefine((env, ctx) => {
+    if ((env.CONSOLE_TLS_CERT_FILE === undefined) !== (env.CONSOLE_TLS_KEY_FILE === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: [
+          env.CONSOLE_TLS_CERT_FILE === undefined
+            ? "CONSOLE_TLS_CERT_FILE"
+            : "CONSOLE_TLS_KEY_FILE",
+        ],
+        message: "must be set too: the console's TLS needs both a certificate and its key",
+      });
+    }
     if (env.NODE_ENV === "production" && env.SESSION_SECRET === DEV_SESSION_SECRET) {
       ctx.addIssue({
         code: "custom",
