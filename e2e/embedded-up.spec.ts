@@ -17,6 +17,7 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect, test } from "@playwright/test";
+import { isAlive } from "../scripts/lib/process-record";
 import { E2E_PORT } from "./run-env";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -31,16 +32,6 @@ function isListening(port: number): Promise<boolean> {
     });
     socket.once("error", () => resolve(false));
   });
-}
-
-/** Running, not merely a zombie waiting for its new parent to reap it. */
-function isAlive(pid: number): boolean {
-  try {
-    const state = execFileSync("ps", ["-o", "stat=", "-p", String(pid)], { encoding: "utf8" });
-    return !state.trim().startsWith("Z");
-  } catch {
-    return false;
-  }
 }
 
 /** Every process below `pid`, with its command line. */

@@ -71,7 +71,7 @@ function runsIn(pid: number, root: string): boolean {
 }
 
 /** Running, not merely a zombie waiting to be reaped. */
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     const state = execFileSync("ps", ["-o", "stat=", "-p", String(pid)], { encoding: "utf8" });
     return !state.trim().startsWith("Z");

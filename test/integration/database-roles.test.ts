@@ -5,12 +5,12 @@
  * owner without CREATEROLE is told exactly what to run; a superuser as the application role is
  * refused. Each case leaves no role or database behind.
  */
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { createDatabase, dropDatabase, withDatabase } from "../../scripts/db/databases";
+import { type Finished, runToEnd } from "./helpers/run-to-end";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const ownerOfRun = inject("ownerDatabaseUrl");
@@ -47,22 +47,12 @@ async function superuser<T>(run: (client: pg.Client) => Promise<T>): Promise<T> 
 }
 
 /** `npm run db:deploy` as a process of its own. */
-function deploy(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      ["--conditions=react-server", "--import", "tsx", "scripts/db/migrate.ts", "deploy"],
-      { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.on("exit", (code) => resolve({ code, output }));
-  });
+function deploy(env: Record<string, string>): Promise<Finished> {
+  return runToEnd(
+    process.execPath,
+    ["--conditions=react-server", "--import", "tsx", "scripts/db/migrate.ts", "deploy"],
+    { cwd: ROOT, env: { ...process.env, ...env } },
+  );
 }
 
 afterAll(async () => {

@@ -5,11 +5,12 @@
  * `npm run db:seed` regenerates the client and seeds, `npm run token:create` then works without
  * generating again, and `npm run build`'s first step regenerates a removed client.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { type Finished, runToEnd } from "./helpers/run-to-end";
 import { provideTestDatabase } from "./helpers/test-database";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -41,22 +42,10 @@ function copyRepository(): void {
   symlinkSync(path.join(ROOT, "node_modules"), path.join(copy, "node_modules"), "dir");
 }
 
-function npmRun(args: string[]): Promise<{ code: number | null; output: string }> {
-  const { url } = database.current();
-  return new Promise((resolve) => {
-    const child = spawn("npm", ["run", "--silent", ...args], {
-      cwd: copy,
-      env: { ...process.env, DATABASE_URL: url, DATABASE_OWNER_URL: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.on("exit", (code) => resolve({ code, output }));
+function npmRun(args: string[]): Promise<Finished> {
+  return runToEnd("npm", ["run", "--silent", ...args], {
+    cwd: copy,
+    env: { ...process.env, DATABASE_URL: database.current().url, DATABASE_OWNER_URL: "" },
   });
 }
 
