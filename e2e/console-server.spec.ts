@@ -94,6 +94,11 @@ test.describe("the API's error paths", () => {
       }
     }
     expect(checked).toBeGreaterThanOrEqual(3 * 20);
+    // A console page with a malformed path: a 400 page, not Next.js's bare 500.
+    const consolePage = await page.request.get("/customers/%C0%AF");
+    expect(consolePage.status()).toBe(400);
+    expect(consolePage.headers()["content-type"]).toContain("text/html");
+    expect(await consolePage.text()).toContain("Bad address");
     expect(await writtenState()).toEqual(before);
   });
 
