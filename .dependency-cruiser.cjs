@@ -43,11 +43,11 @@ module.exports = {
       name: "policy-imports-io",
       severity: "error",
       comment:
-        "The policy model is shared by the control plane, the enforcers and the browser: no node:* module and no client library (zod is its one dependency).",
+        "The policy model is shared by the control plane, the enforcers and the browser: no node:* module and no client library. Its dependencies: zod (schemas) and @noble/hashes (SHA-256 of snapshot entries: audited, synchronous, and the same in Node, an edge runtime and a browser, where node:crypto is missing and Web Crypto is async).",
       from: { path: "^packages/enforcer/src/policy/", pathNot: "\\.test\\.ts$" },
       to: {
         dependencyTypes: ["core", "npm", "npm-dev", "npm-no-pkg", "npm-unknown"],
-        pathNot: "^node_modules/zod/",
+        pathNot: "^node_modules/(zod|@noble/hashes)/",
       },
     },
     {

@@ -11,6 +11,7 @@ import { defineConfig, devices } from "@playwright/test";
 import {
   BASE_URL,
   DEAD_REDIS_URL,
+  E2E_APP_DATABASE_URL,
   E2E_DATABASE_URL,
   E2E_PORT,
   E2E_REDIS_PREFIX,
@@ -20,11 +21,19 @@ import {
   NO_REDIS_PORT,
 } from "./e2e/run-env";
 
+/** The console as `npm start` runs it (scripts/console.ts), without npm in between. */
+const CONSOLE = "node --conditions=react-server --import tsx scripts/console.ts";
+
 const serverEnv = {
-  DATABASE_URL: E2E_DATABASE_URL,
+  DATABASE_URL: E2E_APP_DATABASE_URL,
+  DATABASE_OWNER_URL: E2E_DATABASE_URL,
   REDIS_KEY_PREFIX: E2E_REDIS_PREFIX,
   SESSION_SECRET: E2E_SESSION_SECRET,
   DATABASE_POOL_SIZE: "4",
+  // The specs stand for clients behind one proxy: each sends an X-Forwarded-For of its own, so
+  // the per-address sign-in limit of one spec touches no other. e2e/console-server.spec.ts runs
+  // consoles of its own to test the default (no proxy trusted).
+  CONSOLE_TRUST_PROXY: "1",
 };
 
 export default defineConfig({
@@ -66,9 +75,9 @@ export default defineConfig({
   webServer: [
     {
       name: "healthy",
-      command: `npx tsx --conditions=react-server scripts/db/migrate.ts deploy && npx next start -p ${E2E_PORT}`,
+      command: `npx tsx --conditions=react-server scripts/db/migrate.ts deploy && ${CONSOLE}`,
       url: `${BASE_URL}/api/health`,
-      env: { ...serverEnv, REDIS_URL: E2E_REDIS_URL },
+      env: { ...serverEnv, PORT: String(E2E_PORT), REDIS_URL: E2E_REDIS_URL },
       timeout: 120_000,
       reuseExistingServer: false,
       stdout: "ignore",
@@ -76,10 +85,10 @@ export default defineConfig({
     },
     {
       name: "no-redis",
-      command: `npx next start -p ${NO_REDIS_PORT}`,
+      command: CONSOLE,
       // /api/health answers 503 without Redis; any answer means the server is up.
       url: `${NO_REDIS_BASE_URL}/status`,
-      env: { ...serverEnv, REDIS_URL: DEAD_REDIS_URL },
+      env: { ...serverEnv, PORT: String(NO_REDIS_PORT), REDIS_URL: DEAD_REDIS_URL },
       timeout: 120_000,
       reuseExistingServer: false,
       stdout: "ignore",

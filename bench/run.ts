@@ -17,6 +17,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
   redis: () => import("./redis"),
+  scale: () => import("./scale"),
 };
 
 async function main(): Promise<void> {

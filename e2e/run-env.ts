@@ -2,6 +2,8 @@
  * The end-to-end run's own database, Redis prefix and ports, shared by playwright.config.ts and the
  * specs. The run id is fixed once in the main process; workers inherit it through the environment.
  */
+import { TEST_APPLICATION_ROLE, urlForRole } from "../scripts/db/app-role";
+
 process.env.LP_E2E_RUN ??= `${Date.now().toString(36)}_${process.pid}`;
 const run = process.env.LP_E2E_RUN;
 
@@ -16,7 +18,13 @@ const databaseUrl = new URL(
   process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
 );
 databaseUrl.pathname = `/lp_e2e_${run}`;
+/** The run's database as its owner: migrations, teardown, and specs that read rows directly. */
 export const E2E_DATABASE_URL = databaseUrl.toString();
+/**
+ * The same database as the least-privilege application role every process of the run connects
+ * as (scripts/db/app-role.ts; the role is shared with the integration tests).
+ */
+export const E2E_APP_DATABASE_URL = urlForRole(E2E_DATABASE_URL, TEST_APPLICATION_ROLE);
 export const E2E_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
 export const E2E_REDIS_PREFIX = `lpe:${run}:`;
 export const E2E_SESSION_SECRET = `e2e-session-secret-${run}-0123456789abcdef`;
@@ -52,7 +60,8 @@ export type E2ERole = keyof typeof E2E_ACCOUNTS;
 export function runEnvironment(): NodeJS.ProcessEnv {
   return {
     ...process.env,
-    DATABASE_URL: E2E_DATABASE_URL,
+    DATABASE_URL: E2E_APP_DATABASE_URL,
+    DATABASE_OWNER_URL: E2E_DATABASE_URL,
     REDIS_URL: E2E_REDIS_URL,
     REDIS_KEY_PREFIX: E2E_REDIS_PREFIX,
     SESSION_SECRET: E2E_SESSION_SECRET,

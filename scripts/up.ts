@@ -11,56 +11,106 @@
  *   or older than the sources; then the console, the worker, two demo gateways and the traffic
  *   generator, and where to look.
  *
- * Ctrl-C stops everything it started.
+ * Stopping: Ctrl-C, SIGTERM or SIGHUP (to `npm`, which passes it on, or to this process) stops the
+ * traffic generator first (it prints its summary), then the gateways, the console and the worker,
+ * then Redis and the embedded Postgres, and exits 0. Every child runs in a process group of its
+ * own, registered with a watchdog (scripts/lib/watchdog.ts) that stops them all if this process
+ * dies without stopping them (even by SIGKILL); this process also stops when `npm` above it dies.
+ * A start that finds processes of an earlier run still running (processes.json) stops them first.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
+import net from "node:net";
 import path from "node:path";
 import { EnvError, loadEnv } from "../lib/server/env";
-import { deploy } from "./db/migrate";
+import { type ApplicationRole, ApplicationRoleError, urlForRole } from "./db/app-role";
+import { type DeployTarget, deploy, deployTargetFromEnv } from "./db/migrate";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./lib/embedded-postgres";
+import { ensurePrismaClient } from "./lib/ensure-prisma-client";
 import { freePort } from "./lib/free-port";
 import { findRedisServer, type PrivateRedis, startPrivateRedis } from "./lib/private-redis";
+import { ProcessRecord, stopLeftovers } from "./lib/process-record";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const STATE_DIR = path.resolve(ROOT, process.env.LIMITPLANE_STATE_DIR ?? ".limitplane");
-const TSX = path.join(ROOT, "node_modules/.bin/tsx");
-/** Every tsx child resolves `server-only` to its empty module, as Next's server does. */
-const SERVER_CONDITION = "--conditions=react-server";
+/**
+ * Node scripts run as `node --conditions=react-server --import tsx <script>`: one process each
+ * (tsx's own launcher would add a second, which signals and the watchdog would have to reach
+ * through), resolving `server-only` to its empty module as Next's server does.
+ */
+const NODE_SCRIPT = ["--conditions=react-server", "--import", "tsx"];
 const NEXT = path.join(ROOT, "node_modules/.bin/next");
+/** The application role `up` creates when it owns the database (README: The application role). */
+const APP_ROLE_NAME = "limitplane_app";
 
-const children: ChildProcess[] = [];
+/** Shutdown order: the traffic generator first (its summary), then the services, then the data. */
+type Stage = "traffic" | "service" | "task";
+interface Child {
+  readonly name: string;
+  readonly process: ChildProcess;
+  readonly stage: Stage;
+}
+
+const children: Child[] = [];
 let embeddedPostgres: EmbeddedPostgres | null = null;
 let privateRedis: PrivateRedis | null = null;
+let watchdog: ChildProcess | null = null;
+const record = new ProcessRecord(path.join(STATE_DIR, "processes.json"));
 
 function step(message: string): void {
   console.log(`\u25b8 ${message}`);
 }
 
-/** Runs a command to completion, inheriting the terminal. */
-function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+/** Registers a process group with the watchdog and in processes.json. */
+function track(name: string, child: ChildProcess, marker: string): void {
+  if (child.pid === undefined) return;
+  watchdog?.stdin?.write(`${child.pid}\n`);
+  record.add({ pid: child.pid, name, marker });
+}
+
+function spawnTracked(
+  name: string,
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  stage: Stage,
+): ChildProcess {
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true });
+  track(name, child, args.find((arg) => arg.includes("/")) ?? path.basename(command));
+  children.push({ name, process: child, stage });
+  child.once("exit", () => {
+    const index = children.findIndex((entry) => entry.process === child);
+    if (index !== -1) children.splice(index, 1);
+  });
+  return child;
+}
+
+/** Runs a command to completion (in a group of its own, so a stop reaches it too). */
+function run(name: string, command: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, env, stdio: "inherit" });
-    child.on("exit", (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`${path.basename(command)} ${args.join(" ")} exited with ${code}`)),
+    const child = spawnTracked(name, command, args, env, "task");
+    child.on("exit", (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${name} exited with ${code ?? signal}`)),
     );
     child.on("error", reject);
   });
 }
 
-/** Each long-running child leads its own process group, so stopping it stops its children too. */
+function runScript(name: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  return run(name, process.execPath, [...NODE_SCRIPT, ...args], env);
+}
+
+/** A long-running child; if it exits by itself, everything stops. */
 function startService(
   name: string,
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,
+  stage: Stage = "service",
 ): ChildProcess {
-  const child = spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true });
-  children.push(child);
+  const child = spawnTracked(name, command, args, env, stage);
   child.on("exit", (code, signal) => {
     if (!shuttingDown) {
       console.log(`${name} exited (${code ?? signal}); stopping everything`);
@@ -72,24 +122,127 @@ function startService(
 
 let shuttingDown = false;
 
-async function shutdown(exitCode: number): Promise<never> {
-  shuttingDown = true;
-  const exits = children
-    .filter((child) => child.exitCode === null && child.pid !== undefined)
-    .map((child) => {
+/** SIGTERM to each group of `stage`, then SIGKILL to what is left after `graceMs`. */
+async function stopStage(stage: Stage, graceMs: number): Promise<void> {
+  const running = children.filter(
+    (child) => child.stage === stage && child.process.exitCode === null,
+  );
+  await Promise.all(
+    running.map(async ({ process: child }) => {
       const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
       try {
         process.kill(-(child.pid ?? 0), "SIGTERM");
       } catch {
-        // Already gone.
+        return;
       }
-      return Promise.race([exited, new Promise<void>((resolve) => setTimeout(resolve, 10_000))]);
-    });
-  await Promise.all(exits);
+      const timer = new Promise<"late">((resolve) => setTimeout(() => resolve("late"), graceMs));
+      if ((await Promise.race([exited, timer])) === "late") {
+        try {
+          process.kill(-(child.pid ?? 0), "SIGKILL");
+        } catch {
+          // Gone meanwhile.
+        }
+        await exited;
+      }
+    }),
+  );
+}
+
+async function shutdown(exitCode: number): Promise<never> {
+  shuttingDown = true;
+  await stopStage("traffic", 10_000);
+  await stopStage("task", 10_000);
+  await stopStage("service", 10_000);
   // The database and Redis go last: the console may still be finishing a write.
   await privateRedis?.stop().catch(() => {});
   await embeddedPostgres?.stop().catch(() => {});
+  record.clear();
   process.exit(exitCode);
+}
+
+/** Starts the watchdog; it stops every tracked group when this process ends, however it ends. */
+function startWatchdog(): void {
+  watchdog = spawn(process.execPath, [...NODE_SCRIPT, "scripts/lib/watchdog.ts"], {
+    cwd: ROOT,
+    stdio: ["pipe", "ignore", "inherit"],
+    detached: true,
+  });
+  // The pipe must not keep this process alive, nor a write to a dead watchdog kill it.
+  watchdog.stdin?.on("error", () => {});
+  watchdog.unref();
+  if (watchdog.pid !== undefined) {
+    record.add({ pid: watchdog.pid, name: "watchdog", marker: "scripts/lib/watchdog.ts" });
+  }
+}
+
+/** Stops what an earlier run left running, or explains what to do and stops. */
+async function clearLeftovers(): Promise<void> {
+  const { stopped, remaining } = await stopLeftovers(path.join(STATE_DIR, "processes.json"), ROOT);
+  if (stopped.length > 0) {
+    console.log(
+      `  stopped ${stopped.length} process(es) left running by an earlier run: ${stopped.map((entry) => `${entry.name} (pid ${entry.pid})`).join(", ")}`,
+    );
+  }
+  if (remaining.length > 0) {
+    throw new Error(
+      `processes of an earlier run are still running and could not be stopped; run: kill -9 ${remaining.map((entry) => entry.pid).join(" ")}`,
+    );
+  }
+}
+
+/** Fails with what to do when something that is not ours already listens on `port`. */
+async function assertPortFree(port: number, host: string): Promise<void> {
+  const inUse = await new Promise<boolean>((resolve) => {
+    const server = net.createServer();
+    server.once("error", () => resolve(true));
+    server.listen(port, host, () => server.close(() => resolve(false)));
+  });
+  if (inUse) {
+    throw new Error(
+      `port ${port} on ${host} is in use by another program (see: ss -ltnp 'sport = :${port}' or lsof -i :${port}); stop it, or set PORT to another port`,
+    );
+  }
+}
+
+/** The password of the application role `up` creates, kept across restarts. */
+function applicationRolePassword(): string {
+  const file = path.join(STATE_DIR, "database-app-password");
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  const password = randomBytes(18).toString("base64url");
+  writeFileSync(file, `${password}\n`, { mode: 0o600 });
+  return password;
+}
+
+/**
+ * Where migrations run and what the console and the worker connect as:
+ * - embedded PGlite: one login (postgres); the app switches to `limitplane_app` (SET ROLE);
+ * - DATABASE_URL alone: it is the owner; `up` creates `limitplane_app` (password kept in the
+ *   state folder) and the app connects as that;
+ * - DATABASE_OWNER_URL and DATABASE_URL: as given.
+ */
+function databaseTarget(): { target: DeployTarget; appEnv: Record<string, string> } {
+  const env = loadEnv();
+  if (embeddedPostgres !== null) {
+    return {
+      target: {
+        ownerUrl: env.DATABASE_URL,
+        appRole: { name: APP_ROLE_NAME, password: null },
+        betweenConnections: databaseFree,
+      },
+      appEnv: { DATABASE_ROLE: APP_ROLE_NAME },
+    };
+  }
+  if (env.DATABASE_OWNER_URL === undefined && env.DATABASE_ROLE === undefined) {
+    const role: ApplicationRole = { name: APP_ROLE_NAME, password: applicationRolePassword() };
+    return {
+      target: { ownerUrl: env.DATABASE_URL, appRole: role },
+      appEnv: {
+        DATABASE_OWNER_URL: env.DATABASE_URL,
+        DATABASE_URL: urlForRole(env.DATABASE_URL, role),
+      },
+    };
+  }
+  return { target: deployTargetFromEnv(env), appEnv: {} };
 }
 
 /** A session secret kept across restarts (so sign-ins survive), created on first run. */
@@ -123,23 +276,16 @@ async function isBuildStale(): Promise<boolean> {
   return false;
 }
 
-/**
- * Whether the generated client is missing or older than the schema. Generating rewrites files
- * under lib/, which would make a fresh build look stale (and rebuild `.next` under a running
- * server), so it runs only when needed.
- */
-function isPrismaClientStale(): boolean {
-  const client = path.join(ROOT, "lib/generated/prisma/client.ts");
-  if (!existsSync(client)) return true;
-  return statSync(path.join(ROOT, "prisma/schema.prisma")).mtimeMs > statSync(client).mtimeMs;
-}
-
 /** Lets the next process connect: the embedded database serves one connection at a time. */
 async function databaseFree(): Promise<void> {
   await embeddedPostgres?.whenIdle();
 }
 
 async function main(): Promise<void> {
+  mkdirSync(STATE_DIR, { recursive: true });
+  await clearLeftovers();
+  record.clear();
+  startWatchdog();
   const useEmbeddedPostgres = !process.env.DATABASE_URL;
   const usePrivateRedis = !process.env.REDIS_URL;
 
@@ -168,51 +314,53 @@ async function main(): Promise<void> {
   if (redisBinary !== null) {
     step("Starting a private redis-server (set REDIS_URL to use yours)");
     privateRedis = await startPrivateRedis({ binary: redisBinary, port: await freePort() });
+    track("redis-server", privateRedis.process, "redis-server");
     process.env.REDIS_URL = privateRedis.url;
   }
 
   const env = loadEnv();
+  await assertPortFree(env.PORT, env.CONSOLE_HOST);
+  const { target, appEnv } = databaseTarget();
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
+    ...appEnv,
     SESSION_SECRET: sessionSecret(),
     NEXT_TELEMETRY_DISABLED: "1",
   };
 
   const database = new URL(env.DATABASE_URL);
   step(`Migrating ${database.pathname.slice(1)} on ${database.host}`);
-  const applied = await deploy(env.DATABASE_URL);
+  const { applied, role } = await deploy(target);
   console.log(applied.length ? `  applied ${applied.join(", ")}` : "  up to date");
+  if (target.appRole !== null) {
+    console.log(
+      `  the console and the worker connect as "${target.appRole.name}" (${role}; it cannot alter the audit log)`,
+    );
+  }
   await databaseFree();
 
-  if (isPrismaClientStale()) {
-    step("Generating the Prisma client");
-    await run("npx", ["prisma", "generate"], {
-      ...childEnv,
-      PRISMA_SCHEMA_ENGINE_BINARY: path.join(ROOT, "package.json"),
-    });
-  }
+  if (await ensurePrismaClient({ log: (line) => step(line) })) await databaseFree();
 
   step("Seeding the example policy (only into a database without one)");
-  await run(TSX, [SERVER_CONDITION, "scripts/seed.ts"], childEnv);
+  await runScript("seed", ["scripts/seed.ts"], childEnv);
   await databaseFree();
 
   step("Creating the first admin and a local API token (only when missing)");
-  mkdirSync(STATE_DIR, { recursive: true });
-  await run(
-    TSX,
+  const credentialsFile = path.join(STATE_DIR, "admin-credentials");
+  const hadCredentials = existsSync(credentialsFile);
+  await runScript(
+    "admin:create",
     [
-      SERVER_CONDITION,
       "scripts/admin-create.ts",
       ...["--email", "admin@limitplane.local", "--name", "Limitplane admin"],
-      ...["--if-none", "--save", path.join(STATE_DIR, "admin-credentials")],
+      ...["--if-none", "--save", credentialsFile],
     ],
     childEnv,
   );
   await databaseFree();
-  await run(
-    TSX,
+  await runScript(
+    "token:create",
     [
-      SERVER_CONDITION,
       "scripts/token-create.ts",
       ...["--name", "local-cli", "--role", "operator"],
       ...["--into", path.join(STATE_DIR, "api-token")],
@@ -223,24 +371,24 @@ async function main(): Promise<void> {
 
   if (await isBuildStale()) {
     step("Building the console (first run or sources changed)");
-    await run(NEXT, ["build"], childEnv);
+    await run("next build", NEXT, ["build"], childEnv);
   }
 
   if (env.LIMITPLANE_WORKER === "separate") {
     step("Starting the worker");
-    startService("worker", TSX, [SERVER_CONDITION, "scripts/worker.ts"], childEnv);
+    startService("worker", process.execPath, [...NODE_SCRIPT, "scripts/worker.ts"], childEnv);
   }
 
-  step(`Starting the console on port ${env.PORT}`);
-  startService("console", NEXT, ["start", "-p", String(env.PORT)], childEnv);
+  step(`Starting the console on ${env.CONSOLE_HOST}:${env.PORT}`);
+  startService("console", process.execPath, [...NODE_SCRIPT, "scripts/console.ts"], childEnv);
 
   const gatewayPorts = [await freePort(), await freePort()];
   step(`Starting two demo gateways on ports ${gatewayPorts.join(" and ")}`);
   for (const port of gatewayPorts) {
     startService(
       `gateway on ${port}`,
-      TSX,
-      [SERVER_CONDITION, "scripts/gateway.ts", "--port", String(port), "--expected-gateways", "2"],
+      process.execPath,
+      [...NODE_SCRIPT, "scripts/gateway.ts", "--port", String(port), "--expected-gateways", "2"],
       childEnv,
     );
   }
@@ -250,9 +398,9 @@ async function main(): Promise<void> {
   step("Starting the traffic generator (customers on every tier, steady and bursty)");
   startService(
     "traffic",
-    TSX,
+    process.execPath,
     [
-      SERVER_CONDITION,
+      ...NODE_SCRIPT,
       "scripts/traffic.ts",
       "--gateways",
       gatewayUrls.join(","),
@@ -260,16 +408,20 @@ async function main(): Promise<void> {
       "forever",
     ],
     childEnv,
+    "traffic",
   );
+  await untilAnswering(`http://127.0.0.1:${env.PORT}/api/health`, 60_000, [200, 503]);
 
-  const credentials = readCredentials(path.join(STATE_DIR, "admin-credentials"));
+  // The password is shown once, when it was just made; after that the file has it.
+  const credentials = hadCredentials ? null : readCredentials(credentialsFile);
+  const credentialsPath = path.relative(ROOT, credentialsFile);
   console.log(
     [
       "",
       `  Console:   http://127.0.0.1:${env.PORT}/   (status: http://127.0.0.1:${env.PORT}/status)`,
       credentials === null
-        ? `  Sign in:   an admin existed already; ${path.relative(ROOT, path.join(STATE_DIR, "admin-credentials"))} has the one made on the first run`
-        : `  Sign in:   ${credentials.email} / ${credentials.password}   (also in ${path.relative(ROOT, path.join(STATE_DIR, "admin-credentials"))})`,
+        ? `  Sign in:   admin@limitplane.local (its password is in ${credentialsPath}, if this folder made it)`
+        : `  Sign in:   ${credentials.email} / ${credentials.password}   (also in ${credentialsPath})`,
       `  Gateways:  ${gatewayUrls.join("  ")}   (try: curl -i -H "Authorization: Bearer initech" ${gatewayUrls[0]}/v1/things)`,
       `  Metrics:   ${gatewayUrls.map((url) => `${url}/metrics`).join("  ")}`,
       `  API token: ${path.relative(ROOT, path.join(STATE_DIR, "api-token"))} (role operator; see the README's curl example)`,
@@ -290,11 +442,15 @@ function readCredentials(file: string): { email: string; password: string } | nu
   return email && password ? { email, password } : null;
 }
 
-async function untilAnswering(url: string, timeoutMs: number): Promise<void> {
+async function untilAnswering(
+  url: string,
+  timeoutMs: number,
+  statuses: readonly number[] = [200],
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      if ((await fetch(url)).ok) return;
+      if (statuses.includes((await fetch(url)).status)) return;
     } catch {
       // Not listening yet.
     }
@@ -304,15 +460,25 @@ async function untilAnswering(url: string, timeoutMs: number): Promise<void> {
   }
 }
 
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
   process.on(signal, () => {
     if (!shuttingDown) void shutdown(0);
   });
 }
 
+// `npm run up` runs this in place of its shell (`exec`), so npm is the parent: if npm dies
+// without passing a signal on (SIGKILL), stop too.
+const parentPid = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parentPid && !shuttingDown) {
+    console.log("up: the process that started this one is gone; stopping everything");
+    void shutdown(1);
+  }
+}, 1_000).unref();
+
 main().catch((error: unknown) => {
   console.error(
-    error instanceof EnvError
+    error instanceof EnvError || error instanceof ApplicationRoleError
       ? error.message
       : `up: ${error instanceof Error ? error.message : String(error)}`,
   );

@@ -1,12 +1,16 @@
 import type { Metadata } from "next";
 import { redirect } from "next/navigation";
 import { SignInForm } from "@/components/auth/sign-in-form";
+import { DATABASE_UNAVAILABLE_MESSAGE } from "@/lib/console/outage";
 import { safeNextPath } from "@/lib/console/safe-next-path";
-import { currentPrincipal } from "@/lib/control/auth/current-principal";
+import { currentPrincipalIfReachable } from "@/lib/control/auth/current-principal";
 
 export const metadata: Metadata = { title: "Sign in" };
 
-/** Stands alone, outside the console's shell. Already signed in: straight on to `next`. */
+/**
+ * Stands alone, outside the console's shell. Already signed in: straight on to `next`. It renders
+ * with the database down too, saying so (signing in needs it).
+ */
 export default async function SignInPage({
   searchParams,
 }: {
@@ -14,7 +18,8 @@ export default async function SignInPage({
 }) {
   const params = await searchParams;
   const next = safeNextPath(typeof params.next === "string" ? params.next : undefined);
-  if ((await currentPrincipal()) !== null) redirect(next);
+  const { principal, isDatabaseUnreachable } = await currentPrincipalIfReachable();
+  if (principal !== null) redirect(next);
   const signedOut = params.signedOut === "1";
   return (
     <main className="sign-in">
@@ -24,6 +29,11 @@ export default async function SignInPage({
           Limitplane
         </div>
         <h1>Sign in</h1>
+        {isDatabaseUnreachable ? (
+          <p className="notice notice-bad" role="alert" data-testid="database-unreachable">
+            {DATABASE_UNAVAILABLE_MESSAGE} Signing in needs it. <a href="/status">Status</a>
+          </p>
+        ) : null}
         {signedOut ? (
           <p className="notice" role="status">
             You are signed out.

@@ -1,6 +1,7 @@
 import Link from "next/link";
 import type { ReactNode } from "react";
 import { SignOutButton } from "@/components/auth/sign-out-button";
+import { DATABASE_UNAVAILABLE_MESSAGE } from "@/lib/console/outage";
 import type { Principal } from "@/lib/control";
 import { type NavItem, NavLinks } from "./nav-links";
 
@@ -18,13 +19,16 @@ export const NAV_ITEMS: readonly NavItem[] = [
 /**
  * The sidebar and the page. `principal` is who is signed in (null on the public status page): the
  * shell shows who and with which role, so an operator knows what the console will let them do.
+ * `isDatabaseUnreachable`: who is signed in cannot be known; a banner says why.
  */
 export function AppShell({
   children,
   principal,
+  isDatabaseUnreachable = false,
 }: {
   children: ReactNode;
   principal: Principal | null;
+  isDatabaseUnreachable?: boolean;
 }) {
   return (
     <div className="shell">
@@ -51,7 +55,14 @@ export function AppShell({
           v{process.env.LIMITPLANE_VERSION ?? "dev"} · {process.env.LIMITPLANE_COMMIT ?? "unknown"}
         </div>
       </aside>
-      <main className="main">{children}</main>
+      <main className="main">
+        {isDatabaseUnreachable ? (
+          <p className="notice notice-bad" role="alert" data-testid="database-unreachable">
+            {DATABASE_UNAVAILABLE_MESSAGE} <Link href="/status">Status</Link>
+          </p>
+        ) : null}
+        {children}
+      </main>
     </div>
   );
 }

@@ -1,6 +1,7 @@
 "use client";
 
 import { ErrorState } from "@/components/ui/error-state";
+import { DATABASE_UNAVAILABLE_DIGEST, DATABASE_UNAVAILABLE_MESSAGE } from "@/lib/console/outage";
 
 export interface RouteErrorProps {
   /** The page's heading, kept so the operator still knows where they are. */
@@ -19,9 +20,24 @@ const DEFAULT_MESSAGE =
 /**
  * The error boundary of a console page (`error.tsx`). In production a server error reaches the
  * client without its message, so this says what is likely and offers a retry; the digest finds the
- * log line.
+ * log line. A database outage carries a digest of its own (lib/console/outage.ts) and is said as
+ * such.
  */
 export function RouteError({ area, error, reset, title, message }: RouteErrorProps) {
+  if (error.digest === DATABASE_UNAVAILABLE_DIGEST) {
+    return (
+      <>
+        <header className="page-header">
+          <h1>{area}</h1>
+        </header>
+        <ErrorState
+          title="The database is unreachable"
+          message={DATABASE_UNAVAILABLE_MESSAGE}
+          onRetry={reset}
+        />
+      </>
+    );
+  }
   return (
     <>
       <header className="page-header">

@@ -8,25 +8,21 @@
  * calls one service and returns its result, which is parsed through the output schema so no column
  * leaks. Every failure leaves as JSON `{ error: { code, message, fieldErrors, details, requestId } }`.
  */
-import { randomUUID } from "node:crypto";
 import { fieldErrorsFromZod } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
 import type { Principal } from "@/lib/control/auth/principal";
 import type { Permission } from "@/lib/control/auth/roles";
 import { can } from "@/lib/control/auth/roles";
-import {
-  AppError,
-  type ErrorCode,
-  isAppError,
-  toFieldErrors,
-  validationError,
-} from "@/lib/control/errors";
+import { AppError, type ErrorCode, toFieldErrors, validationError } from "@/lib/control/errors";
+import { isDatabaseUnavailable } from "@/lib/control/prisma-errors";
 import { isCrossSiteBrowserRequest, isSafeMethod, isSameOriginRequest } from "./cross-site";
+import { errorResponse, requestIdOf } from "./error-response";
 import { readJson } from "./read-json";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export type { Principal };
+export { errorResponse, requestIdOf };
 
 /**
  * Who may call an endpoint:
@@ -119,20 +115,38 @@ export function defineEndpoint<
   return spec;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._-]{8,64}$/;
-
-/** The caller's request id when it is sane, else a new one; echoed in every response. */
-export function requestIdOf(request: Request): string {
-  const given = request.headers.get("x-request-id");
-  return given !== null && REQUEST_ID.test(given) ? given : randomUUID();
-}
-
 function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (schema === undefined) return undefined as T;
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   throw validationError(
     toFieldErrors(fieldErrorsFromZod(result.error), where === "body" ? [] : [where]),
+  );
+}
+
+/** A route without query parameters refuses any, as a body refuses unknown fields. */
+function refuseUnknownQuery(query: Record<string, unknown>): void {
+  const names = Object.keys(query);
+  if (names.length === 0) return;
+  throw validationError(
+    names.map((name) => ({
+      path: `query.${name}`,
+      message: `unknown query parameter "${name}": this route takes none`,
+    })),
+  );
+}
+
+/**
+ * An outage is not a bug: Postgres not answering is a 503 the caller may retry, logged as one
+ * line instead of a stack.
+ */
+function translateOutage(error: unknown, requestId: string): unknown {
+  if (error instanceof AppError || !isDatabaseUnavailable(error)) return error;
+  console.warn(`[${requestId}] database unavailable: ${String(error).split("\n").at(-1)}`);
+  return new AppError(
+    "DATABASE_UNAVAILABLE",
+    "The database is unreachable. Retry in a few seconds; the status page says what is down.",
+    { retryAfterSec: 5, cause: error },
   );
 }
 
@@ -144,35 +158,6 @@ function queryObject(request: Request): Record<string, string | string[]> {
     else out[key] = Array.isArray(previous) ? [...previous, value] : [previous, value];
   }
   return out;
-}
-
-export function errorResponse(error: unknown, requestId: string): Response {
-  if (!isAppError(error)) {
-    // A bug, not the caller's mistake: log the cause once, here, and say nothing about it.
-    console.error(`[${requestId}] unhandled error`, error);
-    error = new AppError(
-      "INTERNAL",
-      "Something went wrong on our side. Quote the request id if you report it.",
-    );
-  }
-  const appError = error as AppError;
-  const headers = new Headers({ "x-request-id": requestId, "cache-control": "no-store" });
-  if (appError.retryAfterSec !== undefined)
-    headers.set("retry-after", String(appError.retryAfterSec));
-  if (appError.code === "UNAUTHENTICATED")
-    headers.set("www-authenticate", 'Bearer realm="limitplane"');
-  return Response.json(
-    {
-      error: {
-        code: appError.code,
-        message: appError.message,
-        fieldErrors: appError.fieldErrors,
-        ...(appError.details ? { details: appError.details } : {}),
-        requestId,
-      },
-    },
-    { status: appError.status, headers },
-  );
 }
 
 /** The principal of a non-public endpoint's input (the wrapper has authenticated it). */
@@ -233,17 +218,18 @@ async function authorize(spec: AnyEndpoint, request: Request): Promise<Principal
 }
 
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
+export type RouteHandler = (request: Request, context: RouteContext) => Promise<Response>;
 
 /** The Next.js route handler for `spec`. */
-export function toRouteHandler(
-  spec: AnyEndpoint,
-): (request: Request, context: RouteContext) => Promise<Response> {
+export function toRouteHandler(spec: AnyEndpoint): RouteHandler {
   return async (request, context) => {
     const requestId = requestIdOf(request);
     try {
       const principal = await authorize(spec, request);
       const params = parseWith(spec.params, await context.params, "params");
-      const query = parseWith(spec.query, queryObject(request), "query");
+      const rawQuery = queryObject(request);
+      if (spec.query === undefined) refuseUnknownQuery(rawQuery);
+      const query = parseWith(spec.query, rawQuery, "query");
       const rawBody =
         spec.body === undefined
           ? undefined
@@ -269,7 +255,93 @@ export function toRouteHandler(
       }
       return Response.json(output.data, { status, headers });
     } catch (error: unknown) {
-      return errorResponse(error, requestId);
+      return errorResponse(translateOutage(error, requestId), requestId);
     }
   };
 }
+
+/** The methods a route file answers: its endpoints' own, and a JSON 405 for the others. */
+export interface RouteHandlers {
+  readonly GET: RouteHandler;
+  /** Undefined where GET is defined: Next.js answers HEAD from GET. */
+  readonly HEAD: RouteHandler | undefined;
+  readonly OPTIONS: RouteHandler;
+  readonly POST: RouteHandler;
+  readonly PUT: RouteHandler;
+  readonly PATCH: RouteHandler;
+  readonly DELETE: RouteHandler;
+}
+
+const ANSWERED = Symbol("limitplane.answeredMethod");
+
+/** Whether `handler` is a 405 or OPTIONS answer of `routeHandlers`, not an endpoint's. */
+export function isMethodAnswer(handler: unknown): boolean {
+  return typeof handler === "function" && ANSWERED in handler;
+}
+
+function answer(handler: RouteHandler): RouteHandler {
+  return Object.assign(handler, { [ANSWERED]: true });
+}
+
+/**
+ * Every method of one route file: `export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE }
+ * = routeHandlers(listTiers, createTier)`. A method no endpoint defines answers 405
+ * METHOD_NOT_ALLOWED in the API's error shape, with `Allow`; OPTIONS answers 204 with `Allow`.
+ */
+export function routeHandlers(...endpoints: readonly AnyEndpoint[]): RouteHandlers {
+  const own = new Map<HttpMethod, RouteHandler>(
+    endpoints.map((endpoint) => [endpoint.method, toRouteHandler(endpoint)]),
+  );
+  const { notAllowed, options } = methodAnswers([...own.keys()]);
+  const pick = (method: HttpMethod) => own.get(method) ?? notAllowed;
+  return {
+    GET: pick("GET"),
+    HEAD: own.has("GET") ? undefined : notAllowed,
+    OPTIONS: options,
+    POST: pick("POST"),
+    PUT: pick("PUT"),
+    PATCH: pick("PATCH"),
+    DELETE: pick("DELETE"),
+  };
+}
+
+/**
+ * The 405 and the OPTIONS answer of a route whose own methods are `allowed`; for route files
+ * that are not endpoints (`/api/health`).
+ */
+export function methodAnswers(allowed: readonly HttpMethod[]): {
+  readonly notAllowed: RouteHandler;
+  readonly options: RouteHandler;
+} {
+  const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : []), "OPTIONS"].join(", ");
+  const notAllowed = answer(async (request) =>
+    errorResponse(
+      new AppError(
+        "METHOD_NOT_ALLOWED",
+        `${request.method} is not allowed here; this route answers ${allow}.`,
+        { details: { allow: allow.split(", ") } },
+      ),
+      requestIdOf(request),
+      { allow },
+    ),
+  );
+  const options = answer(
+    async (request) =>
+      new Response(null, {
+        status: 204,
+        headers: { allow, "x-request-id": requestIdOf(request), "cache-control": "no-store" },
+      }),
+  );
+  return { notAllowed, options };
+}
+
+/** The catch-all under /api: no route has this path. */
+export const routeNotFound: RouteHandler = answer(async (request) =>
+  errorResponse(
+    new AppError(
+      "NOT_FOUND",
+      `No API route at ${new URL(request.url).pathname}. The routes are listed in /api/v1/openapi.json.`,
+    ),
+    requestIdOf(request),
+  ),
+);

@@ -52,6 +52,8 @@ function statusesFor(endpoint: AnyEndpoint): number[] {
     codes.add(413);
     codes.add(415);
   }
+  // Every route that authenticates or takes a body reads Postgres: 503 while it is unreachable.
+  if (endpoint.access !== "public" || endpoint.body !== undefined) codes.add(503);
   for (const code of endpoint.errors ?? []) codes.add(HTTP_STATUS[code]);
   return [...codes].sort((a, b) => a - b);
 }

@@ -86,3 +86,36 @@ export function translateDbError(error: unknown, subject: DbErrorSubject): unkno
       return error;
   }
 }
+
+/** Driver-adapter kinds and Prisma codes that mean "Postgres is not answering", not a bug. */
+const UNREACHABLE_KINDS = new Set([
+  "DatabaseNotReachable",
+  "ConnectionClosed",
+  "SocketTimeout",
+  "TooManyConnections",
+]);
+const UNREACHABLE_CODES = new Set(["P1001", "P1002", "P1008", "P1017", "P2024"]);
+/** Postgres itself: the server is shutting down, starting up, or out of connections. */
+const UNREACHABLE_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
+
+/**
+ * Whether `error` says the database cannot be reached now (refused, timed out, closed, shutting
+ * down): a 503 DATABASE_UNAVAILABLE to retry, not a 500 to report.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (error instanceof Prisma.PrismaClientKnownRequestError) {
+    if (UNREACHABLE_CODES.has(error.code)) return true;
+    const cause = driverCause(error);
+    return (
+      (cause.kind !== undefined && UNREACHABLE_KINDS.has(cause.kind)) ||
+      (cause.originalCode !== undefined && UNREACHABLE_SQLSTATES.has(cause.originalCode))
+    );
+  }
+  if (error instanceof Prisma.PrismaClientInitializationError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    typeof code === "string" &&
+    (["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND"].includes(code) ||
+      UNREACHABLE_SQLSTATES.has(code))
+  );
+}

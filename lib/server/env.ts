@@ -165,6 +165,45 @@ export const ZEnv = z
       .enum(["separate", "in-process"], { error: "must be separate or in-process" })
       .default("separate"),
 
+    // The console's server and the database roles (README "Configuration").
+    /** Address the console listens on (`npm start`). `0.0.0.0` or `::` to serve other machines. */
+    CONSOLE_HOST: z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9.:_-]{1,253}$/, "must be a host name or an IP address")
+      .default("127.0.0.1"),
+    /**
+     * Proxies in front of the console whose `X-Forwarded-For` and `X-Forwarded-Proto` are
+     * believed: 0 (the default) believes neither and uses the connection's own address; n takes
+     * the n-th `X-Forwarded-For` entry from the right. Like the gateway's `--trust-proxy`.
+     */
+    CONSOLE_TRUST_PROXY: z.coerce
+      .number({ error: "must be a number of proxies" })
+      .int("must be a whole number of proxies")
+      .min(0, "must be between 0 and 32")
+      .max(32, "must be between 0 and 32")
+      .default(0),
+    /**
+     * A certificate and its key (PEM files) for the console to serve https itself; both or
+     * neither. Unset: plain http, for a proxy in front to terminate TLS.
+     */
+    CONSOLE_TLS_CERT_FILE: z.string().min(1).optional(),
+    CONSOLE_TLS_KEY_FILE: z.string().min(1).optional(),
+    /**
+     * The tables' owner, for migrations (`db:deploy`, `npm run up`, the tests): it creates and
+     * grants the application role that DATABASE_URL connects as. Unset: migrations connect with
+     * DATABASE_URL, which then owns the tables (one role for everything, not recommended).
+     */
+    DATABASE_OWNER_URL: postgresUrl.optional(),
+    /**
+     * A role to switch to (`SET ROLE`) on every new connection, for a database that serves one
+     * login (the embedded PGlite of `npm run up`). Unset: the connection's own role.
+     */
+    DATABASE_ROLE: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/, "must be a role name: lower-case letters, digits and _")
+      .optional(),
+
     // Redis Cluster ------------------------------------------------------------------------
     /**
      * Seed nodes of a Redis Cluster (`host:port,host:port`). Set, the console, the worker and
@@ -175,6 +214,17 @@ export const ZEnv = z
     REDIS_CLUSTER_NODES: clusterNodes,
   })
   .superRefine((env, ctx) => {
+    if ((env.CONSOLE_TLS_CERT_FILE === undefined) !== (env.CONSOLE_TLS_KEY_FILE === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: [
+          env.CONSOLE_TLS_CERT_FILE === undefined
+            ? "CONSOLE_TLS_CERT_FILE"
+            : "CONSOLE_TLS_KEY_FILE",
+        ],
+        message: "must be set too: the console's TLS needs both a certificate and its key",
+      });
+    }
     if (env.REDIS_CLUSTER_NODES.length > 0) {
       const database = new URL(env.REDIS_URL).pathname.replace(/^\//, "");
       if (database !== "" && database !== "0") {

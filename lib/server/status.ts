@@ -48,6 +48,8 @@ export function describeConnectionError(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   if (code === "ECONNREFUSED" || /ECONNREFUSED/.test(message)) return "connection refused";
+  // Prisma's driver adapter says this for a refused or unanswered connection alike.
+  if (/Can't reach database server/.test(message)) return "cannot connect";
   if (code === "ENOTFOUND" || /ENOTFOUND/.test(message)) return "host not found";
   if (code === "ETIMEDOUT" || /timed? ?out/i.test(message)) return "timed out";
   if (code === "3D000" || /does not exist/.test(message)) return "database does not exist";

@@ -1,7 +1,9 @@
 /**
  * Migrations without Prisma's native engine.
  *
- *   tsx scripts/db/migrate.ts deploy        apply committed migrations (creates the database first)
+ *   tsx scripts/db/migrate.ts deploy        apply committed migrations as the owner
+ *                                           (DATABASE_OWNER_URL; creates the database first), then
+ *                                           create and grant the application role of DATABASE_URL
  *   tsx scripts/db/migrate.ts new <name>    write prisma/migrations/<timestamp>_<name>/migration.sql
  *                                           for what schema.prisma changed since the last migration
  *   tsx scripts/db/migrate.ts check         fail if schema.prisma and the migrations disagree
@@ -15,7 +17,15 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
 import { EnvError, loadEnv } from "../../lib/server/env";
-import { ensureDatabase } from "./databases";
+import {
+  type ApplicationRole,
+  ApplicationRoleError,
+  applicationRoleOf,
+  ensureApplicationRole,
+  grantApplicationRole,
+  isSameRole,
+} from "./app-role";
+import { databaseNameOf, ensureDatabase } from "./databases";
 import { checkDrift, describeDrift, hasDrift } from "./drift";
 import {
   applyMigrations,
@@ -32,10 +42,69 @@ function timestamp(date: Date): string {
   return date.toISOString().replace(/[-:T]/g, "").slice(0, 14);
 }
 
-/** Applies pending migrations to `databaseUrl`, creating the database if needed. */
-export async function deploy(databaseUrl: string): Promise<string[]> {
-  await ensureDatabase(databaseUrl);
-  return applyMigrations(databaseUrl);
+export interface DeployTarget {
+  /** The tables' owner: creates the database, applies the migrations, grants the role. */
+  readonly ownerUrl: string;
+  /**
+   * The role the console and the worker use: the user of DATABASE_URL, or the role they switch to
+   * (DATABASE_ROLE) on a database with one login. Null: the owner itself (one role for all).
+   */
+  readonly appRole: ApplicationRole | null;
+  /**
+   * Awaited between one connection and the next: the embedded PGlite serves one at a time and
+   * needs a moment to release the last (scripts/lib/embedded-postgres.ts `whenIdle`).
+   */
+  readonly betweenConnections?: () => Promise<void>;
+}
+
+export interface DeployResult {
+  readonly applied: string[];
+  /** What was done about the application role. */
+  readonly role: "created" | "granted" | "none (the owner is the application role)";
+}
+
+/** The target the environment describes (DATABASE_OWNER_URL, DATABASE_URL, DATABASE_ROLE). */
+export function deployTargetFromEnv(env: {
+  DATABASE_URL: string;
+  DATABASE_OWNER_URL?: string | undefined;
+  DATABASE_ROLE?: string | undefined;
+}): DeployTarget {
+  const ownerUrl = env.DATABASE_OWNER_URL ?? env.DATABASE_URL;
+  if (env.DATABASE_ROLE !== undefined) {
+    return { ownerUrl, appRole: { name: env.DATABASE_ROLE, password: null } };
+  }
+  if (env.DATABASE_OWNER_URL !== undefined) {
+    const owner = new URL(env.DATABASE_OWNER_URL);
+    const app = new URL(env.DATABASE_URL);
+    if (owner.host !== app.host || databaseNameOf(owner.href) !== databaseNameOf(app.href)) {
+      throw new ApplicationRoleError(
+        `DATABASE_OWNER_URL (${owner.host}/${databaseNameOf(owner.href)}) and DATABASE_URL (${app.host}/${databaseNameOf(app.href)}) must name the same database: one owns it, the other uses it.`,
+      );
+    }
+  }
+  return {
+    ownerUrl,
+    appRole: isSameRole(ownerUrl, env.DATABASE_URL) ? null : applicationRoleOf(env.DATABASE_URL),
+  };
+}
+
+/**
+ * Applies pending migrations as the owner (creating the database if needed), then makes sure the
+ * application role exists and has exactly its grants.
+ */
+export async function deploy(target: DeployTarget): Promise<DeployResult> {
+  const between = target.betweenConnections ?? (async () => {});
+  await ensureDatabase(target.ownerUrl);
+  await between();
+  const applied = await applyMigrations(target.ownerUrl);
+  if (target.appRole === null) {
+    return { applied, role: "none (the owner is the application role)" };
+  }
+  await between();
+  const created = await ensureApplicationRole(target.ownerUrl, target.appRole);
+  await between();
+  await grantApplicationRole(target.ownerUrl, target.appRole.name);
+  return { applied, role: created ? "created" : "granted" };
 }
 
 async function create(databaseUrl: string, name: string): Promise<void> {
@@ -85,15 +154,25 @@ async function status(databaseUrl: string): Promise<void> {
 
 async function main(argv: string[]): Promise<number> {
   const [command, arg] = argv;
-  const { DATABASE_URL } = loadEnv();
+  const env = loadEnv();
+  // Creating scratch databases (new, check) and reading the history take the owner.
+  const DATABASE_URL = env.DATABASE_OWNER_URL ?? env.DATABASE_URL;
   switch (command) {
     case "deploy": {
-      const applied = await deploy(DATABASE_URL);
+      const target = deployTargetFromEnv(env);
+      const { applied, role } = await deploy(target);
       console.log(
         applied.length === 0
           ? "Database is up to date."
           : `Applied ${applied.length} migration(s): ${applied.join(", ")}`,
       );
+      if (target.appRole === null) {
+        console.warn(
+          "DATABASE_URL connects as the tables' owner, which can alter the audit log. Set DATABASE_OWNER_URL to the owner and DATABASE_URL to a role of its own (README: The application role).",
+        );
+      } else {
+        console.log(`Application role "${target.appRole.name}": ${role}.`);
+      }
       return 0;
     }
     case "new":
@@ -122,8 +201,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {
-      if (error instanceof EnvError) console.error(error.message);
-      else console.error(`migrate: ${error instanceof Error ? error.message : String(error)}`);
+      if (error instanceof EnvError || error instanceof ApplicationRoleError) {
+        console.error(error.message);
+      } else {
+        console.error(`migrate: ${error instanceof Error ? error.message : String(error)}`);
+      }
       process.exit(1);
     },
   );

@@ -5,6 +5,7 @@
  */
 
 import { type LimitCheck, RedisStore } from "@limitplane/enforcer/limiter";
+import { canonicalJson, EntrySetSum, entryDigestHex } from "@limitplane/enforcer/policy";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { installControlDeps } from "@/lib/control/control-deps";
@@ -36,15 +37,53 @@ async function onEmptyDatabase<T>(body: () => Promise<T>): Promise<T> {
 }
 
 describe("GET /api/v1/policy/snapshot", () => {
-  it("200: the latest version, its checksum and the compiled snapshot", async () => {
-    const response = await api.call("GET", "/api/v1/policy/snapshot", { as: viewer() });
+  it("200: the latest version, its checksum and its entries, a page at a time", async () => {
+    const response = await api.call("GET", "/api/v1/policy/snapshot?limit=3", { as: viewer() });
     expect(response.status).toBe(200);
     const latest = await api.db().policyVersion.findFirstOrThrow({ orderBy: { version: "desc" } });
     expect(response.body).toMatchObject({
       version: latest.version,
       checksum: latest.checksum,
-      snapshot: { version: latest.version, checksum: latest.checksum },
+      entries: latest.entries,
     });
+    expect(response.body.items).toHaveLength(3);
+    expect(response.body.nextCursor).toBe(response.body.items[2].key);
+    // Every page after the first, to the end: each entry once, in key order, adding up to the
+    // version's checksum.
+    const keys: string[] = response.body.items.map((item: { key: string }) => item.key);
+    const sum = new EntrySetSum();
+    for (const item of response.body.items)
+      sum.add(entryDigestHex(item.key, canonicalJson(item.value)));
+    let cursor: string | null = response.body.nextCursor;
+    while (cursor !== null) {
+      const page = await api.call(
+        "GET",
+        `/api/v1/policy/snapshot?limit=5000&after=${encodeURIComponent(cursor)}`,
+        { as: viewer() },
+      );
+      expect(page.status).toBe(200);
+      for (const item of page.body.items) {
+        keys.push(item.key);
+        sum.add(entryDigestHex(item.key, canonicalJson(item.value)));
+      }
+      cursor = page.body.nextCursor;
+    }
+    expect(keys).toHaveLength(latest.entries ?? -1);
+    expect([...keys].sort()).toEqual(keys);
+    expect(sum.hex).toBe(latest.checksum);
+  });
+
+  it("400 for an unknown parameter or a limit out of range", async () => {
+    const unknown = await api.call("GET", "/api/v1/policy/snapshot?page=2", { as: viewer() });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.fieldErrors).toEqual([
+      { path: "query.page", message: expect.stringContaining("expected only: after, limit") },
+    ]);
+    const tooMany = await api.call("GET", "/api/v1/policy/snapshot?limit=5001", { as: viewer() });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error.fieldErrors).toEqual([
+      { path: "query.limit", message: "limit must be at most 5000" },
+    ]);
   });
 
   it("409 before there is any policy", async () => {
@@ -98,6 +137,46 @@ describe("export and import", () => {
         reason: "restore from backup",
       }),
     ]);
+  });
+
+  it("400 for an exported document with an extra top-level field; nothing written", async () => {
+    const exported = await api.call("GET", "/api/v1/policy/export", { as: viewer() });
+    const document = { ...JSON.parse(exported.text), reason: 1 };
+    const before = await api.fingerprint();
+    const response = await api.call("POST", "/api/v1/policy/import?reason=extra%20field", {
+      as: admin(),
+      body: document,
+    });
+    expect(response.status, response.text).toBe(400);
+    expect(response.body.error).toMatchObject({
+      code: "VALIDATION_FAILED",
+      fieldErrors: [
+        {
+          path: "reason",
+          message: expect.stringContaining('unknown field "reason"; expected only: schemaVersion'),
+        },
+      ],
+      requestId: expect.any(String),
+    });
+    expect(await api.fingerprint()).toEqual(before);
+  });
+
+  it("200 with isNoChange for a re-import of the policy in force: no audit entry, no version, nothing written", async () => {
+    const exported = await api.call("GET", "/api/v1/policy/export", { as: viewer() });
+    const before = await api.fingerprint();
+    const response = await api.call("POST", "/api/v1/policy/import?reason=same%20again", {
+      as: admin(),
+      rawBody: exported.text,
+    });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toEqual({
+      summary: expect.objectContaining({ tiers: ["enterprise", "free", "pro"] }),
+      auditEntryId: null,
+      policyVersion: null,
+      published: false,
+      isNoChange: true,
+    });
+    expect(await api.fingerprint()).toEqual(before);
   });
 
   it("a file with one invalid entry among many writes nothing and names its position and field", async () => {

@@ -18,8 +18,13 @@ beforeAll(async () => {
   await importExamplePolicy(deps);
 });
 
-async function withClient<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: database.current().url });
+/** A connection as the application role, or (`as: "owner"`) as the tables' owner. */
+async function withClient<T>(
+  run: (client: pg.Client) => Promise<T>,
+  as: "application" | "owner" = "application",
+): Promise<T> {
+  const { url, ownerUrl } = database.current();
+  const client = new pg.Client({ connectionString: as === "owner" ? ownerUrl : url });
   await client.connect();
   try {
     return await run(client);
@@ -46,7 +51,7 @@ describe("the audit log is append-only in the database itself", () => {
         `SELECT count(*)::int AS n, min(reason) AS r FROM "AuditEntry"`,
       );
       expect(after.rows).toEqual(before.rows);
-    });
+    }, "owner");
   });
 
   it("INSERT still works: the log grows", async () => {
@@ -55,6 +60,88 @@ describe("the audit log is append-only in the database itself", () => {
         `INSERT INTO "AuditEntry" ("actorType", "actorName", "action", "entityType", "entityId", "reason")
          VALUES ('system', 'test', 'tier.update', 'tier', 'free', 'append')`,
       );
+    });
+  });
+});
+
+describe("the application role cannot rewrite the audit log (issue 14)", () => {
+  /** Every row, as text: equal before and after means nothing was changed. */
+  const snapshot = (client: pg.Client) =>
+    client
+      .query<{ rows: string }>(
+        `SELECT count(*)::text || ':' || coalesce(string_agg(id::text || reason, ',' ORDER BY id), '') AS rows FROM "AuditEntry"`,
+      )
+      .then((result) => result.rows[0]?.rows);
+
+  it("connects as a role that is neither a superuser nor the tables' owner", async () => {
+    await withClient(async (client) => {
+      const { rows } = await client.query<{ su: boolean; owner: string; me: string }>(
+        `SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS su,
+                (SELECT tableowner FROM pg_tables WHERE tablename = 'AuditEntry') AS owner,
+                current_user AS me`,
+      );
+      expect(rows[0]?.su).toBe(false);
+      expect(rows[0]?.owner).not.toBe(rows[0]?.me);
+    });
+  });
+
+  it.each([
+    [
+      "UPDATE",
+      `UPDATE "AuditEntry" SET "reason" = 'rewritten'`,
+      "permission denied for table AuditEntry",
+    ],
+    ["DELETE", `DELETE FROM "AuditEntry"`, "permission denied for table AuditEntry"],
+    ["TRUNCATE", `TRUNCATE "AuditEntry"`, "permission denied for table AuditEntry"],
+    [
+      "disabling its triggers",
+      `ALTER TABLE "AuditEntry" DISABLE TRIGGER ALL`,
+      "must be owner of table AuditEntry",
+    ],
+    [
+      "dropping a trigger",
+      `DROP TRIGGER "AuditEntry_no_update_delete" ON "AuditEntry"`,
+      "must be owner of relation AuditEntry",
+    ],
+    [
+      "replacing the trigger's function",
+      `CREATE OR REPLACE FUNCTION "audit_entry_is_append_only"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+      "permission denied for schema public",
+    ],
+    [
+      "session_replication_role = replica (which skips triggers)",
+      `SET session_replication_role = replica`,
+      'permission denied to set parameter "session_replication_role"',
+    ],
+  ])("refuses %s, and the log is unchanged", async (_what, sql, refusal) => {
+    await withClient(async (client) => {
+      const before = await snapshot(client);
+      await client.query("BEGIN");
+      await expect(client.query(sql)).rejects.toThrow(refusal);
+      await client.query("ROLLBACK");
+      // The same inside one transaction, as an attacker would chain them.
+      await client.query("BEGIN");
+      await expect(
+        client.query(`SET LOCAL session_replication_role = replica; DELETE FROM "AuditEntry"`),
+      ).rejects.toThrow(/permission denied/);
+      await client.query("ROLLBACK");
+      expect(await snapshot(client)).toBe(before);
+    });
+  });
+
+  it("may read and append, which is all the services do", async () => {
+    await withClient(async (client) => {
+      const before = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "AuditEntry"`,
+      );
+      await client.query(
+        `INSERT INTO "AuditEntry" ("actorType", "actorName", "action", "entityType", "entityId", "reason")
+         VALUES ('system', 'test', 'tier.update', 'tier', 'free', 'append as the application')`,
+      );
+      const after = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "AuditEntry"`,
+      );
+      expect(after.rows[0]?.n).toBe((before.rows[0]?.n ?? 0) + 1);
     });
   });
 });

@@ -1,22 +1,28 @@
 /**
  * Gives each integration run its own Postgres database (migrated from prisma/migrations) and its
  * own Redis key prefix, so two runs on one machine cannot see each other's data. Both are removed
- * when the run ends.
+ * when the run ends. As in production, the tables belong to the owner (`ownerDatabaseUrl`, which
+ * migrates and creates databases) and the code under test connects as the least-privilege
+ * application role (`databaseUrl`, scripts/db/app-role.ts), created once per cluster.
  */
 import { Redis } from "ioredis";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
+import { TEST_APPLICATION_ROLE, urlForRole } from "../../scripts/db/app-role";
 import {
   createDatabase,
   dropDatabase,
   dropDatabasesStartingWith,
   withDatabase,
 } from "../../scripts/db/databases";
-import { applyMigrations } from "../../scripts/db/schema-engine";
+import { deploy } from "../../scripts/db/migrate";
 
 declare module "vitest" {
   export interface ProvidedContext {
+    /** The run's database, as the application role. */
     databaseUrl: string;
+    /** The same database as its owner (migrations, scratch databases, the audit trigger's tests). */
+    ownerDatabaseUrl: string;
     redisUrl: string;
     redisKeyPrefix: string;
   }
@@ -74,18 +80,19 @@ export default async function setup(project: TestProject) {
   const redis = await assertRedis();
   const runId = `${Date.now().toString(36)}_${process.pid}`;
   const databaseName = `lp_it_${runId}`;
-  const databaseUrl = withDatabase(BASE_DATABASE_URL, databaseName);
+  const ownerDatabaseUrl = withDatabase(BASE_DATABASE_URL, databaseName);
   const redisKeyPrefix = `lpt:${runId}:`;
-  await createDatabase(databaseUrl);
-  await applyMigrations(databaseUrl);
-  project.provide("databaseUrl", databaseUrl);
+  await createDatabase(ownerDatabaseUrl);
+  await deploy({ ownerUrl: ownerDatabaseUrl, appRole: TEST_APPLICATION_ROLE });
+  project.provide("databaseUrl", urlForRole(ownerDatabaseUrl, TEST_APPLICATION_ROLE));
+  project.provide("ownerDatabaseUrl", ownerDatabaseUrl);
   project.provide("redisUrl", REDIS_URL);
   project.provide("redisKeyPrefix", redisKeyPrefix);
 
   return async () => {
-    await dropDatabase(databaseUrl);
+    await dropDatabase(ownerDatabaseUrl);
     // Files that need a database of their own name it after the run's (helpers/test-database.ts).
-    await dropDatabasesStartingWith(databaseUrl, `${databaseName}_`);
+    await dropDatabasesStartingWith(ownerDatabaseUrl, `${databaseName}_`);
     await deleteKeys(redis, redisKeyPrefix);
     redis.disconnect();
   };

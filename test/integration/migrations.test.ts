@@ -7,7 +7,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { checkDrift, describeDrift } from "../../scripts/db/drift";
 import { MIGRATIONS_DIR, readMigrations, SCHEMA_PATH } from "../../scripts/db/schema-engine";
 
-const databaseUrl = inject("databaseUrl");
+const databaseUrl = inject("ownerDatabaseUrl");
 const scratchDirs: string[] = [];
 
 async function copyOfMigrations(): Promise<string> {

@@ -80,18 +80,23 @@ describe("importPolicy and exportPolicy", () => {
     expect((await exportPolicy({}, deps)).document).toBe(exported.document);
   });
 
-  it("importing the same policy again changes no entity and publishes no new version", async () => {
+  it("importing the same policy again says no change and writes nothing: no entity, no audit entry, no version", async () => {
     const { db } = source.current();
     const deps = depsFor(db);
     const { document } = await exportPolicy({}, deps);
     const versionsBefore = await db.tier.findMany({ select: { name: true, version: true } });
+    const before = await countEverything(db);
     const result = await importPolicy(JSON.parse(document), operatorContext("re-import"), deps);
-    expect(result.policyVersion).toBeNull();
+    expect(result).toMatchObject({
+      isNoChange: true,
+      auditEntryId: null,
+      policyVersion: null,
+      published: false,
+    });
     expect(await db.tier.findMany({ select: { name: true, version: true } })).toEqual(
       versionsBefore,
     );
-    const [entry] = await latestAuditEntries(db);
-    expect(entry).toMatchObject({ action: "policy.import", policyVersion: null });
+    expect(await countEverything(db)).toEqual(before);
   });
 
   it("a file with one invalid entry among many writes nothing and names its position and field", async () => {

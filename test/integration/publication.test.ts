@@ -1,9 +1,14 @@
 import { randomBytes } from "node:crypto";
+import { type PolicyState, parsePolicyDelta } from "@limitplane/enforcer/policy";
 import {
+  loadPolicySnapshot,
   parseAnnouncement,
+  parsePolicyAnnouncement,
   policyRedisNames,
   publishSnapshot,
   readCurrentSnapshot,
+  readPolicyDeltas,
+  readPolicyHead,
 } from "@limitplane/enforcer/publication";
 import { exampleSnapshot } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
@@ -14,6 +19,7 @@ import type {
   SnapshotPublisher,
 } from "@/lib/control/outbox/publish-pending-snapshots";
 import { publishPendingSnapshots } from "@/lib/control/outbox/publish-pending-snapshots";
+import { republishLatestIfBehind } from "@/lib/control/outbox/republish-latest";
 import { getCurrentSnapshot } from "@/lib/control/policy/get-current-snapshot";
 import { createTier } from "@/lib/control/tier/create-tier";
 import { createRedis } from "@/lib/server/redis";
@@ -40,13 +46,16 @@ function control(url = sharedRedisUrl): Redis {
   return client;
 }
 
-/** Subscribes to the announce channel; `versions` fills as announcements arrive. */
+/**
+ * Subscribes to the announce channel; `versions` fills as announcements arrive (either format:
+ * the version-1 script's, or a delta's).
+ */
 async function listen(prefix: string, url = sharedRedisUrl): Promise<{ versions: number[] }> {
   const subscriber = createRedis("subscriber", { url });
   clients.push(subscriber);
   const versions: number[] = [];
   subscriber.on("message", (_channel: string, message: string) => {
-    const announcement = parseAnnouncement(message);
+    const announcement = parsePolicyAnnouncement(message) ?? parseAnnouncement(message);
     if (announcement !== null) versions.push(announcement.version);
   });
   await subscriber.subscribe(policyRedisNames(prefix).announce);
@@ -57,8 +66,32 @@ function bucket(capacity: number) {
   return { algorithm: "token-bucket" as const, capacity, refillPerSec: capacity / 10 };
 }
 
-async function storedVersion(redis: Redis, prefix: string): Promise<number> {
+/** The version in the version-1 hash (`policy:current`). */
+async function legacyVersion(redis: Redis, prefix: string): Promise<number> {
   return Number((await redis.hget(policyRedisNames(prefix).current, "version")) ?? 0);
+}
+
+/** The version at Redis's head (0: none). */
+async function storedVersion(redis: Redis, prefix: string): Promise<number> {
+  return Number((await redis.hget(policyRedisNames(prefix).head, "version")) ?? 0);
+}
+
+/** What an enforcer starting now would hold: the head's snapshot plus the deltas logged after it. */
+async function policyInRedis(redis: Redis, prefix: string): Promise<PolicyState> {
+  const head = await readPolicyHead(redis, prefix);
+  if (head.status !== "ok") throw new Error(`no readable head: ${JSON.stringify(head)}`);
+  const loaded = await loadPolicySnapshot(redis, prefix, head.head);
+  if (loaded.status !== "ok") throw new Error(`snapshot refused: ${JSON.stringify(loaded.errors)}`);
+  const state = loaded.state;
+  const texts = await readPolicyDeltas(redis, prefix, state.version + 1, head.head.version);
+  for (const text of texts) {
+    const delta = parsePolicyDelta(text);
+    if (!delta.ok) throw new Error(`delta refused: ${JSON.stringify(delta.errors)}`);
+    const applied = state.applyDelta(delta.value);
+    if (!applied.ok) throw new Error(`delta refused: ${JSON.stringify(applied.errors)}`);
+  }
+  expect(state.version).toBe(head.head.version);
+  return state;
 }
 
 beforeAll(async () => {
@@ -135,7 +168,7 @@ describe("publishSnapshot (the Lua script)", () => {
     const observed: number[] = [];
     let watching = true;
     const watching$ = (async () => {
-      while (watching) observed.push(await storedVersion(watcher, prefix));
+      while (watching) observed.push(await legacyVersion(watcher, prefix));
     })();
     const versions = Array.from({ length: 40 }, (_, index) => index + 1).sort(
       () => Math.random() - 0.5,
@@ -156,7 +189,7 @@ describe("publishSnapshot (the Lua script)", () => {
     );
     watching = false;
     await watching$;
-    expect(await storedVersion(watcher, prefix)).toBe(40);
+    expect(await legacyVersion(watcher, prefix)).toBe(40);
     for (let index = 1; index < observed.length; index++) {
       expect(observed[index]).toBeGreaterThanOrEqual(observed[index - 1] ?? 0);
     }
@@ -173,8 +206,11 @@ describe("publication through the outbox", () => {
     const prefix = testPrefix();
     const redis = control();
     const deps: ControlDeps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
-    // Anything left pending (the import) goes out first.
+    // Anything left pending (the import) goes out first, and this fresh prefix gets the latest
+    // version as a snapshot: a first publication may cover several versions at once, while
+    // every version after it is announced as its own delta.
     await publishPendingSnapshots({ db, redis, prefix }, "wait");
+    await republishLatestIfBehind({ db, redis, prefix });
     const announced = await listen(prefix);
     const produced: number[] = [];
     for (let index = 0; index < 5; index++) {
@@ -188,9 +224,15 @@ describe("publication through the outbox", () => {
     }
     await waitFor(() => announced.versions.length >= 5, { what: "five announcements" });
     expect(announced.versions).toEqual(produced);
-    const current = await readCurrentSnapshot(redis, prefix);
+    // Redis holds exactly the set Postgres holds at that version: same version, same checksum,
+    // rebuilt from the snapshot and the log as an enforcer would.
+    const inRedis = await policyInRedis(redis, prefix);
     const stored = await getCurrentSnapshot({ db });
-    expect(current.status === "ok" && current.snapshot).toEqual(stored.snapshot);
+    expect({ version: inRedis.version, checksum: inRedis.checksum }).toEqual({
+      version: stored.version,
+      checksum: stored.checksum,
+    });
+    expect(inRedis.size.entries).toBe(stored.entries);
     expect(stored.publishedAt).not.toBeNull();
   });
 
@@ -202,6 +244,7 @@ describe("publication through the outbox", () => {
       { db, redis: control(), prefix },
     ];
     await publishPendingSnapshots({ db, redis: control(), prefix }, "wait");
+    await republishLatestIfBehind({ db, redis: control(), prefix });
     const watcher = control();
     const announced = await listen(prefix);
     const observed: number[] = [];
@@ -235,6 +278,47 @@ describe("publication through the outbox", () => {
     expect(announced.versions).toEqual(produced);
     for (let index = 1; index < observed.length; index++) {
       expect(observed[index]).toBeGreaterThanOrEqual(observed[index - 1] ?? 0);
+    }
+  });
+
+  it("published says whether the version is in Redis when the response is sent, whoever published it", async () => {
+    const { db, url } = database.current();
+    const prefix = testPrefix();
+    // The worker, woken by each commit's NOTIFY, races every service's own publication.
+    const worker = startWorker({
+      databaseUrl: url,
+      leaderPollMs: 100,
+      log: () => {},
+      jobs: [publishSnapshotsJob({ publisher: { db, redis: control(), prefix }, pollMs: 60_000 })],
+    });
+    workers.push(worker);
+    await worker.whenLeading();
+    const probe = control();
+    const deps: ControlDeps = { db, publisher: { db, redis: control(), prefix }, nowMs: Date.now };
+    const outcomes: { version: number | null; published: boolean; inRedis: number }[] = [];
+    for (let round = 0; round < 10; round++) {
+      await Promise.all(
+        Array.from({ length: 5 }, async () => {
+          const result = await createTier(
+            { name: uniqueName("race"), limit: bucket(100) },
+            operatorContext(),
+            deps,
+          );
+          outcomes.push({
+            version: result.policyVersion,
+            published: result.published,
+            inRedis: await storedVersion(probe, prefix),
+          });
+        }),
+      );
+    }
+    await worker.stop();
+    workers.splice(workers.indexOf(worker), 1);
+    expect(outcomes).toHaveLength(50);
+    for (const outcome of outcomes) {
+      expect(outcome.version).not.toBeNull();
+      expect(outcome).toMatchObject({ published: true });
+      expect(outcome.inRedis).toBeGreaterThanOrEqual(outcome.version ?? Number.POSITIVE_INFINITY);
     }
   });
 
@@ -312,8 +396,7 @@ describe("publication through the outbox", () => {
     });
     expect(appliedVersions().slice(-3)).toEqual(during.map((result) => result.policyVersion));
     expect(await db.outboxEvent.count({ where: { publishedAt: null } })).toBe(0);
-    const current = await readCurrentSnapshot(probe, prefix);
-    expect(current.status === "ok" && current.snapshot.version).toBe(last);
+    expect((await policyInRedis(probe, prefix)).version).toBe(last);
   });
 });
 
@@ -363,6 +446,6 @@ describe("a Redis that lost the policy", () => {
     });
     expect(await storedVersion(redis, prefix)).toBe(latest.version);
     expect(republished).toEqual([latest.version]);
-    expect((await readCurrentSnapshot(redis, prefix)).status).toBe("ok");
+    expect((await policyInRedis(redis, prefix)).version).toBe(latest.version);
   });
 });

@@ -150,7 +150,7 @@ describe("the worker", () => {
       publishSnapshotsJob({ publisher: { db, redis, prefix }, pollMs: 600_000 }),
     ]);
     await worker.whenLeading();
-    const key = policyRedisNames(prefix).current;
+    const key = policyRedisNames(prefix).head;
     await waitFor(async () => (await redis.hget(key, "version")) !== null, {
       what: "the backlog to be published",
     });

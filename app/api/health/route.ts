@@ -1,4 +1,5 @@
 import { connection } from "next/server";
+import { methodAnswers } from "@/lib/api/route-handler";
 import { statusReport } from "@/lib/server/status";
 
 /**
@@ -22,3 +23,10 @@ export async function GET(): Promise<Response> {
     { status: healthy ? 200 : 503, headers: { "cache-control": "no-store" } },
   );
 }
+
+const answers = methodAnswers(["GET"]);
+export const OPTIONS = answers.options;
+export const POST = answers.notAllowed;
+export const PUT = answers.notAllowed;
+export const PATCH = answers.notAllowed;
+export const DELETE = answers.notAllowed;

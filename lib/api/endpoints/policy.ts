@@ -1,32 +1,39 @@
-import { ZLimitSpec, ZPolicyDocument, ZSnapshot } from "@limitplane/enforcer/policy";
+import { ZLimitSpec, ZPolicyDocument } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { getExplainDeps } from "@/lib/control/explain/explain-deps";
 import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-limits";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
-import { getCurrentSnapshot } from "@/lib/control/policy/get-current-snapshot";
+import { getSnapshotPage, ZSnapshotPageOptions } from "@/lib/control/policy/get-current-snapshot";
 import { importPolicy } from "@/lib/control/policy/import-policy";
 import { defineEndpoint } from "../endpoint";
-import { changeContextOf, strictParams, ZChangeReceipt, ZReason } from "./shared";
+import { changeContextOf, queryInt, strictParams, ZChangeReceipt, ZReason } from "./shared";
 
 const tag = "Policy";
 
 export const getSnapshotEndpoint = defineEndpoint({
   method: "GET",
   path: "/api/v1/policy/snapshot",
-  summary: "The current compiled snapshot and its version",
+  summary: "The current compiled policy, a page of entries at a time",
   description:
-    "The latest policy version in Postgres: what every enforcer runs once it has applied it. `publishedAt` is null while the version waits for the publisher.",
+    "The latest policy version in Postgres (what every enforcer runs once it has applied it) with a page of its entries by key: `settings`, `tier:T`, `endpoint-class:E`, `customer:C[/endpoint:E]`, `incident:ID`, `candidate:ID`, each value as enforcers hold it. `checksum` is the entry set's (the sum of the entries' SHA-256 digests modulo 2^256). Pass `nextCursor` as `after` for the next page. `publishedAt` is null while the version waits for the publisher.",
   tag,
   access: "policy.read",
+  query: strictParams({
+    after: ZSnapshotPageOptions.shape.after,
+    limit: queryInt("limit", 1, 5_000).optional(),
+  }),
   response: z.object({
     version: z.number().int(),
     checksum: z.string(),
+    entries: z.number().int().nullable(),
+    deltaBytes: z.number().int().nullable(),
     createdAt: z.string(),
     publishedAt: z.string().nullable(),
-    snapshot: ZSnapshot,
+    items: z.array(z.object({ key: z.string(), value: z.unknown() })).readonly(),
+    nextCursor: z.string().nullable(),
   }),
   errors: ["CONFLICT"],
-  handle: () => getCurrentSnapshot(),
+  handle: ({ query }) => getSnapshotPage(query),
 });
 
 export const exportPolicyEndpoint = defineEndpoint({
@@ -48,15 +55,18 @@ export const exportPolicyEndpoint = defineEndpoint({
   docs: { response: ZPolicyDocument },
 });
 
-/** A whole policy with a million customers is about 80 MiB of JSON. */
-const MAX_IMPORT_BYTES = 128 * 1024 * 1024;
+/**
+ * A million customers, each with a standing override, export to about 340 MiB of canonical JSON;
+ * the body is read as one string, and V8's longest string is just under 512 Mi characters.
+ */
+const MAX_IMPORT_BYTES = 480 * 1024 * 1024;
 
 export const importPolicyEndpoint = defineEndpoint({
   method: "POST",
   path: "/api/v1/policy/import",
   summary: "Replace the whole policy with a document, as one audited change",
   description:
-    "The body is a policy document (as exported). All of it is validated before anything is written; every problem is reported by its position and field (`tiers[3].limit.capacity`). The reason goes in the query string.",
+    "The body is a policy document (as exported). All of it is validated before anything is written; every problem is reported by its position and field (`tiers[3].limit.capacity`), an unknown field included. The reason goes in the query string. A document identical to the policy in force writes nothing (no audit entry, no version) and answers 200 with `isNoChange: true` and `auditEntryId: null`.",
   tag,
   access: "policy.import",
   query: strictParams({ reason: ZReason }),
@@ -73,9 +83,15 @@ export const importPolicyEndpoint = defineEndpoint({
       exportChecksum: z.string().optional(),
     }),
     ...ZChangeReceipt,
+    auditEntryId: ZChangeReceipt.auditEntryId.nullable(),
+    /** True when the document equals the policy in force: nothing was written. */
+    isNoChange: z.boolean(),
   }),
   errors: ["CONFLICT"],
-  handle: ({ query, body, ...input }) => importPolicy(body, changeContextOf(input, query.reason)),
+  handle: async ({ query, body, ...input }) => {
+    const result = await importPolicy(body, changeContextOf(input, query.reason));
+    return { ...result, isNoChange: "isNoChange" in result };
+  },
   docs: { body: ZPolicyDocument },
 });
 

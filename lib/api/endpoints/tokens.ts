@@ -21,14 +21,30 @@ export const ZApiTokenRecord = z.object({
   id: z.string(),
   name: z.string(),
   prefix: z.string().describe("The start of the token (lp_ and 8 characters), to recognise it."),
-  role: z.enum(ROLES),
-  createdBy: z.object({ id: z.string().nullable(), name: z.string() }),
+  role: z.enum(ROLES).describe("The role it was given."),
+  effectiveRole: z
+    .enum(ROLES)
+    .nullable()
+    .describe(
+      "What it may do now: its role, capped by its creator's current role. Null unless active.",
+    ),
+  createdBy: z.object({
+    kind: z
+      .enum(["operator", "token", "cli"])
+      .describe("`cli`: made by `token:create` or `npm run up`; it keeps the role it was given."),
+    id: z.string().nullable(),
+    name: z.string(),
+  }),
   createdAt: z.string(),
   expiresAt: z.string().nullable(),
   revokedAt: z.string().nullable(),
   lastUsedAt: z.string().nullable().describe("Exact to a minute."),
   version: z.number().int(),
-  state: z.enum(["active", "expired", "revoked"]),
+  state: z
+    .enum(["active", "expired", "revoked", "suspended"])
+    .describe(
+      "`suspended`: its creator is disabled or gone (or, for a token made by a token, that token no longer works); it works again if its creator does.",
+    ),
 });
 const ZApiTokenParams = strictParams({ id: ZApiTokenId });
 const tag = "API tokens";

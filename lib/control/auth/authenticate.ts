@@ -5,10 +5,14 @@
  *
  * A session works while it is not revoked, before its absolute expiry, within the idle limit, and
  * while its operator is enabled; its role is read from the operator on every request, so a role
- * change or a disable applies at once. A token works while not revoked or expired. `lastSeenAt`
+ * change or a disable applies at once. A token works while not revoked or expired AND while its
+ * creator does (token/api-token-record.ts `resolveApiTokenStanding`): an operator's tokens stop
+ * the moment the operator is disabled, and never carry more than the operator's current role.
+ * Tokens made from the command line have no creator and keep their role. `lastSeenAt`
  * and `lastUsedAt` are written only when older than `touchIntervalMs` (a minute), with a guarded
  * update, so a busy client costs one write a minute, not one per request.
  */
+import { resolveApiTokenStanding } from "../token/api-token-record";
 import { type AuthDeps, getAuthDeps } from "./auth-deps";
 import type { Principal } from "./principal";
 import { API_TOKEN_PATTERN, sha256Hex } from "./secret-token";
@@ -97,18 +101,15 @@ export async function authenticateApiToken(
       id: true,
       name: true,
       role: true,
+      createdById: true,
       expiresAt: true,
       revokedAt: true,
       lastUsedAt: true,
     },
   });
-  if (
-    row === null ||
-    row.revokedAt !== null ||
-    (row.expiresAt !== null && row.expiresAt.getTime() <= nowMs)
-  ) {
-    return null;
-  }
+  if (row === null) return null;
+  const standing = await resolveApiTokenStanding(deps.db, row, nowMs);
+  if (standing.effectiveRole === null) return null;
   if (
     row.lastUsedAt === null ||
     nowMs - row.lastUsedAt.getTime() >= deps.sessions.touchIntervalMs
@@ -118,5 +119,5 @@ export async function authenticateApiToken(
       data: { lastUsedAt: new Date(nowMs) },
     });
   }
-  return { kind: "token", id: row.id, name: row.name, role: row.role };
+  return { kind: "token", id: row.id, name: row.name, role: standing.effectiveRole };
 }

@@ -1,18 +1,63 @@
 /**
- * The client's address as a route handler can know it. Next.js gives handlers no socket; its
- * server fills `X-Forwarded-For` with the peer's address when the request has none. Behind a
- * reverse proxy that appends to the header (nginx `$proxy_add_x_forwarded_for`, most load
- * balancers), the LAST entry is the address that proxy saw, the only one a client cannot forge;
- * so that is the one used. Exposed directly, a client may send its own header, and the
- * per-address sign-in limit can then be dodged (the per-account one cannot): run the console
- * behind a proxy that sets the header.
+ * Where a request came from, as far as the console can know it: the client's address (for the
+ * per-address sign-in limit and the session list) and whether it arrived over https (for HSTS).
+ *
+ * The console's server (`npm start`) tells the app each connection's own address and whether it
+ * is TLS (lib/server/console-peer.ts). With `CONSOLE_TRUST_PROXY=0`, the default, that is all
+ * that is believed: `X-Forwarded-For` and `X-Forwarded-Proto` are the client's to write, so
+ * varying them dodges nothing and forging one locks out no one. With `CONSOLE_TRUST_PROXY=n`
+ * (n proxies in front, each appending to `X-Forwarded-For`, as nginx's
+ * `$proxy_add_x_forwarded_for` and load balancers do), the client is the n-th entry from the right
+ * (the gateway's rule, `forwardedClientAddress`), and the scheme is the last `X-Forwarded-Proto`
+ * value, the one the nearest proxy wrote. A request with fewer entries did not come through every
+ * proxy and is known by its connection.
+ *
+ * Without the console's server (`next dev`, the integration tests' direct handler calls) there is
+ * no connection to read: the last `X-Forwarded-For` entry, which Next.js fills with the peer's
+ * address when the client sent none, stands in for it.
  */
+import { forwardedClientAddress } from "@limitplane/enforcer";
 import { normalizeClientAddress } from "@limitplane/enforcer/policy";
+import { connectionPeerOf } from "@/lib/server/console-peer";
+import { loadEnv } from "@/lib/server/env";
 
-export function clientAddressOf(request: Request): string | null {
-  const forwarded = request.headers.get("x-forwarded-for");
-  const last = forwarded?.split(",").at(-1)?.trim();
-  const candidate = last || request.headers.get("x-real-ip")?.trim();
-  if (!candidate) return null;
-  return normalizeClientAddress(candidate);
+export interface RequestOrigin {
+  /** Normalized (an IPv6 address by its /64); null when unknown or unparsable. */
+  readonly address: string | null;
+  readonly isHttps: boolean;
+}
+
+function lastEntry(header: string | null): string | null {
+  const last = header?.split(",").at(-1)?.trim();
+  return last === undefined || last === "" ? null : last;
+}
+
+export function requestOriginOf(
+  request: Pick<Request, "headers">,
+  trustProxy: number = loadEnv().CONSOLE_TRUST_PROXY,
+): RequestOrigin {
+  const { headers } = request;
+  const forwardedFor = headers.get("x-forwarded-for");
+  const forwardedProto = lastEntry(headers.get("x-forwarded-proto"))?.toLowerCase() ?? null;
+  const peer = connectionPeerOf(headers);
+  if (peer === null) {
+    const address = forwardedClientAddress(forwardedFor, Math.max(trustProxy, 1));
+    return {
+      address: address === null ? null : normalizeClientAddress(address),
+      isHttps: forwardedProto === "https",
+    };
+  }
+  if (trustProxy === 0) {
+    return { address: normalizeClientAddress(peer.address), isHttps: peer.isTls };
+  }
+  const forwarded = forwardedClientAddress(forwardedFor, trustProxy);
+  return {
+    address: normalizeClientAddress(forwarded ?? peer.address),
+    isHttps: forwardedProto === null ? peer.isTls : forwardedProto === "https",
+  };
+}
+
+/** The client's address (see `requestOriginOf`), or null. */
+export function clientAddressOf(request: Pick<Request, "headers">): string | null {
+  return requestOriginOf(request).address;
 }

@@ -4,18 +4,53 @@
  */
 import { cookies } from "next/headers";
 import { redirect } from "next/navigation";
+import { DATABASE_UNAVAILABLE_DIGEST } from "@/lib/console/outage";
 import { AppError } from "../errors";
+import { isDatabaseUnavailable } from "../prisma-errors";
 import { getAuthDeps } from "./auth-deps";
 import { authenticateSessionToken } from "./authenticate";
 import type { Principal } from "./principal";
 import { can, type Permission } from "./roles";
 import { SESSION_COOKIE } from "./session-cookie";
 
-/** The signed-in operator, or null. */
+/**
+ * Thrown by pages when the database does not answer. Its digest reaches the page's error
+ * boundary (production hides messages, not digests), which then says the database is down.
+ */
+export class DatabaseUnavailableError extends Error {
+  override name = "DatabaseUnavailableError";
+  readonly digest = DATABASE_UNAVAILABLE_DIGEST;
+}
+
+/** The signed-in operator, or null. Throws `DatabaseUnavailableError` when Postgres is down. */
 export async function currentPrincipal(): Promise<Principal | null> {
   const token = (await cookies()).get(SESSION_COOKIE)?.value;
   if (token === undefined || token === "") return null;
-  return authenticateSessionToken(token, getAuthDeps());
+  try {
+    return await authenticateSessionToken(token, getAuthDeps());
+  } catch (error: unknown) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    console.warn(
+      `database unavailable while reading a session: ${String(error).split("\n").at(-1)}`,
+    );
+    throw new DatabaseUnavailableError("the database is unreachable", { cause: error });
+  }
+}
+
+/**
+ * For what must render while the database is down (the shell, the sign-in page): the operator
+ * when it can be known, and whether the database answered.
+ */
+export async function currentPrincipalIfReachable(): Promise<{
+  readonly principal: Principal | null;
+  readonly isDatabaseUnreachable: boolean;
+}> {
+  try {
+    return { principal: await currentPrincipal(), isDatabaseUnreachable: false };
+  } catch (error: unknown) {
+    if (!(error instanceof DatabaseUnavailableError)) throw error;
+    return { principal: null, isDatabaseUnreachable: true };
+  }
 }
 
 export interface RequirePrincipalOptions {

@@ -32,6 +32,11 @@ export type Permission = keyof typeof PERMISSIONS;
 
 const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
 
+/** viewer 0, operator 1, admin 2: a role may do what every lower one may. */
+export function rankOf(role: Role): number {
+  return RANK[role];
+}
+
 export function can(role: Role, permission: Permission): boolean {
   return RANK[role] >= RANK[PERMISSIONS[permission]];
 }

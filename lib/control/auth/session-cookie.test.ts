@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { credentialOf } from "./authenticate";
-import { clientAddressOf } from "./client-address";
+
 import {
   clearedSessionCookieHeader,
   isSecureCookieRequest,
@@ -83,22 +83,5 @@ describe("credentialOf", () => {
     ["nothing", {}, null],
   ] as const)("%s", (_label, headers, expected) => {
     expect(credentialOf(request("http://localhost/x", headers))).toEqual(expected);
-  });
-});
-
-describe("clientAddressOf", () => {
-  it.each([
-    ["the address Next.js filled in", { "x-forwarded-for": "10.1.2.3" }, "10.1.2.3"],
-    [
-      "the last hop of a proxy chain (the one a client cannot forge)",
-      { "x-forwarded-for": "6.6.6.6, 10.1.2.3" },
-      "10.1.2.3",
-    ],
-    ["IPv6 by its /64", { "x-forwarded-for": "2001:db8:0:1::5" }, "2001:db8:0:1::/64"],
-    ["X-Real-IP when there is no X-Forwarded-For", { "x-real-ip": "10.9.9.9" }, "10.9.9.9"],
-    ["nothing", {}, null],
-    ["garbage", { "x-forwarded-for": "not an address" }, null],
-  ] as const)("%s", (_label, headers, expected) => {
-    expect(clientAddressOf(request("http://localhost/x", headers))).toBe(expected);
   });
 });

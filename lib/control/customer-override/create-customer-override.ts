@@ -29,6 +29,7 @@ export async function createCustomerOverride(
     action: "override.create",
     entityType: "customer-override",
     affectsSnapshot: true,
+    touches: "customer",
     focus: { collection: "customerOverrides", id: scope },
     async write(tx) {
       await findCustomer(tx, input.customerId);

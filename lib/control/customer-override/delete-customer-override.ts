@@ -31,6 +31,7 @@ export async function deleteCustomerOverride(
     action: "override.delete",
     entityType: "customer-override",
     affectsSnapshot: true,
+    touches: "customer",
     focus: null,
     async write(tx) {
       const current = await findCustomerOverride(tx, input.customerId, input.endpointClass);

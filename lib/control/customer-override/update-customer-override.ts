@@ -33,6 +33,7 @@ export async function updateCustomerOverride(
     action: "override.update",
     entityType: "customer-override",
     affectsSnapshot: true,
+    touches: "customer",
     focus: { collection: "customerOverrides", id: scope },
     async write(tx) {
       const current = await findCustomerOverride(tx, input.customerId, input.endpointClass);

@@ -31,6 +31,7 @@ export async function createCustomer(
     action: "customer.create",
     entityType: "customer",
     affectsSnapshot: false,
+    touches: "customer",
     focus: { collection: "customers", id: input.id },
     async write(tx) {
       const existing = await tx.customer.findUnique({

@@ -30,6 +30,7 @@ export async function deleteCustomer(
     action: "customer.delete",
     entityType: "customer",
     affectsSnapshot: false,
+    touches: "customer",
     focus: null,
     async write(tx, nowMs) {
       const current = await findCustomer(tx, input.id);

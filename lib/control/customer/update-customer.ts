@@ -41,6 +41,7 @@ export async function updateCustomer(
     action: "customer.update",
     entityType: "customer",
     affectsSnapshot: false,
+    touches: "customer",
     focus: { collection: "customers", id: input.id },
     async write(tx, nowMs) {
       const current = await findCustomer(tx, input.id);

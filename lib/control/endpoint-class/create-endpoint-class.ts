@@ -27,6 +27,7 @@ export async function createEndpointClass(
     action: "endpoint-class.create",
     entityType: "endpoint-class",
     affectsSnapshot: true,
+    touches: "core-and-costs",
     focus: { collection: "endpointClasses", id: input.name },
     async write(tx) {
       const existing = await tx.endpointClass.findUnique({

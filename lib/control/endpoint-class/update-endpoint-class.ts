@@ -53,6 +53,7 @@ export async function updateEndpointClass(
     action: "endpoint-class.update",
     entityType: "endpoint-class",
     affectsSnapshot: true,
+    touches: "core-and-costs",
     focus: { collection: "endpointClasses", id: input.name },
     async write(tx) {
       const current = await findEndpointClass(tx, input.name);

@@ -3,8 +3,9 @@
  * and path), every layer that applies, which rule decides each, and the live state of each limit,
  * read from the shared store with a PEEK, which consumes nothing and writes nothing.
  *
- * The policy is the latest compiled snapshot in Postgres (what every enforcer runs once it has
- * applied it). A customer in the registry is resolved with its registry tier unless a tier is
+ * The policy is the latest compiled version in Postgres (what every enforcer runs once it has
+ * applied it), read as the core and this customer's own entries only: explaining a customer costs
+ * the same with a million others. A customer in the registry is resolved with its registry tier unless a tier is
  * given; an unknown customer with no tier uses the default tier, and the trace says so.
  */
 
@@ -24,7 +25,7 @@ import {
 import { z } from "zod";
 import { parseOptions } from "../change-context";
 import type { ReadDeps } from "../control-deps";
-import { getCurrentSnapshot } from "../policy/get-current-snapshot";
+import { readCompiledSnapshot } from "../policy/get-current-snapshot";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
@@ -92,15 +93,15 @@ export async function explainLimits(
   deps: ExplainDeps,
 ): Promise<Explanation> {
   const input = parseOptions(ZExplainOptions, options);
-  const [current, customer] = await Promise.all([
-    getCurrentSnapshot(deps),
+  const [snapshot, customer] = await Promise.all([
+    readCompiledSnapshot({ customerId: input.customerId ?? null }, deps),
     input.customerId === undefined
       ? null
       : deps.db.customer.findUnique({ where: { id: input.customerId }, select: { tier: true } }),
   ]);
   const nowMs = deps.nowMs();
   const resolution = resolveLimits(
-    current.snapshot,
+    snapshot,
     {
       customerId: input.customerId ?? null,
       tier: input.tier ?? customer?.tier ?? null,
@@ -149,7 +150,7 @@ export async function explainLimits(
     };
   });
   return {
-    policyVersion: current.version,
+    policyVersion: snapshot.version,
     subject: resolution.subject,
     subjectKind: resolution.subjectKind,
     registryTier: customer?.tier ?? null,

@@ -50,6 +50,7 @@ export async function extendIncident(
     action: "incident.extend",
     entityType: "incident",
     affectsSnapshot: true,
+    touches: "customer",
     focus: { collection: "incidentOverrides", id: input.id },
     async write(tx, nowMs) {
       const current = await findIncident(tx, input.id);

@@ -100,6 +100,7 @@ export async function raiseIncident(
     action: "incident.raise",
     entityType: "incident",
     affectsSnapshot: true,
+    touches: "customer",
     focus: { collection: "incidentOverrides", id: incident.id },
     async write(tx, changeNowMs) {
       const existing = await tx.incidentOverride.findUnique({

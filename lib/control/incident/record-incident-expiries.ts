@@ -42,6 +42,7 @@ export async function recordIncidentExpiries(
           action: "incident.expire",
           entityType: "incident",
           affectsSnapshot: false,
+          touches: "customer",
           focus: null,
           async write(tx, nowMs) {
             const now = new Date(nowMs);

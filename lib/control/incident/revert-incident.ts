@@ -34,6 +34,7 @@ export async function revertIncident(
     action: "incident.revert",
     entityType: "incident",
     affectsSnapshot: true,
+    touches: "customer",
     focus: null,
     async write(tx, nowMs) {
       const current = await findIncident(tx, input.id);

@@ -1,24 +1,35 @@
 /**
- * Drains the `policy.snapshot` outbox topic to Redis, oldest first: for each unpublished row, the
- * version's snapshot is published through `publishSnapshot` (atomic, newer-only) and the row is
- * marked published. Two callers use it:
+ * Drains the policy outbox topic to Redis, oldest first. Each pending row names a version:
  *
- * - a service, right after its change commits (`mode: "try"`), so enforcers hear within
- *   milliseconds. Best effort: it gives up at once if another publisher is draining or Redis is not
- *   connected, and never throws.
+ * - a version with a delta goes out as that delta (`publishPolicyDelta`: one script, the bytes of
+ *   the change), which Redis accepts only onto its base version and checksum;
+ * - a version too large for a delta, or one Redis cannot take as a delta (its head is not the
+ *   base: Redis lost the policy, or this is the first publication), goes out as a whole snapshot
+ *   of the latest version (`publishWholePolicy`), which covers every pending version up to it.
+ *
+ * Two callers use it:
+ *
+ * - a service, right after its change commits (`isVersionPublished`), so enforcers hear within
+ *   milliseconds; it waits (bounded) for a drain in progress, then says whether the version is in
+ *   Redis, whoever published it;
  * - the worker (`mode: "wait"`), the guaranteed path: it waits its turn, and after a failure
  *   retries with exponential backoff (capped) until Redis returns, then catches up in order.
  *
  * Publishers take a transaction-scoped advisory lock, so versions go out one drain at a time, in
- * id order (the order versions were created: they are created under the policy-change lock). A
- * crash after Redis applied a version but before the row was marked leaves the row pending; the
- * next drain publishes it again, which the script refuses harmlessly.
+ * order. A crash after Redis applied a version but before the row was marked leaves the row
+ * pending; the next drain publishes it again, which the script refuses harmlessly.
  */
 
-import { parseSnapshot } from "@limitplane/enforcer/policy";
-import { type PublishingRedis, publishSnapshot } from "@limitplane/enforcer/publication";
-import type { PrismaClient } from "@/lib/generated/prisma/client";
-import { lockOutboxPublisher } from "../locks";
+import { EntrySetSum } from "@limitplane/enforcer/policy";
+import {
+  type PolicyPublishingRedis,
+  policyRedisNames,
+  publishPolicyDelta,
+  publishPolicySnapshot,
+} from "@limitplane/enforcer/publication";
+import { Prisma, type PrismaClient } from "@/lib/generated/prisma/client";
+import { lockOutboxPublisher, lockPolicyChanges } from "../locks";
+import { upgradeToEntries } from "../policy/upgrade-to-entries";
 import { POLICY_SNAPSHOT_TOPIC, ZPolicySnapshotPayload } from "./outbox";
 
 /** Exponential backoff between attempts while Redis is unreachable. */
@@ -29,11 +40,18 @@ export interface BackoffOptions {
   readonly maxMs?: number;
 }
 
+/** The Redis commands a publisher sends; ioredis's client satisfies it. */
+export interface PublisherRedis extends PolicyPublishingRedis {
+  hget(key: string, field: string): Promise<string | null>;
+  /** The connection state (`ready` when connected); absent: assume connected. */
+  readonly status?: string;
+}
+
 /** Everything a drain needs. */
 export interface SnapshotPublisher {
   readonly db: PrismaClient;
   /** A `control` client from lib/server/redis.ts; `status` tells whether it is connected. */
-  readonly redis: PublishingRedis & { readonly status?: string };
+  readonly redis: PublisherRedis;
   /** REDIS_KEY_PREFIX. */
   readonly prefix: string;
   readonly backoff?: BackoffOptions;
@@ -47,6 +65,10 @@ export interface PublishedVersion {
   readonly version: number;
   /** False when Redis already had this or a newer version (a duplicate). */
   readonly applied: boolean;
+  /** `delta`: its own delta; `snapshot`: inside a whole snapshot of a version at or after it. */
+  readonly via: "delta" | "snapshot";
+  /** Bytes sent to Redis for it (a snapshot's bytes are counted on the version it was of). */
+  readonly bytes: number;
 }
 
 export type DrainOutcome =
@@ -83,6 +105,10 @@ function describeError(error: unknown): string {
   return message.length > 500 ? `${message.slice(0, 500)}…` : message;
 }
 
+function isConnected(publisher: SnapshotPublisher): boolean {
+  return publisher.redis.status === undefined || publisher.redis.status === "ready";
+}
+
 /**
  * Publishes pending versions in order. `try` never waits and never throws (a failure is
  * returned); `wait` waits for the publisher lock and throws only when Postgres fails.
@@ -90,10 +116,14 @@ function describeError(error: unknown): string {
 export async function publishPendingSnapshots(
   publisher: SnapshotPublisher,
   mode: "wait" | "try",
+  options: { readonly lockTimeoutMs?: number } = {},
 ): Promise<DrainOutcome> {
-  const isConnected = publisher.redis.status === undefined || publisher.redis.status === "ready";
-  if (mode === "try" && !isConnected) return { status: "unavailable" };
-  const drain = () => drainOnce(publisher, mode, isConnected);
+  const connected = isConnected(publisher);
+  if (mode === "try" && !connected) return { status: "unavailable" };
+  const drain = async (): Promise<DrainOutcome> => {
+    const outcome = await drainOnce(publisher, mode, connected, options.lockTimeoutMs);
+    return outcome.status === "needs-whole" ? publishWholeAndMark(publisher, outcome) : outcome;
+  };
   if (mode === "wait") return drain();
   try {
     return await drain();
@@ -102,15 +132,67 @@ export async function publishPendingSnapshots(
   }
 }
 
+/**
+ * After a change commits: publishes its version if no one else is, waits (at most
+ * `waitMs`) for a drain in progress to finish, and says whether Redis now holds `version` or a
+ * later one, whoever published it. Never throws.
+ */
+export async function isVersionPublished(
+  publisher: SnapshotPublisher,
+  version: number,
+  waitMs = 2_000,
+): Promise<boolean> {
+  if (!isConnected(publisher)) return false;
+  try {
+    const first = await publishPendingSnapshots(publisher, "try");
+    if (first.status === "busy") {
+      // Another drain (the worker's, another request's) holds the lock: wait for it to end, then
+      // drain what it left (it may have started before this version committed).
+      await publishPendingSnapshots(publisher, "wait", { lockTimeoutMs: waitMs });
+    }
+    return (await publishedHeadVersion(publisher)) >= version;
+  } catch {
+    try {
+      return (await publishedHeadVersion(publisher)) >= version;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** The version Redis's head holds (0: none). */
+export async function publishedHeadVersion(
+  publisher: Pick<SnapshotPublisher, "redis" | "prefix">,
+): Promise<number> {
+  const raw = await publisher.redis.hget(policyRedisNames(publisher.prefix).head, "version");
+  const version = Number(raw ?? "0");
+  return Number.isSafeInteger(version) ? version : 0;
+}
+
+/** A drain that stopped at a version needing a whole snapshot (published after its transaction). */
+interface NeedsWhole {
+  readonly status: "needs-whole";
+  /** Published before it. */
+  readonly versions: readonly PublishedVersion[];
+  readonly headRowId: bigint;
+  readonly attempts: number;
+}
+
 async function drainOnce(
   publisher: SnapshotPublisher,
   mode: "wait" | "try",
-  isConnected: boolean,
-): Promise<DrainOutcome> {
+  connected: boolean,
+  lockTimeoutMs: number | undefined,
+): Promise<DrainOutcome | NeedsWhole> {
   const nowMs = publisher.nowMs ?? Date.now;
   const batchSize = publisher.batchSize ?? 100;
   return publisher.db.$transaction(
-    async (tx): Promise<DrainOutcome> => {
+    async (tx): Promise<DrainOutcome | NeedsWhole> => {
+      if (lockTimeoutMs !== undefined) {
+        await tx.$executeRawUnsafe(
+          `SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`,
+        );
+      }
       if (!(await lockOutboxPublisher(tx, mode))) return { status: "busy" };
       const rows = await tx.outboxEvent.findMany({
         where: { topic: POLICY_SNAPSHOT_TOPIC, publishedAt: null },
@@ -122,37 +204,45 @@ async function drainOnce(
       if (head === undefined) return { status: "idle" };
       // While Redis is down, only the backoff schedule retries; once the client reconnects, a
       // wake-up (a new change, the client's "ready") retries at once.
-      if (mode === "wait" && !isConnected && head.nextAttemptAt.getTime() > nowMs()) {
+      if (mode === "wait" && !connected && head.nextAttemptAt.getTime() > nowMs()) {
         return { status: "backoff", retryAtMs: head.nextAttemptAt.getTime() };
       }
       const versions: PublishedVersion[] = [];
-      for (const row of rows.slice(0, batchSize)) {
+      const batch = rows.slice(0, batchSize);
+      for (const row of batch) {
         const { version } = ZPolicySnapshotPayload.parse(row.payload);
         try {
           const stored = await tx.policyVersion.findUnique({
             where: { version },
-            select: { snapshot: true },
+            select: { checksum: true, baseChecksum: true, entries: true, delta: true },
           });
           if (stored === null) throw new Error(`policy version ${version} does not exist`);
-          const snapshot = parseSnapshot(stored.snapshot);
-          if (!snapshot.ok) {
-            throw new Error(
-              `policy version ${version} is stored damaged: ${snapshot.errors[0]?.message ?? "invalid"}`,
-            );
+          if (stored.delta !== null && stored.baseChecksum !== null && stored.entries !== null) {
+            const result = await publishPolicyDelta(publisher.redis, publisher.prefix, {
+              version,
+              checksum: stored.checksum,
+              baseChecksum: stored.baseChecksum,
+              entries: stored.entries,
+              deltaJson: stored.delta,
+            });
+            if (result.status !== "needs-snapshot") {
+              versions.push({
+                version,
+                applied: result.status === "applied",
+                via: "delta",
+                bytes: result.status === "applied" ? result.bytes : 0,
+              });
+              await markPublished(tx, [row.id], nowMs());
+              continue;
+            }
           }
-          const result = await publishSnapshot(publisher.redis, publisher.prefix, {
-            version,
-            checksum: snapshot.value.checksum,
-            snapshotJson: JSON.stringify(snapshot.value),
-          });
-          versions.push({ version, applied: result.applied });
-          await tx.outboxEvent.update({
-            where: { id: row.id },
-            data: { publishedAt: new Date(nowMs()), attempts: { increment: 1 }, lastError: null },
-            select: { id: true },
-          });
+          // No delta to send, or Redis cannot take it: the latest version as a whole snapshot,
+          // which covers this row and every later one up to it. Written after this transaction
+          // ends: it reads the entries in a repeatable-read transaction of its own, and the
+          // embedded Postgres serves one connection at a time.
+          return { status: "needs-whole", versions, headRowId: row.id, attempts: row.attempts };
         } catch (error: unknown) {
-          // Later rows wait: publishing them first would make this version unpublishable.
+          // Later rows wait: publishing them first would skip this version.
           const retryAtMs = nowMs() + backoffDelayMs(row.attempts + 1, publisher.backoff);
           const message = describeError(error);
           await tx.outboxEvent.update({
@@ -169,8 +259,151 @@ async function drainOnce(
       }
       return { status: "published", versions, hasMore: rows.length > batchSize };
     },
-    // Redis commands are bounded by the client's command timeout (1 s for `control`), so a batch
-    // stops well inside this, after its first failure.
-    { maxWait: 10_000, timeout: 60_000 },
+    // Redis commands are bounded by the client's command timeout (1 s for `control`); a whole
+    // snapshot of a million entries is written in batches well inside this.
+    { maxWait: 10_000, timeout: 600_000 },
+  );
+}
+
+async function markPublished(
+  tx: Prisma.TransactionClient,
+  ids: readonly bigint[],
+  nowMs: number,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await tx.outboxEvent.updateMany({
+    where: { id: { in: [...ids] } },
+    data: { publishedAt: new Date(nowMs), attempts: { increment: 1 }, lastError: null },
+  });
+}
+
+/**
+ * Publishes the latest version whole and marks every pending row up to it published; on failure,
+ * records the attempt on the row that needed it (backoff) and reports it. Runs without the
+ * publisher lock: the swap only moves the head forward, and a delta goes out only onto its exact
+ * base, so a drain running meanwhile cannot make Redis hold anything the control plane did not.
+ */
+async function publishWholeAndMark(
+  publisher: SnapshotPublisher,
+  pending: NeedsWhole,
+): Promise<DrainOutcome> {
+  const nowMs = publisher.nowMs ?? Date.now;
+  try {
+    const whole = await publishWholePolicy(publisher, "publish");
+    const covered = await publisher.db.$queryRaw<{ version: number }[]>`
+      UPDATE "OutboxEvent"
+      SET "publishedAt" = ${new Date(nowMs())}, "attempts" = "attempts" + 1, "lastError" = NULL
+      WHERE "topic" = ${POLICY_SNAPSHOT_TOPIC} AND "publishedAt" IS NULL
+        AND ("payload"->>'version')::int <= ${whole.version}
+      RETURNING ("payload"->>'version')::int AS "version"`;
+    const versions = [
+      ...pending.versions,
+      ...covered
+        .map((row) => row.version)
+        .sort((a, b) => a - b)
+        .map(
+          (version): PublishedVersion => ({
+            version,
+            applied: whole.applied,
+            via: "snapshot",
+            bytes: version === whole.version ? whole.bytes : 0,
+          }),
+        ),
+    ];
+    const more = await publisher.db.outboxEvent.count({
+      where: { topic: POLICY_SNAPSHOT_TOPIC, publishedAt: null },
+    });
+    return { status: "published", versions, hasMore: more > 0 };
+  } catch (error: unknown) {
+    const retryAtMs = nowMs() + backoffDelayMs(pending.attempts + 1, publisher.backoff);
+    const message = describeError(error);
+    await publisher.db.outboxEvent.update({
+      where: { id: pending.headRowId },
+      data: { attempts: { increment: 1 }, lastError: message, nextAttemptAt: new Date(retryAtMs) },
+      select: { id: true },
+    });
+    return { status: "failed", versions: pending.versions, error: message, retryAtMs };
+  }
+}
+
+/** Entries per page when a whole snapshot is read from Postgres and written to Redis. */
+const SNAPSHOT_PAGE = 1_000;
+
+export interface WholePublication {
+  readonly version: number;
+  /** False when Redis already had it (or newer, or the head moved meanwhile). */
+  readonly applied: boolean;
+  readonly bytes: number;
+}
+
+/**
+ * Publishes the latest version as a whole snapshot, read from Postgres in pages inside one
+ * repeatable-read transaction (one consistent version however long it takes) and written to
+ * Redis in batches. `publish` makes it the head; `compact` makes it the snapshot the log starts
+ * from (the head stays). The entries' digests must add up to the version's checksum.
+ */
+export async function publishWholePolicy(
+  publisher: SnapshotPublisher,
+  mode: "publish" | "compact",
+): Promise<WholePublication> {
+  await publisher.db.$transaction(async (tx) => {
+    const latest = await tx.policyVersion.findFirst({
+      orderBy: { version: "desc" },
+      select: { entries: true },
+    });
+    if (latest !== null && latest.entries === null) {
+      await lockPolicyChanges(tx);
+      await upgradeToEntries(tx);
+    }
+  });
+  return publisher.db.$transaction(
+    async (tx) => {
+      const latest = await tx.policyVersion.findFirst({
+        orderBy: { version: "desc" },
+        select: { version: true, checksum: true, entries: true },
+      });
+      if (latest === null || latest.entries === null) {
+        throw new Error("there is no policy version to publish");
+      }
+      const sum = new EntrySetSum();
+      let count = 0;
+      async function* pages(): AsyncGenerator<(readonly [string, string])[]> {
+        let after = "";
+        for (;;) {
+          const rows = await tx.policyEntry.findMany({
+            where: { key: { gt: after } },
+            orderBy: { key: "asc" },
+            take: SNAPSHOT_PAGE,
+            select: { key: true, value: true, digest: true },
+          });
+          if (rows.length === 0) return;
+          for (const row of rows) sum.add(row.digest);
+          count += rows.length;
+          after = rows.at(-1)?.key ?? after;
+          yield rows.map((row) => [row.key, row.value] as const);
+        }
+      }
+      const checked = (async function* () {
+        yield* pages();
+        if (count !== latest.entries || sum.hex !== latest.checksum) {
+          throw new Error(
+            `the stored entries of version ${latest.version} add up to ${count} entries and checksum ${sum.hex}, not ${latest.entries} and ${latest.checksum}`,
+          );
+        }
+      })();
+      const result = await publishPolicySnapshot(publisher.redis, publisher.prefix, {
+        version: latest.version,
+        checksum: latest.checksum,
+        entries: latest.entries,
+        mode,
+        batches: checked,
+      });
+      return {
+        version: latest.version,
+        applied: result.status === "applied",
+        bytes: result.status === "applied" ? result.bytes : 0,
+      };
+    },
+    { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead, timeout: 600_000 },
   );
 }

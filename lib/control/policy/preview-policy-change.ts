@@ -39,6 +39,7 @@ import { ZUpdateTierOptions } from "../tier/update-tier";
 import { noPolicyYet } from "./run-policy-change";
 import {
   currentIncidentWhere,
+  overridesBelowCost,
   type PolicyEntityRef,
   policyValidationError,
   readStoredPolicy,
@@ -218,7 +219,7 @@ export async function previewPolicyChange(
   await checkWholePolicy(db, input, nowMs);
   const diff = diffPolicyRules(before, after);
   const tierChanges = diff.limits.filter((change) => change.reach === "tier");
-  const holders = tierChanges.length === 0 ? [] : await loadHolders(db, tierChanges, nowMs);
+  const incidentHolders = tierChanges.length === 0 ? [] : await loadIncidentHolders(db, nowMs);
   const candidates = await db.dryRunCandidate.findMany({
     where: { target: { in: diff.limits.map((change) => change.scope) } },
     orderBy: { id: "asc" },
@@ -232,18 +233,29 @@ export async function previewPolicyChange(
     onTier.set(tier, await db.customer.count({ where: { tier } }));
   }
 
-  const limits = diff.limits.map((change) => {
-    const winners = holders.filter((holder) => outranksChange(holder, change));
-    // One customer may hold an override and an incident on the same layer: count them once.
-    const byCustomer = new Map<string, HolderRow>();
-    for (const holder of winners) {
-      const seen = byCustomer.get(holder.customerId);
-      if (seen === undefined || holder.source === "incident")
-        byCustomer.set(holder.customerId, holder);
-    }
-    const outranked = [...byCustomer.values()].sort((a, b) =>
-      a.customerId < b.customerId ? -1 : a.customerId > b.customerId ? 1 : 0,
+  const limits: PreviewedLimitChange[] = [];
+  for (const change of diff.limits) {
+    const incidents = incidentHolders.filter((holder) => outranksChange(holder, change));
+    const overrides =
+      change.reach === "tier"
+        ? await overrideReach(
+            db,
+            change,
+            incidents.map((holder) => holder.customerId),
+          )
+        : { count: 0, sample: [], customerIds: new Set<string>() };
+    // One customer may hold an override and an incident on the same layer: counted once, shown
+    // with the incident (it is what applies while it lasts).
+    const incidentOnly = incidents.filter(
+      (holder) => !overrides.customerIds.has(holder.customerId),
     );
+    const byCustomer = new Map<string, HolderRow>();
+    for (const holder of overrides.sample) byCustomer.set(holder.customerId, holder);
+    for (const holder of incidents) byCustomer.set(holder.customerId, holder);
+    const outranked = [...byCustomer.values()]
+      .sort((a, b) => (a.customerId < b.customerId ? -1 : a.customerId > b.customerId ? 1 : 0))
+      .slice(0, PREVIEW_SAMPLE_SIZE);
+    const outrankingIds = new Set(incidents.map((holder) => holder.customerId));
     const affected: LimitChangeReach = {
       customersInScope:
         change.reach === "anonymous"
@@ -251,8 +263,8 @@ export async function previewPolicyChange(
           : change.reach === "ceiling"
             ? everyone
             : (onTier.get(change.tier ?? "") ?? 0),
-      outrankedCount: outranked.length,
-      outranked: outranked.slice(0, PREVIEW_SAMPLE_SIZE).map((holder) => ({
+      outrankedCount: overrides.count + new Set(incidentOnly.map((h) => h.customerId)).size,
+      outranked: outranked.map((holder) => ({
         customerId: holder.customerId,
         displayName: holder.displayName,
         source: holder.source,
@@ -260,7 +272,7 @@ export async function previewPolicyChange(
       })),
       scaledByIncident: [
         ...new Set(
-          holders
+          incidentHolders
             .filter(
               (holder) =>
                 change.reach === "tier" &&
@@ -268,7 +280,8 @@ export async function previewPolicyChange(
                 !holder.isAbsolute &&
                 holder.tier === change.tier &&
                 holder.endpointClass === change.endpointClass &&
-                !byCustomer.has(holder.customerId),
+                !outrankingIds.has(holder.customerId) &&
+                !overrides.customerIds.has(holder.customerId),
             )
             .map((holder) => holder.customerId),
         ),
@@ -277,8 +290,8 @@ export async function previewPolicyChange(
         .filter((candidate) => candidate.target === change.scope)
         .map((candidate) => candidate.id),
     };
-    return { ...change, affected };
-  });
+    limits.push({ ...change, affected });
+  }
 
   return {
     subject,
@@ -307,52 +320,43 @@ function stripPolicyFields(value: unknown): unknown {
 }
 
 /**
- * Overrides and current incidents on the layers of the changed tier limits, with their customers'
- * registry tiers. Only rows on those layers and tiers are read: a tier with a million customers
- * costs the few overrides it has, never its registry.
+ * The standing overrides on a changed tier limit's layer, held by customers on that tier: how
+ * many, the first few by customer id, and which of `amongCustomerIds` (incident holders) also
+ * hold one. Counted and sampled in Postgres: a tier with a million overrides costs two indexed
+ * queries, never its rows.
  */
-async function loadHolders(
+async function overrideReach(
   db: ReadDeps["db"],
-  changes: readonly LimitChange[],
-  nowMs: number,
-): Promise<HolderRow[]> {
-  const layers = changes.map((change) => ({
+  change: LimitChange,
+  amongCustomerIds: readonly string[],
+): Promise<{ count: number; sample: HolderRow[]; customerIds: Set<string> }> {
+  const where = {
     endpointClass: change.endpointClass,
     customer: { tier: change.tier ?? "" },
-  }));
-  const overrides = await db.customerOverride.findMany({
-    where: { OR: layers },
-    orderBy: { customerId: "asc" },
-    select: {
-      customerId: true,
-      endpointClass: true,
-      limit: true,
-      customer: { select: { tier: true, displayName: true } },
-    },
-  });
-  const incidents = await db.incidentOverride.findMany({
-    where: {
-      ...currentIncidentWhere(nowMs),
-      endpointClass: {
-        in: changes.flatMap((c) => (c.endpointClass === null ? [] : [c.endpointClass])),
+  };
+  const [count, rows, among] = await Promise.all([
+    db.customerOverride.count({ where }),
+    db.customerOverride.findMany({
+      where,
+      orderBy: { customerId: "asc" },
+      take: PREVIEW_SAMPLE_SIZE,
+      select: {
+        customerId: true,
+        endpointClass: true,
+        limit: true,
+        customer: { select: { tier: true, displayName: true } },
       },
-    },
-    select: { customerId: true, endpointClass: true, limit: true },
-  });
-  const accountIncidents = changes.some((change) => change.endpointClass === null)
-    ? await db.incidentOverride.findMany({
-        where: { ...currentIncidentWhere(nowMs), endpointClass: null },
-        select: { customerId: true, endpointClass: true, limit: true },
-      })
-    : [];
-  const allIncidents = [...incidents, ...accountIncidents];
-  const customers = await db.customer.findMany({
-    where: { id: { in: [...new Set(allIncidents.map((incident) => incident.customerId))] } },
-    select: { id: true, tier: true, displayName: true },
-  });
-  const customerById = new Map(customers.map((customer) => [customer.id, customer]));
-  return [
-    ...overrides.map(
+    }),
+    amongCustomerIds.length === 0
+      ? []
+      : db.customerOverride.findMany({
+          where: { ...where, customerId: { in: [...amongCustomerIds] } },
+          select: { customerId: true },
+        }),
+  ]);
+  return {
+    count,
+    sample: rows.map(
       (override): HolderRow => ({
         customerId: override.customerId,
         tier: override.customer.tier,
@@ -363,22 +367,36 @@ async function loadHolders(
         limit: limitSpecOf(override.limit),
       }),
     ),
-    ...allIncidents.flatMap((incident): HolderRow[] => {
-      const customer = customerById.get(incident.customerId);
-      if (customer === undefined) return [];
-      return [
-        {
-          customerId: incident.customerId,
-          tier: customer.tier,
-          endpointClass: incident.endpointClass,
-          source: "incident",
-          isAbsolute: incident.limit !== null,
-          displayName: customer.displayName,
-          limit: limitSpecOf(incident.limit),
-        },
-      ];
-    }),
-  ];
+    customerIds: new Set(among.map((row) => row.customerId)),
+  };
+}
+
+/** Current incidents (at most 10,000) with their customers' registry tiers. */
+async function loadIncidentHolders(db: ReadDeps["db"], nowMs: number): Promise<HolderRow[]> {
+  const incidents = await db.incidentOverride.findMany({
+    where: currentIncidentWhere(nowMs),
+    select: { customerId: true, endpointClass: true, limit: true },
+  });
+  const customers = await db.customer.findMany({
+    where: { id: { in: [...new Set(incidents.map((incident) => incident.customerId))] } },
+    select: { id: true, tier: true, displayName: true },
+  });
+  const customerById = new Map(customers.map((customer) => [customer.id, customer]));
+  return incidents.flatMap((incident): HolderRow[] => {
+    const customer = customerById.get(incident.customerId);
+    if (customer === undefined) return [];
+    return [
+      {
+        customerId: incident.customerId,
+        tier: customer.tier,
+        endpointClass: incident.endpointClass,
+        source: "incident",
+        isAbsolute: incident.limit !== null,
+        displayName: customer.displayName,
+        limit: limitSpecOf(incident.limit),
+      },
+    ];
+  });
 }
 
 type ParsedPreview = z.output<typeof ZPreviewPolicyChangeOptions>;
@@ -394,7 +412,23 @@ async function checkWholePolicy(db: ReadDeps["db"], input: ParsedPreview, nowMs:
       : input.kind === "endpoint-class"
         ? { collection: "endpointClasses", id: input.name }
         : { collection: "settings" };
-  const stored = await readStoredPolicy(db, { nowMs, customers: "referenced", last: focus });
+  // The core with every current incident, plus any override the edit's costs would break (the
+  // same slice the update service validates): never every override.
+  const stored = await readStoredPolicy(db, {
+    nowMs,
+    customers: "referenced",
+    last: focus,
+    scope: {
+      kind: "core",
+      overrideScopes:
+        input.kind === "endpoint-class"
+          ? await overridesBelowCost(
+              db,
+              input.cost === undefined ? null : { name: input.name, cost: input.cost },
+            )
+          : [],
+    },
+  });
   if (stored === null) throw noPolicyYet();
   const edited: Record<string, unknown> = { ...stored.input };
   const entries = (key: string): Record<string, unknown>[] => {

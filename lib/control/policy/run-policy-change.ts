@@ -1,35 +1,53 @@
 /**
- * How every change is made. One Prisma interactive transaction, at READ COMMITTED:
+ * How every policy change is made. One Prisma interactive transaction, at READ COMMITTED:
  *
  * 1. take the policy-change advisory lock, so changes apply one at a time (READ COMMITTED, not
  *    REPEATABLE READ: each statement after the lock then sees every change committed before it;
  *    a repeatable-read snapshot would date from before the wait);
  * 2. the service's `write`: read what guards the change (existence, expected version,
  *    references), then write it;
- * 3. for a policy change, read the resulting policy back, validate ALL of it with @limitplane/enforcer/policy
- *    (references, duplicates, costs, incident overlaps and guardrails), compile the snapshot, and
- *    if what enforcers see differs from the latest version, add version = latest + 1;
- * 4. write exactly one audit entry (actor, action, entity, before, after, reason, request id and
+ * 3. validate what the change touches, with the whole document's rules (references, duplicates,
+ *    costs, incident overlaps and guardrails) on the slice they can involve: one customer's
+ *    overrides and incidents for a customer change; the core (tiers, classes, settings,
+ *    candidates) with every current incident, and any override a cost change would break, for a
+ *    core change (`stored-policy.ts`). The whole policy is never read back;
+ * 4. compile the slice's entries and compare them with the stored ones (`entry-set.ts`); when they
+ *    differ, the change gets version = latest + 1, whose delta is exactly the entries that
+ *    differ (a display-name edit changes no entry and publishes nothing);
+ * 5. write exactly one audit entry (actor, action, entity, before, after, reason, request id and
  *    the version produced);
- * 5. for a new version: insert it, with an outbox row that the publisher turns into Redis.
+ * 6. for a new version: the changed entries, the version row (checksum, delta) and one outbox
+ *    row, which the publisher turns into Redis.
  *
  * Any failure rolls everything back: no change, no audit entry, no version, no outbox row. After
- * commit, the new version is published at once when possible (best effort); the worker guarantees
- * it otherwise.
+ * commit, the new version is published at once when possible; the worker guarantees it
+ * otherwise. `published` then says whether the version is in Redis, whoever published it.
  */
-import { createHash } from "node:crypto";
-import { canonicalJson, compileSnapshot, parsePolicyDocument } from "@limitplane/enforcer/policy";
+import { compileEntries, parsePolicyDocument } from "@limitplane/enforcer/policy";
 import { Prisma } from "@/lib/generated/prisma/client";
 import type { AuditAction, AuditEntityType } from "../audit/audit-actions";
 import type { TChangeContext } from "../change-context";
 import type { ControlDeps } from "../control-deps";
 import { AppError } from "../errors";
 import { lockPolicyChanges } from "../locks";
-import { enqueueOutboxEvent, POLICY_SNAPSHOT_TOPIC } from "../outbox/outbox";
-import { publishPendingSnapshots } from "../outbox/publish-pending-snapshots";
+import { isVersionPublished } from "../outbox/publish-pending-snapshots";
 import { isRetryableTransactionError } from "../prisma-errors";
-import { jsonColumn, toJson } from "../stored";
-import { type PolicyEntityRef, policyValidationError, readStoredPolicy } from "./stored-policy";
+import { jsonColumn } from "../stored";
+import {
+  CORE_KINDS,
+  diffEntries,
+  type PlannedVersion,
+  planVersion,
+  writeVersion,
+} from "./entry-set";
+import {
+  overridesBelowCost,
+  type PolicyEntityRef,
+  type PolicyReadScope,
+  policyValidationError,
+  readStoredPolicy,
+} from "./stored-policy";
+import { upgradeToEntries } from "./upgrade-to-entries";
 
 export type Tx = Prisma.TransactionClient;
 
@@ -46,6 +64,14 @@ export interface PolicyChange<Value> {
   readonly affectsSnapshot: boolean;
   /** The entity whose fields the caller edits: problems in it point at the caller's fields. */
   readonly focus: PolicyEntityRef | null;
+  /**
+   * What the change can touch: `customer` (one customer's overrides and incidents, and its
+   * registry row: `WrittenChange.customerId` names it) or `core` (tiers, endpoint classes,
+   * settings, candidates). `costs`: a core change that may raise an endpoint class's cost, so
+   * overrides too small for it are looked for (one query over the overrides).
+   * @default "core"
+   */
+  readonly touches?: "customer" | "core" | "core-and-costs";
   /** Reads what guards the change and writes it. Runs with the policy-change lock held. */
   write(tx: Tx, nowMs: number): Promise<WrittenChange<Value>>;
   /** @default 15_000 */
@@ -64,6 +90,20 @@ export interface WrittenChange<Value> {
   readonly value: Value;
   /** For changes that do not affect the snapshot: validate the resulting policy anyway. */
   readonly checkPolicy?: boolean;
+  /**
+   * The change's own entries, when it computed them (an import: the whole set). Otherwise they
+   * are compiled from the slice the change touches.
+   */
+  readonly entries?: ComputedEntries;
+  /** True when nothing at all was written: the change commits nothing and returns `unchanged`. */
+  readonly isNoChange?: boolean;
+}
+
+/** The version a change planned itself (see `WrittenChange.entries`); null: nothing differs. */
+export interface ComputedEntries {
+  readonly planned: PlannedVersion | null;
+  /** Bytes of the whole set, recorded for a version too large for a delta. */
+  readonly wholeSetBytes?: number;
 }
 
 /** What every mutating service returns besides its value. */
@@ -73,10 +113,25 @@ export interface ChangeReceipt {
   /** The policy version the change produced; null when enforcers see no difference. */
   readonly policyVersion: number | null;
   /**
-   * Whether the new version was in Redis when the service returned. False when there is no new
-   * version, or when the worker will publish it (Redis unreachable, or another publisher busy).
+   * Whether the new version was in Redis when the service returned, whoever published it (this
+   * request or the worker). False when there is no new version, or while Redis is unreachable
+   * (the worker publishes it when Redis returns).
    */
   readonly published: boolean;
+}
+
+/** What a change returns when it found nothing to change (an identical import). */
+export interface NoChangeReceipt {
+  readonly auditEntryId: null;
+  readonly policyVersion: null;
+  readonly published: false;
+  readonly isNoChange: true;
+}
+
+class NothingChanged extends Error {
+  constructor(readonly value: object) {
+    super("nothing changed");
+  }
 }
 
 const MAX_ATTEMPTS = 3;
@@ -87,16 +142,31 @@ export async function runPolicyChange<Value extends object>(
   ctx: TChangeContext,
   change: PolicyChange<Value>,
 ): Promise<Value & ChangeReceipt> {
+  const result = await runPolicyChangeOrNothing(deps, ctx, change);
+  if ("isNoChange" in result) {
+    throw new Error(`${change.action} reported no change, which only an import may do`);
+  }
+  return result;
+}
+
+/** {@link runPolicyChange} for a change that may find nothing to do (an import). */
+export async function runPolicyChangeOrNothing<Value extends object>(
+  deps: ControlDeps,
+  ctx: TChangeContext,
+  change: PolicyChange<Value>,
+): Promise<(Value & ChangeReceipt) | (Value & NoChangeReceipt)> {
   for (let attempt = 1; ; attempt++) {
     try {
       const committed = await deps.db.$transaction(
         async (tx) => {
           await lockPolicyChanges(tx);
+          await upgradeToEntries(tx);
           const nowMs = deps.nowMs();
           const written = await change.write(tx, nowMs);
-          const version =
+          if (written.isNoChange === true) throw new NothingChanged(written.value);
+          const planned =
             change.affectsSnapshot || written.checkPolicy === true
-              ? await validateAndCompile(tx, change, nowMs)
+              ? await validateAndPlan(tx, change, written, nowMs)
               : null;
           const audit = await tx.auditEntry.create({
             data: {
@@ -111,18 +181,16 @@ export async function runPolicyChange<Value extends object>(
               after: jsonColumn(written.after),
               reason: ctx.reason,
               requestId: ctx.requestId ?? null,
-              policyVersion: version?.version ?? null,
+              policyVersion: planned?.version ?? null,
             },
             select: { id: true },
           });
-          if (version !== null) {
-            await tx.policyVersion.create({
-              data: { ...version, auditEntryId: audit.id },
-              select: { version: true },
+          if (planned !== null) {
+            await writeVersion(tx, planned, audit.id, {
+              wholeSetBytes: written.entries?.wholeSetBytes,
             });
-            await enqueueOutboxEvent(tx, POLICY_SNAPSHOT_TOPIC, { version: version.version });
           }
-          return { written, auditEntryId: audit.id.toString(), version: version?.version ?? null };
+          return { written, auditEntryId: audit.id.toString(), version: planned?.version ?? null };
         },
         {
           isolationLevel: Prisma.TransactionIsolationLevel.ReadCommitted,
@@ -132,7 +200,7 @@ export async function runPolicyChange<Value extends object>(
       );
       const published =
         committed.version !== null && deps.publisher !== null
-          ? await publishNow(deps, committed.version)
+          ? await isVersionPublished(deps.publisher, committed.version)
           : false;
       return {
         ...committed.written.value,
@@ -141,6 +209,15 @@ export async function runPolicyChange<Value extends object>(
         published,
       };
     } catch (error: unknown) {
+      if (error instanceof NothingChanged) {
+        return {
+          ...(error.value as Value),
+          auditEntryId: null,
+          policyVersion: null,
+          published: false,
+          isNoChange: true,
+        };
+      }
       if (!isRetryableTransactionError(error)) throw error;
       if (attempt < MAX_ATTEMPTS) continue;
       throw new AppError(
@@ -152,36 +229,34 @@ export async function runPolicyChange<Value extends object>(
   }
 }
 
-/** Best effort: true when `version` is in Redis now. Never throws. */
-async function publishNow(deps: ControlDeps, version: number): Promise<boolean> {
-  if (deps.publisher === null) return false;
-  const outcome = await publishPendingSnapshots(deps.publisher, "try");
-  return (
-    (outcome.status === "published" || outcome.status === "failed") &&
-    outcome.versions.some((published) => published.version === version)
-  );
-}
-
-interface NewVersion {
-  readonly version: number;
-  readonly checksum: string;
-  readonly policyChecksum: string;
-  readonly snapshot: Prisma.InputJsonValue;
-}
-
 /**
- * Validates the whole resulting policy; for a policy change, compiles it and returns the new
- * version to record, or null when the compiled policy equals the latest version's.
+ * Validates the slice the change touches; for a policy change, plans the new version from the
+ * entries that differ, or returns null when none does.
  */
-async function validateAndCompile<Value>(
+async function validateAndPlan<Value>(
   tx: Tx,
   change: PolicyChange<Value>,
+  written: WrittenChange<Value>,
   nowMs: number,
-): Promise<NewVersion | null> {
+): Promise<PlannedVersion | null> {
+  if (written.entries !== undefined) return written.entries.planned;
+  const touches = change.touches ?? "core";
+  const customerId = written.customerId;
+  if (touches === "customer" && customerId === null) {
+    throw new Error(`${change.action} touches one customer but named none`);
+  }
+  const scope: PolicyReadScope =
+    touches === "customer" && customerId !== null
+      ? { kind: "customer", customerId }
+      : {
+          kind: "core",
+          overrideScopes: touches === "core-and-costs" ? await overridesBelowCost(tx) : [],
+        };
   const stored = await readStoredPolicy(tx, {
     nowMs,
     customers: "referenced",
     last: change.focus,
+    scope,
   });
   if (stored === null) {
     if (!change.affectsSnapshot) return null;
@@ -190,28 +265,26 @@ async function validateAndCompile<Value>(
   const parsed = parsePolicyDocument(stored.input);
   if (!parsed.ok) throw policyValidationError(stored, parsed.errors, change.focus);
   if (!change.affectsSnapshot) return null;
-  const latest = await tx.policyVersion.findFirst({
-    orderBy: { version: "desc" },
-    select: { version: true, policyChecksum: true },
-  });
-  const version = (latest?.version ?? 0) + 1;
-  const snapshot = compileSnapshot(parsed.value, {
-    version,
-    compiledAt: new Date(nowMs).toISOString(),
-  });
-  const policyChecksum = hashPolicy(snapshot.policy);
-  if (latest !== null && latest.policyChecksum === policyChecksum) return null;
-  return {
-    version,
-    checksum: snapshot.checksum,
-    policyChecksum,
-    snapshot: toJson(snapshot),
-  };
-}
-
-/** SHA-256 of the canonical JSON of a compiled policy: equal policies, equal hashes. */
-function hashPolicy(policy: unknown): string {
-  return createHash("sha256").update(canonicalJson(policy)).digest("hex");
+  const compiled = compileEntries(parsed.value, nowMs);
+  const changes =
+    scope.kind === "customer"
+      ? await diffEntries(
+          tx,
+          compiled.filter(
+            (entry) =>
+              (entry.kind === "customer-override" || entry.kind === "incident") &&
+              entry.value.customerId === scope.customerId,
+          ),
+          { kinds: [], customerIds: [scope.customerId] },
+          nowMs,
+        )
+      : await diffEntries(
+          tx,
+          compiled.filter((entry) => CORE_KINDS.includes(entry.kind)),
+          { kinds: CORE_KINDS, customerIds: [] },
+          nowMs,
+        );
+  return changes.length === 0 ? null : planVersion(tx, changes, nowMs);
 }
 
 export function noPolicyYet(): AppError {

@@ -1,9 +1,16 @@
 /**
- * The policy as stored, assembled into a policy document so @limitplane/enforcer/policy can validate and compile
- * it. Only what the snapshot and the document's cross-field rules need is read: tiers, endpoint
- * classes, settings, customer overrides, current incidents (not revoked, not yet expired), dry-run
- * candidates, and the customers those overrides and incidents name. A million customers without
- * overrides are never loaded (export asks for them explicitly).
+ * The policy as stored, or the slice of it a change touches, assembled into a policy document so
+ * @limitplane/enforcer/policy validates it with the same rules as a whole document. The core
+ * (tiers, endpoint classes, settings, candidates: a few hundred rows at most) is always read;
+ * of the large collections, only the scope's part:
+ *
+ * - `customer`: one customer, its overrides and current incidents: every rule that relates a
+ *   customer's entries to one another (duplicates, incident overlaps, guardrails against the limit
+ *   an incident replaces, costs) holds within it;
+ * - `core`: every current incident (at most 10,000) with its customer and that customer's
+ *   overrides (guardrails and costs depend on the core), and any overrides named (those a cost
+ *   change might break, found by `overridesBelowCost`);
+ * - `all`: everything (tests and small tools; export streams instead).
  */
 
 import {
@@ -46,8 +53,16 @@ export function currentIncidentWhere(nowMs: number): Prisma.IncidentOverrideWher
   return { revokedAt: null, expiresAt: { gt: new Date(nowMs) } };
 }
 
+/** Which part of the large collections to read (see the header). */
+export type PolicyReadScope =
+  | { readonly kind: "all" }
+  | { readonly kind: "customer"; readonly customerId: string }
+  | { readonly kind: "core"; readonly overrideScopes?: readonly string[] };
+
 export interface ReadStoredPolicyOptions {
   readonly nowMs: number;
+  /** @default { kind: "all" } */
+  readonly scope?: PolicyReadScope;
   /** `referenced`: only customers that overrides or incidents name; `all`: the whole registry. */
   readonly customers: "referenced" | "all";
   /**
@@ -72,7 +87,41 @@ export async function readStoredPolicy(
     select: { defaultTier: true, defaultEndpointClass: true, ceilings: true, guardrails: true },
   });
   if (settings === null) return null;
-  const [tiers, endpointClasses, overrides, incidents, candidates] = await Promise.all([
+  const scope = options.scope ?? { kind: "all" };
+  const incidentWhere: Prisma.IncidentOverrideWhereInput =
+    scope.kind === "customer"
+      ? { ...currentIncidentWhere(options.nowMs), customerId: scope.customerId }
+      : currentIncidentWhere(options.nowMs);
+  const incidents = await db.incidentOverride.findMany({
+    where: incidentWhere,
+    orderBy: [{ startsAt: "asc" }, { id: "asc" }],
+    select: {
+      id: true,
+      customerId: true,
+      endpointClass: true,
+      factor: true,
+      limit: true,
+      startsAt: true,
+      expiresAt: true,
+      owner: true,
+      reason: true,
+      ticketUrl: true,
+    },
+  });
+  const overrideWhere: Prisma.CustomerOverrideWhereInput | undefined =
+    scope.kind === "all"
+      ? undefined
+      : scope.kind === "customer"
+        ? { customerId: scope.customerId }
+        : {
+            OR: [
+              {
+                customerId: { in: [...new Set(incidents.map((incident) => incident.customerId))] },
+              },
+              { scope: { in: [...(scope.overrideScopes ?? [])] } },
+            ],
+          };
+  const [tiers, endpointClasses, overrides, candidates] = await Promise.all([
     db.tier.findMany({
       orderBy: { name: "asc" },
       select: { name: true, displayName: true, limit: true },
@@ -91,29 +140,17 @@ export async function readStoredPolicy(
       },
     }),
     db.customerOverride.findMany({
+      where: overrideWhere,
       orderBy: { scope: "asc" },
       select: { scope: true, customerId: true, endpointClass: true, limit: true },
     }),
-    db.incidentOverride.findMany({
-      where: currentIncidentWhere(options.nowMs),
-      orderBy: [{ startsAt: "asc" }, { id: "asc" }],
-      select: {
-        id: true,
-        customerId: true,
-        endpointClass: true,
-        factor: true,
-        limit: true,
-        startsAt: true,
-        expiresAt: true,
-        owner: true,
-        reason: true,
-        ticketUrl: true,
-      },
-    }),
-    db.dryRunCandidate.findMany({
-      orderBy: { id: "asc" },
-      select: { id: true, target: true, limit: true },
-    }),
+    // A customer's slice relates to no candidate (they target tiers, ceilings and addresses).
+    scope.kind === "customer"
+      ? []
+      : db.dryRunCandidate.findMany({
+          orderBy: { id: "asc" },
+          select: { id: true, target: true, limit: true },
+        }),
   ]);
   const last = options.last;
   const isLast = (collection: PolicyCollection, key: string) =>
@@ -128,7 +165,10 @@ export async function readStoredPolicy(
   const orderedIncidents = placeLast(incidents, (item) => isLast("incidentOverrides", item.id));
   const orderedCandidates = placeLast(candidates, (item) => isLast("dryRunCandidates", item.id));
   const referenced = [
-    ...new Set([...overrides, ...incidents].map((item) => item.customerId)),
+    ...new Set([
+      ...[...overrides, ...incidents].map((item) => item.customerId),
+      ...(scope.kind === "customer" ? [scope.customerId] : []),
+    ]),
   ].sort();
   const customers = await db.customer.findMany({
     where: options.customers === "all" ? {} : { id: { in: referenced } },
@@ -253,4 +293,34 @@ export function policyValidationError(
     return { path: formatFieldPath(located.keyedPath), message: `${located.label}: ${message}` };
   });
   return validationError(fieldErrors);
+}
+
+/**
+ * The overrides (by scope, at most `limit`) whose size is below the cost of a request they apply
+ * to, as the classes stand (with `edited`'s cost in place of the stored one, for a preview): an
+ * override on class E must hold E's cost, an override on all endpoints the costliest class's. The
+ * document's cost rule then reports them by name; this query only finds them, so a change to an
+ * endpoint class never reads every override into memory.
+ */
+export async function overridesBelowCost(
+  db: Db,
+  edited: { readonly name: string; readonly cost: number } | null = null,
+  limit = 100,
+): Promise<string[]> {
+  const name = edited?.name ?? "";
+  const cost = edited?.cost ?? 0;
+  const rows = await db.$queryRaw<{ scope: string }[]>`
+    WITH classes AS (
+      SELECT "name", CASE WHEN "name" = ${name} THEN ${cost}::int ELSE "cost" END AS "cost"
+      FROM "EndpointClass"
+    )
+    SELECT o."scope"
+    FROM "CustomerOverride" o
+    LEFT JOIN classes c ON c."name" = o."endpointClass"
+    WHERE coalesce(o."limit"->>'mode', 'enforce') <> 'off'
+      AND coalesce((o."limit"->>'capacity')::float8, (o."limit"->>'burst')::float8, (o."limit"->>'limit')::float8)
+        < coalesce(c."cost", (SELECT coalesce(max("cost"), 0) FROM classes))
+    ORDER BY o."scope"
+    LIMIT ${limit}`;
+  return rows.map((row) => row.scope);
 }

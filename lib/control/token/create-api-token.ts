@@ -11,7 +11,7 @@ import {
   apiTokenAuditView,
   apiTokenSelect,
   newApiTokenId,
-  toApiTokenRecord,
+  readApiTokenRecord,
   ZApiTokenName,
 } from "./api-token-record";
 
@@ -71,7 +71,7 @@ export async function createApiToken(
         },
         select: apiTokenSelect,
       });
-      const apiToken = toApiTokenRecord(row, changeNowMs);
+      const apiToken = await readApiTokenRecord(tx, row, changeNowMs);
       return {
         entityId: apiToken.id,
         before: null,

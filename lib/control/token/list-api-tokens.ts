@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
 import { parseOptions } from "../change-context";
-import { type ApiTokenRecord, apiTokenSelect, toApiTokenRecord } from "./api-token-record";
+import { type ApiTokenRecord, apiTokenSelect, readApiTokenRecord } from "./api-token-record";
 
 export const ZListApiTokensOptions = z.strictObject({
   /** Also list revoked and expired tokens. @default false */
@@ -9,7 +9,11 @@ export const ZListApiTokensOptions = z.strictObject({
 });
 export type ListApiTokensOptions = z.input<typeof ZListApiTokensOptions>;
 
-/** API tokens by name, then newest first; never their secrets or hashes. */
+/**
+ * API tokens by name, then newest first; never their secrets or hashes. Without
+ * `includeInactive`, revoked and expired tokens are left out; suspended ones (their creator is
+ * disabled) are listed, so they can be seen and revoked.
+ */
 export async function listApiTokens(
   options: ListApiTokensOptions = {},
   deps: Pick<AuthDeps, "db" | "nowMs"> = getAuthDeps(),
@@ -23,5 +27,5 @@ export async function listApiTokens(
     orderBy: [{ name: "asc" }, { createdAt: "desc" }],
     select: apiTokenSelect,
   });
-  return rows.map((row) => toApiTokenRecord(row, nowMs));
+  return Promise.all(rows.map((row) => readApiTokenRecord(deps.db, row, nowMs)));
 }

@@ -10,7 +10,7 @@ import {
   apiTokenLabel,
   apiTokenSelect,
   findApiToken,
-  toApiTokenRecord,
+  readApiTokenRecord,
   ZApiTokenId,
 } from "./api-token-record";
 
@@ -50,7 +50,7 @@ export async function revokeApiToken(
         data: { revokedAt: new Date(nowMs), version: { increment: 1 } },
         select: apiTokenSelect,
       });
-      const apiToken = toApiTokenRecord(row, nowMs);
+      const apiToken = await readApiTokenRecord(tx, row, nowMs);
       return {
         entityId: apiToken.id,
         before: apiTokenAuditView(current),

@@ -7,7 +7,6 @@ import {
 import {
   type RepublishOutcome,
   republishLatestIfBehind,
-  type VersionReadingRedis,
 } from "@/lib/control/outbox/republish-latest";
 import type { WorkerJob } from "../worker-job";
 
@@ -19,20 +18,24 @@ export interface ReconnectingRedis {
 
 export interface PublishSnapshotsJobOptions {
   readonly publisher: SnapshotPublisher & {
-    readonly redis: ReconnectingRedis & VersionReadingRedis;
+    readonly redis: ReconnectingRedis & SnapshotPublisher["redis"];
   };
   /** The safety-net poll when nothing wakes the job. @default 5000 */
   readonly pollMs?: number;
   /** Told of every drain, for logs and tests. */
   readonly onDrain?: (outcome: DrainOutcome) => void;
-  /** Told when Redis had lost the policy and the latest version was published again. */
+  /**
+   * Told when Redis had lost the policy and the latest version was published again, or when the
+   * log was compacted into a new snapshot.
+   */
   readonly onRepublish?: (outcome: RepublishOutcome) => void;
 }
 
 /**
  * The guaranteed path of publication: drains the outbox to Redis in order. Runs when a change
  * commits (NOTIFY), when the Redis client reconnects ("ready"), at each backoff deadline while
- * Redis is down, and every `pollMs` regardless.
+ * Redis is down, and every `pollMs` regardless. With nothing pending, it repairs a Redis that lost
+ * the policy and compacts a long delta log into a new snapshot (`republish-latest.ts`).
  */
 export function publishSnapshotsJob(options: PublishSnapshotsJobOptions): WorkerJob {
   const pollMs = options.pollMs ?? 5_000;
@@ -56,7 +59,7 @@ export function publishSnapshotsJob(options: PublishSnapshotsJobOptions): Worker
           return { nextRunInMs: Math.min(pollMs, Math.max(0, outcome.retryAtMs - nowMs())) };
         case "idle": {
           const repaired = await republishLatestIfBehind(options.publisher);
-          if (repaired.status === "republished") options.onRepublish?.(repaired);
+          if (repaired.status !== "current") options.onRepublish?.(repaired);
           return { nextRunInMs: pollMs };
         }
         case "busy":

@@ -25,7 +25,11 @@ export {
   type FetchMiddlewareOptions,
   withRateLimit,
 } from "./enforcer/fetch-middleware";
-export type { HttpAdapterOptions, Identity } from "./enforcer/http-adapter";
+export {
+  forwardedClientAddress,
+  type HttpAdapterOptions,
+  type Identity,
+} from "./enforcer/http-adapter";
 export type { HttpDecision, RateLimitHttpResult } from "./enforcer/http-headers";
 export type { LocalStageOptions } from "./enforcer/local-stage";
 export type { EnforcerLogger, LogLevel } from "./enforcer/logger";
@@ -72,3 +76,4 @@ export type {
   SlidingWindowLimit,
   TokenBucketLimit,
 } from "./limiter/types";
+export type { PolicyStateSize } from "./policy/policy-state";

@@ -12,11 +12,25 @@ import type { EnforcerLogger } from "../src/enforcer/logger";
 import { RedisStore } from "../src/limiter/stores/redis";
 import { StoreUnavailableError } from "../src/limiter/stores/store-unavailable-error";
 import type { LimitCheck } from "../src/limiter/types";
+import { canonicalJson } from "../src/policy/canonical";
+import {
+  EntrySetSum,
+  entriesOfSnapshotPolicy,
+  entryDigestHex,
+  entryText,
+} from "../src/policy/entries";
+import type { TSnapshot } from "../src/policy/schemas";
 import { readEnforcerHeartbeats, readRecentRejections } from "../src/publication/enforcer-reports";
 import { policyRedisNames } from "../src/publication/keys";
 import { readDecisionMinute, readScopeMinute } from "../src/publication/metrics-reader";
+import { publishPolicyDelta, publishPolicySnapshot } from "../src/publication/publish-policy";
 import { publishSnapshot } from "../src/publication/publish-snapshot";
 import { parseAnnouncement, readCurrentSnapshot } from "../src/publication/read-current-snapshot";
+import {
+  parsePolicyAnnouncement,
+  readPolicyDeltas,
+  readPolicyHead,
+} from "../src/publication/read-policy";
 import { createRedisClient, type RedisClient } from "../src/publication/redis-clients";
 import { runLimiterStoreContract } from "../src/testing/limiter-store-contract";
 import { exampleSnapshot, tokenBucket } from "../src/testing/policy-factory";
@@ -29,6 +43,28 @@ const prefix = `${inject("redisKeyPrefix")}cl:`;
 const silent: EnforcerLogger = { log() {} };
 /** The URL carries only how to talk to the nodes (no TLS, no password here). */
 const URL_FOR_NODES = "redis://127.0.0.1";
+
+/** Publishes `snapshot` whole, in the delta protocol's format; returns its entry set's checksum. */
+async function publishWhole(
+  redis: RedisClient,
+  prefix: string,
+  snapshot: TSnapshot,
+): Promise<string> {
+  const entries = entriesOfSnapshotPolicy(snapshot.policy);
+  const sum = new EntrySetSum();
+  for (const entry of entries) sum.add(entryDigestHex(entry.key, entryText(entry)));
+  const published = await publishPolicySnapshot(redis, prefix, {
+    version: snapshot.version,
+    checksum: sum.hex,
+    entries: entries.length,
+    mode: "publish",
+    batches: (async function* () {
+      yield entries.map((entry) => [entry.key, entryText(entry)] as const);
+    })(),
+  });
+  expect(published.status).toBe("applied");
+  return sum.hex;
+}
 
 async function clusterClient(role: "decisions" | "control" | "subscriber"): Promise<RedisClient> {
   const client = createRedisClient(role, { url: URL_FOR_NODES, clusterNodes: cluster.nodes });
@@ -117,7 +153,75 @@ describe("Redis Cluster, end to end", () => {
     expect(perMaster.reduce((sum, count) => sum + count, 0)).toBe(240);
   });
 
-  it("publication works through a Cluster client: the newer-only publish, the validated read and the announcement", async () => {
+  it("the delta protocol works through a Cluster client: a whole snapshot, then a delta, the head, the log and their announcements", async () => {
+    const subscriber = await clusterClient("subscriber");
+    const deltaPrefix = `${prefix}delta:`;
+    const heard: string[] = [];
+    subscriber.on("message", (_channel: string, message: string) => heard.push(message));
+    await subscriber.subscribe(policyRedisNames(deltaPrefix).announce);
+    try {
+      const snapshot = exampleSnapshot(() => {}, { version: 1 });
+      const checksum = await publishWhole(control, deltaPrefix, snapshot);
+      // Version 2 adds an override for one customer: one entry.
+      const value = {
+        customerId: "zeta",
+        endpointClass: null,
+        limit: {
+          algorithm: "token-bucket",
+          capacity: 50,
+          refillPerSec: 5,
+          mode: "enforce",
+          onStoreFailure: "open",
+        },
+      };
+      const next = new EntrySetSum(checksum).add(
+        entryDigestHex("customer:zeta", canonicalJson(value)),
+      ).hex;
+      const deltaJson = JSON.stringify({
+        format: 1,
+        version: 2,
+        base: 1,
+        compiledAt: new Date().toISOString(),
+        baseChecksum: checksum,
+        checksum: next,
+        changes: [{ key: "customer:zeta", value }],
+      });
+      const entries = entriesOfSnapshotPolicy(snapshot.policy).length + 1;
+      expect(
+        await publishPolicyDelta(control, deltaPrefix, {
+          version: 2,
+          checksum: next,
+          baseChecksum: checksum,
+          entries,
+          deltaJson,
+        }),
+      ).toMatchObject({ status: "applied", version: 2 });
+      // The same delta again changes nothing: newer only, on the Cluster too.
+      expect(
+        await publishPolicyDelta(control, deltaPrefix, {
+          version: 2,
+          checksum: next,
+          baseChecksum: checksum,
+          entries,
+          deltaJson,
+        }),
+      ).toMatchObject({ status: "duplicate" });
+      expect(await readPolicyHead(control, deltaPrefix)).toMatchObject({
+        status: "ok",
+        head: { version: 2, checksum: next, snapshotVersion: 1 },
+      });
+      expect(await readPolicyDeltas(control, deltaPrefix, 2, 2)).toEqual([deltaJson]);
+      const versions = await waitFor("both announcements", () => {
+        const parsed = heard.map(parsePolicyAnnouncement).map((message) => message?.version);
+        return parsed.includes(1) && parsed.includes(2) ? parsed : undefined;
+      });
+      expect(versions).toEqual([1, 2]);
+    } finally {
+      subscriber.disconnect();
+    }
+  });
+
+  it("the format before deltas still works through a Cluster client: the newer-only publish, the validated read and the announcement", async () => {
     const subscriber = await clusterClient("subscriber");
     const names = policyRedisNames(`${prefix}pub:`);
     const heard: string[] = [];
@@ -156,11 +260,7 @@ describe("Redis Cluster, end to end", () => {
       },
       { version: 1 },
     );
-    await publishSnapshot(control, enforcerPrefix, {
-      version: snapshot.version,
-      checksum: snapshot.checksum,
-      snapshotJson: JSON.stringify(snapshot),
-    });
+    await publishWhole(control, enforcerPrefix, snapshot);
     const enforcer = await createEnforcer({
       redisUrl: URL_FOR_NODES,
       redisClusterNodes: cluster.nodes,

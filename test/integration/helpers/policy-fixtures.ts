@@ -1,10 +1,11 @@
 /** Factories and probes shared by the policy storage tests. */
 import { randomBytes } from "node:crypto";
-import { parseSnapshot, type TSnapshot } from "@limitplane/enforcer/policy";
+import { PolicyState, parseSnapshot, type TSnapshot } from "@limitplane/enforcer/policy";
 import { expect } from "vitest";
 import type { ChangeContext } from "@/lib/control/change-context";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { type AppError, isAppError } from "@/lib/control/errors";
+import { readCompiledSnapshot } from "@/lib/control/policy/get-current-snapshot";
 import { importPolicy } from "@/lib/control/policy/import-policy";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import { examplePolicyForSeed } from "../../../scripts/seed";
@@ -47,6 +48,7 @@ export async function countEverything(db: PrismaClient): Promise<Record<string, 
     UNION ALL SELECT 'incidents', count(*), coalesce(sum(version), 0) FROM "IncidentOverride"
     UNION ALL SELECT 'candidates', count(*), coalesce(sum(version), 0) FROM "DryRunCandidate"
     UNION ALL SELECT 'versions', count(*), coalesce(max(version), 0) FROM "PolicyVersion"
+    UNION ALL SELECT 'entries', count(*), coalesce(sum(version), 0) FROM "PolicyEntry"
     UNION ALL SELECT 'outbox', count(*), coalesce(sum(attempts), 0) FROM "OutboxEvent"
     UNION ALL SELECT 'audit', count(*), 0 FROM "AuditEntry"`;
   return Object.fromEntries(
@@ -111,13 +113,18 @@ export async function expectOneAuditEntry<Result>(db: PrismaClient, change: () =
   return { result, entry, before, after };
 }
 
-/** The latest compiled snapshot, parsed (checksum verified). */
+/**
+ * The latest version's whole compiled snapshot, assembled from its stored entries and parsed
+ * (checksum verified), with the entry set's checksum checked against the version's.
+ */
 export async function latestSnapshot(db: PrismaClient): Promise<TSnapshot> {
+  const snapshot = await readCompiledSnapshot("all", { db });
+  const parsed = parseSnapshot(JSON.stringify(snapshot));
+  if (!parsed.ok) throw new Error(`stored snapshot is invalid: ${parsed.errors[0]?.message}`);
   const row = await db.policyVersion.findFirstOrThrow({
     orderBy: { version: "desc" },
-    select: { snapshot: true },
+    select: { checksum: true },
   });
-  const parsed = parseSnapshot(row.snapshot);
-  if (!parsed.ok) throw new Error(`stored snapshot is invalid: ${parsed.errors[0]?.message}`);
+  expect(PolicyState.fromSnapshot(parsed.value).checksum).toBe(row.checksum);
   return parsed.value;
 }

@@ -8,16 +8,20 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, inject } from "vitest";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import { createPrisma } from "@/lib/server/db";
+import { TEST_APPLICATION_ROLE, urlForRole } from "../../../scripts/db/app-role";
 import {
   createDatabase,
   databaseNameOf,
   dropDatabase,
   withDatabase,
 } from "../../../scripts/db/databases";
-import { applyMigrations } from "../../../scripts/db/schema-engine";
+import { deploy } from "../../../scripts/db/migrate";
 
 export interface TestDatabase {
+  /** As the application role: what the code under test connects as. */
   readonly url: string;
+  /** As the tables' owner. */
+  readonly ownerUrl: string;
   readonly db: PrismaClient;
 }
 
@@ -25,19 +29,20 @@ export interface TestDatabase {
 export function provideTestDatabase(): { current(): TestDatabase } {
   let database: TestDatabase | undefined;
   beforeAll(async () => {
-    const runDatabase = inject("databaseUrl");
-    const url = withDatabase(
+    const runDatabase = inject("ownerDatabaseUrl");
+    const ownerUrl = withDatabase(
       runDatabase,
       `${databaseNameOf(runDatabase)}_${randomBytes(3).toString("hex")}`,
     );
-    await createDatabase(url);
-    await applyMigrations(url);
-    database = { url, db: createPrisma({ databaseUrl: url, poolSize: 6 }) };
+    await createDatabase(ownerUrl);
+    await deploy({ ownerUrl, appRole: TEST_APPLICATION_ROLE });
+    const url = urlForRole(ownerUrl, TEST_APPLICATION_ROLE);
+    database = { url, ownerUrl, db: createPrisma({ databaseUrl: url, poolSize: 6 }) };
   });
   afterAll(async () => {
     if (database === undefined) return;
     await database.db.$disconnect();
-    await dropDatabase(database.url);
+    await dropDatabase(database.ownerUrl);
   });
   return {
     current() {

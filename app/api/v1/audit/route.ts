@@ -1,4 +1,5 @@
 import { listAuditEntriesEndpoint } from "@/lib/api/endpoints/audit";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(listAuditEntriesEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(listAuditEntriesEndpoint);

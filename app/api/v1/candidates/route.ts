@@ -1,5 +1,7 @@
 import { createCandidateEndpoint, listCandidatesEndpoint } from "@/lib/api/endpoints/candidates";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(listCandidatesEndpoint);
-export const POST = toRouteHandler(createCandidateEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  listCandidatesEndpoint,
+  createCandidateEndpoint,
+);

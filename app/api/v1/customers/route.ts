@@ -1,5 +1,7 @@
 import { createCustomerEndpoint, listCustomersEndpoint } from "@/lib/api/endpoints/customers";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(listCustomersEndpoint);
-export const POST = toRouteHandler(createCustomerEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  listCustomersEndpoint,
+  createCustomerEndpoint,
+);

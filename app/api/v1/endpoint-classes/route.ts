@@ -2,7 +2,9 @@ import {
   createEndpointClassEndpoint,
   listEndpointClassesEndpoint,
 } from "@/lib/api/endpoints/endpoint-classes";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(listEndpointClassesEndpoint);
-export const POST = toRouteHandler(createEndpointClassEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  listEndpointClassesEndpoint,
+  createEndpointClassEndpoint,
+);

@@ -1,5 +1,7 @@
 import { listIncidentsEndpoint, raiseIncidentEndpoint } from "@/lib/api/endpoints/incidents";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(listIncidentsEndpoint);
-export const POST = toRouteHandler(raiseIncidentEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  listIncidentsEndpoint,
+  raiseIncidentEndpoint,
+);

@@ -1,4 +1,4 @@
 import { openApiEndpoint } from "@/lib/api/endpoints";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(openApiEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(openApiEndpoint);

@@ -1,5 +1,7 @@
 import { createOperatorEndpoint, listOperatorsEndpoint } from "@/lib/api/endpoints/operators";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(listOperatorsEndpoint);
-export const POST = toRouteHandler(createOperatorEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  listOperatorsEndpoint,
+  createOperatorEndpoint,
+);

@@ -1,5 +1,7 @@
 import { getSettingsEndpoint, updateSettingsEndpoint } from "@/lib/api/endpoints/settings";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(getSettingsEndpoint);
-export const PATCH = toRouteHandler(updateSettingsEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  getSettingsEndpoint,
+  updateSettingsEndpoint,
+);

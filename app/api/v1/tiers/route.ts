@@ -1,5 +1,7 @@
 import { createTierEndpoint, listTiersEndpoint } from "@/lib/api/endpoints/tiers";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(listTiersEndpoint);
-export const POST = toRouteHandler(createTierEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  listTiersEndpoint,
+  createTierEndpoint,
+);

@@ -1,5 +1,7 @@
 import { createApiTokenEndpoint, listApiTokensEndpoint } from "@/lib/api/endpoints/tokens";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(listApiTokensEndpoint);
-export const POST = toRouteHandler(createApiTokenEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  listApiTokensEndpoint,
+  createApiTokenEndpoint,
+);

@@ -1,41 +1,58 @@
 /**
- * Keeps an enforcer on the newest good policy snapshot:
+ * Keeps an enforcer on the newest good policy, applying it change by change:
  *
- * - at start, subscribes to `${prefix}policy:announce` and reads `${prefix}policy:current`;
- * - on every announcement of a newer version, reads the hash again and applies what it holds;
- * - every `pollIntervalMs`, compares the stored version with what it last saw (one HGET), which
- *   heals announcements missed while the subscriber was reconnecting or the message was lost;
- * - after the subscriber reconnects, reads at once.
+ * - at start, subscribes to `${prefix}policy:announce`, then loads the published policy: the
+ *   head's snapshot (read in pages) and the deltas logged after it;
+ * - each announcement carries its version's delta (when small): applied at once when its base is
+ *   the version in force, so a raise costs every enforcer what it changes, not the policy's size;
+ * - a gap (an announcement whose base is ahead of the version in force: one was missed) is filled
+ *   from the log (`{policy}:deltas`); when the log cannot fill it (trimmed, or a version that went
+ *   out as a whole snapshot), the enforcer resyncs: it loads the head's snapshot and the deltas
+ *   after it, and swaps the result in only when all of it checked out;
+ * - every `pollIntervalMs`, compares the head's version with the one in force (one HGET), which
+ *   heals announcements missed while the subscriber was reconnecting; a reconnect reads at once.
  *
- * Every snapshot is validated (`readCurrentSnapshot` of `@limitplane/enforcer/publication`: shape, references,
- * checksum, agreement with the hash's version and checksum); a bad one is
- * refused, counted once, reported (last message, version, time) and logged once, and the last
- * good snapshot stays in force. Versions only move forward: an older or equal version is never
- * applied, whatever Redis holds (a restored backup, a flushed and re-seeded Redis).
+ * Every delta and every snapshot is validated (`PolicyState`: shapes, references, base version
+ * and checksum, and the checksum the changes must produce); a bad one is refused, counted once,
+ * reported (last message, version, time) and logged once, and the last good policy stays in
+ * force. Versions only move forward: an older or equal version is never applied, whatever Redis
+ * holds.
+ *
+ * An installation still on the format before deltas (no head, only `policy:current`, a whole
+ * snapshot in one value) is followed as before, so enforcers can be upgraded before the control
+ * plane; once a head exists, `policy:current` is ignored.
  *
  * Reads are serialised: one at a time, and a trigger that arrives during a read causes exactly one
  * more read after it, so a burst of announcements costs two reads, not one per message.
  */
 import type { Clock } from "../limiter/clock";
-import { formatFieldErrors } from "../policy/errors";
-import { type PreparedSnapshot, prepareSnapshot } from "../policy/prepare";
+import type { Sha256Hex } from "../policy/entries";
+import { formatFieldErrors, type PolicyFieldError } from "../policy/errors";
+import { parsePolicyDelta } from "../policy/policy-delta";
+import { PolicyState, type PolicyStateOptions, type PolicyStateSize } from "../policy/policy-state";
+import type { PreparedSnapshot } from "../policy/prepare";
 import type { TSnapshot } from "../policy/schemas";
-import { isNewerSnapshot, parseSnapshot } from "../policy/snapshot";
+import { parseSnapshot } from "../policy/snapshot";
 import { policyRedisNames } from "../publication/keys";
 import {
   type CurrentSnapshotRead,
-  parseAnnouncement,
   type ReadingRedis,
   readCurrentSnapshot,
 } from "../publication/read-current-snapshot";
+import {
+  loadPolicySnapshot,
+  type PolicyHead,
+  type PolicyReadingRedis,
+  parsePolicyAnnouncement,
+  readPolicyDeltas,
+  readPolicyHead,
+} from "../publication/read-policy";
 import { describeError, type EnforcerLogger } from "./logger";
 import { wallClock as defaultWallClock } from "./metrics";
 import { systemTimers, type TimerHandle, type Timers } from "./timers";
 
 /** The commands the follower reads with (a `control` client). */
-export interface FollowerRedis extends ReadingRedis {
-  hget(key: string, field: string): Promise<string | null>;
-}
+export interface FollowerRedis extends ReadingRedis, PolicyReadingRedis {}
 
 /** The subscriber connection (a `subscriber` client): only used for the announce channel. */
 export interface FollowerSubscriber {
@@ -50,10 +67,16 @@ export interface FollowerSubscriber {
 /** What triggered the read that applied a snapshot. */
 export type SnapshotTrigger = "bootstrap" | "startup" | "announcement" | "poll" | "reconnect";
 
-/** The snapshot in force and when it came. */
+/** The policy in force and when it came. */
 export interface AppliedSnapshot {
   readonly version: number;
+  /** The checksum of the policy's entry set (`@limitplane/enforcer/policy` entries). */
   readonly checksum: string;
+  /**
+   * How it was reached: `delta` (applied onto the version before), `snapshot` (loaded whole, then
+   * the log's deltas), `legacy` (a whole snapshot in the format before deltas), `bootstrap`.
+   */
+  readonly via: "delta" | "snapshot" | "legacy" | "bootstrap";
   /** Wall clock, epoch ms, when this enforcer applied it. */
   readonly appliedAtMs: number;
   /** Redis's clock when it was published; null for a bootstrap snapshot. */
@@ -89,6 +112,13 @@ export interface PolicyFollowerOptions {
    * @default none
    */
   readonly bootstrapSnapshot?: TSnapshot | string;
+  /**
+   * Customers whose prepared rules are cached per generation (at most twice this many are held).
+   * @default 10_000
+   */
+  readonly customerCacheSize?: number;
+  /** The SHA-256 entries are hashed with (the same digests whatever the implementation). */
+  readonly sha256Hex?: Sha256Hex;
   readonly logger: EnforcerLogger;
   /** @default Date.now */
   readonly wallClock?: Clock;
@@ -105,18 +135,20 @@ export class PolicyFollower {
   readonly #prefix: string;
   readonly #channel: string;
   readonly #pollIntervalMs: number;
+  readonly #stateOptions: PolicyStateOptions;
   readonly #logger: EnforcerLogger;
   readonly #wallClock: Clock;
   readonly #timers: Timers;
   readonly #listeners = new Set<AppliedListener>();
   readonly #refusedListeners = new Set<RefusedListener>();
 
+  #state: PolicyState | null = null;
   #current: PreparedSnapshot | null = null;
   #applied: AppliedSnapshot | null = null;
   #errors: SnapshotErrorReport = { count: 0, lastMessage: null, lastVersion: null, lastAtMs: null };
-  /** `version:message` of refused snapshots already counted, so a poll does not recount them. */
+  /** `version:message` of refusals already counted, so a poll does not recount them. */
   #refusedKeys = new Set<string>();
-  /** The raw `version` field last read, applied or refused: a poll reads again only when it moves. */
+  /** The version last read from Redis, applied or refused: a poll reads again only when it moves. */
   #lastSeenVersionField: string | null = null;
   #isSourceDown = false;
   #inFlight: Promise<void> | null = null;
@@ -128,11 +160,25 @@ export class PolicyFollower {
 
   readonly #onMessage = (channel: string, message: string) => {
     if (channel !== this.#channel) return;
-    const announcement = parseAnnouncement(message);
-    // A malformed announcement still means "something was published": read and judge the hash.
-    if (announcement !== null && !isNewerSnapshot(this.#current?.snapshot ?? null, announcement)) {
-      return;
+    const announcement = parsePolicyAnnouncement(message);
+    const inForce = this.#state?.version ?? 0;
+    if (announcement !== null && announcement.version <= inForce) return;
+    if (
+      announcement !== null &&
+      announcement.delta !== null &&
+      this.#state !== null &&
+      announcement.base === inForce &&
+      this.#inFlight === null
+    ) {
+      // The common case: the next delta, inline. Applied now, without a read.
+      this.#lastSeenVersionField = String(announcement.version);
+      if (this.#applyDeltaInput(this.#state, announcement.delta, announcement.version)) {
+        this.#afterApply("announcement", "delta", announcement.publishedAtMs);
+        return;
+      }
     }
+    // A gap, a delta to read from the log, a refused delta, or an announcement of the format
+    // before deltas (or malformed: it still means something was published): read and judge.
     void this.refresh("announcement");
   };
 
@@ -149,6 +195,10 @@ export class PolicyFollower {
     if (!(this.#pollIntervalMs >= 10)) {
       throw new RangeError(`pollIntervalMs must be at least 10, got ${this.#pollIntervalMs}`);
     }
+    this.#stateOptions = {
+      customerCacheSize: options.customerCacheSize,
+      sha256Hex: options.sha256Hex,
+    };
     this.#logger = options.logger;
     this.#wallClock = options.wallClock ?? defaultWallClock;
     this.#timers = options.timers ?? systemTimers;
@@ -157,11 +207,11 @@ export class PolicyFollower {
       if (!parsed.ok) {
         throw new TypeError(`bootstrapSnapshot is invalid: ${formatFieldErrors(parsed.errors)}`);
       }
-      this.#apply(parsed.value, null, "bootstrap");
+      this.#swapIn(this.#stateOf(parsed.value), null, "bootstrap", "bootstrap");
     }
   }
 
-  /** The snapshot in force, prepared for resolution; null until the first one is applied. */
+  /** The policy in force, prepared for resolution; null until the first one is applied. */
   get current(): PreparedSnapshot | null {
     return this.#current;
   }
@@ -174,23 +224,28 @@ export class PolicyFollower {
     return this.#errors;
   }
 
-  /** Calls `listener` after every snapshot applied from now on. Returns the unsubscribe. */
+  /** What the policy in force holds (entries, overrides, prepared customers); null before one. */
+  get size(): PolicyStateSize | null {
+    return this.#state?.size ?? null;
+  }
+
+  /** Calls `listener` after every version applied from now on. Returns the unsubscribe. */
   onApplied(listener: AppliedListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  /** Calls `listener` after every snapshot refused from now on. Returns the unsubscribe. */
+  /** Calls `listener` after every refusal from now on. Returns the unsubscribe. */
   onRefused(listener: RefusedListener): () => void {
     this.#refusedListeners.add(listener);
     return () => this.#refusedListeners.delete(listener);
   }
 
   /**
-   * Subscribes, reads the current snapshot once, and starts polling. Never throws because Redis is
-   * unreachable: the subscription and the poll keep trying, and the caller decides how long to wait
-   * for a first snapshot (`waitForSnapshot`). Waits for the subscription at most `subscribeWaitMs`,
-   * so that an announcement published right after the first read is not missed.
+   * Subscribes, reads the published policy once, and starts polling. Never throws because Redis
+   * is unreachable: the subscription and the poll keep trying, and the caller decides how long to
+   * wait for a first policy (`waitForSnapshot`). Waits for the subscription at most
+   * `subscribeWaitMs`, so that an announcement published right after the first read is not missed.
    */
   async start(subscribeWaitMs: number): Promise<void> {
     this.#subscriber.on("message", this.#onMessage);
@@ -211,7 +266,7 @@ export class PolicyFollower {
     this.#schedulePoll();
   }
 
-  /** Resolves true once a snapshot is in force, or false after `timeoutMs`. */
+  /** Resolves true once a policy is in force, or false after `timeoutMs`. */
   waitForSnapshot(timeoutMs: number): Promise<boolean> {
     if (this.#current !== null) return Promise.resolve(true);
     return new Promise((resolve) => {
@@ -232,7 +287,7 @@ export class PolicyFollower {
     });
   }
 
-  /** Reads the stored snapshot and applies it if it is good and newer. Never throws. */
+  /** Reads what Redis holds and catches up to it if it is good and newer. Never throws. */
   refresh(trigger: SnapshotTrigger): Promise<void> {
     if (this.#isStopped) return Promise.resolve();
     if (this.#inFlight !== null) {
@@ -270,24 +325,122 @@ export class PolicyFollower {
   }
 
   async #readOnce(trigger: SnapshotTrigger): Promise<void> {
-    let read: CurrentSnapshotRead;
     try {
-      read = await readCurrentSnapshot(this.#redis, this.#prefix);
+      const read = await readPolicyHead(this.#redis, this.#prefix);
+      this.#sourceUp();
+      switch (read.status) {
+        case "none":
+          await this.#readLegacy(trigger);
+          return;
+        case "invalid":
+          this.#lastSeenVersionField = "(unreadable)";
+          this.#refuse(null, formatFieldErrors(read.errors));
+          return;
+        case "ok":
+          this.#lastSeenVersionField = String(read.head.version);
+          await this.#catchUp(read.head, trigger);
+          return;
+        default: {
+          const unknown: never = read;
+          throw new TypeError(`unknown head read: ${JSON.stringify(unknown)}`);
+        }
+      }
     } catch (error: unknown) {
       this.#sourceDown(error);
+    }
+  }
+
+  /** Brings the policy in force up to `head`: through the log when it can, else by a resync. */
+  async #catchUp(head: PolicyHead, trigger: SnapshotTrigger): Promise<void> {
+    const state = this.#state;
+    if (state !== null && head.version <= state.version) return;
+    if (state !== null && state.version >= head.snapshotVersion) {
+      const texts = await readPolicyDeltas(
+        this.#redis,
+        this.#prefix,
+        state.version + 1,
+        head.version,
+      );
+      if (texts.every((text) => text !== null)) {
+        const before = state.version;
+        const isApplied = this.#applyLogged(state, texts, state.version + 1);
+        if (state.version > before) this.#afterApply(trigger, "delta", head.publishedAtMs);
+        if (isApplied) return;
+      }
+    }
+    await this.#resync(head, trigger);
+  }
+
+  /** Loads the head's snapshot and the deltas after it; swaps it in only if all of it checks out. */
+  async #resync(head: PolicyHead, trigger: SnapshotTrigger): Promise<void> {
+    const loaded = await loadPolicySnapshot(this.#redis, this.#prefix, head, this.#stateOptions);
+    if (loaded.status === "invalid") {
+      this.#refuse(head.snapshotVersion, formatFieldErrors(loaded.errors));
       return;
     }
-    this.#sourceUp();
+    const state = loaded.state;
+    if (head.version > state.version) {
+      const texts = await readPolicyDeltas(
+        this.#redis,
+        this.#prefix,
+        state.version + 1,
+        head.version,
+      );
+      const missing = texts.indexOf(null);
+      if (missing >= 0) {
+        this.#refuse(
+          state.version + missing + 1,
+          `delta ${state.version + missing + 1} is missing from the log after snapshot ${state.version}`,
+        );
+        return;
+      }
+      if (!this.#applyLogged(state, texts, state.version + 1)) return;
+    }
+    if (this.#state !== null && state.version <= this.#state.version) return;
+    this.#swapIn(state, head.publishedAtMs, trigger, "snapshot");
+  }
+
+  /** Applies logged deltas (versions `first`...) onto `state` in order; false at the first refusal. */
+  #applyLogged(state: PolicyState, texts: readonly (string | null)[], first: number): boolean {
+    for (const [index, text] of texts.entries()) {
+      const version = first + index;
+      if (version <= state.version) continue;
+      if (text === null || !this.#applyDeltaInput(state, text, version)) return false;
+    }
+    return true;
+  }
+
+  /** Parses and applies one delta onto `state`; refuses it (state unchanged) when it is bad. */
+  #applyDeltaInput(state: PolicyState, input: unknown, version: number): boolean {
+    const parsed = parsePolicyDelta(input);
+    if (!parsed.ok) {
+      this.#refuse(version, formatFieldErrors(parsed.errors));
+      return false;
+    }
+    if (parsed.value.version !== version) {
+      this.#refuse(
+        version,
+        `the log's delta ${version} says it is version ${parsed.value.version}`,
+      );
+      return false;
+    }
+    const applied = state.applyDelta(parsed.value);
+    if (!applied.ok) {
+      this.#refuse(version, formatFieldErrors(applied.errors as PolicyFieldError[]));
+      return false;
+    }
+    return true;
+  }
+
+  /** The format before deltas: the whole snapshot in `policy:current`. */
+  async #readLegacy(trigger: SnapshotTrigger): Promise<void> {
+    const read: CurrentSnapshotRead = await readCurrentSnapshot(this.#redis, this.#prefix);
     switch (read.status) {
       case "none":
         return;
       case "invalid": {
         this.#lastSeenVersionField = read.version === null ? "(unreadable)" : String(read.version);
-        if (
-          read.version !== null &&
-          this.#current !== null &&
-          read.version <= this.#current.version
-        ) {
+        if (read.version !== null && this.#state !== null && read.version <= this.#state.version) {
           return;
         }
         this.#refuse(read.version, formatFieldErrors(read.errors));
@@ -295,8 +448,8 @@ export class PolicyFollower {
       }
       case "ok": {
         this.#lastSeenVersionField = String(read.snapshot.version);
-        if (!isNewerSnapshot(this.#current?.snapshot ?? null, read.snapshot)) return;
-        this.#apply(read.snapshot, read.publishedAtMs, trigger);
+        if (this.#state !== null && read.snapshot.version <= this.#state.version) return;
+        this.#swapIn(this.#stateOf(read.snapshot), read.publishedAtMs, trigger, "legacy");
         return;
       }
       default: {
@@ -306,20 +459,42 @@ export class PolicyFollower {
     }
   }
 
-  #apply(snapshot: TSnapshot, publishedAtMs: number | null, trigger: SnapshotTrigger): void {
+  #stateOf(snapshot: TSnapshot): PolicyState {
+    return PolicyState.fromSnapshot(snapshot, this.#stateOptions);
+  }
+
+  #swapIn(
+    state: PolicyState,
+    publishedAtMs: number | null,
+    trigger: SnapshotTrigger,
+    via: AppliedSnapshot["via"],
+  ): void {
+    this.#state = state;
+    this.#afterApply(trigger, via, publishedAtMs);
+  }
+
+  #afterApply(
+    trigger: SnapshotTrigger,
+    via: AppliedSnapshot["via"],
+    publishedAtMs: number | null,
+  ): void {
+    const state = this.#state;
+    if (state === null) return;
     const previous = this.#applied;
-    this.#current = prepareSnapshot(snapshot);
+    this.#current = state.prepared();
     this.#applied = {
-      version: snapshot.version,
-      checksum: snapshot.checksum,
+      version: state.version,
+      checksum: state.checksum,
+      via,
       appliedAtMs: this.#wallClock.nowMs(),
       publishedAtMs,
       trigger,
     };
     this.#logger.log("info", "policy snapshot applied", {
-      version: snapshot.version,
+      version: state.version,
       previousVersion: previous?.version ?? null,
       trigger,
+      via,
     });
     const waiters = this.#waiters;
     this.#waiters = [];
@@ -349,7 +524,7 @@ export class PolicyFollower {
     };
     this.#logger.log("error", "policy snapshot refused; keeping the last good one", {
       refusedVersion: version,
-      keptVersion: this.#current?.version ?? null,
+      keptVersion: this.#state?.version ?? null,
       error: message,
     });
     for (const listener of this.#refusedListeners) {
@@ -367,7 +542,7 @@ export class PolicyFollower {
     if (this.#isSourceDown) return;
     this.#isSourceDown = true;
     this.#logger.log("warn", "cannot read the policy from Redis; keeping the current one", {
-      keptVersion: this.#current?.version ?? null,
+      keptVersion: this.#state?.version ?? null,
       error: describeError(error),
     });
   }
@@ -388,7 +563,9 @@ export class PolicyFollower {
   async #poll(): Promise<void> {
     let field: string | null;
     try {
-      field = await this.#redis.hget(policyRedisNames(this.#prefix).current, "version");
+      const names = policyRedisNames(this.#prefix);
+      field = await this.#redis.hget(names.head, "version");
+      if (field === null) field = await this.#redis.hget(names.current, "version");
     } catch (error: unknown) {
       this.#sourceDown(error);
       return;

@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { examplePolicyInput } from "../testing/policy-factory";
-import { canonicalJson, canonicalPolicy } from "./canonical";
+import { examplePolicy, examplePolicyInput } from "../testing/policy-factory";
+import {
+  canonicalJson,
+  canonicalPolicy,
+  sortPolicyDocument,
+  writeCanonicalPolicy,
+} from "./canonical";
 import { type TPolicyDocumentInput, ZPolicyDocument } from "./schemas";
 
 /** The same object with its keys inserted in reverse order, at every depth. */
@@ -105,5 +110,60 @@ describe("canonicalJson", () => {
     [[1n], /bigint/],
   ])("refuses what JSON cannot represent: %o", (value, pattern) => {
     expect(() => canonicalJson(value)).toThrow(pattern);
+  });
+});
+
+describe("writeCanonicalPolicy", () => {
+  it("writes the same bytes as canonicalPolicy, from the large collections in pages", async () => {
+    const doc = examplePolicy((input) => {
+      input.customers = [
+        ...(input.customers ?? []),
+        ...Array.from({ length: 25 }, (_, index) => ({
+          id: `bulk-${String(index).padStart(3, "0")}`,
+          displayName: `Bulk ${index}`,
+          tier: "free",
+        })),
+      ];
+      input.customerOverrides = [
+        ...(input.customerOverrides ?? []),
+        ...Array.from({ length: 25 }, (_, index) => ({
+          customerId: `bulk-${String(index).padStart(3, "0")}`,
+          endpointClass: null,
+          limit: { algorithm: "token-bucket" as const, capacity: 100 + index, refillPerSec: 10 },
+        })),
+      ];
+    });
+    const sorted = sortPolicyDocument(doc);
+    async function* pagesOf<T>(items: readonly T[], size: number) {
+      for (let start = 0; start < items.length; start += size)
+        yield items.slice(start, start + size);
+    }
+    for (const size of [1, 7, 1000]) {
+      const chunks: string[] = [];
+      await writeCanonicalPolicy(
+        {
+          document: doc,
+          customers: pagesOf(sorted.customers, size),
+          customerOverrides: pagesOf(sorted.customerOverrides, size),
+        },
+        (chunk) => chunks.push(chunk),
+      );
+      expect(chunks.join("")).toBe(canonicalPolicy(doc));
+    }
+  });
+
+  it("writes empty collections as [] exactly as canonicalPolicy does", async () => {
+    const doc = examplePolicy((input) => {
+      input.customers = [];
+      input.customerOverrides = [];
+      input.incidentOverrides = [];
+    });
+    const chunks: string[] = [];
+    const none = (async function* () {})();
+    await writeCanonicalPolicy(
+      { document: doc, customers: none, customerOverrides: (async function* () {})() },
+      (chunk) => chunks.push(chunk),
+    );
+    expect(chunks.join("")).toBe(canonicalPolicy(doc));
   });
 });

@@ -12,7 +12,7 @@
  *
  * Sorting compares code units (`<`), never `localeCompare`, whose result depends on the locale.
  */
-import type { TPolicyDocument } from "./schemas";
+import type { TCustomer, TCustomerOverride, TPolicyDocument } from "./schemas";
 
 /** Ascending code unit order. */
 export function compareCodeUnits(a: string, b: string): number {
@@ -89,7 +89,8 @@ function serialize(
   throw new TypeError(`cannot serialise a ${typeof value} as JSON`);
 }
 
-const byKey =
+/** A comparator by `keys` in turn, each in code unit order. */
+export const byKey =
   <T>(...keys: ((item: T) => string)[]) =>
   (a: T, b: T): number => {
     for (const key of keys) {
@@ -147,4 +148,53 @@ export function sortPolicyDocument(doc: TPolicyDocument): TPolicyDocument {
  */
 export function canonicalPolicy(doc: TPolicyDocument): string {
   return `${serialize(sortPolicyDocument(doc), compareExportKeys, "  ", "")}\n`;
+}
+
+/** The large collections of a policy, as pages already in canonical order. */
+export interface CanonicalPolicyParts {
+  /** Everything else: tiers, classes, settings, incidents, candidates (any order). */
+  readonly document: Omit<TPolicyDocument, "customers" | "customerOverrides">;
+  /** Customers by id, in code unit order. */
+  readonly customers: AsyncIterable<readonly TCustomer[]>;
+  /** Overrides by customer id, then endpoint class (all endpoints first), in code unit order. */
+  readonly customerOverrides: AsyncIterable<readonly TCustomerOverride[]>;
+}
+
+/**
+ * Writes the canonical export piece by piece, never holding the large collections at once: the
+ * same bytes as {@link canonicalPolicy} of the whole document. `write` is awaited per chunk.
+ */
+export async function writeCanonicalPolicy(
+  parts: CanonicalPolicyParts,
+  write: (chunk: string) => unknown,
+): Promise<void> {
+  const small = sortPolicyDocument({ ...parts.document, customers: [], customerOverrides: [] });
+  const keys = Object.keys(small).sort(compareExportKeys);
+  const indent = "  ";
+  const itemDepth = indent + indent;
+  await write("{");
+  for (const [index, key] of keys.entries()) {
+    await write(`${index === 0 ? "\n" : ",\n"}${indent}${JSON.stringify(key)}: `);
+    const pages =
+      key === "customers"
+        ? parts.customers
+        : key === "customerOverrides"
+          ? parts.customerOverrides
+          : null;
+    if (pages === null) {
+      await write(serialize(small[key as keyof typeof small], compareExportKeys, indent, indent));
+      continue;
+    }
+    let isFirst = true;
+    for await (const page of pages) {
+      for (const item of page) {
+        await write(
+          `${isFirst ? "[\n" : ",\n"}${itemDepth}${serialize(item, compareExportKeys, indent, itemDepth)}`,
+        );
+        isFirst = false;
+      }
+    }
+    await write(isFirst ? "[]" : `\n${indent}]`);
+  }
+  await write("\n}\n");
 }

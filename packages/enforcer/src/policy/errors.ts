@@ -64,3 +64,17 @@ export function fieldErrorsFromZod(error: z.ZodError, prefix: FieldPath = []): P
 function toPathSegment(segment: PropertyKey): string | number {
   return typeof segment === "number" ? segment : String(segment);
 }
+
+/**
+ * `input` as a value: JSON text is parsed (an error saying `what` is not valid JSON), anything
+ * else is returned as it is (already parsed).
+ */
+export function parseJsonInput(input: unknown, what: string): ParseResult<unknown> {
+  if (typeof input !== "string") return { ok: true, value: input };
+  try {
+    return { ok: true, value: JSON.parse(input) as unknown };
+  } catch (error: unknown) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { ok: false, errors: [{ path: [], message: `${what} is not valid JSON: ${reason}` }] };
+  }
+}

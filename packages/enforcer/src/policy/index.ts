@@ -1,13 +1,44 @@
 /**
  * `@limitplane/enforcer/policy`: the policy model shared by the control plane and the enforcers.
  * Schemas (zod, `Z*` with their `T*` types), names, resolution of layered limits with its trace,
- * snapshot compilation and parsing, canonical export, policy diffs and the incident guardrails.
+ * snapshot compilation and parsing, the entry set with its checksum, deltas and the enforcer's
+ * policy state, canonical export, policy diffs and the incident guardrails.
  * Pure: no I/O, no clock, no `node:*` import. See README.md. Modules not exported here are
  * internal to the package.
  */
 
 export { normalizeClientAddress } from "./address";
-export { canonicalJson, canonicalPolicy, sortPolicyDocument } from "./canonical";
+export {
+  type CanonicalPolicyParts,
+  canonicalJson,
+  canonicalPolicy,
+  sortPolicyDocument,
+  writeCanonicalPolicy,
+} from "./canonical";
+export {
+  CORE_KINDS_OF_ENTRIES,
+  candidateEntryKey,
+  compileEntries,
+  EMPTY_SET_CHECKSUM,
+  type EntryKind,
+  EntrySetSum,
+  endpointClassEntryKey,
+  entriesOfSnapshotPolicy,
+  entryCustomerId,
+  entryDigestHex,
+  entryExpiresAtMs,
+  entryKindOfKey,
+  entrySetChecksum,
+  entryText,
+  incidentEntryKey,
+  overrideEntryKey,
+  type PolicyEntry,
+  parseEntry,
+  parseEntryText,
+  SETTINGS_KEY,
+  snapshotPolicyOfEntries,
+  tierEntryKey,
+} from "./entries";
 export {
   type FieldPath,
   fieldErrorsFromZod,
@@ -20,6 +51,13 @@ export { checkIncidentGuardrails, type IncidentChange } from "./guardrails";
 export { MAX_COST, MAX_WINDOW_MS, scaleLimit } from "./limit-math";
 export { hasForbiddenCharacter, isCustomerId, isName, isRecordId } from "./names";
 export {
+  MAX_DELTA_CHANGES,
+  POLICY_DELTA_FORMAT,
+  parsePolicyDelta,
+  type TPolicyDelta,
+  ZPolicyDelta,
+} from "./policy-delta";
+export {
   diffPolicyRules,
   type FieldChange,
   type LimitChange,
@@ -29,6 +67,7 @@ export {
   type PolicyRules,
   type PolicyRulesDiff,
 } from "./policy-diff";
+export { PolicyState, type PolicyStateOptions, type PolicyStateSize } from "./policy-state";
 export { type PreparedSnapshot, prepareSnapshot } from "./prepare";
 export {
   explainTrace,
@@ -43,6 +82,7 @@ export {
 export {
   ALGORITHMS,
   findReplacedLimit,
+  MAX_CUSTOMER_OVERRIDES,
   ON_STORE_FAILURE_DEFAULTS,
   parsePolicyDocument,
   type TCeilings,
@@ -77,4 +117,4 @@ export {
   ZTier,
 } from "./schemas";
 export { formatScope, parseScope, type Scope } from "./scope";
-export { compileSnapshot, parseSnapshot } from "./snapshot";
+export { compileSnapshot, parseSnapshot, snapshotOfEntries } from "./snapshot";

@@ -8,7 +8,14 @@ import type { LimitSpec } from "../limiter/types";
 import { compileEndpointMatcher, type EndpointMatcher } from "./endpoint-matcher";
 import { assertNever } from "./limit-math";
 import type { CachedResolution, RuleSource } from "./resolution-types";
-import type { TKeyBy, TOnStoreFailure, TPolicyLimit, TPolicyMode, TSnapshot } from "./schemas";
+import type {
+  TKeyBy,
+  TOnStoreFailure,
+  TPolicyLimit,
+  TPolicyMode,
+  TSnapshot,
+  TSnapshotPolicy,
+} from "./schemas";
 import { formatBucket, formatScope, parseScope } from "./scope";
 
 export type { CachedResolution, Layer, RuleSource } from "./resolution-types";
@@ -70,41 +77,69 @@ export interface CustomerRules {
   readonly endpointIncidents: ReadonlyMap<string, readonly PreparedIncident[]>;
 }
 
+/** Where resolution finds a customer's rules: undefined for a customer without any. */
+export interface CustomerRulesLookup {
+  get(customerId: string): CustomerRules | undefined;
+}
+
+/** Everything of a snapshot except the per-customer rules, indexed for resolution. */
+export interface PreparedCore {
+  readonly defaultTier: string;
+  readonly defaultEndpointClass: PreparedEndpointClass;
+  /** `tier:T` rules by tier name. */
+  readonly tiers: ReadonlyMap<string, PreparedRule>;
+  readonly endpointClasses: ReadonlyMap<string, PreparedEndpointClass>;
+  /** `ceiling`. */
+  readonly customerCeiling: PreparedRule;
+  /** `address`. */
+  readonly addressCeiling: PreparedRule;
+  /** Candidates targeting `tier:T`, by tier name (absent: none). */
+  readonly tierCandidates: ReadonlyMap<string, readonly PreparedCandidate[]>;
+  /** Candidates targeting `ceiling`. */
+  readonly customerCeilingCandidates: readonly PreparedCandidate[];
+  /** Candidates targeting `address`. */
+  readonly addressCeilingCandidates: readonly PreparedCandidate[];
+  readonly matcher: EndpointMatcher;
+}
+
 /**
- * A snapshot indexed for resolution. Build one per applied snapshot with {@link prepareSnapshot}
- * and pass it to `resolveLimits`. Its fields are an implementation detail of resolution.
+ * A policy indexed for resolution: pass it to `resolveLimits`. Build one with
+ * {@link prepareSnapshot} from a snapshot, or take an enforcer's from its `PolicyState`. Its
+ * fields are an implementation detail of resolution.
  */
-export class PreparedSnapshot {
+export class PreparedSnapshot implements PreparedCore {
   /**
    * Checks and trace slots of requests with no customer-specific rule: they depend on the tier (or
    * anonymity) and the endpoint class only, so each combination is computed once. Bounded by
    * (tiers + 1) x endpoint classes.
    */
   readonly cache = new Map<string, CachedResolution>();
+  readonly defaultTier: string;
+  readonly defaultEndpointClass: PreparedEndpointClass;
+  readonly tiers: ReadonlyMap<string, PreparedRule>;
+  readonly endpointClasses: ReadonlyMap<string, PreparedEndpointClass>;
+  readonly customerCeiling: PreparedRule;
+  readonly addressCeiling: PreparedRule;
+  readonly tierCandidates: ReadonlyMap<string, readonly PreparedCandidate[]>;
+  readonly customerCeilingCandidates: readonly PreparedCandidate[];
+  readonly addressCeilingCandidates: readonly PreparedCandidate[];
+  readonly matcher: EndpointMatcher;
 
   constructor(
-    readonly snapshot: TSnapshot,
-    readonly defaultTier: string,
-    readonly defaultEndpointClass: PreparedEndpointClass,
-    /** `tier:T` rules by tier name. */
-    readonly tiers: ReadonlyMap<string, PreparedRule>,
-    readonly endpointClasses: ReadonlyMap<string, PreparedEndpointClass>,
-    /** `ceiling`. */
-    readonly customerCeiling: PreparedRule,
-    /** `address`. */
-    readonly addressCeiling: PreparedRule,
-    readonly customers: ReadonlyMap<string, CustomerRules>,
-    /** Candidates targeting `tier:T`, by tier name (absent: none). */
-    readonly tierCandidates: ReadonlyMap<string, readonly PreparedCandidate[]>,
-    /** Candidates targeting `ceiling`. */
-    readonly customerCeilingCandidates: readonly PreparedCandidate[],
-    /** Candidates targeting `address`. */
-    readonly addressCeilingCandidates: readonly PreparedCandidate[],
-    readonly matcher: EndpointMatcher,
-  ) {}
-
-  get version(): number {
-    return this.snapshot.version;
+    readonly version: number,
+    core: PreparedCore,
+    readonly customers: CustomerRulesLookup,
+  ) {
+    this.defaultTier = core.defaultTier;
+    this.defaultEndpointClass = core.defaultEndpointClass;
+    this.tiers = core.tiers;
+    this.endpointClasses = core.endpointClasses;
+    this.customerCeiling = core.customerCeiling;
+    this.addressCeiling = core.addressCeiling;
+    this.tierCandidates = core.tierCandidates;
+    this.customerCeilingCandidates = core.customerCeilingCandidates;
+    this.addressCeilingCandidates = core.addressCeilingCandidates;
+    this.matcher = core.matcher;
   }
 }
 
@@ -118,7 +153,37 @@ const NO_CANDIDATES: readonly PreparedCandidate[] = [];
 export function prepareSnapshot(snapshot: TSnapshot): PreparedSnapshot {
   const cached = prepared.get(snapshot);
   if (cached !== undefined) return cached;
-  const result = buildPreparedSnapshot(snapshot);
+  const policy = snapshot.policy;
+  const overrides = new Map<string, TSnapshotPolicy["customerOverrides"][number][]>();
+  const incidents = new Map<string, TSnapshotPolicy["incidentOverrides"][number][]>();
+  const push = <T>(map: Map<string, T[]>, key: string, item: T) => {
+    const list = map.get(key);
+    if (list === undefined) map.set(key, [item]);
+    else list.push(item);
+  };
+  for (const override of policy.customerOverrides) push(overrides, override.customerId, override);
+  for (const incident of policy.incidentOverrides) push(incidents, incident.customerId, incident);
+  const customers = new Map<string, CustomerRules>();
+  for (const customerId of new Set([...overrides.keys(), ...incidents.keys()])) {
+    customers.set(
+      customerId,
+      prepareCustomerRules(
+        customerId,
+        overrides.get(customerId) ?? [],
+        incidents.get(customerId) ?? [],
+      ),
+    );
+  }
+  const result = new PreparedSnapshot(
+    snapshot.version,
+    prepareCore({
+      settings: policy,
+      tiers: policy.tiers,
+      endpointClasses: policy.endpointClasses,
+      dryRunCandidates: policy.dryRunCandidates,
+    }),
+    customers,
+  );
   prepared.set(snapshot, result);
   return result;
 }
@@ -166,10 +231,20 @@ function rule(scope: string, source: RuleSource, limit: TPolicyLimit): PreparedR
   };
 }
 
-function buildPreparedSnapshot(snapshot: TSnapshot): PreparedSnapshot {
-  const policy = snapshot.policy;
+/** What {@link prepareCore} indexes: the policy without its per-customer rules. */
+export interface PolicyCoreInput {
+  readonly settings: Pick<TSnapshotPolicy, "defaultTier" | "defaultEndpointClass" | "ceilings">;
+  readonly tiers: Iterable<TSnapshotPolicy["tiers"][number]>;
+  readonly endpointClasses: Iterable<TSnapshotPolicy["endpointClasses"][number]>;
+  readonly dryRunCandidates: Iterable<TSnapshotPolicy["dryRunCandidates"][number]>;
+}
+
+/** Indexes tiers, endpoint classes (a segment trie for matching), ceilings and candidates. */
+export function prepareCore(input: PolicyCoreInput): PreparedCore {
+  const tierList = [...input.tiers];
+  const classList = [...input.endpointClasses];
   const tiers = new Map<string, PreparedRule>();
-  for (const tier of policy.tiers) {
+  for (const tier of tierList) {
     tiers.set(
       tier.name,
       rule(formatScope({ kind: "tier", tier: tier.name, endpointClass: null }), "tier", tier.limit),
@@ -177,8 +252,8 @@ function buildPreparedSnapshot(snapshot: TSnapshot): PreparedSnapshot {
   }
 
   const candidates = new Map<string, PreparedCandidate[]>();
-  for (const candidate of policy.dryRunCandidates) {
-    const prepared: PreparedCandidate = {
+  for (const candidate of input.dryRunCandidates) {
+    const preparedCandidate: PreparedCandidate = {
       id: candidate.id,
       scope: formatScope({ kind: "candidate", candidateId: candidate.id }),
       bucket: formatBucket({ kind: "candidate", candidateId: candidate.id }),
@@ -186,15 +261,15 @@ function buildPreparedSnapshot(snapshot: TSnapshot): PreparedSnapshot {
       limit: toLimitSpec(candidate.limit),
     };
     const list = candidates.get(candidate.target);
-    if (list === undefined) candidates.set(candidate.target, [prepared]);
-    else list.push(prepared);
+    if (list === undefined) candidates.set(candidate.target, [preparedCandidate]);
+    else list.push(preparedCandidate);
   }
 
   const candidatesFor = (target: string): readonly PreparedCandidate[] =>
     candidates.get(target) ?? NO_CANDIDATES;
   const byTier = (targetOf: (tier: string) => string) => {
     const map = new Map<string, readonly PreparedCandidate[]>();
-    for (const tier of policy.tiers) {
+    for (const tier of tierList) {
       const list = candidates.get(targetOf(tier.name));
       if (list !== undefined) map.set(tier.name, list);
     }
@@ -202,7 +277,7 @@ function buildPreparedSnapshot(snapshot: TSnapshot): PreparedSnapshot {
   };
 
   const endpointClasses = new Map<string, PreparedEndpointClass>();
-  for (const endpointClass of policy.endpointClasses) {
+  for (const endpointClass of classList) {
     const name = endpointClass.name;
     const tierRules = new Map<string, PreparedRule>();
     for (const [tier, limit] of Object.entries(endpointClass.limits)) {
@@ -239,46 +314,63 @@ function buildPreparedSnapshot(snapshot: TSnapshot): PreparedSnapshot {
       ceilingCandidates: candidatesFor(formatScope({ kind: "ceiling", endpointClass: name })),
     });
   }
-  const defaultEndpointClass = endpointClasses.get(policy.defaultEndpointClass);
+  const settings = input.settings;
+  const defaultEndpointClass = endpointClasses.get(settings.defaultEndpointClass);
   if (defaultEndpointClass === undefined) {
     throw new TypeError(
-      `snapshot's default endpoint class "${policy.defaultEndpointClass}" is not defined`,
+      `snapshot's default endpoint class "${settings.defaultEndpointClass}" is not defined`,
     );
   }
-
-  interface MutableCustomerRules {
-    account: PreparedRule | null;
-    endpoints: Map<string, PreparedRule>;
-    accountIncidents: PreparedIncident[];
-    endpointIncidents: Map<string, PreparedIncident[]>;
-  }
-  const customers = new Map<string, MutableCustomerRules>();
-  const customerRules = (customerId: string): MutableCustomerRules => {
-    let rules = customers.get(customerId);
-    if (rules === undefined) {
-      rules = {
-        account: null,
-        endpoints: new Map(),
-        accountIncidents: [],
-        endpointIncidents: new Map(),
-      };
-      customers.set(customerId, rules);
-    }
-    return rules;
+  return {
+    defaultTier: settings.defaultTier,
+    defaultEndpointClass,
+    tiers,
+    endpointClasses,
+    customerCeiling: rule(
+      formatScope({ kind: "ceiling", endpointClass: null }),
+      "ceiling",
+      settings.ceilings.perCustomer,
+    ),
+    addressCeiling: rule(
+      formatScope({ kind: "address", endpointClass: null }),
+      "address",
+      settings.ceilings.perAddress,
+    ),
+    tierCandidates: byTier((tier) => formatScope({ kind: "tier", tier, endpointClass: null })),
+    customerCeilingCandidates: candidatesFor(formatScope({ kind: "ceiling", endpointClass: null })),
+    addressCeilingCandidates: candidatesFor(formatScope({ kind: "address", endpointClass: null })),
+    matcher: compileEndpointMatcher(classList),
   };
-  for (const override of policy.customerOverrides) {
+}
+
+/** One override as the customer's rules need it. */
+export interface OverrideRuleInput {
+  readonly endpointClass: string | null;
+  readonly limit: TPolicyLimit;
+}
+
+/** One customer's overrides and incidents, indexed by layer. */
+export function prepareCustomerRules(
+  customerId: string,
+  overrides: Iterable<OverrideRuleInput>,
+  incidents: Iterable<TSnapshotPolicy["incidentOverrides"][number]>,
+): CustomerRules {
+  let account: PreparedRule | null = null;
+  const endpoints = new Map<string, PreparedRule>();
+  const accountIncidents: PreparedIncident[] = [];
+  const endpointIncidents = new Map<string, PreparedIncident[]>();
+  for (const override of overrides) {
     const scope = formatScope({
       kind: "customer",
-      customerId: override.customerId,
+      customerId,
       endpointClass: override.endpointClass,
     });
-    const prepared = rule(scope, "customer-override", override.limit);
-    const rules = customerRules(override.customerId);
-    if (override.endpointClass === null) rules.account = prepared;
-    else rules.endpoints.set(override.endpointClass, prepared);
+    const preparedRule = rule(scope, "customer-override", override.limit);
+    if (override.endpointClass === null) account = preparedRule;
+    else endpoints.set(override.endpointClass, preparedRule);
   }
-  for (const incident of policy.incidentOverrides) {
-    const prepared: PreparedIncident = {
+  for (const incident of incidents) {
+    const preparedIncident: PreparedIncident = {
       id: incident.id,
       scope: formatScope({ kind: "incident", incidentId: incident.id }),
       factor: incident.factor,
@@ -288,36 +380,13 @@ function buildPreparedSnapshot(snapshot: TSnapshot): PreparedSnapshot {
       startsAtMs: Date.parse(incident.startsAt),
       expiresAtMs: Date.parse(incident.expiresAt),
     };
-    const rules = customerRules(incident.customerId);
     if (incident.endpointClass === null) {
-      rules.accountIncidents.push(prepared);
+      accountIncidents.push(preparedIncident);
     } else {
-      const list = rules.endpointIncidents.get(incident.endpointClass);
-      if (list === undefined) rules.endpointIncidents.set(incident.endpointClass, [prepared]);
-      else list.push(prepared);
+      const list = endpointIncidents.get(incident.endpointClass);
+      if (list === undefined) endpointIncidents.set(incident.endpointClass, [preparedIncident]);
+      else list.push(preparedIncident);
     }
   }
-
-  return new PreparedSnapshot(
-    snapshot,
-    policy.defaultTier,
-    defaultEndpointClass,
-    tiers,
-    endpointClasses,
-    rule(
-      formatScope({ kind: "ceiling", endpointClass: null }),
-      "ceiling",
-      policy.ceilings.perCustomer,
-    ),
-    rule(
-      formatScope({ kind: "address", endpointClass: null }),
-      "address",
-      policy.ceilings.perAddress,
-    ),
-    customers,
-    byTier((tier) => formatScope({ kind: "tier", tier, endpointClass: null })),
-    candidatesFor(formatScope({ kind: "ceiling", endpointClass: null })),
-    candidatesFor(formatScope({ kind: "address", endpointClass: null })),
-    compileEndpointMatcher(policy.endpointClasses),
-  );
+  return { account, endpoints, accountIncidents, endpointIncidents };
 }

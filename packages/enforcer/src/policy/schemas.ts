@@ -10,7 +10,7 @@
 import { z } from "zod";
 import { LIMIT_BOUNDS } from "../limiter/arguments";
 import type { Algorithm, LimitSpec } from "../limiter/types";
-import { fieldErrorsFromZod, type ParseResult } from "./errors";
+import { fieldErrorsFromZod, type ParseResult, type PolicyFieldError } from "./errors";
 import { checkIncidentGuardrails, DEFAULT_GUARDRAILS } from "./guardrails";
 import {
   limitSize,
@@ -140,7 +140,7 @@ export const ZInstant = z.iso
   .transform((value) => new Date(value).toISOString());
 
 /** An instant already in the normalised form. Snapshots use it: they are compiled output. */
-const ZCanonicalInstant = z.string().refine((value) => isCanonicalInstant(value), {
+export const ZCanonicalInstant = z.string().refine((value) => isCanonicalInstant(value), {
   error: "must be a UTC instant in the form 2025-01-31T14:00:00.000Z",
 });
 
@@ -587,7 +587,7 @@ export type TGuardrails = z.output<typeof ZGuardrails>;
 // Cross-field rules shared by the document and the snapshot
 
 /** What the document and the compiled snapshot have in common, for shared cross-field rules. */
-interface PolicyCore {
+export interface PolicyCore {
   readonly defaultTier: string;
   readonly defaultEndpointClass: string;
   readonly tiers: readonly { readonly name: string }[];
@@ -627,6 +627,16 @@ function indexUnique<T>(
     else onDuplicate(index, first, key);
   });
   return seen;
+}
+
+/**
+ * The cross-field rules a compiled policy must meet (references, duplicates, one class per method
+ * and pattern), as field errors: what the snapshot schema checks, for a policy held as entries.
+ */
+export function checkSnapshotPolicyCore(policy: PolicyCore): PolicyFieldError[] {
+  const errors: PolicyFieldError[] = [];
+  checkPolicyCore(policy, (path, message) => errors.push({ path, message }));
+  return errors;
 }
 
 function checkPolicyCore(policy: PolicyCore, add: AddIssue): void {
@@ -751,6 +761,9 @@ function checkPolicyCore(policy: PolicyCore, add: AddIssue): void {
 // ---------------------------------------------------------------------------------------------
 // The policy document
 
+/** At most this many customer overrides (one per customer and layer), as many as customers. */
+export const MAX_CUSTOMER_OVERRIDES = 1_000_000;
+
 const documentShape = {
   /** The format of this document. Only 1 exists. */
   schemaVersion: z.literal(1, { error: "schemaVersion must be 1" }).default(1),
@@ -777,7 +790,7 @@ const documentShape = {
     .default([]),
   customerOverrides: z
     .array(ZCustomerOverride)
-    .max(100_000, { error: "a policy takes at most 100,000 customer overrides" })
+    .max(MAX_CUSTOMER_OVERRIDES, { error: "a policy takes at most 1,000,000 customer overrides" })
     .default([]),
   incidentOverrides: z
     .array(ZIncidentOverride)
@@ -1007,9 +1020,9 @@ export function parsePolicyDocument(input: unknown): ParseResult<TPolicyDocument
 // ---------------------------------------------------------------------------------------------
 // The compiled snapshot
 
-const ZSnapshotTier = strict({ name: tierName("tier name"), limit: ZExplicitPolicyLimit });
+export const ZSnapshotTier = strict({ name: tierName("tier name"), limit: ZExplicitPolicyLimit });
 
-const ZSnapshotEndpointClass = strict({
+export const ZSnapshotEndpointClass = strict({
   name: endpointClassName("endpoint class name"),
   match: z.array(ZEndpointMatch).max(MAX_MATCH_RULES),
   cost: costField,
@@ -1019,7 +1032,7 @@ const ZSnapshotEndpointClass = strict({
   keyBy: ZKeyBy,
 });
 
-const ZSnapshotIncidentOverride = strict({
+export const ZSnapshotIncidentOverride = strict({
   id: recordId("incident id"),
   customerId: ZCustomerId,
   endpointClass: endpointClassName().nullable(),
@@ -1028,6 +1041,19 @@ const ZSnapshotIncidentOverride = strict({
   startsAt: ZCanonicalInstant,
   expiresAt: ZCanonicalInstant,
 }).superRefine(refineIncidentShape);
+
+export const ZSnapshotCustomerOverride = strict({
+  customerId: ZCustomerId,
+  endpointClass: endpointClassName().nullable(),
+  limit: ZExplicitPolicyLimit,
+});
+
+/** The settings an enforcer needs: the defaults and the ceilings (guardrails are write-time). */
+export const ZSnapshotSettings = strict({
+  defaultTier: tierName("defaultTier"),
+  defaultEndpointClass: endpointClassName("defaultEndpointClass"),
+  ceilings: strict({ perCustomer: ZExplicitPolicyLimit, perAddress: ZExplicitPolicyLimit }),
+});
 
 /**
  * What an enforcer needs of a policy and nothing more: no customer registry (millions of
@@ -1042,13 +1068,7 @@ export const ZSnapshotPolicy = strict({
     .array(ZSnapshotEndpointClass)
     .min(1, { error: "a snapshot needs at least one endpoint class" }),
   ceilings: strict({ perCustomer: ZExplicitPolicyLimit, perAddress: ZExplicitPolicyLimit }),
-  customerOverrides: z.array(
-    strict({
-      customerId: ZCustomerId,
-      endpointClass: endpointClassName().nullable(),
-      limit: ZExplicitPolicyLimit,
-    }),
-  ),
+  customerOverrides: z.array(ZSnapshotCustomerOverride),
   incidentOverrides: z.array(ZSnapshotIncidentOverride),
   dryRunCandidates: z.array(ZDryRunCandidate),
 }).superRefine((policy, ctx) => checkPolicyCore(policy, issueAdder(ctx)));

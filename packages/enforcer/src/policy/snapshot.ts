@@ -9,8 +9,9 @@
  * - `checksum` is the SHA-256 of the canonical JSON of every other field (`canonicalJson`): an
  *   enforcer recomputes it and refuses a snapshot that was altered or truncated on the way.
  */
-import { canonicalJson, sortPolicyDocument } from "./canonical";
-import { fieldErrorsFromZod, type ParseResult } from "./errors";
+import { canonicalJson } from "./canonical";
+import { compileEntries, type PolicyEntry, snapshotPolicyOfEntries } from "./entries";
+import { fieldErrorsFromZod, type ParseResult, parseJsonInput } from "./errors";
 import {
   SNAPSHOT_SCHEMA_VERSION,
   type TPolicyDocument,
@@ -48,48 +49,29 @@ export function compileSnapshot(doc: TPolicyDocument, options: CompileSnapshotOp
       `compiledAt must be an ISO 8601 instant, not ${JSON.stringify(options.compiledAt)}`,
     );
   }
-  const sorted = sortPolicyDocument(doc);
-  const policy: TSnapshotPolicy = {
-    defaultTier: sorted.defaultTier,
-    defaultEndpointClass: sorted.defaultEndpointClass,
-    tiers: sorted.tiers.map((tier) => ({ name: tier.name, limit: tier.limit })),
-    endpointClasses: sorted.endpointClasses.map((endpointClass) => ({
-      name: endpointClass.name,
-      match: endpointClass.match.map((rule) => ({ method: rule.method, path: rule.path })),
-      cost: endpointClass.cost,
-      limits: endpointClass.limits,
-      anonymousLimit: endpointClass.anonymousLimit,
-      ceiling: endpointClass.ceiling,
-      keyBy: endpointClass.keyBy,
-    })),
-    ceilings: { perCustomer: sorted.ceilings.perCustomer, perAddress: sorted.ceilings.perAddress },
-    customerOverrides: sorted.customerOverrides.map((override) => ({
-      customerId: override.customerId,
-      endpointClass: override.endpointClass,
-      limit: override.limit,
-    })),
-    incidentOverrides: sorted.incidentOverrides
-      .filter((incident) => Date.parse(incident.expiresAt) > compiledAtMs)
-      .map((incident) => ({
-        id: incident.id,
-        customerId: incident.customerId,
-        endpointClass: incident.endpointClass,
-        factor: incident.factor,
-        limit: incident.limit,
-        startsAt: incident.startsAt,
-        expiresAt: incident.expiresAt,
-      })),
-    dryRunCandidates: sorted.dryRunCandidates.map((candidate) => ({
-      id: candidate.id,
-      target: candidate.target,
-      limit: candidate.limit,
-    })),
-  };
+  const policy: TSnapshotPolicy = snapshotPolicyOfEntries(compileEntries(doc, compiledAtMs));
   const unsigned = {
     schemaVersion: SNAPSHOT_SCHEMA_VERSION,
     version: options.version,
     compiledAt: new Date(compiledAtMs).toISOString(),
     policy,
+  } as const;
+  return { ...unsigned, checksum: computeSnapshotChecksum(unsigned) };
+}
+
+/**
+ * The snapshot a set of entries makes (collections in canonical order), at `version`: for a
+ * bootstrap file, a small tool, or the part of a policy one customer's resolution needs.
+ */
+export function snapshotOfEntries(
+  entries: Iterable<PolicyEntry>,
+  options: CompileSnapshotOptions,
+): TSnapshot {
+  const unsigned = {
+    schemaVersion: SNAPSHOT_SCHEMA_VERSION,
+    version: options.version,
+    compiledAt: new Date(Date.parse(options.compiledAt)).toISOString(),
+    policy: snapshotPolicyOfEntries(entries),
   } as const;
   return { ...unsigned, checksum: computeSnapshotChecksum(unsigned) };
 }
@@ -106,19 +88,9 @@ export function computeSnapshotChecksum(snapshot: Omit<TSnapshot, "checksum">): 
  * otherwise keeps its last good snapshot and reports the errors.
  */
 export function parseSnapshot(input: unknown): ParseResult<TSnapshot> {
-  let value = input;
-  if (typeof input === "string") {
-    try {
-      value = JSON.parse(input);
-    } catch (error: unknown) {
-      const reason = error instanceof Error ? error.message : String(error);
-      return {
-        ok: false,
-        errors: [{ path: [], message: `the snapshot is not valid JSON: ${reason}` }],
-      };
-    }
-  }
-  const result = ZSnapshot.safeParse(value);
+  const json = parseJsonInput(input, "the snapshot");
+  if (!json.ok) return json;
+  const result = ZSnapshot.safeParse(json.value);
   if (!result.success) return { ok: false, errors: fieldErrorsFromZod(result.error) };
   const snapshot = result.data;
   const expected = computeSnapshotChecksum(snapshot);

@@ -16,7 +16,7 @@ export interface ReportReadingRedis {
   lrange(key: string, start: number, stop: number): Promise<string[]>;
 }
 
-/** The version in `policy:current`, and when it reached Redis. */
+/** The version at the head of the published policy, and when it reached Redis. */
 export interface PublishedVersion {
   readonly version: number;
   /** When it reached Redis (Redis's clock), epoch ms; null if not recorded. */
@@ -90,10 +90,14 @@ export async function readEnforcerHeartbeats(
   maxEnforcers: number,
 ): Promise<HeartbeatsRead> {
   const names = enforcerRedisNames(prefix);
-  const [ids, current] = await Promise.all([
+  const policy = policyRedisNames(prefix);
+  const [ids, head, legacy] = await Promise.all([
     redis.zrevrange(names.enforcers, 0, maxEnforcers - 1),
-    redis.hmget(policyRedisNames(prefix).current, "version", "publishedAt"),
+    redis.hmget(policy.head, "version", "publishedAt"),
+    redis.hmget(policy.current, "version", "publishedAt"),
   ]);
+  // The head once the control plane publishes deltas; `policy:current` before it did.
+  const current = head[0] === null || head[0] === undefined ? legacy : head;
   const publishedVersion = numberOrNull(current[0]);
   const published: PublishedVersion | null =
     publishedVersion === null

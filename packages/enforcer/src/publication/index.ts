@@ -1,7 +1,8 @@
 /**
  * `@limitplane/enforcer/publication`: the Redis protocol between the control plane and the
- * enforcers. The key names, the atomic newer-only publish (control plane), the validated read and
- * announcement parsing (enforcers), the readers of what enforcers report (heartbeats, per-scope
+ * enforcers. The key names, the newer-only publication of deltas and snapshots (control plane),
+ * the validated reads of the head, the log and a snapshot, and announcement parsing (enforcers),
+ * the format before deltas (`publishSnapshot`, `readCurrentSnapshot`: kept for rolling upgrades), the readers of what enforcers report (heartbeats, per-scope
  * counts, recent rejections), and the one Redis client factory with a role per use. See the
  * package README ("What an enforcer writes to Redis") and lib/control/README.md for the
  * guarantees.
@@ -23,8 +24,30 @@ export {
   readScopeMinute,
   type ScopeMinuteCounts,
 } from "./metrics-reader";
+export {
+  type DeltaPublishResult,
+  type DeltaToPublish,
+  MAX_INLINE_DELTA_BYTES,
+  type PolicyPublishingRedis,
+  publishPolicyDelta,
+  publishPolicySnapshot,
+  type SnapshotPublishResult,
+  type SnapshotToPublish,
+} from "./publish-policy";
 export { type PublishingRedis, type PublishResult, publishSnapshot } from "./publish-snapshot";
 export { parseAnnouncement, readCurrentSnapshot } from "./read-current-snapshot";
+export {
+  loadPolicySnapshot,
+  type PolicyAnnouncement,
+  type PolicyHead,
+  type PolicyHeadRead,
+  type PolicyReadingRedis,
+  parsePolicyAnnouncement,
+  readPolicyDeltas,
+  readPolicyHead,
+  readPolicyHeadVersion,
+  type SnapshotLoad,
+} from "./read-policy";
 export {
   type CreateRedisOptions,
   clusterOptionsFor,

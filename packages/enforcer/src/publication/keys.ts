@@ -1,19 +1,43 @@
 /**
  * Where a published policy lives in Redis. Every name starts with the installation's
- * REDIS_KEY_PREFIX (lib/server/env.ts), so installations can share one Redis.
+ * REDIS_KEY_PREFIX (lib/server/env.ts), so installations can share one Redis. The keys a script
+ * writes together share the hash tag `{policy}`, so they sit in one slot of a Redis Cluster.
  *
- * - `${prefix}policy:current`: a hash with `version` (decimal), `checksum` (the snapshot's),
- *   `snapshot` (the snapshot as JSON) and `publishedAt` (Redis's clock, ms since the epoch).
- * - `${prefix}policy:announce`: a pub/sub channel; each message is JSON `{"version":N,"checksum":"..."}`.
+ * | name | type | content |
+ * | --- | --- | --- |
+ * | `{policy}:head` | hash | `version`, `checksum` (of the entry set at that version), `entries`, `publishedAt` (Redis's clock, ms), `snapshotVersion`, `snapshotChecksum`, `snapshotEntries`, `format` (`2`) |
+ * | `{policy}:snapshot:<v>` | hash | entry key → entry JSON: the whole set at version v, never changed once written |
+ * | `{policy}:deltas` | hash | version → delta JSON, for every version after `snapshotVersion` (and a few before) |
+ * | `{policy}:build:<nonce>` | hash | a snapshot being written; renamed to `snapshot:<v>` when complete, expires if abandoned |
+ * | `policy:announce` | channel | `{"version","base","checksum","delta"}`, the delta inline when small, else null |
+ *
+ * The format before deltas (`policy:current`, a hash holding the whole snapshot as one JSON
+ * value, and `{"version","checksum"}` announcements) is still read by enforcers, so an
+ * installation upgrades its enforcers before its control plane (README "Publication").
  */
 
 export interface PolicyRedisNames {
-  /** The hash holding the current snapshot. */
+  /** The version-1 hash holding the whole current snapshot (read for rolling upgrades). */
   readonly current: string;
   /** The channel announcing each new version. */
   readonly announce: string;
+  /** The head of the published policy: version, checksum, the snapshot it builds on. */
+  readonly head: string;
+  /** The deltas after the snapshot, by version. */
+  readonly deltas: string;
+  /** The immutable snapshot of the whole set at `version`. */
+  snapshot(version: number): string;
+  /** A snapshot being written. */
+  build(nonce: string): string;
 }
 
 export function policyRedisNames(prefix: string): PolicyRedisNames {
-  return { current: `${prefix}policy:current`, announce: `${prefix}policy:announce` };
+  return {
+    current: `${prefix}policy:current`,
+    announce: `${prefix}policy:announce`,
+    head: `${prefix}{policy}:head`,
+    deltas: `${prefix}{policy}:deltas`,
+    snapshot: (version) => `${prefix}{policy}:snapshot:${version}`,
+    build: (nonce) => `${prefix}{policy}:build:${nonce}`,
+  };
 }

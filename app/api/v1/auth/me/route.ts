@@ -1,4 +1,4 @@
 import { meEndpoint } from "@/lib/api/endpoints/auth";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(meEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(meEndpoint);

@@ -1,4 +1,5 @@
 import { changePasswordEndpoint } from "@/lib/api/endpoints/auth";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(changePasswordEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(changePasswordEndpoint);

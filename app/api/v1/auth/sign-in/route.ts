@@ -1,4 +1,4 @@
 import { signInEndpoint } from "@/lib/api/endpoints/auth";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(signInEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(signInEndpoint);

@@ -1,5 +1,7 @@
 import { getCandidateEndpoint, updateCandidateEndpoint } from "@/lib/api/endpoints/candidates";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(getCandidateEndpoint);
-export const PATCH = toRouteHandler(updateCandidateEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  getCandidateEndpoint,
+  updateCandidateEndpoint,
+);

@@ -3,8 +3,10 @@ import {
   getCustomerEndpoint,
   updateCustomerEndpoint,
 } from "@/lib/api/endpoints/customers";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(getCustomerEndpoint);
-export const PATCH = toRouteHandler(updateCustomerEndpoint);
-export const DELETE = toRouteHandler(deleteCustomerEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  getCustomerEndpoint,
+  updateCustomerEndpoint,
+  deleteCustomerEndpoint,
+);

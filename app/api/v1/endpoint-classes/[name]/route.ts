@@ -3,8 +3,10 @@ import {
   getEndpointClassEndpoint,
   updateEndpointClassEndpoint,
 } from "@/lib/api/endpoints/endpoint-classes";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(getEndpointClassEndpoint);
-export const PATCH = toRouteHandler(updateEndpointClassEndpoint);
-export const DELETE = toRouteHandler(deleteEndpointClassEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  getEndpointClassEndpoint,
+  updateEndpointClassEndpoint,
+  deleteEndpointClassEndpoint,
+);

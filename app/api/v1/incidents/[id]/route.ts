@@ -1,4 +1,4 @@
 import { getIncidentEndpoint } from "@/lib/api/endpoints/incidents";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(getIncidentEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(getIncidentEndpoint);

@@ -1,5 +1,7 @@
 import { getOperatorEndpoint, updateOperatorEndpoint } from "@/lib/api/endpoints/operators";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(getOperatorEndpoint);
-export const PATCH = toRouteHandler(updateOperatorEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  getOperatorEndpoint,
+  updateOperatorEndpoint,
+);

@@ -1,4 +1,4 @@
 import { exportPolicyEndpoint } from "@/lib/api/endpoints/policy";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(exportPolicyEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(exportPolicyEndpoint);

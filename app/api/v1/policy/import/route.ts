@@ -1,4 +1,4 @@
 import { importPolicyEndpoint } from "@/lib/api/endpoints/policy";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(importPolicyEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(importPolicyEndpoint);

@@ -1,6 +1,8 @@
 import { deleteTierEndpoint, getTierEndpoint, updateTierEndpoint } from "@/lib/api/endpoints/tiers";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(getTierEndpoint);
-export const PATCH = toRouteHandler(updateTierEndpoint);
-export const DELETE = toRouteHandler(deleteTierEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  getTierEndpoint,
+  updateTierEndpoint,
+  deleteTierEndpoint,
+);

@@ -1,4 +1,4 @@
 import { getApiTokenEndpoint } from "@/lib/api/endpoints/tokens";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(getApiTokenEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(getApiTokenEndpoint);

@@ -1,4 +1,5 @@
 import { revokeSessionEndpoint } from "@/lib/api/endpoints/auth";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const DELETE = toRouteHandler(revokeSessionEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(revokeSessionEndpoint);

@@ -1,4 +1,5 @@
 import { discardCandidateEndpoint } from "@/lib/api/endpoints/candidates";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(discardCandidateEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(discardCandidateEndpoint);

@@ -1,4 +1,5 @@
 import { promoteCandidateEndpoint } from "@/lib/api/endpoints/candidates";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(promoteCandidateEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(promoteCandidateEndpoint);

@@ -2,7 +2,9 @@ import {
   createCustomerOverrideEndpoint,
   listCustomerOverridesEndpoint,
 } from "@/lib/api/endpoints/customer-overrides";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const GET = toRouteHandler(listCustomerOverridesEndpoint);
-export const POST = toRouteHandler(createCustomerOverrideEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  listCustomerOverridesEndpoint,
+  createCustomerOverrideEndpoint,
+);

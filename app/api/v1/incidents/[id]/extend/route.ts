@@ -1,4 +1,5 @@
 import { extendIncidentEndpoint } from "@/lib/api/endpoints/incidents";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(extendIncidentEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(extendIncidentEndpoint);

@@ -1,4 +1,5 @@
 import { revertIncidentEndpoint } from "@/lib/api/endpoints/incidents";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(revertIncidentEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(revertIncidentEndpoint);

@@ -1,4 +1,5 @@
 import { enableOperatorEndpoint } from "@/lib/api/endpoints/operators";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(enableOperatorEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(enableOperatorEndpoint);

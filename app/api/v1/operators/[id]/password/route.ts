@@ -1,4 +1,6 @@
 import { resetOperatorPasswordEndpoint } from "@/lib/api/endpoints/operators";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(resetOperatorPasswordEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  resetOperatorPasswordEndpoint,
+);

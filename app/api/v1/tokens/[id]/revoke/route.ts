@@ -1,4 +1,5 @@
 import { revokeApiTokenEndpoint } from "@/lib/api/endpoints/tokens";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const POST = toRouteHandler(revokeApiTokenEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(revokeApiTokenEndpoint);

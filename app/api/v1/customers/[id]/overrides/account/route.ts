@@ -2,7 +2,9 @@ import {
   deleteAccountOverrideEndpoint,
   updateAccountOverrideEndpoint,
 } from "@/lib/api/endpoints/customer-overrides";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const PATCH = toRouteHandler(updateAccountOverrideEndpoint);
-export const DELETE = toRouteHandler(deleteAccountOverrideEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  updateAccountOverrideEndpoint,
+  deleteAccountOverrideEndpoint,
+);

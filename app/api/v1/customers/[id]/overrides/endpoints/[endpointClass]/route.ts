@@ -2,7 +2,9 @@ import {
   deleteEndpointOverrideEndpoint,
   updateEndpointOverrideEndpoint,
 } from "@/lib/api/endpoints/customer-overrides";
-import { toRouteHandler } from "@/lib/api/route-handler";
+import { routeHandlers } from "@/lib/api/route-handler";
 
-export const PATCH = toRouteHandler(updateEndpointOverrideEndpoint);
-export const DELETE = toRouteHandler(deleteEndpointOverrideEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  updateEndpointOverrideEndpoint,
+  deleteEndpointOverrideEndpoint,
+);

@@ -1,0 +1,53 @@
+/**
+ * The API's error response, `{ error: { code, message, fieldErrors, details?, requestId } }`, and
+ * the request id every response echoes. Kept apart from endpoint.ts so that code running before
+ * any route (proxy.ts) can answer in the same shape without loading the services.
+ */
+import { randomUUID } from "node:crypto";
+import { AppError, isAppError } from "@/lib/control/errors";
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{8,64}$/;
+
+/** The caller's request id when it is sane, else a new one; echoed in every response. */
+export function requestIdOf(request: Request): string {
+  const given = request.headers.get("x-request-id");
+  return given !== null && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** `extraHeaders`: what a status needs besides the defaults, e.g. `Allow` on a 405. */
+export function errorResponse(
+  error: unknown,
+  requestId: string,
+  extraHeaders: Record<string, string> = {},
+): Response {
+  if (!isAppError(error)) {
+    // A bug, not the caller's mistake: log the cause once, here, and say nothing about it.
+    console.error(`[${requestId}] unhandled error`, error);
+    error = new AppError(
+      "INTERNAL",
+      "Something went wrong on our side. Quote the request id if you report it.",
+    );
+  }
+  const appError = error as AppError;
+  const headers = new Headers({
+    ...extraHeaders,
+    "x-request-id": requestId,
+    "cache-control": "no-store",
+  });
+  if (appError.retryAfterSec !== undefined)
+    headers.set("retry-after", String(appError.retryAfterSec));
+  if (appError.code === "UNAUTHENTICATED")
+    headers.set("www-authenticate", 'Bearer realm="limitplane"');
+  return Response.json(
+    {
+      error: {
+        code: appError.code,
+        message: appError.message,
+        fieldErrors: appError.fieldErrors,
+        ...(appError.details ? { details: appError.details } : {}),
+        requestId,
+      },
+    },
+    { status: appError.status, headers },
+  );
+}

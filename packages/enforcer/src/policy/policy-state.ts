@@ -1,0 +1,662 @@
+/**
+ * The policy an enforcer holds: a set of entries (`entries.ts`) at a version, with its checksum,
+ * changed in place by deltas (`policy-delta.ts`) and indexed for resolution.
+ *
+ * - **Deltas apply in order and all or nothing.** `applyDelta` first verifies everything without
+ *   touching the state: the delta's base is this version and its base checksum this checksum, every
+ *   value has its key's shape, references hold, and the checksum the delta promises is the one its
+ *   changes produce from this set (each removed or replaced entry's digest taken out, each new
+ *   one's put in). Only then does it change anything, so a refused delta leaves the last good
+ *   policy exactly as it was.
+ * - **Memory.** A customer override costs one map slot keyed by the customer id and a small array
+ *   of (endpoint class, limit) pairs; equal limits are one shared object. Nothing per override is
+ *   prepared ahead: a customer's rules (scope strings, buckets) are built when one of its requests
+ *   is resolved and kept in a two-generation cache of at most `2 x customerCacheSize` customers, so
+ *   the memory for the overrides in use is bounded too. Tiers, endpoint classes, ceilings and
+ *   candidates are few (at most a few hundred) and are indexed eagerly.
+ */
+import { canonicalJson } from "./canonical";
+import {
+  candidateEntryKey,
+  EntrySetSum,
+  endpointClassEntryKey,
+  entriesOfSnapshotPolicy,
+  entryDigestHex,
+  entryKindOfKey,
+  entryText,
+  overrideEntryKey,
+  type PolicyEntry,
+  parseEntry,
+  portableSha256Hex,
+  SETTINGS_KEY,
+  type Sha256Hex,
+  type TSnapshotCandidate,
+  type TSnapshotCustomerOverride,
+  type TSnapshotEndpointClass,
+  type TSnapshotIncident,
+  type TSnapshotSettings,
+  type TSnapshotTier,
+  tierEntryKey,
+} from "./entries";
+import type { ParseResult, PolicyFieldError } from "./errors";
+import type { TPolicyDelta } from "./policy-delta";
+import {
+  type CustomerRules,
+  type PreparedCore,
+  PreparedSnapshot,
+  prepareCore,
+  prepareCustomerRules,
+} from "./prepare";
+import { checkSnapshotPolicyCore, type TPolicyLimit, type TSnapshot } from "./schemas";
+import { parseScope } from "./scope";
+
+/** Options of a {@link PolicyState}. */
+export interface PolicyStateOptions {
+  /**
+   * Customers whose prepared rules are kept per cache generation; at most twice this many are
+   * held. A customer outside the cache costs one rebuild (a few microseconds) on its next request.
+   * @default 10_000
+   */
+  readonly customerCacheSize?: number;
+  /**
+   * The SHA-256 the state hashes entries with; any implementation gives the same digests.
+   * @default the portable one (`@noble/hashes`); the enforcer runtime passes Node's.
+   */
+  readonly sha256Hex?: Sha256Hex;
+}
+
+/** What a state holds, for status reports. */
+export interface PolicyStateSize {
+  readonly entries: number;
+  readonly customerOverrides: number;
+  readonly customersWithOverrides: number;
+  readonly incidents: number;
+  /** Distinct limit objects the overrides share. */
+  readonly distinctOverrideLimits: number;
+  /** Customers whose rules are prepared now (bounded by twice the cache size). */
+  readonly preparedCustomers: number;
+}
+
+/** (endpoint class or null for all endpoints, limit), flattened: [class, limit, class, limit, ...]. */
+type OverrideList = (string | null | TPolicyLimit)[];
+
+/** A two-generation cache: O(1) operations, at most `2 x size` values, recently used kept. */
+class GenerationCache<Value> {
+  #young = new Map<string, Value>();
+  #old = new Map<string, Value>();
+
+  constructor(readonly size: number) {}
+
+  get(key: string): Value | undefined {
+    const young = this.#young.get(key);
+    if (young !== undefined) return young;
+    const old = this.#old.get(key);
+    if (old !== undefined) this.set(key, old);
+    return old;
+  }
+
+  set(key: string, value: Value): void {
+    if (this.#young.size >= this.size) {
+      this.#old = this.#young;
+      this.#young = new Map();
+    }
+    this.#young.set(key, value);
+  }
+
+  delete(key: string): void {
+    this.#young.delete(key);
+    this.#old.delete(key);
+  }
+
+  get count(): number {
+    return this.#young.size + this.#old.size;
+  }
+}
+
+/** Builds a {@link PolicyState} entry by entry (`PolicyState.builder`). */
+export interface PolicyStateBuilder {
+  /** Adds a validated entry; false, and nothing added, when its key is already held. */
+  add(entry: PolicyEntry): boolean;
+  readonly count: number;
+  /** The state, once the set is checked whole (and adds up to `checksum`, when given). */
+  finish(checksum?: string): ParseResult<PolicyState>;
+}
+
+/** A delta checked against a state, ready to commit. */
+interface VerifiedDelta {
+  readonly version: number;
+  readonly checksum: string;
+  readonly changes: readonly { readonly key: string; readonly entry: PolicyEntry | null }[];
+  readonly isCoreChanged: boolean;
+}
+
+export class PolicyState {
+  #version: number;
+  #sum: EntrySetSum;
+  #settings: TSnapshotSettings | null = null;
+  readonly #tiers = new Map<string, TSnapshotTier>();
+  readonly #classes = new Map<string, TSnapshotEndpointClass>();
+  readonly #candidates = new Map<string, TSnapshotCandidate>();
+  readonly #overrides = new Map<string, OverrideList>();
+  #overrideCount = 0;
+  readonly #incidents = new Map<string, TSnapshotIncident>();
+  readonly #incidentsByCustomer = new Map<string, TSnapshotIncident[]>();
+  readonly #limits = new Map<string, TPolicyLimit>();
+  readonly #customerCache: GenerationCache<CustomerRules>;
+  readonly #sha256Hex: Sha256Hex;
+  #core: PreparedCore | null = null;
+  #prepared: PreparedSnapshot | null = null;
+
+  private constructor(version: number, options: PolicyStateOptions) {
+    this.#version = version;
+    this.#sum = new EntrySetSum();
+    this.#customerCache = new GenerationCache(options.customerCacheSize ?? 10_000);
+    this.#sha256Hex = options.sha256Hex ?? portableSha256Hex;
+  }
+
+  /**
+   * A state holding `entries` (validated ones: from `parseEntry`) at `version`; refused when the
+   * set is not a policy (no settings, a default that names nothing, a reference to a missing
+   * tier or class, an entry given twice). `checksum`, when given, must be the set's.
+   */
+  static build(
+    version: number,
+    entries: Iterable<PolicyEntry>,
+    options: PolicyStateOptions & { readonly checksum?: string } = {},
+  ): ParseResult<PolicyState> {
+    const builder = PolicyState.builder(version, options);
+    const errors: PolicyFieldError[] = [];
+    for (const entry of entries) {
+      if (!builder.add(entry)) {
+        errors.push({ path: [entry.key], message: `"${entry.key}" is given twice` });
+      }
+    }
+    if (errors.length > 0) return { ok: false, errors };
+    return builder.finish(options.checksum);
+  }
+
+  /**
+   * Builds a state one entry at a time, as a snapshot is read page by page: nothing but the state
+   * itself is held. `add` returns false (and ignores the entry) when its key is already there.
+   */
+  static builder(version: number, options: PolicyStateOptions = {}): PolicyStateBuilder {
+    const state = new PolicyState(version, options);
+    let count = 0;
+    return {
+      add(entry) {
+        if (state.#holds(entry)) return false;
+        state.#put(entry);
+        state.#sum.add(state.#digest(entry));
+        count++;
+        return true;
+      },
+      get count() {
+        return count;
+      },
+      finish(checksum) {
+        const errors = [
+          ...state.#checkCore(null),
+          ...state.#checkReferences(state.#allReferencing()),
+        ];
+        if (errors.length > 0) return { ok: false, errors };
+        if (checksum !== undefined && checksum !== state.checksum) {
+          return {
+            ok: false,
+            errors: [
+              {
+                path: ["checksum"],
+                message: `the entries add up to checksum ${state.checksum}, not ${checksum}: the snapshot was altered or damaged`,
+              },
+            ],
+          };
+        }
+        return { ok: true, value: state };
+      },
+    };
+  }
+
+  /** The state of a validated snapshot (`parseSnapshot`, `compileSnapshot`). */
+  static fromSnapshot(snapshot: TSnapshot, options: PolicyStateOptions = {}): PolicyState {
+    const built = PolicyState.build(
+      snapshot.version,
+      entriesOfSnapshotPolicy(snapshot.policy),
+      options,
+    );
+    if (!built.ok) {
+      throw new TypeError(`the snapshot is not a valid policy: ${built.errors[0]?.message}`);
+    }
+    return built.value;
+  }
+
+  get version(): number {
+    return this.#version;
+  }
+
+  /** The set's checksum (`entries.ts`). */
+  get checksum(): string {
+    return this.#sum.hex;
+  }
+
+  get size(): PolicyStateSize {
+    return {
+      entries:
+        (this.#settings === null ? 0 : 1) +
+        this.#tiers.size +
+        this.#classes.size +
+        this.#candidates.size +
+        this.#overrideCount +
+        this.#incidents.size,
+      customerOverrides: this.#overrideCount,
+      customersWithOverrides: this.#overrides.size,
+      incidents: this.#incidents.size,
+      distinctOverrideLimits: this.#limits.size,
+      preparedCustomers: this.#customerCache.count,
+    };
+  }
+
+  /** The entry under `key`, or undefined. */
+  get(key: string): PolicyEntry | undefined {
+    if (key === SETTINGS_KEY) {
+      return this.#settings === null ? undefined : { kind: "settings", key, value: this.#settings };
+    }
+    if (key.startsWith("tier:")) {
+      const value = this.#tiers.get(key.slice("tier:".length));
+      return value === undefined ? undefined : { kind: "tier", key, value };
+    }
+    if (key.startsWith("endpoint-class:")) {
+      const value = this.#classes.get(key.slice("endpoint-class:".length));
+      return value === undefined ? undefined : { kind: "endpoint-class", key, value };
+    }
+    const scope = parseScope(key);
+    if (scope?.kind === "customer") {
+      const list = this.#overrides.get(scope.customerId);
+      if (list === undefined) return undefined;
+      for (let index = 0; index < list.length; index += 2) {
+        if (list[index] === scope.endpointClass) {
+          const value: TSnapshotCustomerOverride = {
+            customerId: scope.customerId,
+            endpointClass: scope.endpointClass,
+            limit: list[index + 1] as TPolicyLimit,
+          };
+          return { kind: "customer-override", key, value };
+        }
+      }
+      return undefined;
+    }
+    if (scope?.kind === "incident") {
+      const value = this.#incidents.get(key);
+      return value === undefined ? undefined : { kind: "incident", key, value };
+    }
+    if (scope?.kind === "candidate") {
+      const value = this.#candidates.get(scope.candidateId);
+      return value === undefined ? undefined : { kind: "candidate", key, value };
+    }
+    return undefined;
+  }
+
+  /** Every entry, in no particular order (for a snapshot of the state). */
+  *entries(): IterableIterator<PolicyEntry> {
+    if (this.#settings !== null) {
+      yield { kind: "settings", key: SETTINGS_KEY, value: this.#settings };
+    }
+    for (const value of this.#tiers.values()) {
+      yield { kind: "tier", key: tierEntryKey(value.name), value };
+    }
+    for (const value of this.#classes.values()) {
+      yield { kind: "endpoint-class", key: endpointClassEntryKey(value.name), value };
+    }
+    for (const [customerId, list] of this.#overrides) {
+      for (let index = 0; index < list.length; index += 2) {
+        const endpointClass = list[index] as string | null;
+        yield {
+          kind: "customer-override",
+          key: overrideEntryKey(customerId, endpointClass),
+          value: { customerId, endpointClass, limit: list[index + 1] as TPolicyLimit },
+        };
+      }
+    }
+    for (const [key, value] of this.#incidents) yield { kind: "incident", key, value };
+    for (const value of this.#candidates.values()) {
+      yield { kind: "candidate", key: candidateEntryKey(value.id), value };
+    }
+  }
+
+  /**
+   * Applies `delta` if it is the next one for this state and checks out (see the header); else
+   * returns why not and changes nothing.
+   */
+  applyDelta(delta: TPolicyDelta): ParseResult<void> {
+    const verified = this.#verify(delta);
+    if (!verified.ok) return verified;
+    const { changes, isCoreChanged } = verified.value;
+    for (const { key, entry } of changes) {
+      this.#remove(key);
+      if (entry !== null) this.#put(entry);
+    }
+    this.#version = verified.value.version;
+    this.#sum = new EntrySetSum(verified.value.checksum);
+    if (isCoreChanged) this.#core = null;
+    this.#prepared = null;
+    return { ok: true, value: undefined };
+  }
+
+  /** The state indexed for `resolveLimits`; the same object until the next applied delta. */
+  prepared(): PreparedSnapshot {
+    if (this.#prepared !== null) return this.#prepared;
+    if (this.#core === null) {
+      const settings = this.#settings;
+      if (settings === null) throw new TypeError("a policy state without settings");
+      this.#core = prepareCore({
+        settings,
+        tiers: this.#tiers.values(),
+        endpointClasses: this.#classes.values(),
+        dryRunCandidates: this.#candidates.values(),
+      });
+    }
+    this.#prepared = new PreparedSnapshot(this.#version, this.#core, {
+      get: (customerId) => this.#customerRules(customerId),
+    });
+    return this.#prepared;
+  }
+
+  #customerRules(customerId: string): CustomerRules | undefined {
+    const cached = this.#customerCache.get(customerId);
+    if (cached !== undefined) return cached;
+    const list = this.#overrides.get(customerId);
+    const incidents = this.#incidentsByCustomer.get(customerId);
+    if (list === undefined && incidents === undefined) return undefined;
+    const overrides: { endpointClass: string | null; limit: TPolicyLimit }[] = [];
+    if (list !== undefined) {
+      for (let index = 0; index < list.length; index += 2) {
+        overrides.push({
+          endpointClass: list[index] as string | null,
+          limit: list[index + 1] as TPolicyLimit,
+        });
+      }
+    }
+    const rules = prepareCustomerRules(customerId, overrides, incidents ?? []);
+    this.#customerCache.set(customerId, rules);
+    return rules;
+  }
+
+  #verify(delta: TPolicyDelta): ParseResult<VerifiedDelta> {
+    const refuse = (path: (string | number)[], message: string): ParseResult<VerifiedDelta> => ({
+      ok: false,
+      errors: [{ path, message }],
+    });
+    if (delta.base !== this.#version) {
+      return refuse(
+        ["base"],
+        `delta ${delta.version} applies onto version ${delta.base}, but this policy is at version ${this.#version}`,
+      );
+    }
+    if (delta.baseChecksum !== this.checksum) {
+      return refuse(
+        ["baseChecksum"],
+        `delta ${delta.version} was computed from a set with checksum ${delta.baseChecksum}, but this version ${this.#version} has ${this.checksum}`,
+      );
+    }
+    const sum = new EntrySetSum(this.checksum);
+    const changes: { key: string; entry: PolicyEntry | null }[] = [];
+    const errors: PolicyFieldError[] = [];
+    let isCoreChanged = false;
+    delta.changes.forEach((change, index) => {
+      const current = this.get(change.key);
+      if (current !== undefined) sum.remove(this.#digest(current));
+      if (change.value === null) {
+        if (current === undefined) {
+          errors.push({
+            path: ["changes", index, "key"],
+            message: `removes "${change.key}", which this policy does not hold`,
+          });
+        }
+        changes.push({ key: change.key, entry: null });
+      } else {
+        const parsed = parseEntry(change.key, change.value);
+        if (!parsed.ok) {
+          for (const error of parsed.errors) {
+            errors.push({
+              path: ["changes", index, "value", ...error.path.slice(1)],
+              message: error.message,
+            });
+          }
+          return;
+        }
+        sum.add(this.#digest(parsed.value));
+        changes.push({ key: change.key, entry: parsed.value });
+      }
+      const kind = current?.kind ?? changes.at(-1)?.entry?.kind;
+      if (kind !== "customer-override" && kind !== "incident") isCoreChanged = true;
+    });
+    if (errors.length > 0) return { ok: false, errors };
+    if (sum.hex !== delta.checksum) {
+      return refuse(
+        ["checksum"],
+        `delta ${delta.version} promises checksum ${delta.checksum}, but its changes give ${sum.hex}: the delta was altered or damaged`,
+      );
+    }
+    const referencing = changes.flatMap(({ entry }) =>
+      entry !== null && (entry.kind === "customer-override" || entry.kind === "incident")
+        ? [entry]
+        : [],
+    );
+    const problems = [
+      ...(isCoreChanged ? this.#checkCore(changes) : []),
+      ...this.#checkReferences(referencing, isCoreChanged ? changes : null),
+    ];
+    if (problems.length > 0) return { ok: false, errors: problems };
+    return {
+      ok: true,
+      value: { version: delta.version, checksum: delta.checksum, changes, isCoreChanged },
+    };
+  }
+
+  /** The core (settings, tiers, classes, candidates) with `changes` applied, checked whole. */
+  #checkCore(
+    changes: readonly { readonly key: string; readonly entry: PolicyEntry | null }[] | null,
+  ): PolicyFieldError[] {
+    let settings = this.#settings;
+    const tiers = new Map(this.#tiers);
+    const classes = new Map(this.#classes);
+    const candidates = new Map(this.#candidates);
+    for (const { key, entry } of changes ?? []) {
+      switch (entryKindOfKey(key)) {
+        case "settings":
+          settings = entry?.kind === "settings" ? entry.value : null;
+          break;
+        case "tier":
+          tiers.delete(key.slice("tier:".length));
+          if (entry?.kind === "tier") tiers.set(entry.value.name, entry.value);
+          break;
+        case "endpoint-class":
+          classes.delete(key.slice("endpoint-class:".length));
+          if (entry?.kind === "endpoint-class") classes.set(entry.value.name, entry.value);
+          break;
+        case "candidate":
+          candidates.delete(key.slice("candidate:".length));
+          if (entry?.kind === "candidate") candidates.set(entry.value.id, entry.value);
+          break;
+        default:
+          break;
+      }
+    }
+    if (settings === null) return [{ path: [SETTINGS_KEY], message: "the policy has no settings" }];
+    return checkSnapshotPolicyCore({
+      defaultTier: settings.defaultTier,
+      defaultEndpointClass: settings.defaultEndpointClass,
+      tiers: [...tiers.values()],
+      endpointClasses: [...classes.values()],
+      customerOverrides: [],
+      incidentOverrides: [],
+      dryRunCandidates: [...candidates.values()],
+    });
+  }
+
+  /** Overrides and incidents must name endpoint classes that exist (after `changes`). */
+  #checkReferences(
+    entries: Iterable<PolicyEntry>,
+    changes: readonly { readonly key: string; readonly entry: PolicyEntry | null }[] | null = null,
+  ): PolicyFieldError[] {
+    const changed = new Map((changes ?? []).map((change) => [change.key, change.entry]));
+    const classExists = (name: string) => {
+      const key = endpointClassEntryKey(name);
+      if (changed.has(key)) return changed.get(key) !== null;
+      return this.#classes.has(name);
+    };
+    const errors: PolicyFieldError[] = [];
+    for (const entry of entries) {
+      if (entry.kind !== "customer-override" && entry.kind !== "incident") continue;
+      const endpointClass = entry.value.endpointClass;
+      if (endpointClass !== null && !classExists(endpointClass)) {
+        errors.push({
+          path: [entry.key, "endpointClass"],
+          message: `there is no endpoint class "${endpointClass}"`,
+        });
+      }
+    }
+    return errors;
+  }
+
+  *#allReferencing(): IterableIterator<PolicyEntry> {
+    for (const [key, value] of this.#incidents) yield { kind: "incident", key, value };
+    for (const [customerId, list] of this.#overrides) {
+      for (let index = 0; index < list.length; index += 2) {
+        const endpointClass = list[index] as string | null;
+        if (endpointClass === null) continue;
+        yield {
+          kind: "customer-override",
+          key: overrideEntryKey(customerId, endpointClass),
+          value: { customerId, endpointClass, limit: list[index + 1] as TPolicyLimit },
+        };
+      }
+    }
+  }
+
+  #digest(entry: PolicyEntry): string {
+    return entryDigestHex(entry.key, entryText(entry), this.#sha256Hex);
+  }
+
+  /** Whether an entry under `entry`'s key is held (without parsing the key). */
+  #holds(entry: PolicyEntry): boolean {
+    switch (entry.kind) {
+      case "settings":
+        return this.#settings !== null;
+      case "tier":
+        return this.#tiers.has(entry.value.name);
+      case "endpoint-class":
+        return this.#classes.has(entry.value.name);
+      case "candidate":
+        return this.#candidates.has(entry.value.id);
+      case "incident":
+        return this.#incidents.has(entry.key);
+      case "customer-override": {
+        const list = this.#overrides.get(entry.value.customerId);
+        if (list === undefined) return false;
+        for (let index = 0; index < list.length; index += 2) {
+          if (list[index] === entry.value.endpointClass) return true;
+        }
+        return false;
+      }
+      default: {
+        const unknown: never = entry;
+        throw new TypeError(`unknown entry ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+
+  #intern(limit: TPolicyLimit): TPolicyLimit {
+    const text = canonicalJson(limit);
+    const shared = this.#limits.get(text);
+    if (shared !== undefined) return shared;
+    const frozen = Object.freeze({ ...limit });
+    this.#limits.set(text, frozen);
+    return frozen;
+  }
+
+  #put(entry: PolicyEntry): void {
+    switch (entry.kind) {
+      case "settings":
+        this.#settings = entry.value;
+        return;
+      case "tier":
+        this.#tiers.set(entry.value.name, entry.value);
+        return;
+      case "endpoint-class":
+        this.#classes.set(entry.value.name, entry.value);
+        return;
+      case "candidate":
+        this.#candidates.set(entry.value.id, entry.value);
+        return;
+      case "customer-override": {
+        const { customerId, endpointClass, limit } = entry.value;
+        const list = this.#overrides.get(customerId);
+        const interned = this.#intern(limit);
+        if (list === undefined) this.#overrides.set(customerId, [endpointClass, interned]);
+        else list.push(endpointClass, interned);
+        this.#overrideCount++;
+        this.#customerCache.delete(customerId);
+        return;
+      }
+      case "incident": {
+        const customerId = entry.value.customerId;
+        this.#incidents.set(entry.key, entry.value);
+        const list = this.#incidentsByCustomer.get(customerId);
+        if (list === undefined) this.#incidentsByCustomer.set(customerId, [entry.value]);
+        else list.push(entry.value);
+        this.#customerCache.delete(customerId);
+        return;
+      }
+      default: {
+        const unknown: never = entry;
+        throw new TypeError(`unknown entry ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+
+  #remove(key: string): void {
+    const current = this.get(key);
+    if (current === undefined) return;
+    switch (current.kind) {
+      case "settings":
+        this.#settings = null;
+        return;
+      case "tier":
+        this.#tiers.delete(current.value.name);
+        return;
+      case "endpoint-class":
+        this.#classes.delete(current.value.name);
+        return;
+      case "candidate":
+        this.#candidates.delete(current.value.id);
+        return;
+      case "customer-override": {
+        const { customerId, endpointClass } = current.value;
+        const list = this.#overrides.get(customerId);
+        if (list === undefined) return;
+        const index = list.findIndex(
+          (item, position) => position % 2 === 0 && item === endpointClass,
+        );
+        if (index >= 0) list.splice(index, 2);
+        if (list.length === 0) this.#overrides.delete(customerId);
+        this.#overrideCount--;
+        this.#customerCache.delete(customerId);
+        return;
+      }
+      case "incident": {
+        const customerId = current.value.customerId;
+        this.#incidents.delete(key);
+        const list = this.#incidentsByCustomer
+          .get(customerId)
+          ?.filter((item) => item.id !== current.value.id);
+        if (list === undefined || list.length === 0) this.#incidentsByCustomer.delete(customerId);
+        else this.#incidentsByCustomer.set(customerId, list);
+        this.#customerCache.delete(customerId);
+        return;
+      }
+      default: {
+        const unknown: never = current;
+        throw new TypeError(`unknown entry ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * Runs before every route (Next.js's proxy, on the Node.js runtime): refuses a path that is not
+ * valid percent-encoding (400, the API's error shape under /api), and puts the security headers
+ * (lib/api/security-headers.ts) on every response.
+ */
+import { type NextRequest, NextResponse } from "next/server";
+import { errorResponse, requestIdOf } from "@/lib/api/error-response";
+import { malformedSegmentOf, securityHeaders } from "@/lib/api/security-headers";
+import { requestOriginOf } from "@/lib/control/auth/client-address";
+import { AppError } from "@/lib/control/errors";
+
+function withHeaders(response: Response, headers: Record<string, string>): Response {
+  for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+  return response;
+}
+
+export function proxy(request: NextRequest): Response {
+  const headers = securityHeaders(requestOriginOf(request).isHttps);
+  const pathname = request.nextUrl.pathname;
+  const segment = malformedSegmentOf(pathname);
+  if (segment !== null) {
+    const message = `Segment ${segment} of the path is not valid percent-encoding (UTF-8 bytes as %XX).`;
+    if (pathname === "/api" || pathname.startsWith("/api/")) {
+      return withHeaders(
+        errorResponse(
+          new AppError("MALFORMED_URL", message, {
+            fieldErrors: [{ path: "path", message }],
+          }),
+          requestIdOf(request),
+        ),
+        headers,
+      );
+    }
+    return withHeaders(
+      new Response(
+        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bad address · Limitplane</title></head><body><main><h1>Bad address</h1><p>${message}</p><p><a href="/">Go to the overview</a></p></main></body></html>`,
+        { status: 400, headers: { "content-type": "text/html; charset=utf-8" } },
+      ),
+      headers,
+    );
+  }
+  return withHeaders(NextResponse.next(), headers);
+}

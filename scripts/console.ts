@@ -1,0 +1,85 @@
+/**
+ * `npm start`: the console's HTTP server, serving the production build (`npm run build`) through
+ * Next.js. What it adds to `next start`:
+ *
+ * - it listens on CONSOLE_HOST, 127.0.0.1 unless told otherwise, and PORT, and prints the one
+ *   address it serves; over https when CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE are set;
+ * - it tells the app each request's connection (peer address, TLS) in a header only it can write
+ *   (lib/server/console-peer.ts), which the sign-in limit and HSTS rely on;
+ * - it keeps idle connections open for 65 s, longer than clients keep theirs (Node's agent: 5 s),
+ *   so a client never sends on a socket the server is closing;
+ * - SIGTERM or SIGINT stops it: no new connections, requests in flight finish (10 s at most),
+ *   exit 0.
+ */
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
+import path from "node:path";
+import next from "next";
+import { createPeerStamp } from "../lib/server/console-peer";
+import { EnvError, loadEnv } from "../lib/server/env";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const KEEP_ALIVE_MS = 65_000;
+const DRAIN_MS = 10_000;
+
+async function main(): Promise<void> {
+  const env = loadEnv();
+  const stamp = createPeerStamp();
+  const app = next({ dev: false, dir: ROOT, hostname: env.CONSOLE_HOST, port: env.PORT });
+  const handle = app.getRequestHandler();
+  await app.prepare();
+  const listener = (request: IncomingMessage, response: ServerResponse) => {
+    stamp(request);
+    void handle(request, response);
+  };
+  const tls =
+    env.CONSOLE_TLS_CERT_FILE !== undefined && env.CONSOLE_TLS_KEY_FILE !== undefined
+      ? {
+          cert: readTlsFile("CONSOLE_TLS_CERT_FILE", env.CONSOLE_TLS_CERT_FILE),
+          key: readTlsFile("CONSOLE_TLS_KEY_FILE", env.CONSOLE_TLS_KEY_FILE),
+        }
+      : null;
+  const server = tls === null ? createServer(listener) : createTlsServer(tls, listener);
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 1_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(env.PORT, env.CONSOLE_HOST, () => resolve());
+  });
+  const shown = env.CONSOLE_HOST.includes(":") ? `[${env.CONSOLE_HOST}]` : env.CONSOLE_HOST;
+  console.log(`console: listening on ${tls === null ? "http" : "https"}://${shown}:${env.PORT}`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`console: ${signal}, stopping`);
+    const force = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+    force.unref();
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+function readTlsFile(variable: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error: unknown) {
+    throw new EnvError(`Invalid configuration: ${variable} cannot be read (${String(error)})`);
+  }
+}
+
+main().catch((error: unknown) => {
+  const code = (error as { code?: unknown } | null)?.code;
+  console.error(
+    error instanceof EnvError
+      ? error.message
+      : code === "EADDRINUSE"
+        ? `console: port ${loadEnv().PORT} on ${loadEnv().CONSOLE_HOST} is in use; stop what holds it (\`ss -ltnp 'sport = :${loadEnv().PORT}'\` shows it) or set PORT`
+        : `console: ${error instanceof Error ? error.message : String(error)}`,
+  );
+  process.exit(1);
+});
