@@ -11,7 +11,7 @@
  */
 
 import { readEnforcerHeartbeats } from "@limitplane/enforcer/publication";
-import { tokenBucket } from "@limitplane/enforcer/testing";
+import { checkFetchResponseContract, tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -123,11 +123,14 @@ describe("Redis stopped under traffic", () => {
     // closed: anonymous sign-in is refused while the store is unreachable.
     const refused = await waitFor("sign-in to fail closed", async () => {
       const response = await signIn(gateway(0));
-      return response.status === 429 ? response : undefined;
+      return response.status === 503 ? response : undefined;
     });
-    expect(refused.headers.get("retry-after")).not.toBeNull();
-    expect(await refused.json()).toMatchObject({
-      code: "RATE_LIMITED",
+    const contract = await checkFetchResponseContract(refused);
+    expect(contract.retryAfterSec).toBeGreaterThanOrEqual(1);
+    expect(contract.policies.has("address/endpoint:sign-in")).toBe(true);
+    expect(contract.problem).toMatchObject({
+      type: "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity",
+      code: "LIMITER_UNAVAILABLE",
       scope: "address/endpoint:sign-in",
     });
 
@@ -172,7 +175,7 @@ describe("Redis stopped under traffic", () => {
     try {
       await waitFor("sign-in to fail closed on a hung Redis", async () => {
         const response = await signIn(gateway(1));
-        return response.status === 429 ? true : undefined;
+        return response.status === 503 ? true : undefined;
       });
       expect(failures(await metricsOf(gateway(1)), "timeout")).toBeGreaterThan(0);
     } finally {

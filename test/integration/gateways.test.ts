@@ -5,7 +5,7 @@
  */
 import { Agent } from "node:http";
 import type { TPolicyDocumentInput } from "@limitplane/enforcer/policy";
-import { tokenBucket } from "@limitplane/enforcer/testing";
+import { checkRateLimitContract, tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
@@ -108,15 +108,25 @@ describe("three gateways, one shared limit", () => {
 
     for (const reply of rejected) {
       expect(reply.headers).toMatchObject({
-        "content-type": "application/json",
+        "content-type": "application/problem+json",
         "retry-after": "1",
         "ratelimit-policy": '"tier:free";q=20;w=2, "ceiling";q=10000;w=5',
         ratelimit: '"tier:free";r=0;t=1',
         "x-ratelimit-limit": "20",
         "x-ratelimit-remaining": "0",
       });
-      const body = JSON.parse(reply.body) as { code: string; scope: string; retryAfterMs: number };
-      expect(body).toMatchObject({ code: "RATE_LIMITED", scope: "tier:free" });
+      const { problem } = checkRateLimitContract({
+        status: reply.status,
+        header: (name) => reply.headers[name],
+        bodyText: reply.body,
+      });
+      const body = problem as { scope: string; retryAfterMs: number };
+      expect(body).toMatchObject({
+        type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+        "violated-policies": ["tier:free"],
+        code: "RATE_LIMITED",
+        scope: "tier:free",
+      });
       expect(body.retryAfterMs).toBeGreaterThan(0);
       expect(body.retryAfterMs).toBeLessThanOrEqual(100);
     }

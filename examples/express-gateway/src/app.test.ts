@@ -8,7 +8,11 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createEnforcer, type Enforcer } from "@limitplane/enforcer";
 import { createRedisClient, publishSnapshot } from "@limitplane/enforcer/publication";
-import { exampleSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
+import {
+  checkFetchResponseContract,
+  exampleSnapshot,
+  tokenBucket,
+} from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeys } from "./api-keys";
@@ -88,7 +92,12 @@ describe("the Express example", () => {
     const rejected = responses.find((response) => response.status === 429);
     expect(Number(rejected?.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(rejected?.headers.get("ratelimit-policy")).toContain('"tier:free"');
-    expect(await rejected?.json()).toMatchObject({ code: "RATE_LIMITED", scope: "tier:free" });
+    if (rejected === undefined) throw new Error("no rejection");
+    expect((await checkFetchResponseContract(rejected)).problem).toMatchObject({
+      "violated-policies": ["tier:free"],
+      code: "RATE_LIMITED",
+      scope: "tier:free",
+    });
   });
 
   it("takes the tier from the API key: a pro customer is not held to the free burst", async () => {

@@ -123,7 +123,15 @@ describe("the building blocks, assembled", () => {
         RateLimit: '"tier:free";r=0;t=1',
         "Retry-After": "1",
       });
-      expect(http.body).toEqual({ code: "RATE_LIMITED", scope: "tier:free", retryAfterMs: 100 });
+      expect(http.body).toEqual({
+        type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+        title: "Quota exceeded",
+        status: 429,
+        "violated-policies": ["tier:free"],
+        code: "RATE_LIMITED",
+        scope: "tier:free",
+        retryAfterMs: 100,
+      });
     }
     // The candidate (bursts of 10 at 5/s), enforced in tier:free's place, would have admitted 10
     // of the 25 and rejected 15: its would-reject count across the gateways says exactly that.

@@ -74,6 +74,10 @@ describe("DecisionEngine", () => {
         "X-RateLimit-Remaining": "0",
       });
       expect(result.http.body).toEqual({
+        type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+        title: "Quota exceeded",
+        status: 429,
+        "violated-policies": ["tier:free"],
         code: "RATE_LIMITED",
         scope: "tier:free",
         retryAfterMs: 100,
@@ -218,7 +222,8 @@ describe("DecisionEngine", () => {
       reason: "store-unavailable",
       scope: "address/endpoint:sign-in",
     });
-    expect(signIn.http.status).toBe(429);
+    expect(signIn.http.status).toBe(503);
+    expect(signIn.http.body).toMatchObject({ code: "LIMITER_UNAVAILABLE" });
     expect(engine.metrics.totals().degradedByFailure["store-error"]).toBe(2);
   });
 

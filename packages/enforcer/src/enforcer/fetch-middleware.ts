@@ -8,9 +8,9 @@
  * // or: export const GET = withRateLimit(enforcer, handler, options);
  * ```
  *
- * Admitted: the handler's response, with the rate-limit headers added. Rejected: 429 with
- * `Retry-After`, the headers, and `{ "code": "RATE_LIMITED", "scope", "retryAfterMs" }`; the
- * handler is not called.
+ * Admitted: the handler's response, with the rate-limit headers added. Rejected: 429 (quota
+ * exceeded) or 503 (fail-closed, limiter unavailable) with `Retry-After`, the headers, and the
+ * `application/problem+json` body `buildRateLimitResponse` makes; the handler is not called.
  */
 import type { RequestChecker } from "./decision-engine";
 import {

@@ -3,7 +3,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../limiter/stores/memory";
+import type { LimiterStore } from "../limiter/types";
 import { prepareSnapshot } from "../policy/prepare";
+import { checkFetchResponseContract } from "../testing/http-contract";
 import { exampleSnapshot } from "../testing/policy-factory";
 import { DecisionEngine, type EnforcerRequest, type RequestChecker } from "./decision-engine";
 import { createFetchMiddleware, withRateLimit } from "./fetch-middleware";
@@ -11,12 +13,18 @@ import { forwardedClientAddress, trustedHops } from "./http-adapter";
 import { createNodeMiddleware } from "./node-middleware";
 import { ManualTimers } from "./timers";
 
+/** A store that is down: every call fails at once. */
+const DOWN_STORE: LimiterStore = {
+  decide: () => Promise.reject(new Error("connect ECONNREFUSED")),
+  peek: () => Promise.reject(new Error("connect ECONNREFUSED")),
+};
+
 /** An engine on the example policy and an in-process store, recording what it was asked. */
-function checker(): RequestChecker & { readonly requests: EnforcerRequest[] } {
+function checker(store?: LimiterStore): RequestChecker & { readonly requests: EnforcerRequest[] } {
   const timers = new ManualTimers(1_000);
   const snapshot = prepareSnapshot(exampleSnapshot());
   const engine = new DecisionEngine({
-    store: new MemoryStore({ clock: timers }),
+    store: store ?? new MemoryStore({ clock: timers }),
     snapshot: () => snapshot,
     expectedGateways: 1,
     clock: timers,
@@ -61,7 +69,6 @@ describe("Fetch middleware", () => {
       Response.json({ ok: true }),
     );
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ ok: true });
     expect(Object.fromEntries(response.headers)).toMatchObject({
       "ratelimit-policy": '"tier:free";q=20;w=2, "ceiling";q=10000;w=5',
       ratelimit: '"tier:free";r=19;t=1',
@@ -69,9 +76,15 @@ describe("Fetch middleware", () => {
       "x-ratelimit-remaining": "19",
       "x-ratelimit-reset": "1",
     });
+    expect((await checkFetchResponseContract(response.clone())).rateLimit).toEqual({
+      name: "tier:free",
+      remaining: 19,
+      resetSec: 1,
+    });
+    expect(await response.json()).toEqual({ ok: true });
   });
 
-  it("429: a rejection never reaches the handler and says scope, Retry-After and retryAfterMs", async () => {
+  it("429: a rejection never reaches the handler; a quota-exceeded problem naming the policy", async () => {
     const limit = createFetchMiddleware(checker(), { identify: () => FREE });
     let handled = 0;
     const handler = () => {
@@ -83,13 +96,46 @@ describe("Fetch middleware", () => {
     expect(handled).toBe(20);
     expect(response.status).toBe(429);
     expect(response.headers.get("retry-after")).toBe("1");
-    expect(response.headers.get("content-type")).toBe("application/json");
+    expect(response.headers.get("content-type")).toBe("application/problem+json");
     expect(response.headers.get("ratelimit")).toBe('"tier:free";r=0;t=1');
-    expect(await response.json()).toEqual({
+    const contract = await checkFetchResponseContract(response);
+    expect(contract.problem).toEqual({
+      type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+      title: "Quota exceeded",
+      status: 429,
+      "violated-policies": ["tier:free"],
       code: "RATE_LIMITED",
       scope: "tier:free",
       retryAfterMs: 100,
     });
+    expect([...contract.policies.keys()]).toEqual(["tier:free", "ceiling"]);
+  });
+
+  it("503: a fail-closed limit with the store down is a temporary-reduced-capacity problem", async () => {
+    const limit = createFetchMiddleware(checker(DOWN_STORE), {
+      clientAddress: () => "203.0.113.9",
+    });
+    let handled = 0;
+    const response = await limit(
+      new Request("http://gw.test/v1/auth/sign-in", { method: "POST" }),
+      () => {
+        handled++;
+        return new Response("ok");
+      },
+    );
+    expect(handled).toBe(0);
+    expect(response.status).toBe(503);
+    const contract = await checkFetchResponseContract(response);
+    expect(contract.problem).toEqual({
+      type: "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity",
+      title: "Rate limiter unavailable",
+      status: 503,
+      code: "LIMITER_UNAVAILABLE",
+      scope: "address/endpoint:sign-in",
+      retryAfterMs: 1000,
+    });
+    expect(contract.retryAfterSec).toBe(1);
+    expect(contract.policies.has("address/endpoint:sign-in")).toBe(true);
   });
 
   it("adds the headers to a response whose headers are immutable (a redirect)", async () => {
@@ -182,6 +228,7 @@ describe("Node middleware (node:http, as Express calls it)", () => {
     const base = await serve(checker());
     const response = await fetch(`${base}/v1/search`, { headers: { "x-customer-id": "initech" } });
     expect(response.status).toBe(200);
+    expect((await checkFetchResponseContract(response.clone())).rateLimit?.name).toBe("tier:free");
     expect(await response.text()).toBe("hello");
     expect(response.headers.get("ratelimit-policy")).toBe(
       '"tier:free";q=20;w=2, "tier:free/endpoint:search";q=20;w=10, "ceiling";q=10000;w=5',
@@ -189,7 +236,7 @@ describe("Node middleware (node:http, as Express calls it)", () => {
     expect(response.headers.get("x-ratelimit-remaining")).toBe("18");
   });
 
-  it("429: JSON body, Retry-After, every header, and next() not called", async () => {
+  it("429: problem body, Retry-After, every header, and next() not called", async () => {
     const base = await serve(checker());
     const get = () => fetch(`${base}/v1/reports/1`, { headers: { "x-customer-id": "initech" } });
     expect((await get()).status).toBe(200);
@@ -200,11 +247,40 @@ describe("Node middleware (node:http, as Express calls it)", () => {
     expect(rejected.headers.get("ratelimit")).toBe('"tier:free/endpoint:reports";r=0;t=20');
     expect(rejected.headers.get("x-ratelimit-limit")).toBe("20");
     expect(rejected.headers.get("x-ratelimit-reset")).toBe("40");
-    expect(await rejected.json()).toEqual({
+    expect(rejected.headers.get("content-length")).not.toBeNull();
+    expect((await checkFetchResponseContract(rejected)).problem).toEqual({
+      type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+      title: "Quota exceeded",
+      status: 429,
+      "violated-policies": ["tier:free", "tier:free/endpoint:reports"],
       code: "RATE_LIMITED",
       scope: "tier:free/endpoint:reports",
       retryAfterMs: 20_000,
     });
+  });
+
+  it("503: fail-closed with the store down, the same problem as the Fetch adapter's", async () => {
+    let nextCalls = 0;
+    const limit = createNodeMiddleware(checker(DOWN_STORE));
+    server = createServer((req, res) =>
+      limit(req, res, () => {
+        nextCalls++;
+        res.writeHead(200).end("hello");
+      }),
+    );
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    const response = await fetch(`http://127.0.0.1:${port}/v1/auth/sign-in`, { method: "POST" });
+    expect(nextCalls).toBe(0);
+    expect(response.status).toBe(503);
+    const contract = await checkFetchResponseContract(response);
+    expect(contract.problem).toMatchObject({
+      status: 503,
+      code: "LIMITER_UNAVAILABLE",
+      scope: "address/endpoint:sign-in",
+    });
+    expect(contract.retryAfterSec).toBe(1);
   });
 
   it("keys anonymous callers by the socket address unless a proxy is trusted", async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../limiter/clock";
 import { MemoryStore } from "../limiter/stores/memory";
 import type { LayeredDecision, LimitCheck, LimitSpec } from "../limiter/types";
+import { checkRateLimitContract } from "../testing/http-contract";
 import {
   buildRateLimitResponse,
   formatRateLimitPolicy,
@@ -149,9 +150,17 @@ describe("the HTTP contract: exact headers", () => {
         // 19.5 tokens missing at 10 per second: full again in 1,950 ms.
         "X-RateLimit-Reset": "2",
         "Retry-After": "1",
-        "Content-Type": "application/json",
+        "Content-Type": "application/problem+json",
       },
-      body: { code: "RATE_LIMITED", scope: "tier:pro", retryAfterMs: 50 },
+      body: {
+        type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+        title: "Quota exceeded",
+        status: 429,
+        "violated-policies": ["tier:pro"],
+        code: "RATE_LIMITED",
+        scope: "tier:pro",
+        retryAfterMs: 50,
+      },
     });
   });
 
@@ -190,6 +199,35 @@ describe("the HTTP contract: exact headers", () => {
       `"tier:pro/endpoint:reports";r=0;t=${response.headers["Retry-After"]}`,
     );
     expect(response.body?.scope).toBe("tier:pro/endpoint:reports");
+  });
+
+  it("violated-policies names every enforced limit that rejected, as RateLimit-Policy does", () => {
+    const { store } = storeAt(T0);
+    const tight: LimitSpec = { algorithm: "fixed-window", limit: 1, windowMs: 60_000 };
+    const checks = [
+      enforce("tier:pro", tight, "account"),
+      dryRun("candidate:strict", tight),
+      enforce("tier:pro/endpoint:reports", REPORTS, "endpoint:reports"),
+      enforce("ceiling", tight),
+    ];
+    store.decideSync({ subject: "c:acme", checks });
+    const response = buildRateLimitResponse(
+      store.decideSync({ subject: "c:acme", checks }),
+      checks,
+    );
+    const contract = checkRateLimitContract({
+      status: response.status ?? 200,
+      header: (name) =>
+        Object.entries(response.headers).find(([key]) => key.toLowerCase() === name)?.[1],
+      bodyText: JSON.stringify(response.body),
+    });
+    // The dry-run limit rejected too, but it is no quota the client is held to.
+    expect(contract.problem?.["violated-policies"]).toEqual(["tier:pro", "ceiling"]);
+    expect([...contract.policies.keys()]).toEqual([
+      "tier:pro",
+      "tier:pro/endpoint:reports",
+      "ceiling",
+    ]);
   });
 
   it("a dry-run limit is never listed and never reported, even when it would reject", () => {
@@ -235,7 +273,15 @@ describe("the HTTP contract: exact headers", () => {
     expect(response.status).toBe(429);
     expect(response.headers["Retry-After"]).toBeUndefined();
     expect(response.headers.RateLimit).toBe('"tier:pro";r=20;t=0');
-    expect(response.body).toEqual({ code: "RATE_LIMITED", scope: "tier:pro", retryAfterMs: 0 });
+    expect(response.body).toEqual({
+      type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+      title: "Quota exceeded",
+      status: 429,
+      "violated-policies": ["tier:pro"],
+      code: "RATE_LIMITED",
+      scope: "tier:pro",
+      retryAfterMs: 0,
+    });
   });
 
   it("a degraded decision whose binding limit was not measured carries the policy only", () => {
@@ -246,6 +292,8 @@ describe("the HTTP contract: exact headers", () => {
       reason: null,
       outcomes: [
         {
+          allowed: true,
+          reason: null,
           scope: "tier:pro",
           mode: "enforce",
           limit: 20,
@@ -260,7 +308,7 @@ describe("the HTTP contract: exact headers", () => {
     });
   });
 
-  it("a fail-closed rejection (store unavailable) is a 429 with its Retry-After hint", () => {
+  it("a fail-closed rejection (store unavailable) is a 503 with its Retry-After hint and the policy", () => {
     const decision: HttpDecision = {
       allowed: false,
       scope: "address/endpoint:sign-in",
@@ -268,6 +316,8 @@ describe("the HTTP contract: exact headers", () => {
       reason: "store-unavailable",
       outcomes: [
         {
+          allowed: false,
+          reason: "store-unavailable",
           scope: "address/endpoint:sign-in",
           mode: "enforce",
           limit: 5,
@@ -285,17 +335,20 @@ describe("the HTTP contract: exact headers", () => {
       }),
     ];
     expect(buildRateLimitResponse(decision, checks)).toEqual({
-      status: 429,
+      status: 503,
       headers: {
         "RateLimit-Policy": '"address/endpoint:sign-in";q=5;w=60',
-        RateLimit: '"address/endpoint:sign-in";r=0;t=1',
-        "X-RateLimit-Limit": "5",
-        "X-RateLimit-Remaining": "0",
-        "X-RateLimit-Reset": "1",
         "Retry-After": "1",
-        "Content-Type": "application/json",
+        "Content-Type": "application/problem+json",
       },
-      body: { code: "RATE_LIMITED", scope: "address/endpoint:sign-in", retryAfterMs: 1000 },
+      body: {
+        type: "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity",
+        title: "Rate limiter unavailable",
+        status: 503,
+        code: "LIMITER_UNAVAILABLE",
+        scope: "address/endpoint:sign-in",
+        retryAfterMs: 1000,
+      },
     });
   });
 
@@ -324,6 +377,73 @@ describe("the HTTP contract: exact headers", () => {
     expect(buildRateLimitResponse(decision, [enforce("tier:pro", PRO)]).headers.RateLimit).toBe(
       '"tier:pro";r=3;t=2',
     );
+  });
+});
+
+function contractOf(response: ReturnType<typeof buildRateLimitResponse>) {
+  return checkRateLimitContract({
+    status: response.status ?? 200,
+    header: (name) =>
+      Object.entries(response.headers).find(([key]) => key.toLowerCase() === name)?.[1],
+    bodyText: JSON.stringify(response.body),
+  });
+}
+
+describe("every response parses and names only advertised policies (RFC 9651 parser)", () => {
+  it("holds for random limits, costs and pauses", () => {
+    const specs: LimitSpec[] = [
+      PRO,
+      CEILING,
+      REPORTS,
+      { algorithm: "leaky-meter", burst: 3, drainPerSec: 1 },
+    ];
+    fc.assert(
+      fc.property(
+        fc.subarray([0, 1, 2, 3], { minLength: 1 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 3_000 })), {
+          minLength: 1,
+          maxLength: 30,
+        }),
+        (picked, steps) => {
+          const { store, clock } = storeAt(T0);
+          const checks = picked.map((index) =>
+            index === 2
+              ? dryRun(`s${index}`, specs[index] as LimitSpec)
+              : enforce(`s${index}`, specs[index] as LimitSpec),
+          );
+          for (const [cost, pauseMs] of steps) {
+            clock.advance(pauseMs);
+            const response = buildRateLimitResponse(
+              store.decideSync({ subject: "c:acme", checks, cost }),
+              checks,
+            );
+            contractOf(response);
+          }
+        },
+      ),
+    );
+  });
+
+  it("the checker itself refuses a name RateLimit-Policy does not hold, and a wrong media type", () => {
+    const { store } = storeAt(T0);
+    const checks = [enforce("tier:pro", PRO)];
+    store.decideSync({ subject: "c:acme", checks, cost: 20 });
+    const rejected = buildRateLimitResponse(
+      store.decideSync({ subject: "c:acme", checks }),
+      checks,
+    );
+    expect(contractOf(rejected).problem?.["violated-policies"]).toEqual(["tier:pro"]);
+    const renamed = { ...rejected, body: { ...rejected.body, "violated-policies": ["tier:free"] } };
+    expect(() => contractOf(renamed as typeof rejected)).toThrow(
+      /violated-policies names tier:free/,
+    );
+    const plainJson = {
+      ...rejected,
+      headers: { ...rejected.headers, "Content-Type": "application/json" },
+    };
+    expect(() => contractOf(plainJson)).toThrow(/application\/problem\+json/);
+    const badField = { ...rejected, headers: { ...rejected.headers, RateLimit: "tier:pro;r=0" } };
+    expect(() => contractOf(badField)).toThrow(/RateLimit/);
   });
 });
 

@@ -1,10 +1,24 @@
 /**
  * The HTTP contract, as a pure function of a decision and the checks it was made for: the IETF
- * `RateLimit-Policy` and `RateLimit` fields of draft-ietf-httpapi-ratelimit-headers-10, the familiar
- * `X-RateLimit-*` fields for the same limit, and on rejection 429 with `Retry-After` and a JSON body
- * naming the limit. The HTTP adapters copy the result onto their responses.
+ * `RateLimit-Policy` and `RateLimit` fields of draft-ietf-httpapi-ratelimit-headers-11, the familiar
+ * `X-RateLimit-*` fields for the same limit, and on rejection a problem-details body (RFC 9457,
+ * `application/problem+json`) of one of the draft's problem types. The HTTP adapters (Node, Fetch,
+ * and Next.js through Fetch) copy the result onto their responses; none builds a body itself.
  *
- * Draft-10 sections followed (text: https://www.ietf.org/archive/id/draft-ietf-httpapi-ratelimit-headers-10.txt):
+ * Draft-11 §"Problem Types" (text: https://www.ietf.org/archive/id/draft-ietf-httpapi-ratelimit-headers-11.txt):
+ *
+ * - A quota rejection is 429 with type `https://iana.org/assignments/http-problem-types#quota-exceeded`
+ *   and the draft's extension member `violated-policies`: the names, as they appear in
+ *   `RateLimit-Policy`, of every enforced limit that rejected the request. Our own members `code`
+ *   (`RATE_LIMITED`), `scope` (the binding limit) and `retryAfterMs` stay as extension members.
+ * - A fail-closed rejection (the shared store could not be asked and the limit's policy is
+ *   `closed`) is not a quota the client exceeded: 503 with type
+ *   `https://iana.org/assignments/http-problem-types#temporary-reduced-capacity`, code
+ *   `LIMITER_UNAVAILABLE`, `Retry-After`, and `RateLimit-Policy` for the checks it was resolved to.
+ *   It carries no `violated-policies` (nothing was exceeded) and no `RateLimit` or `X-RateLimit-*`
+ *   (nothing was measured).
+ *
+ * Draft-10/-11 field sections followed:
  *
  * - §3 "The "RateLimit-Policy" response header field is a non-empty List of Quota Policy Items.
  *   The Item value MUST be a String." One item per ENFORCED limit, named by its scope. Dry-run
@@ -55,6 +69,8 @@ export interface HttpDecision {
 
 /** The parts of one limit's outcome the headers read. */
 export interface HttpOutcome {
+  readonly allowed: boolean;
+  readonly reason: string | null;
   readonly scope: string;
   readonly mode: LimitMode;
   readonly limit: number;
@@ -63,24 +79,50 @@ export interface HttpOutcome {
   readonly resetAfterMs: number;
 }
 
-/** The 429 body: which limit was hit and when to come back. */
-export interface RateLimitedBody {
+export const QUOTA_EXCEEDED_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+export const TEMPORARY_REDUCED_CAPACITY_TYPE =
+  "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity";
+
+/** The 429 body (RFC 9457 problem details): which limits were exceeded and when to come back. */
+export interface QuotaExceededProblem {
+  readonly type: typeof QUOTA_EXCEEDED_TYPE;
+  readonly title: "Quota exceeded";
+  readonly status: 429;
+  /** The `RateLimit-Policy` names of every enforced limit that rejected; the binding one among them. */
+  readonly "violated-policies": readonly string[];
   readonly code: "RATE_LIMITED";
+  /** The binding limit: the one `RateLimit` reports. */
   readonly scope: string;
   readonly retryAfterMs: number;
 }
 
+/** The fail-closed 503 body: the limiter could not decide, and this limit does not serve without it. */
+export interface LimiterUnavailableProblem {
+  readonly type: typeof TEMPORARY_REDUCED_CAPACITY_TYPE;
+  readonly title: "Rate limiter unavailable";
+  readonly status: 503;
+  readonly code: "LIMITER_UNAVAILABLE";
+  /** The fail-closed limit that rejected. */
+  readonly scope: string;
+  readonly retryAfterMs: number;
+}
+
+export type RateLimitProblem = QuotaExceededProblem | LimiterUnavailableProblem;
+
+/** The media type of every rejection body. */
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
 /** What to put on the response. */
 export interface RateLimitHttpResult {
   /**
-   * 429 for a rejection. Null for an admission: the gateway forwards the request and adds
-   * `headers` to whatever the upstream answers.
+   * 429 for a quota rejection, 503 for a fail-closed one. Null for an admission: the gateway
+   * forwards the request and adds `headers` to whatever the upstream answers.
    */
-  readonly status: 429 | null;
+  readonly status: 429 | 503 | null;
   /** Header names in their canonical spelling, in a stable order. Empty when nothing applies. */
   readonly headers: Readonly<Record<string, string>>;
-  /** The JSON body of a rejection (send with `JSON.stringify`); null for an admission. */
-  readonly body: RateLimitedBody | null;
+  /** The problem-details body of a rejection (send with `JSON.stringify`); null for an admission. */
+  readonly body: RateLimitProblem | null;
 }
 
 /** A limit expressed as a draft-10 quota policy: `q` units per `w` seconds. */
@@ -207,7 +249,10 @@ function bindingOutcomeOf(decision: HttpDecision): HttpOutcome | undefined {
  *   `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (whole seconds until it is
  *   full again, rounded up). No enforced limit: no headers at all. A binding limit that could not
  *   be measured (a degraded decision that failed open) gets the policy only.
- * - Rejection: the same, plus `Retry-After`, `Content-Type`, status 429 and the body.
+ * - Quota rejection: the same, plus `Retry-After`, `Content-Type: application/problem+json`,
+ *   status 429 and the quota-exceeded body.
+ * - Fail-closed rejection (binding reason `store-unavailable`): `RateLimit-Policy`,
+ *   `Retry-After`, `Content-Type`, status 503 and the temporary-reduced-capacity body.
  *
  * Throws on a rejection without a binding scope, which no decision maker produces, and on a scope
  * outside printable ASCII, which the policy's scope grammar excludes.
@@ -220,9 +265,29 @@ export function buildRateLimitResponse(
   const policy = formatRateLimitPolicy(checks);
   if (policy !== null) headers["RateLimit-Policy"] = policy;
 
+  const retryAfterSec = retryAfterSeconds(decision.retryAfterMs);
+  if (!decision.allowed && decision.reason === "store-unavailable") {
+    if (decision.scope === null) {
+      throw new TypeError("a rejection must name the scope of the limit that rejected it");
+    }
+    headers["Retry-After"] = String(retryAfterSec);
+    headers["Content-Type"] = PROBLEM_CONTENT_TYPE;
+    return {
+      status: 503,
+      headers,
+      body: {
+        type: TEMPORARY_REDUCED_CAPACITY_TYPE,
+        title: "Rate limiter unavailable",
+        status: 503,
+        code: "LIMITER_UNAVAILABLE",
+        scope: decision.scope,
+        retryAfterMs: decision.retryAfterMs,
+      },
+    };
+  }
+
   const binding = bindingOutcomeOf(decision);
   const hasRetryAfter = !decision.allowed && decision.reason !== "cost-exceeds-capacity";
-  const retryAfterSec = retryAfterSeconds(decision.retryAfterMs);
   if (binding !== undefined) {
     const resetSec = retryAfterSeconds(binding.resetAfterMs);
     headers.RateLimit = formatRateLimit(binding, hasRetryAfter ? retryAfterSec : resetSec);
@@ -236,10 +301,35 @@ export function buildRateLimitResponse(
     throw new TypeError("a rejection must name the scope of the limit that rejected it");
   }
   if (hasRetryAfter) headers["Retry-After"] = String(retryAfterSec);
-  headers["Content-Type"] = "application/json";
+  headers["Content-Type"] = PROBLEM_CONTENT_TYPE;
   return {
     status: 429,
     headers,
-    body: { code: "RATE_LIMITED", scope: decision.scope, retryAfterMs: decision.retryAfterMs },
+    body: {
+      type: QUOTA_EXCEEDED_TYPE,
+      title: "Quota exceeded",
+      status: 429,
+      "violated-policies": violatedPolicies(decision),
+      code: "RATE_LIMITED",
+      scope: decision.scope,
+      retryAfterMs: decision.retryAfterMs,
+    },
   };
+}
+
+/**
+ * The names of the enforced limits that rejected, in check order, the binding one always among
+ * them (a decision whose outcomes were not kept still names its binding limit). A limit that
+ * rejected only because the store was down exceeded nothing and is left out.
+ */
+function violatedPolicies(decision: HttpDecision): string[] {
+  const names: string[] = [];
+  for (const outcome of decision.outcomes) {
+    if (outcome.mode !== "enforce" || outcome.allowed || outcome.reason === "store-unavailable") {
+      continue;
+    }
+    if (!names.includes(outcome.scope)) names.push(outcome.scope);
+  }
+  if (decision.scope !== null && !names.includes(decision.scope)) names.unshift(decision.scope);
+  return names;
 }

@@ -405,6 +405,10 @@ describe("LocalStage", () => {
       "X-RateLimit-Limit": "3",
     });
     expect(response.body).toEqual({
+      type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+      title: "Quota exceeded",
+      status: 429,
+      "violated-policies": ["tier:pro/endpoint:reports"],
       code: "RATE_LIMITED",
       scope: "tier:pro/endpoint:reports",
       retryAfterMs: 10_000,

@@ -8,9 +8,9 @@
  * http.createServer((req, res) => limit(req, res, () => route(req, res)));   // plain node:http
  * ```
  *
- * Admitted: the headers are set on `res` and `next()` is called. Rejected: 429 with
- * `Retry-After`, the headers, and `{ "code": "RATE_LIMITED", "scope", "retryAfterMs" }`, and
- * `next` is not called. A mistake in the calling code (an invalid customer id from `identify`)
+ * Admitted: the headers are set on `res` and `next()` is called. Rejected: 429 (quota exceeded)
+ * or 503 (fail-closed, limiter unavailable) with `Retry-After`, the headers, and the
+ * `application/problem+json` body `buildRateLimitResponse` makes, and `next` is not called. A mistake in the calling code (an invalid customer id from `identify`)
  * goes to `next(error)`, as Express expects.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";

@@ -5,6 +5,14 @@
  * and fast-check's seed from the environment. Not for production.
  */
 export { configureFastCheckFromEnv } from "./fast-check";
+export {
+  type ContractResponse,
+  checkFetchResponseContract,
+  checkRateLimitContract,
+  type ParsedQuotaPolicy,
+  type ParsedRateLimit,
+  type ParsedRateLimitContract,
+} from "./http-contract";
 export { examplePolicy, examplePolicyInput, exampleSnapshot, tokenBucket } from "./policy-factory";
 export { freePort, OwnRedisCluster, OwnRedisServer } from "./redis-server";
 export { type Spinners, startSpinners } from "./spinners";
