@@ -11,6 +11,7 @@ export type {
   CircuitBreakerOptions,
 } from "./enforcer/circuit-breaker";
 export type { EnforcerRequest, EnforcerResult } from "./enforcer/decision-engine";
+export type { DecisionMetricsOptions } from "./enforcer/decision-metrics";
 export {
   createEnforcer,
   type Enforcer,
@@ -33,7 +34,6 @@ export {
 export type { HttpDecision, RateLimitHttpResult } from "./enforcer/http-headers";
 export type { LocalStageOptions } from "./enforcer/local-stage";
 export type { EnforcerLogger, LogLevel } from "./enforcer/logger";
-export type { DecisionMetricsOptions, RecentRejectionsOptions } from "./enforcer/metrics";
 export {
   createNodeMiddleware,
   type NodeMiddleware,
@@ -41,6 +41,7 @@ export {
   type NodeNext,
 } from "./enforcer/node-middleware";
 export type { AppliedSnapshot, SnapshotErrorReport } from "./enforcer/policy-follower";
+export type { RecentRejectionsOptions } from "./enforcer/recent-rejections";
 export type {
   DecisionSource,
   EnforcerDecision,

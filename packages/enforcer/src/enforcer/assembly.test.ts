@@ -10,11 +10,11 @@ import { prepareSnapshot } from "../policy/prepare";
 import { resolveLimits } from "../policy/resolve";
 import { exampleSnapshot } from "../testing/policy-factory";
 import { CircuitBreaker } from "./circuit-breaker";
+import { DecisionMetrics } from "./decision-metrics";
 import { FailurePolicy } from "./failure-policy";
 import { GuardedStore } from "./guarded-store";
 import { buildRateLimitResponse, type RateLimitHttpResult } from "./http-headers";
 import { LocalStage } from "./local-stage";
-import { DecisionMetrics } from "./metrics";
 import { ManualTimers } from "./timers";
 import type { EnforcerDecision, EnforcerInput } from "./types";
 

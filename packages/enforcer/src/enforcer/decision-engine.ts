@@ -8,24 +8,19 @@
  * the part tests drive with a `MemoryStore` and a fixed snapshot. `Enforcer` wires it to Redis.
  */
 import type { Clock } from "../limiter/clock";
-import { monotonicClock } from "../limiter/clock";
+import { wallClock as defaultWallClock, monotonicClock } from "../limiter/clock";
 import { UNLIMITED } from "../limiter/layered";
 import type { LimiterStore } from "../limiter/types";
 import { isCustomerId } from "../policy/names";
 import type { PreparedSnapshot } from "../policy/prepare";
 import { type ResolvedCheck, resolveLimits } from "../policy/resolve";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker";
+import { DecisionMetrics, type DecisionMetricsOptions } from "./decision-metrics";
 import { FailurePolicy } from "./failure-policy";
 import { GuardedStore } from "./guarded-store";
 import { buildRateLimitResponse, type RateLimitHttpResult } from "./http-headers";
 import { LocalStage, type LocalStageOptions } from "./local-stage";
-import {
-  DecisionMetrics,
-  type DecisionMetricsOptions,
-  wallClock as defaultWallClock,
-  RecentRejections,
-  type RecentRejectionsOptions,
-} from "./metrics";
+import { RecentRejections, type RecentRejectionsOptions } from "./recent-rejections";
 import { systemTimers, type Timers } from "./timers";
 import type { EnforcerDecision, EnforcerInput } from "./types";
 

@@ -15,7 +15,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Clock } from "../limiter/clock";
-import { monotonicClock } from "../limiter/clock";
+import { wallClock as defaultWallClock, monotonicClock } from "../limiter/clock";
 import { RedisStore } from "../limiter/stores/redis";
 import type { LimiterStore } from "../limiter/types";
 import type { PolicyStateSize } from "../policy/policy-state";
@@ -33,18 +33,13 @@ import {
   type EnforcerResult,
   type RequestChecker,
 } from "./decision-engine";
+import type { DecisionMetricsOptions, MetricsFigures } from "./decision-metrics";
 import { type EventLoopDelay, EventLoopDelayMonitor } from "./event-loop-delay";
 import type { LocalStageOptions } from "./local-stage";
 import { describeError, type EnforcerLogger, jsonLineLogger } from "./logger";
-import {
-  type DecisionMetricsOptions,
-  wallClock as defaultWallClock,
-  escapeLabelValue,
-  type MetricsFigures,
-  type RecentRejectionsOptions,
-  renderPrometheus,
-} from "./metrics";
 import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "./policy-follower";
+import { escapeLabelValue, renderPrometheus } from "./prometheus";
+import type { RecentRejectionsOptions } from "./recent-rejections";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
 import { systemTimers, type TimerHandle, type Timers } from "./timers";
 import { STORE_FAILURES, type StoreFailure } from "./types";

@@ -23,12 +23,11 @@ import { MemoryStore } from "../limiter/stores/memory";
 import type { LimitCheck, LimitSpec } from "../limiter/types";
 import { limitSize } from "../policy/limit-math";
 import {
-  combineOutcomes,
   type EnforcerCheck,
   type EnforcerDecision,
   type EnforcerInput,
   type EnforcerOutcome,
-  findBindingOutcome,
+  enforcerDecisionOf,
   type StoreFailure,
 } from "./types";
 
@@ -172,17 +171,11 @@ export class FailurePolicy {
     }
 
     const complete = outcomes.filter((outcome) => outcome !== undefined);
-    const isAllowed = complete.every((outcome) => outcome.mode !== "enforce" || outcome.allowed);
-    const binding = findBindingOutcome(
+    return enforcerDecisionOf(
       complete,
-      isAllowed,
+      { source: "fallback", degraded: true, failure },
       (outcome) => outcome.fallback !== "open",
     );
-    return combineOutcomes(complete, binding, isAllowed, {
-      source: "fallback",
-      degraded: true,
-      failure,
-    });
   }
 }
 

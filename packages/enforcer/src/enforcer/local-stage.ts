@@ -17,12 +17,11 @@ import type { LimitCheck, LimitSpec } from "../limiter/types";
 import { limitSize, scaleLimit } from "../policy/limit-math";
 import { BoundedLru } from "./lru";
 import {
-  combineOutcomes,
   type EnforcerCheck,
   type EnforcerDecision,
   type EnforcerInput,
   type EnforcerOutcome,
-  findBindingOutcome,
+  enforcerDecisionOf,
 } from "./types";
 
 /** A stable spelling of a limit's parameters, so a cached denial is tied to the exact limit. */
@@ -185,11 +184,7 @@ export class DenialCache {
       });
     }
     if (outcomes.length === 0) return null;
-    return combineOutcomes(outcomes, findBindingOutcome(outcomes, false), false, {
-      source: "denial-cache",
-      degraded: false,
-      failure: null,
-    });
+    return enforcerDecisionOf(outcomes, { source: "denial-cache", degraded: false, failure: null });
   }
 }
 
@@ -265,11 +260,7 @@ export class FloodGuard {
         fallback: null,
       };
     });
-    return combineOutcomes(outcomes, findBindingOutcome(outcomes, false), false, {
-      source: "flood-guard",
-      degraded: false,
-      failure: null,
-    });
+    return enforcerDecisionOf(outcomes, { source: "flood-guard", degraded: false, failure: null });
   }
 
   /**

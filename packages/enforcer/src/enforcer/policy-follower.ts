@@ -25,7 +25,7 @@
  * Reads are serialised: one at a time, and a trigger that arrives during a read causes exactly one
  * more read after it, so a burst of announcements costs two reads, not one per message.
  */
-import type { Clock } from "../limiter/clock";
+import { type Clock, wallClock as defaultWallClock } from "../limiter/clock";
 import type { Sha256Hex } from "../policy/entries";
 import { formatFieldErrors, type PolicyFieldError } from "../policy/errors";
 import { parsePolicyDelta } from "../policy/policy-delta";
@@ -48,7 +48,7 @@ import {
   readPolicyHead,
 } from "../publication/read-policy";
 import { describeError, type EnforcerLogger } from "./logger";
-import { wallClock as defaultWallClock } from "./metrics";
+
 import { systemTimers, type TimerHandle, type Timers } from "./timers";
 
 /** The commands the follower reads with (a `control` client). */

@@ -30,10 +30,11 @@ import {
   scopeField,
 } from "../publication/redis-keys";
 import type { CircuitBreaker } from "./circuit-breaker";
+import type { DecisionMetrics, MetricsBucket } from "./decision-metrics";
 import type { EventLoopDelay } from "./event-loop-delay";
 import { describeError, type EnforcerLogger } from "./logger";
-import type { DecisionMetrics, MetricsBucket, RecentRejections } from "./metrics";
 import type { AppliedSnapshot, SnapshotErrorReport } from "./policy-follower";
+import type { RecentRejections } from "./recent-rejections";
 import type { TimerHandle, Timers } from "./timers";
 import type { StoreFailure } from "./types";
 

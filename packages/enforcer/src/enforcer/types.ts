@@ -6,7 +6,7 @@
  * {@link fromStoreDecision}) plus three fields, and widens `reason` with `store-unavailable`, so
  * headers, metrics and logs handle store answers, local-stage answers and fallbacks alike.
  */
-import { UNLIMITED } from "../limiter/layered";
+import { combineOutcomes } from "../limiter/layered";
 import type { LayeredDecision, LimitCheck, LimitOutcome, RejectReason } from "../limiter/types";
 import type { TOnStoreFailure } from "../policy/schemas";
 
@@ -109,59 +109,27 @@ export function fromStoreDecision(decision: LayeredDecision): EnforcerDecision {
 }
 
 /**
- * The binding outcome, with the core's rule (`packages/enforcer/src/limiter/layered.ts`, `bindingOutcome`; keep the
- * two in step): on admission the enforced outcome with the least remaining; on rejection a
- * `cost-exceeds-capacity` rejection first, else the rejecting enforced outcome with the largest
- * `retryAfterMs`. Ties go to the first listed. Outcomes for which `isCandidate` is false are
- * skipped (fail-open outcomes, which measured nothing).
+ * An enforcer decision from its outcomes, combined by the core's one rule (`combineOutcomes` in
+ * `limiter/layered.ts`), with where it came from. `isMeasured` false leaves an outcome out of the
+ * choice of binding limit (fail-open outcomes, which measured nothing).
  */
-export function findBindingOutcome(
+export function enforcerDecisionOf(
   outcomes: readonly EnforcerOutcome[],
-  isAllowed: boolean,
-  isCandidate: (outcome: EnforcerOutcome) => boolean = () => true,
-): EnforcerOutcome | undefined {
-  let binding: EnforcerOutcome | undefined;
-  for (const outcome of outcomes) {
-    if (outcome.mode !== "enforce" || !isCandidate(outcome)) continue;
-    if (isAllowed) {
-      if (binding === undefined || outcome.remaining < binding.remaining) binding = outcome;
-    } else if (!outcome.allowed) {
-      if (outcome.reason === "cost-exceeds-capacity") return outcome;
-      if (binding === undefined || outcome.retryAfterMs > binding.retryAfterMs) binding = outcome;
-    }
-  }
-  return binding;
-}
-
-/** Builds the top level of a decision from its outcomes and binding outcome. */
-export function combineOutcomes(
-  outcomes: readonly EnforcerOutcome[],
-  binding: EnforcerOutcome | undefined,
-  isAllowed: boolean,
   provenance: Pick<EnforcerDecision, "source" | "degraded" | "failure">,
+  isMeasured?: (outcome: EnforcerOutcome) => boolean,
 ): EnforcerDecision {
-  if (binding === undefined) {
-    return {
-      allowed: isAllowed,
-      limit: UNLIMITED,
-      remaining: UNLIMITED,
-      retryAfterMs: 0,
-      resetAfterMs: 0,
-      reason: null,
-      scope: null,
-      outcomes,
-      ...provenance,
-    };
-  }
+  const combined = combineOutcomes(outcomes, isMeasured);
   return {
-    allowed: isAllowed,
-    limit: binding.limit,
-    remaining: binding.remaining,
-    retryAfterMs: binding.retryAfterMs,
-    resetAfterMs: binding.resetAfterMs,
-    reason: binding.reason,
-    scope: binding.scope,
+    allowed: combined.allowed,
+    limit: combined.limit,
+    remaining: combined.remaining,
+    retryAfterMs: combined.retryAfterMs,
+    resetAfterMs: combined.resetAfterMs,
+    reason: combined.reason,
+    scope: combined.scope,
     outcomes,
-    ...provenance,
+    source: provenance.source,
+    degraded: provenance.degraded,
+    failure: provenance.failure,
   };
 }

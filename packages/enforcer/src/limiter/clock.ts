@@ -49,3 +49,9 @@ export class ManualClock implements Clock {
     this.#nowMs = nowMs;
   }
 }
+
+/**
+ * The wall clock (`Date.now`), for timestamps people read: metrics time buckets, rejection and
+ * policy-applied times, incident expiry. Never for durations, which use {@link monotonicClock}.
+ */
+export const wallClock: Clock = { nowMs: () => Date.now() };

@@ -6,7 +6,7 @@
  */
 
 export { LIMIT_BOUNDS, validateLimit } from "./arguments";
-export { type Clock, ManualClock, monotonicClock } from "./clock";
+export { type Clock, ManualClock, monotonicClock, wallClock } from "./clock";
 export { decideLayered, peekLayered } from "./layered";
 export {
   type LeakyShaperState,

@@ -1,6 +1,6 @@
 import { assertTimeAndCost, assertValidChecks } from "./arguments";
 import { type LimitState, stepLimit } from "./step-limit";
-import type { Decision, LayeredDecision, LimitCheck, LimitOutcome } from "./types";
+import type { Decision, LayeredDecision, LimitCheck, LimitMode, LimitOutcome } from "./types";
 
 /**
  * `limit` and `remaining` of a decision that no enforced limit bound (no checks, or only dry-run
@@ -27,18 +27,31 @@ export function bucketOf(check: LimitCheck): string {
   return check.bucket ?? check.scope;
 }
 
-function unboundDecision(outcomes: readonly LimitOutcome[]): LayeredDecision {
-  return {
-    allowed: true,
-    limit: UNLIMITED,
-    remaining: UNLIMITED,
-    retryAfterMs: 0,
-    resetAfterMs: 0,
-    reason: null,
-    scope: null,
-    outcomes,
-  };
+/** What the binding rule and the combiner read of an outcome; the core's and the enforcer's fit. */
+export interface CombinableOutcome {
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+  readonly resetAfterMs: number;
+  readonly reason: string | null;
+  readonly scope: string;
+  readonly mode: LimitMode;
 }
+
+/** A layered decision over outcomes of type `O` (the core's `LayeredDecision` for `LimitOutcome`). */
+export interface CombinedDecision<O extends CombinableOutcome> {
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+  readonly resetAfterMs: number;
+  readonly reason: O["reason"] | null;
+  readonly scope: string | null;
+  readonly outcomes: readonly O[];
+}
+
+const always = (): boolean => true;
 
 /**
  * The binding outcome. On admission: the enforced limit with the least remaining, the one a
@@ -46,15 +59,17 @@ function unboundDecision(outcomes: readonly LimitOutcome[]): LayeredDecision {
  * `cost-exceeds-capacity` rejection first (retrying can never help, so its `retryAfterMs` of 0
  * must not be hidden behind a finite wait), otherwise the rejecting limit with the largest
  * `retryAfterMs`, the earliest instant every rejecting limit would admit. Ties go to the check
- * listed first.
+ * listed first. Outcomes for which `isMeasured` is false are skipped (the enforcer's fail-open
+ * outcomes, which measured nothing).
  */
-function bindingOutcome(
-  outcomes: readonly LimitOutcome[],
+export function bindingOutcome<O extends CombinableOutcome>(
+  outcomes: readonly O[],
   isAllowed: boolean,
-): LimitOutcome | undefined {
-  let binding: LimitOutcome | undefined;
+  isMeasured: (outcome: O) => boolean = always,
+): O | undefined {
+  let binding: O | undefined;
   for (const outcome of outcomes) {
-    if (outcome.mode !== "enforce") continue;
+    if (outcome.mode !== "enforce" || !isMeasured(outcome)) continue;
     if (isAllowed) {
       if (binding === undefined || outcome.remaining < binding.remaining) binding = outcome;
     } else if (!outcome.allowed) {
@@ -153,9 +168,24 @@ export function decideLayeredInto(
   return layeredDecisionOf(outcomes, isAllowed);
 }
 
-function layeredDecisionOf(outcomes: readonly LimitOutcome[], isAllowed: boolean): LayeredDecision {
-  const binding = bindingOutcome(outcomes, isAllowed);
-  if (binding === undefined) return unboundDecision(outcomes);
+function layeredDecisionOf<O extends CombinableOutcome>(
+  outcomes: readonly O[],
+  isAllowed: boolean,
+  isMeasured: (outcome: O) => boolean = always,
+): CombinedDecision<O> {
+  const binding = bindingOutcome(outcomes, isAllowed, isMeasured);
+  if (binding === undefined) {
+    return {
+      allowed: isAllowed,
+      limit: UNLIMITED,
+      remaining: UNLIMITED,
+      retryAfterMs: 0,
+      resetAfterMs: 0,
+      reason: null,
+      scope: null,
+      outcomes,
+    };
+  }
   return {
     allowed: isAllowed,
     limit: binding.limit,
@@ -170,16 +200,21 @@ function layeredDecisionOf(outcomes: readonly LimitOutcome[], isAllowed: boolean
 
 /**
  * The layered decision for outcomes evaluated elsewhere, in check order: admitted only if every
- * enforced outcome admits, and the top level chosen exactly as `decideLayered` chooses it. For
- * stores that evaluate the limits themselves (the Redis store's script), so that the combination
- * rule lives here only.
+ * enforced outcome admits, and the top level chosen exactly as `decideLayered` chooses it. The
+ * one implementation of the combination rule: the Redis store's script results, the enforcer's
+ * local stage and its failure policy all combine through it. `isMeasured` leaves outcomes that
+ * measured nothing out of the choice of binding limit; with none left, the decision is unbound
+ * (`scope: null`, `UNLIMITED`).
  */
-export function combineOutcomes(outcomes: readonly LimitOutcome[]): LayeredDecision {
+export function combineOutcomes<O extends CombinableOutcome>(
+  outcomes: readonly O[],
+  isMeasured?: (outcome: O) => boolean,
+): CombinedDecision<O> {
   let isAllowed = true;
   for (const outcome of outcomes) {
     if (outcome.mode === "enforce" && !outcome.allowed) isAllowed = false;
   }
-  return layeredDecisionOf(outcomes, isAllowed);
+  return layeredDecisionOf(outcomes, isAllowed, isMeasured);
 }
 
 /** The layered decision a request of `cost` would get now; computes, writes nothing. */

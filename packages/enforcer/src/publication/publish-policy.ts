@@ -10,6 +10,7 @@
  * the one the control plane computed.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { isNoScript } from "../limiter/stores/no-script";
 import { policyRedisNames } from "./keys";
 
 /** The Redis commands publication uses; ioredis's client satisfies it. */
@@ -99,10 +100,6 @@ return {1, version}
 const sha1 = (script: string) => createHash("sha1").update(script).digest("hex");
 export const PUBLISH_DELTA_SHA = sha1(PUBLISH_DELTA_SCRIPT);
 export const SWAP_SNAPSHOT_SHA = sha1(SWAP_SNAPSHOT_SCRIPT);
-
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith("NOSCRIPT");
-}
 
 async function runScript(
   redis: PolicyPublishingRedis,

@@ -4,6 +4,7 @@
  * stored one. Duplicate publication is harmless and Redis never goes back to an older version.
  */
 import { createHash } from "node:crypto";
+import { isNoScript } from "../limiter/stores/no-script";
 import { policyRedisNames } from "./keys";
 
 /**
@@ -54,10 +55,6 @@ export interface PublishResult {
   readonly applied: boolean;
   /** The version current in Redis after the call. */
   readonly currentVersion: number;
-}
-
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith("NOSCRIPT");
 }
 
 export async function publishSnapshot(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DecisionMetrics } from "../enforcer/metrics";
+import { DecisionMetrics } from "../enforcer/decision-metrics";
 import { bucketFields } from "../enforcer/reporters";
 import { ManualClock } from "../limiter/clock";
 import { enforcerRedisNames, parseDecisionCounts, parseScopeCounts } from "./redis-keys";

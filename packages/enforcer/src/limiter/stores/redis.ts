@@ -15,6 +15,7 @@ import type {
   LimitSpec,
   RejectReason,
 } from "../types";
+import { isNoScript } from "./no-script";
 import { REDIS_DECIDE_LUA, REDIS_DECIDE_SHA1 } from "./redis-decide-script";
 import { StoreUnavailableError } from "./store-unavailable-error";
 
@@ -214,10 +215,6 @@ function sizeOf(limit: LimitSpec | LeakyShaperLimit): number {
       throw new TypeError(`unknown limit algorithm: ${JSON.stringify(unknown)}`);
     }
   }
-}
-
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith("NOSCRIPT");
 }
 
 /**

@@ -1,13 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../limiter/clock";
-import {
-  DecisionMetrics,
-  escapeLabelValue,
-  type MetricsDecision,
-  OTHER_SCOPE,
-  RecentRejections,
-  renderPrometheus,
-} from "./metrics";
+import { DecisionMetrics, type MetricsDecision, OTHER_SCOPE } from "./decision-metrics";
+import { escapeLabelValue, renderPrometheus } from "./prometheus";
+import { RecentRejections } from "./recent-rejections";
 
 /** 10:00:00.000 UTC on a fixed day. */
 const WALL_T0 = Date.UTC(2026, 0, 15, 10, 0, 0);
