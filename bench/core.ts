@@ -5,14 +5,19 @@
  * Figures are medians of several trials after a warm-up; the machine is small and noisy, so read
  * them as orders of magnitude and ratios, not as exact numbers.
  */
-import { availableParallelism, loadavg } from "node:os";
 import type { DecideInput, LimitCheck } from "@limitplane/enforcer/limiter";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
+import { loadLine, pairedRatios, summary, Targets } from "./fair";
 
 const TRIALS = 7;
-const OUR_OPS = 300_000;
-const THEIR_OPS = 100_000;
+/** Decisions per trial, the same for both sides. */
+const OPS = 200_000;
+/** Random-order decisions per trial in the key-count scaling rows. */
+const RANDOM_OPS = 1_000_000;
+const RANDOM_KEY_COUNTS = [10_000, 1_000_000] as const;
+/** The 10k-key random-order figure on main when the issue was filed (ns per decision). */
+const RANDOM_10K_BASELINE_NS = 459;
 const KEY_COUNT = 100_000;
 const FLOOD_OPS = 1_000_000;
 const NAIVE_FLOOD_OPS = 20_000;
@@ -45,9 +50,20 @@ function nsPerOpSync(ops: number, body: (i: number) => void): number {
   return Number(process.hrtime.bigint() - startNs) / ops;
 }
 
+/**
+ * Awaits each decision in turn. A rejected promise (rate-limiter-flexible's way of saying
+ * "rejected") is caught here, for both sides alike, so neither side's path has a handler the
+ * other lacks.
+ */
 async function nsPerOpAsync(ops: number, body: (i: number) => Promise<unknown>): Promise<number> {
   const startNs = process.hrtime.bigint();
-  for (let i = 0; i < ops; i++) await body(i);
+  for (let i = 0; i < ops; i++) {
+    try {
+      await body(i);
+    } catch {
+      // a rejection is a decision too
+    }
+  }
   return Number(process.hrtime.bigint() - startNs) / ops;
 }
 
@@ -71,6 +87,8 @@ interface Comparison {
   readonly ratio: number;
   /** Theirs / ours between each side's fastest round: the figure least inflated by other load. */
   readonly bestRatio: number;
+  /** Theirs / ours per round. */
+  readonly ratios: readonly number[];
 }
 
 /**
@@ -80,14 +98,14 @@ interface Comparison {
  * disturbs least. Theirs are awaited one after another, as a caller of its promise API would.
  */
 async function compare(ours: Side, theirs: Side): Promise<Comparison> {
-  await ours(OUR_OPS);
-  await theirs(THEIR_OPS);
+  await ours(OPS);
+  await theirs(OPS);
   const oursTrials: number[] = [];
   const theirsTrials: number[] = [];
   const ratios: number[] = [];
   for (let trial = 0; trial < TRIALS; trial++) {
-    const oursNs = await ours(OUR_OPS);
-    const theirsNs = await theirs(THEIR_OPS);
+    const oursNs = await ours(OPS);
+    const theirsNs = await theirs(OPS);
     oursTrials.push(oursNs);
     theirsTrials.push(theirsNs);
     ratios.push(theirsNs / oursNs);
@@ -97,6 +115,7 @@ async function compare(ours: Side, theirs: Side): Promise<Comparison> {
     theirsNs: median(theirsTrials),
     ratio: median(ratios),
     bestRatio: Math.min(...theirsTrials) / Math.min(...oursTrials),
+    ratios,
   };
 }
 
@@ -159,6 +178,9 @@ interface Row {
   readonly bestRatio: number | null;
   readonly aim: string;
   readonly verdict: "PASS" | "SHORT" | "";
+  /** Per-round ratios behind an aimed throughput row. */
+  readonly ratios?: readonly number[];
+  readonly minRatio?: number;
 }
 
 function perSecond(nsPerOp: number): number {
@@ -214,16 +236,13 @@ function throughputRow(what: string, comparison: Comparison, minRatio: number | 
     bestRatio: comparison.bestRatio,
     aim: minRatio === null ? "(info)" : `>= ${minRatio}x`,
     verdict: minRatio === null ? "" : comparison.ratio >= minRatio ? "PASS" : "SHORT",
+    ratios: comparison.ratios,
+    ...(minRatio === null ? {} : { minRatio }),
   };
 }
 
-/** The machine's 1-minute load average over its cores: above 1, other work competed for CPU. */
-function loadPerCore(): string {
-  return ((loadavg()[0] ?? 0) / availableParallelism()).toFixed(2);
-}
-
 export async function run(): Promise<void> {
-  const loadAtStart = loadPerCore();
+  const loadAtStart = loadLine("at start");
   const subjects = Array.from({ length: KEY_COUNT }, (_, i) => `user-${i}`);
   const subjectAt = (i: number) => subjects[i] ?? "missing";
   const inputsOf = (check: LimitCheck): DecideInput[] =>
@@ -236,26 +255,18 @@ export async function run(): Promise<void> {
     exhaustedInputs[i] ?? { subject: "missing", checks: [EXHAUSTED] };
   const hotRoomy: DecideInput = { subject: "hot", checks: [ROOMY] };
   const hotExhausted: DecideInput = { subject: "hot", checks: [EXHAUSTED] };
-  const expectRejection = (promise: Promise<unknown>) =>
-    promise.then(
-      () => {
-        throw new Error("expected a rejection");
-      },
-      () => undefined,
-    );
-
-  // Hot key, allow path.
+  // Hot key, allow path: our synchronous call against their promise (how each is meant to be
+  // called), then both awaited.
   const ours = new MemoryStore({ maxKeys: KEY_COUNT });
   const theirsRoomy = new RateLimiterMemory({ points: 1e12, duration: THEIR_DURATION_SEC });
   const allowHot = await compare(
     syncSide(() => ours.decideSync(hotRoomy)),
     asyncSide(() => theirsRoomy.consume("hot")),
   );
-  const allowHotAsync = await compare(
+  const allowHotAwaited = await compare(
     asyncSide(() => ours.decide(hotRoomy)),
     asyncSide(() => theirsRoomy.consume("hot")),
   );
-
   // The same, through the single-limit fast path (the operation rate-limiter-flexible offers).
   const oursSingle = new MemoryStore({ maxKeys: KEY_COUNT });
   const allowHotSingle = await compare(
@@ -263,21 +274,24 @@ export async function run(): Promise<void> {
     asyncSide(() => theirsRoomy.consume("hot")),
   );
 
-  // Hot key, reject path.
+  // Hot key, reject path. Their rejection is a rejected promise, caught by the harness for both.
   const oursRejecting = new MemoryStore({ maxKeys: KEY_COUNT });
   oursRejecting.decideSync(hotExhausted);
   const theirsExhausted = new RateLimiterMemory({ points: 1, duration: THEIR_DURATION_SEC });
   await theirsExhausted.consume("hot");
   const rejectHot = await compare(
     syncSide(() => oursRejecting.decideSync(hotExhausted)),
-    asyncSide(() => expectRejection(theirsExhausted.consume("hot"))),
+    asyncSide(() => theirsExhausted.consume("hot")),
   );
-
+  const rejectHotAwaited = await compare(
+    asyncSide(() => oursRejecting.decide(hotExhausted)),
+    asyncSide(() => theirsExhausted.consume("hot")),
+  );
   const oursSingleRejecting = new MemoryStore({ maxKeys: KEY_COUNT });
   oursSingleRejecting.consumeSync("hot", "api", EXHAUSTED.limit);
   const rejectHotSingle = await compare(
     syncSide(() => oursSingleRejecting.consumeSync("hot", "api", EXHAUSTED.limit)),
-    asyncSide(() => expectRejection(theirsExhausted.consume("hot"))),
+    asyncSide(() => theirsExhausted.consume("hot")),
   );
 
   // 100k keys, round robin: allow, then reject once every key is exhausted.
@@ -285,6 +299,10 @@ export async function run(): Promise<void> {
   const theirsMany = new RateLimiterMemory({ points: 1e12, duration: THEIR_DURATION_SEC });
   const allowMany = await compare(
     syncSide((i) => oursMany.decideSync(roomyAt(i % KEY_COUNT))),
+    asyncSide((i) => theirsMany.consume(subjectAt(i % KEY_COUNT))),
+  );
+  const allowManyAwaited = await compare(
+    asyncSide((i) => oursMany.decide(roomyAt(i % KEY_COUNT))),
     asyncSide((i) => theirsMany.consume(subjectAt(i % KEY_COUNT))),
   );
   const oursManyRejecting = new MemoryStore({ maxKeys: KEY_COUNT });
@@ -295,9 +313,12 @@ export async function run(): Promise<void> {
   }
   const rejectMany = await compare(
     syncSide((i) => oursManyRejecting.decideSync(exhaustedAt(i % KEY_COUNT))),
-    asyncSide((i) => expectRejection(theirsManyExhausted.consume(subjectAt(i % KEY_COUNT)))),
+    asyncSide((i) => theirsManyExhausted.consume(subjectAt(i % KEY_COUNT))),
   );
-
+  const rejectManyAwaited = await compare(
+    asyncSide((i) => oursManyRejecting.decide(exhaustedAt(i % KEY_COUNT))),
+    asyncSide((i) => theirsManyExhausted.consume(subjectAt(i % KEY_COUNT))),
+  );
   const oursManySingle = new MemoryStore({ maxKeys: KEY_COUNT });
   const allowManySingle = await compare(
     syncSide((i) => oursManySingle.consumeSync(subjectAt(i % KEY_COUNT), "api", ROOMY.limit)),
@@ -311,8 +332,34 @@ export async function run(): Promise<void> {
     syncSide((i) =>
       oursManySingleRejecting.consumeSync(subjectAt(i % KEY_COUNT), "api", EXHAUSTED.limit),
     ),
-    asyncSide((i) => expectRejection(theirsManyExhausted.consume(subjectAt(i % KEY_COUNT)))),
+    asyncSide((i) => theirsManyExhausted.consume(subjectAt(i % KEY_COUNT))),
   );
+
+  // Random key order at 10k and 1M keys (a store big enough for all): ns per layered decision,
+  // TRIALS rounds alternating the two sizes. The order is drawn beforehand.
+  const randomNs = new Map<number, number[]>(RANDOM_KEY_COUNTS.map((count) => [count, []]));
+  {
+    const stores = RANDOM_KEY_COUNTS.map((count) => {
+      const inputs = Array.from(
+        { length: count },
+        (_, i): DecideInput => ({ subject: `r-${i}`, checks: [ROOMY] }),
+      );
+      const store = new MemoryStore({ maxKeys: count });
+      for (const input of inputs) store.decideSync(input);
+      const order = Uint32Array.from({ length: RANDOM_OPS }, () =>
+        Math.floor(Math.random() * count),
+      );
+      return { count, inputs, store, order };
+    });
+    for (let trial = -1; trial < TRIALS; trial++) {
+      for (const { count, inputs, store, order } of stores) {
+        const ns = nsPerOpSync(RANDOM_OPS, (i) =>
+          store.decideSync(inputs[order[i] ?? 0] ?? hotRoomy),
+        );
+        if (trial >= 0) randomNs.get(count)?.push(ns);
+      }
+    }
+  }
 
   // Flood: a million unique keys into a store bounded at 100k (900k evictions). The subjects
   // are made beforehand, so the figure is the store's cost, not string building.
@@ -344,16 +391,21 @@ export async function run(): Promise<void> {
   });
 
   const bytesRatio = theirsBytes / oursBytes;
+  const SYNC = "sync vs promise";
+  const AWAITED = "awaited on both sides";
   const rows: Row[] = [
-    throughputRow("allow, hot key (consumeSync, one limit)", allowHotSingle, 2),
-    throughputRow("reject, hot key (consumeSync, one limit)", rejectHotSingle, 10),
-    throughputRow("allow, 100k keys (consumeSync, one limit)", allowManySingle, 2),
-    throughputRow("reject, 100k keys (consumeSync, one limit)", rejectManySingle, 10),
-    throughputRow("allow, hot key (layered decideSync)", allowHot, null),
-    throughputRow("reject, hot key (layered decideSync)", rejectHot, null),
-    throughputRow("allow, 100k keys (layered decideSync)", allowMany, null),
-    throughputRow("reject, 100k keys (layered decideSync)", rejectMany, null),
-    throughputRow("allow, hot key (await decide)", allowHotAsync, null),
+    throughputRow(`allow, hot key (consumeSync, one limit), ${SYNC}`, allowHotSingle, 3),
+    throughputRow(`allow, hot key (layered decideSync), ${SYNC}`, allowHot, 3),
+    throughputRow(`allow, hot key (await decide), ${AWAITED}`, allowHotAwaited, 1.5),
+    throughputRow(`reject, hot key (consumeSync, one limit), ${SYNC}`, rejectHotSingle, 20),
+    throughputRow(`reject, hot key (layered decideSync), ${SYNC}`, rejectHot, 20),
+    throughputRow(`reject, hot key (await decide), ${AWAITED}`, rejectHotAwaited, 1.5),
+    throughputRow(`allow, 100k keys (consumeSync, one limit), ${SYNC}`, allowManySingle, 3),
+    throughputRow(`allow, 100k keys (layered decideSync), ${SYNC}`, allowMany, 3),
+    throughputRow(`allow, 100k keys (await decide), ${AWAITED}`, allowManyAwaited, 1.5),
+    throughputRow(`reject, 100k keys (consumeSync, one limit), ${SYNC}`, rejectManySingle, 20),
+    throughputRow(`reject, 100k keys (layered decideSync), ${SYNC}`, rejectMany, 20),
+    throughputRow(`reject, 100k keys (await decide), ${AWAITED}`, rejectManyAwaited, 1.5),
     {
       what: "bytes per key, 100k keys",
       unit: "bytes",
@@ -388,10 +440,34 @@ export async function run(): Promise<void> {
   console.log(
     `node ${process.version}; medians of ${TRIALS} alternating rounds after a warm-up; throughput ratio = median of per-round ours/theirs (the verdict), best-round ratio = fastest round of each side; bytes ratio = theirs/ours`,
   );
-  console.log(
-    `load average per core: ${loadAtStart} at start, ${loadPerCore()} at end (${availableParallelism()} cores; above 1 means other processes competed for the CPU and every figure is inflated)`,
-  );
+  console.log(loadAtStart);
+  console.log(loadLine("at end"));
   printTable(rows);
+  const [small, large] = RANDOM_KEY_COUNTS;
+  const smallNs = randomNs.get(small) ?? [];
+  const largeNs = randomNs.get(large) ?? [];
+  console.log(
+    `random key order, layered decideSync: ${summary(smallNs, 0)} ns/decision at ${small.toLocaleString("en-US")} keys, ${summary(largeNs, 0)} at ${large.toLocaleString("en-US")} keys (median [min-max] of ${TRIALS} alternating rounds of ${RANDOM_OPS.toLocaleString("en-US")})`,
+  );
+
+  const targets = new Targets();
+  for (const row of rows) {
+    if (row.ratios !== undefined && row.minRatio !== undefined) {
+      targets.atLeast(`in process: ${row.what} vs RateLimiterMemory`, row.ratios, row.minRatio);
+    }
+  }
+  targets.atMost(
+    `in process: random order, ns/decision at ${large.toLocaleString("en-US")} keys / at ${small.toLocaleString("en-US")} keys`,
+    pairedRatios(largeNs, smallNs),
+    1.5,
+  );
+  targets.atMost(
+    `in process: random order, ns/decision at ${small.toLocaleString("en-US")} keys (main when filed: ${RANDOM_10K_BASELINE_NS})`,
+    smallNs,
+    RANDOM_10K_BASELINE_NS,
+    " ns",
+  );
+  targets.print("core targets");
   console.log(
     `flood: ${flooded.keyCount.toLocaleString("en-US")} keys held after ${FLOOD_OPS.toLocaleString("en-US")} unique keys (${(FLOOD_OPS - flooded.keyCount).toLocaleString("en-US")} evictions); naive LRU is ${(naiveFloodNs / oursFloodNs).toFixed(0)}x slower per op`,
   );

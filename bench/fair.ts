@@ -1,0 +1,121 @@
+/**
+ * What every comparison in `bench/` shares, so that each suite measures the same way:
+ *
+ * - a Redis of the bench's own ({@link benchRedis}): `BENCH_REDIS_URL` when set, otherwise a
+ *   private `redis-server` on a free port, so `INFO commandstats` counts the bench's commands only;
+ * - medians of alternating runs with their spread ({@link summary});
+ * - the load average ({@link loadLine});
+ * - each target of the issue printed with its exact aim and PASS or SHORT ({@link Targets}).
+ */
+import { availableParallelism, loadavg } from "node:os";
+import { OwnRedisServer } from "@limitplane/enforcer/testing";
+
+/** At least this many alternating runs behind every median a target reads. */
+export const MIN_RUNS = 5;
+
+/** The 1-minute load average over the cores: above 1, other work competed for the CPU. */
+export function loadPerCore(): number {
+  return (loadavg()[0] ?? 0) / availableParallelism();
+}
+
+export function loadLine(when: string): string {
+  const [one, five] = loadavg();
+  return `load average ${when}: ${(one ?? 0).toFixed(2)} (1 min), ${(five ?? 0).toFixed(2)} (5 min) on ${availableParallelism()} cores = ${loadPerCore().toFixed(2)} per core (above 1, other processes competed for the CPU)`;
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] ?? Number.NaN)
+    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
+}
+
+/** `median [min-max]` of per-run values, with `digits` decimals. */
+export function summary(values: readonly number[], digits = 2): string {
+  if (values.length === 0) return "-";
+  return `${median(values).toFixed(digits)} [${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)}]`;
+}
+
+/** The per-run ratios a / b of two series measured in the same runs, back to back. */
+export function pairedRatios(a: readonly number[], b: readonly number[]): number[] {
+  return a.map((value, index) => value / (b[index] ?? Number.NaN));
+}
+
+export interface BenchRedis {
+  readonly url: string;
+  /** True when the bench started this Redis (nothing else uses it). */
+  readonly isOwn: boolean;
+  stop(): Promise<void>;
+}
+
+/** `BENCH_REDIS_URL`, or a private redis-server on a free port, stopped by `stop()`. */
+export async function benchRedis(): Promise<BenchRedis> {
+  const given = process.env.BENCH_REDIS_URL;
+  if (given !== undefined && given !== "") {
+    return { url: given, isOwn: false, stop: async () => {} };
+  }
+  const server = await OwnRedisServer.start();
+  return { url: server.url, isOwn: true, stop: () => server.stop() };
+}
+
+export function describeRedis(redis: BenchRedis): string {
+  return redis.isOwn
+    ? `a redis-server of the bench's own at ${redis.url} (nothing else uses it)`
+    : `BENCH_REDIS_URL=${redis.url} (shared: INFO commandstats includes other clients' commands)`;
+}
+
+interface TargetRow {
+  readonly name: string;
+  readonly measured: string;
+  readonly aim: string;
+  readonly isMet: boolean;
+}
+
+/** The issue's targets as a suite measured them, printed together at the end. */
+export class Targets {
+  readonly #rows: TargetRow[] = [];
+
+  /** `value` must be at least `aim` (a ratio, printed as `<value>x`). */
+  atLeast(name: string, values: readonly number[], aim: number): void {
+    const value = median(values);
+    this.#rows.push({
+      name,
+      measured: `${summary(values)}x`,
+      aim: `>= ${aim}x`,
+      isMet: value >= aim,
+    });
+  }
+
+  /** `value` must be at most `aim`. */
+  atMost(name: string, values: readonly number[], aim: number, unit = "x"): void {
+    const value = median(values);
+    this.#rows.push({
+      name,
+      measured: `${summary(values)}${unit}`,
+      aim: `<= ${aim}${unit}`,
+      isMet: value <= aim,
+    });
+  }
+
+  /** A yes/no target (exactness: never over-admitting). */
+  holds(name: string, measured: string, isMet: boolean, aim: string): void {
+    this.#rows.push({ name, measured, aim, isMet });
+  }
+
+  print(title: string): void {
+    console.log(`\n${title} (median [min-max] over the runs; every ratio from the same run)`);
+    const widths = [0, 0, 0];
+    for (const row of this.#rows) {
+      widths[0] = Math.max(widths[0] ?? 0, row.name.length);
+      widths[1] = Math.max(widths[1] ?? 0, row.measured.length);
+      widths[2] = Math.max(widths[2] ?? 0, row.aim.length);
+    }
+    for (const row of this.#rows) {
+      console.log(
+        `  TARGET ${row.name.padEnd(widths[0] ?? 0)}  ${row.measured.padEnd(widths[1] ?? 0)}  aim ${row.aim.padEnd(widths[2] ?? 0)}  ${row.isMet ? "PASS" : "SHORT"}`,
+      );
+    }
+  }
+}
