@@ -8,15 +8,19 @@
  *    over every (change, enforcer) pair, and over changes of the time until the last enforcer had
  *    it. The enforcers share this process's one event loop, so they apply one after another: with
  *    one enforcer per process, as deployed, the last one would not wait for the other nine.
- * 2. Decisions per second through the HTTP middleware: a node:http server in a child process,
- *    protected by the enforcer (RedisStore) or by rate-limiter-flexible's RateLimiterRedis (or by
- *    nothing, for the server's own ceiling), driven from this process by a keep-alive client with
- *    many requests in flight. Every target runs in the same run, alternating, on the same machine.
- *    Each enforcer target reports how many of its decisions were made without Redis (its
- *    `/metrics`): the aim is 0, since Redis is healthy throughout.
- * 3. The same on a busy machine: 4 processes spinning per core (normal priority) while the
- *    enforcer and rate-limiter-flexible serve, one round each, and again the decisions made
- *    without Redis (aim 0: a busy host must serve slower, never unlimited).
+ * 2. HTTP through a gateway: a node:http server in a child process per target, protected by the
+ *    enforcer (RedisStore, local stage on), by rate-limiter-flexible at its best (ioredis
+ *    autopipelining, one limiter per check ours makes, chained, `inMemoryBlockOnConsumed`), or by
+ *    nothing (the server's own ceiling), driven from this process by a keep-alive client with 64
+ *    requests in flight. Four workloads (1,000 keys admitted; 1,000 keys, half rejected; one hot
+ *    key; 1,000 keys all rejected, the local stage's rejection path), at least 5 runs, targets
+ *    restarted each run and alternating within it. Every run also checks exactness: no tight-tier
+ *    customer (one request per day) is ever admitted more than once, by any process in any run.
+ *    And it counts the decisions made without Redis (aim 0: Redis is healthy throughout).
+ *
+ * Redis: a redis-server of the bench's own on a free port, or `BENCH_REDIS_URL`.
+ * `BENCH_PROPAGATION=0` skips part 1 (which creates and drops an `lp_bench_*` database).
+ * `BENCH_HTTP_RUNS` raises the number of runs (at least 5).
  *
  * Figures from a small, noisy machine (2 cores shared by Redis, the server and the load): read them
  * as ratios, not absolutes.
@@ -25,13 +29,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { Agent, request } from "node:http";
-import { availableParallelism, loadavg } from "node:os";
 import path from "node:path";
 import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/enforcer";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
 import type { TSnapshot } from "@limitplane/enforcer/policy";
 import { publishSnapshot } from "@limitplane/enforcer/publication";
-import { exampleSnapshot, startSpinners, tokenBucket } from "@limitplane/enforcer/testing";
+import { tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import type { ControlDeps } from "@/lib/control/control-deps";
 import { importPolicy } from "@/lib/control/policy/import-policy";
@@ -42,6 +45,16 @@ import { loadEnv } from "@/lib/server/env";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
+import {
+  benchRedis,
+  describeRedis,
+  loadLine,
+  MIN_RUNS,
+  pairedRatios,
+  summary,
+  Targets,
+} from "./fair";
+import { BENCH_LIMITS, benchSnapshot } from "./http-policy";
 
 const silentLogger: EnforcerLogger = { log() {} };
 
@@ -51,10 +64,10 @@ const CHANGES = 50;
 /** Changes before the measured ones, so the first measured one is not also the first JIT pass. */
 const WARMUP_CHANGES = 5;
 const IN_FLIGHT = 64;
-const WARMUP_MS = 1_500;
-const MEASURE_MS = 5_000;
-const ROUNDS = 3;
-const CUSTOMERS = 64;
+const WARMUP_MS = 1_000;
+const MEASURE_MS = 3_000;
+/** Alternating runs behind every HTTP median (the issue asks for at least 5). */
+const RUNS = Math.max(MIN_RUNS, Number(process.env.BENCH_HTTP_RUNS ?? MIN_RUNS));
 
 function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -272,38 +285,70 @@ function withoutRedisBetween(before: WithoutRedis, after: WithoutRedis): Without
   return { byReason, total: after.total - before.total, slow: after.slow - before.slow };
 }
 
-/** Measures `target` after a warm-up, with its decisions made without Redis during the measure. */
-async function measure(target: Target): Promise<LoadResult> {
-  await load(target.url, WARMUP_MS);
-  const before = await withoutRedisOf(target);
-  const result = await load(target.url, MEASURE_MS);
-  const after = await withoutRedisOf(target);
-  return {
-    ...result,
-    withoutRedis: before === null || after === null ? null : withoutRedisBetween(before, after),
-  };
+/** A workload: which customer (and tier) each request is for. */
+interface Workload {
+  readonly name: string;
+  readonly modes: readonly string[];
+  /** The customer and tier of the n-th request a loop sends. */
+  customerAt(n: number): readonly [customerId: string, tier: string];
 }
 
+const KEYS = 1_000;
+const wideKeys = Array.from({ length: KEYS }, (_, i) => `wide-${i}`);
+const tightKeys = Array.from({ length: KEYS }, (_, i) => `tight-${i}`);
+
+const WORKLOADS: readonly Workload[] = [
+  {
+    name: "1,000 keys round robin, all admitted",
+    modes: ["bare", "limitplane", "flexible"],
+    customerAt: (n) => [wideKeys[n % KEYS] ?? "", "wide"],
+  },
+  {
+    name: "1,000 keys, 50% rejected",
+    modes: ["bare", "limitplane", "flexible"],
+    customerAt: (n) =>
+      n % 2 === 0
+        ? [wideKeys[(n >> 1) % KEYS] ?? "", "wide"]
+        : [tightKeys[(n >> 1) % KEYS] ?? "", "tight"],
+  },
+  {
+    name: "one hot key, all admitted",
+    modes: ["bare", "limitplane", "flexible"],
+    customerAt: () => ["wide-hot", "wide"],
+  },
+  {
+    name: "1,000 keys, all rejected (the local stage's rejection path)",
+    modes: ["bare", "limitplane", "flexible"],
+    customerAt: (n) => [tightKeys[n % KEYS] ?? "", "tight"],
+  },
+];
+
 interface LoadResult {
-  /** Enforcer targets only. */
-  readonly withoutRedis?: WithoutRedis | null;
   readonly requests: number;
   readonly perSec: number;
   readonly statuses: Map<number, number>;
   readonly errors: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /** Enforcer targets only: decisions made without Redis during the measure. */
+  withoutRedis: WithoutRedis | null;
 }
 
-/** `IN_FLIGHT` keep-alive loops hitting `url` for `durationMs`. */
-async function load(url: URL, durationMs: number): Promise<LoadResult> {
+/** 200s per tight-tier customer, per mode, over the whole run: the exactness check. */
+const admittedTight = new Map<string, Map<string, number>>();
+
+/** `IN_FLIGHT` keep-alive loops hitting `url` for `durationMs` with `workload`'s customers. */
+async function load(target: Target, workload: Workload, durationMs: number): Promise<LoadResult> {
+  const { url } = target;
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
   const statuses = new Map<number, number>();
   const latencies: number[] = [];
   let errors = 0;
+  const tight = admittedTight.get(target.mode) ?? new Map<string, number>();
+  admittedTight.set(target.mode, tight);
   const startedAt = performance.now();
   const endAt = startedAt + durationMs;
-  const once = (customer: number) =>
+  const once = (customerId: string, tier: string) =>
     new Promise<void>((resolve) => {
       const sentAt = performance.now();
       const req = request(
@@ -312,7 +357,7 @@ async function load(url: URL, durationMs: number): Promise<LoadResult> {
           host: url.hostname,
           port: url.port,
           path: "/v1/things",
-          headers: { authorization: `Bearer bench-${customer}`, "x-tier": "enterprise" },
+          headers: { authorization: `Bearer ${customerId}`, "x-tier": tier },
         },
         (res) => {
           res.resume();
@@ -320,6 +365,9 @@ async function load(url: URL, durationMs: number): Promise<LoadResult> {
             latencies.push(performance.now() - sentAt);
             const status = res.statusCode ?? 0;
             statuses.set(status, (statuses.get(status) ?? 0) + 1);
+            if (status === 200 && tier === "tight") {
+              tight.set(customerId, (tight.get(customerId) ?? 0) + 1);
+            }
             resolve();
           });
         },
@@ -334,7 +382,8 @@ async function load(url: URL, durationMs: number): Promise<LoadResult> {
     Array.from({ length: IN_FLIGHT }, async (_, worker) => {
       let count = 0;
       while (performance.now() < endAt) {
-        await once((worker + count++ * IN_FLIGHT) % CUSTOMERS);
+        const [customerId, tier] = workload.customerAt(worker + count++ * IN_FLIGHT);
+        await once(customerId, tier);
       }
     }),
   );
@@ -347,134 +396,174 @@ async function load(url: URL, durationMs: number): Promise<LoadResult> {
     errors,
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
+    withoutRedis: null,
   };
+}
+
+/** Measures `target` on `workload` after a warm-up, with its decisions made without Redis. */
+async function measure(target: Target, workload: Workload): Promise<LoadResult> {
+  await load(target, workload, WARMUP_MS);
+  const before = await withoutRedisOf(target);
+  const result = await load(target, workload, MEASURE_MS);
+  const after = await withoutRedisOf(target);
+  result.withoutRedis =
+    before === null || after === null ? null : withoutRedisBetween(before, after);
+  return result;
 }
 
 async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   const prefix = `bench:ht${randomBytes(3).toString("hex")}:`;
-  await publish(
-    redis,
-    prefix,
-    exampleSnapshot(() => {}, { version: 1 }),
-  );
-  const modes = ["bare", "limitplane", "limitplane-no-local", "flexible"];
-  const results = new Map<string, LoadResult[]>(modes.map((mode) => [mode, []]));
-  const BUSY_MODES = ["limitplane", "flexible"];
-  const busyResults = new Map<string, LoadResult>();
-  let busyLoadAtStart = "";
-  let busyLoadAtEnd = "";
+  await publish(redis, prefix, benchSnapshot(1));
+  const modes = ["bare", "limitplane", "flexible"];
+  /** results[workload][mode] = one result per run. */
+  const results = WORKLOADS.map(() => new Map<string, LoadResult[]>(modes.map((m) => [m, []])));
+  const serverUs = new Map<string, number[]>(modes.map((mode) => [mode, []]));
   try {
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const mode of modes) {
-        const target = await startTarget(mode, prefix, redisUrl);
-        try {
-          results.get(mode)?.push(await measure(target));
-        } finally {
-          await stopTarget(target);
+    for (let run = 0; run < RUNS; run++) {
+      // Every target restarts each run (fresh processes on the same Redis state); within a run
+      // the workloads and targets alternate, in an order that rotates with the run.
+      const targets = new Map<string, Target>();
+      for (const mode of modes) targets.set(mode, await startTarget(mode, prefix, redisUrl));
+      try {
+        for (const [index, workload] of WORKLOADS.entries()) {
+          const order = workload.modes.map(
+            (_, k) => workload.modes[(k + run) % workload.modes.length] ?? "bare",
+          );
+          for (const mode of order) {
+            const target = targets.get(mode);
+            if (target === undefined) continue;
+            const before = await scriptUsec(redis);
+            const result = await measure(target, workload);
+            const after = await scriptUsec(redis);
+            results[index]?.get(mode)?.push(result);
+            if (index === 0) serverUs.get(mode)?.push((after - before) / result.requests);
+          }
         }
+      } finally {
+        for (const target of targets.values()) await stopTarget(target);
       }
-    }
-    // The busy machine: 4 spinners per core while each target serves one more round.
-    const spinners = await startSpinners(availableParallelism() * 4);
-    try {
-      busyLoadAtStart = loadPerCore();
-      for (const mode of BUSY_MODES) {
-        const target = await startTarget(mode, prefix, redisUrl);
-        try {
-          busyResults.set(mode, await measure(target));
-        } finally {
-          await stopTarget(target);
-        }
-      }
-      busyLoadAtEnd = loadPerCore();
-    } finally {
-      await spinners.stop();
     }
   } finally {
     await deleteKeys(redis, prefix);
   }
 
   console.log(
-    `\ndecisions per second through the HTTP middleware (server in a child process, ${IN_FLIGHT} keep-alive requests in flight from this process, ${CUSTOMERS} enterprise customers, ${ROUNDS} alternating rounds of ${MEASURE_MS / 1000} s each; median round, best in brackets):`,
+    `\nHTTP through a gateway: a node:http server per target in a child process, ${IN_FLIGHT} keep-alive requests in flight from this process, ${RUNS} runs (targets restarted each run; workloads and targets alternating within it), ${WARMUP_MS / 1000} s warm-up + ${MEASURE_MS / 1000} s measured each; median [min-max] over the runs:`,
   );
-  const medians = new Map<string, LoadResult>();
-  for (const [mode, runs] of results) {
-    const sorted = [...runs].sort((a, b) => a.perSec - b.perSec);
-    const median = sorted[Math.floor(sorted.length / 2)];
-    const best = sorted[sorted.length - 1];
-    if (median === undefined || best === undefined) continue;
-    medians.set(mode, median);
-    const statuses = [...median.statuses].map(([status, count]) => `${status}:${count}`).join(" ");
-    console.log(
-      `  ${mode.padEnd(20)} ${Math.round(median.perSec).toString().padStart(7)} req/s (${Math.round(best.perSec)})   p50 ${format(median.p50Ms)} ms   p99 ${format(median.p99Ms)} ms   ${statuses}${median.errors > 0 ? ` errors:${median.errors}` : ""}`,
-    );
-  }
-  const flexible = medians.get("flexible");
-  if (flexible !== undefined) {
-    for (const mode of ["limitplane", "limitplane-no-local"]) {
-      const ours = medians.get(mode);
-      if (ours === undefined) continue;
+  console.log(
+    "  limitplane: the enforcer (RedisStore, batching, local stage on), ceiling + tier per request; flexible: rate-limiter-flexible RateLimiterRedis on ioredis with enableAutoPipelining, the tier limiter then the ceiling limiter chained, inMemoryBlockOnConsumed on both",
+  );
+  const targets = new Targets();
+  for (const [index, workload] of WORKLOADS.entries()) {
+    const byMode = results[index];
+    if (byMode === undefined) continue;
+    console.log(`\n  ${workload.name}`);
+    for (const [mode, runs] of byMode) {
+      if (runs.length === 0) continue;
+      const statuses = new Map<number, number>();
+      for (const runResult of runs) {
+        for (const [status, count] of runResult.statuses) {
+          statuses.set(status, (statuses.get(status) ?? 0) + count);
+        }
+      }
+      const errors = runs.reduce((sum, r) => sum + r.errors, 0);
       console.log(
-        `  ${mode} / rate-limiter-flexible: ${(ours.perSec / flexible.perSec).toFixed(2)}x throughput, p99 ${(ours.p99Ms / flexible.p99Ms).toFixed(2)}x`,
+        `    ${mode.padEnd(12)} ${summary(
+          runs.map((r) => r.perSec),
+          0,
+        ).padEnd(
+          24,
+        )} req/s   p50 ${summary(runs.map((r) => r.p50Ms))} ms   p99 ${summary(runs.map((r) => r.p99Ms))} ms   ${[
+          ...statuses,
+        ]
+          .map(([status, count]) => `${status}:${count}`)
+          .join(" ")}${errors > 0 ? ` errors:${errors}` : ""}`,
+      );
+    }
+    const ours = byMode.get("limitplane") ?? [];
+    const theirs = byMode.get("flexible") ?? [];
+    const bare = byMode.get("bare") ?? [];
+    const perSec = (runs: readonly LoadResult[]) => runs.map((r) => r.perSec);
+    const p99 = (runs: readonly LoadResult[]) => runs.map((r) => r.p99Ms);
+    console.log(
+      `    limitplane / flexible ${summary(pairedRatios(perSec(ours), perSec(theirs)))}x throughput, p99 ${summary(pairedRatios(p99(ours), p99(theirs)))}x; limitplane / bare ${summary(pairedRatios(perSec(ours), perSec(bare)))}x; flexible / bare ${summary(pairedRatios(perSec(theirs), perSec(bare)))}x`,
+    );
+    if (index < 3) {
+      targets.atLeast(
+        `HTTP, ${workload.name}: ours / rlf throughput`,
+        pairedRatios(perSec(ours), perSec(theirs)),
+        1.5,
+      );
+      targets.atMost(
+        `HTTP, ${workload.name}: ours / rlf p99`,
+        pairedRatios(p99(ours), p99(theirs)),
+        1,
+      );
+    } else {
+      targets.atLeast(
+        "local-stage rejection path: ours / bare server throughput",
+        pairedRatios(perSec(ours), perSec(bare)),
+        0.8,
       );
     }
   }
 
   console.log(
-    `\non a busy machine (${availableParallelism() * 4} processes spinning at normal priority; load average per core ${busyLoadAtStart} at start, ${busyLoadAtEnd} at end), one round each:`,
+    `\n  Redis server us per request (INFO commandstats evalsha + eval, all admitted workload): limitplane ${summary(serverUs.get("limitplane") ?? [])}, flexible ${summary(serverUs.get("flexible") ?? [])}`,
   );
-  for (const [mode, result] of busyResults) {
-    console.log(
-      `  ${mode.padEnd(20)} ${Math.round(result.perSec).toString().padStart(7)} req/s   p50 ${format(result.p50Ms)} ms   p99 ${format(result.p99Ms)} ms${result.errors > 0 ? ` errors:${result.errors}` : ""}`,
+  for (const mode of ["limitplane", "flexible"]) {
+    const perKey = admittedTight.get(mode) ?? new Map<string, number>();
+    const most = Math.max(0, ...perKey.values());
+    targets.holds(
+      `exactness over the whole run, ${mode}: most 200s for one tight customer (limit ${BENCH_LIMITS.tightPerDay} per day, ${KEYS} customers, every run and process)`,
+      String(most),
+      most <= BENCH_LIMITS.tightPerDay,
+      `<= ${BENCH_LIMITS.tightPerDay}`,
     );
   }
-  const busyOurs = busyResults.get("limitplane");
-  const busyTheirs = busyResults.get("flexible");
-  if (busyOurs !== undefined && busyTheirs !== undefined) {
-    console.log(
-      `  limitplane / rate-limiter-flexible: ${(busyOurs.perSec / busyTheirs.perSec).toFixed(2)}x throughput, p99 ${(busyOurs.p99Ms / busyTheirs.p99Ms).toFixed(2)}x`,
-    );
-  }
-
-  console.log(
-    "\ndecisions made without Redis during the HTTP runs (Redis healthy throughout; the issue's aim: 0):",
+  const without = results.flatMap((byMode) =>
+    (byMode.get("limitplane") ?? []).flatMap((r) => (r.withoutRedis ? [r.withoutRedis] : [])),
   );
-  const rows: [string, LoadResult[]][] = [
-    ...[...results].filter(([mode]) => mode.startsWith("limitplane")),
-    ...[...busyResults]
-      .filter(([mode]) => mode.startsWith("limitplane"))
-      .map(([mode, result]): [string, LoadResult[]] => [`${mode}, busy machine`, [result]]),
-  ];
-  for (const [label, runs] of rows) {
-    const decided = runs.reduce((sum, run) => sum + run.requests, 0);
-    const counted = runs.flatMap((run) => (run.withoutRedis ? [run.withoutRedis] : []));
-    const total = counted.reduce((sum, counts) => sum + counts.total, 0);
-    const slow = counted.reduce((sum, counts) => sum + counts.slow, 0);
-    const reasons = WITHOUT_REDIS_REASONS.map(
-      (reason) =>
-        `${reason} ${counted.reduce((sum, counts) => sum + (counts.byReason[reason] ?? 0), 0)}`,
-    ).join(", ");
-    console.log(
-      `  ${label.padEnd(28)} ${String(total).padStart(6)} of ${decided} decisions (${reasons}; ${slow} slow answers waited for)   aim 0   ${total === 0 ? "PASS" : "SHORT"}`,
-    );
-  }
+  const withoutTotal = without.reduce((sum, counts) => sum + counts.total, 0);
+  const decided = results.reduce(
+    (sum, byMode) =>
+      sum + (byMode.get("limitplane") ?? []).reduce((inner, r) => inner + r.requests, 0),
+    0,
+  );
+  targets.holds(
+    "decisions made without Redis during the HTTP runs (Redis healthy throughout)",
+    `${withoutTotal} of ${decided} (${WITHOUT_REDIS_REASONS.map((reason) => `${reason} ${without.reduce((sum, c) => sum + (c.byReason[reason] ?? 0), 0)}`).join(", ")})`,
+    withoutTotal === 0,
+    "0",
+  );
+  targets.print("HTTP targets");
 }
 
-function loadPerCore(): string {
-  return ((loadavg()[0] ?? 0) / availableParallelism()).toFixed(2);
+/** evalsha + eval microseconds so far, from INFO commandstats. */
+async function scriptUsec(redis: Redis): Promise<number> {
+  const info = await redis.info("commandstats");
+  let usec = 0;
+  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/gm)) {
+    usec += Number(match[1]);
+  }
+  return usec;
 }
 
 export async function run(): Promise<void> {
-  console.log(
-    `load average per core at start: ${loadPerCore()} (${availableParallelism()} cores; above 1, other processes competed for the CPU)`,
-  );
-  const redisUrl = loadEnv().REDIS_URL;
-  const redis = new Redis(redisUrl);
+  console.log(loadLine("at start"));
+  const server = await benchRedis();
+  console.log(`Redis: ${describeRedis(server)}`);
+  const redis = new Redis(server.url);
   try {
-    await propagation(redis, redisUrl);
-    await throughput(redis, redisUrl);
-    console.log(`load average per core at end: ${loadPerCore()}`);
+    if (process.env.BENCH_PROPAGATION === "0") {
+      console.log("propagation: skipped (BENCH_PROPAGATION=0)");
+    } else {
+      await propagation(redis, server.url);
+    }
+    await throughput(redis, server.url);
+    console.log(loadLine("at end"));
   } finally {
     redis.disconnect();
+    await server.stop();
   }
 }

@@ -4,13 +4,19 @@
  *
  * - `limitplane`: the enforcer (RedisStore, local stage on) through `createNodeMiddleware`;
  * - `limitplane-no-local`: the same without the local first stage;
- * - `flexible`: rate-limiter-flexible's `RateLimiterRedis`, the way its README wires Express
- *   (consume per key, headers from the result, 429 on rejection);
+ * - `flexible`: rate-limiter-flexible's `RateLimiterRedis` at its best documented configuration
+ *   and doing the work ours does: an ioredis client with `enableAutoPipelining`, one limiter per
+ *   check ours makes (the customer's tier, then the per-customer ceiling, chained),
+ *   `inMemoryBlockOnConsumed` on both (ours has its local stage on), headers from the result and
+ *   a 429 problem body on rejection, the way its README wires Express;
+ * - `flexible-no-block`: the same without `inMemoryBlockOnConsumed` (to compare with
+ *   `limitplane-no-local`);
  * - `bare`: nothing (the HTTP server's own ceiling on this machine).
  *
  *   tsx bench/http-target.ts --mode limitplane --prefix bench:x: [--redis-url redis://...]
  *
- * Customers come as `Authorization: Bearer <id>` and `x-tier`. Prints `listening on <url>`.
+ * Customers come as `Authorization: Bearer <id>` and `x-tier` (`wide`: never limited at these
+ * rates; `tight`: one request per day). Prints `listening on <url>`.
  * `GET /metrics` (not limited) answers the enforcer's Prometheus text in the limitplane modes, so
  * the benchmark can count the decisions made without Redis during its run.
  */
@@ -18,8 +24,10 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { parseArgs } from "node:util";
 import { createEnforcer, createNodeMiddleware, type EnforcerLogger } from "@limitplane/enforcer";
+import { redisOptionsFor } from "@limitplane/enforcer/publication";
+import { Redis } from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { createRedis } from "@/lib/server/redis";
+import { BENCH_LIMITS } from "./http-policy";
 
 const silentLogger: EnforcerLogger = { log() {} };
 
@@ -40,7 +48,7 @@ function customerOf(req: IncomingMessage): { customerId: string; tier: string } 
   const customerId = req.headers.authorization?.slice("Bearer ".length);
   if (customerId === undefined || customerId === "") return null;
   const tier = req.headers["x-tier"];
-  return { customerId, tier: typeof tier === "string" ? tier : "enterprise" };
+  return { customerId, tier: typeof tier === "string" ? tier : "wide" };
 }
 
 interface Target {
@@ -68,22 +76,41 @@ async function makeMiddleware(): Promise<Target> {
         metrics: () => enforcer.prometheus(),
       };
     }
-    case "flexible": {
-      const client = createRedis("decisions", { url: redisUrl });
-      // The same budget as the enterprise tier: bursts of 5000 are not its model, so a window of
-      // 5000 per second, which never rejects at the rates here either.
-      const limiter = new RateLimiterRedis({
-        storeClient: client,
-        keyPrefix: `${prefix}rlflx`,
-        points: 5_000,
-        duration: 1,
+    case "flexible":
+    case "flexible-no-block": {
+      const client = new Redis(redisUrl, {
+        ...redisOptionsFor("decisions"),
+        enableAutoPipelining: true,
       });
+      const isBlocking = mode === "flexible";
+      const limiter = (name: string, points: number, duration: number) =>
+        new RateLimiterRedis({
+          storeClient: client,
+          keyPrefix: `${prefix}rlflx:${name}`,
+          points,
+          duration,
+          // Blocks a key in process once it has consumed more than its points, until its reset.
+          ...(isBlocking ? { inMemoryBlockOnConsumed: points + 1 } : {}),
+        });
+      const tiers = new Map([
+        ["wide", limiter("wide", BENCH_LIMITS.widePerSec, 1)],
+        ["tight", limiter("tight", BENCH_LIMITS.tightPerDay, 86_400)],
+      ]);
+      const wide = tiers.get("wide") as RateLimiterRedis;
+      const ceiling = limiter("ceiling", BENCH_LIMITS.widePerSec, 1);
+      const decide = async (key: string, tier: RateLimiterRedis) => {
+        const account = await tier.consume(key);
+        await ceiling.consume(key);
+        return account;
+      };
       return {
         middleware: (req, res, next) => {
-          const key = customerOf(req)?.customerId ?? req.socket.remoteAddress ?? "unknown";
-          limiter.consume(key).then(
+          const customer = customerOf(req);
+          const key = customer?.customerId ?? req.socket.remoteAddress ?? "unknown";
+          const tier = tiers.get(customer?.tier ?? "wide") ?? wide;
+          decide(key, tier).then(
             (result) => {
-              res.setHeader("X-RateLimit-Limit", "5000");
+              res.setHeader("X-RateLimit-Limit", String(tier.points));
               res.setHeader("X-RateLimit-Remaining", String(result.remainingPoints));
               res.setHeader("X-RateLimit-Reset", String(Math.ceil(result.msBeforeNext / 1000)));
               next();
@@ -91,13 +118,20 @@ async function makeMiddleware(): Promise<Target> {
             (rejection: unknown) => {
               if (rejection instanceof RateLimiterRes) {
                 const body = JSON.stringify({
+                  type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+                  title: "Quota exceeded",
+                  status: 429,
+                  "violated-policies": ["account"],
                   code: "RATE_LIMITED",
                   scope: "account",
                   retryAfterMs: rejection.msBeforeNext,
                 });
                 res.writeHead(429, {
                   "Retry-After": String(Math.ceil(rejection.msBeforeNext / 1000)),
-                  "Content-Type": "application/json",
+                  "X-RateLimit-Limit": String(tier.points),
+                  "X-RateLimit-Remaining": "0",
+                  "Content-Type": "application/problem+json",
+                  "Content-Length": String(Buffer.byteLength(body)),
                 });
                 res.end(body);
               } else {

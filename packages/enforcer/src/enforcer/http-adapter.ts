@@ -88,13 +88,23 @@ export function enforcerRequestOf(parts: {
   readonly cost: number | undefined;
   readonly endpointClass: string | undefined;
 }): EnforcerRequest {
-  return {
+  // Built without spreads (this runs per request); absent options stay absent.
+  const request: {
+    customerId: string | null;
+    tier: string | null;
+    method: string;
+    path: string;
+    clientAddress: string | null;
+    cost?: number;
+    endpointClass?: string;
+  } = {
     customerId: parts.identity?.customerId ?? null,
     tier: parts.identity?.tier ?? null,
     method: parts.method,
     path: parts.path,
     clientAddress: parts.clientAddress,
-    ...(parts.cost === undefined ? {} : { cost: parts.cost }),
-    ...(parts.endpointClass === undefined ? {} : { endpointClass: parts.endpointClass }),
   };
+  if (parts.cost !== undefined) request.cost = parts.cost;
+  if (parts.endpointClass !== undefined) request.endpointClass = parts.endpointClass;
+  return request;
 }

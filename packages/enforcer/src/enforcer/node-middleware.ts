@@ -53,15 +53,13 @@ export function createNodeMiddleware(
       }),
     );
     const { http } = result;
-    if (http.status === null) {
-      for (const [name, value] of Object.entries(http.headers)) res.setHeader(name, value);
-      return true;
-    }
+    const { headers } = http;
+    // for...in over the plain header record: no entries array, no copy (this runs per request).
+    for (const name in headers) res.setHeader(name, headers[name] as string);
+    if (http.status === null) return true;
     const body = JSON.stringify(http.body);
-    res.writeHead(http.status, {
-      ...http.headers,
-      "Content-Length": String(Buffer.byteLength(body)),
-    });
+    res.setHeader("Content-Length", Buffer.byteLength(body));
+    res.writeHead(http.status);
     res.end(body);
     return false;
   };
