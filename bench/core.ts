@@ -2,8 +2,14 @@
  * Core suite: the in-process limiter against rate-limiter-flexible's RateLimiterMemory, side by
  * side in one process, plus the eviction cost under a unique-key flood and bytes per key.
  *
- * Figures are medians of several trials after a warm-up; the machine is small and noisy, so read
- * them as orders of magnitude and ratios, not as exact numbers.
+ * Both sides run the same number of decisions per trial, 7 alternating trials after a warm-up.
+ * Rows marked "sync vs promise" time our synchronous call against their promise (how each is
+ * meant to be called); the "awaited on both sides" row beside each awaits ours too. A rejection
+ * of theirs (a rejected promise) is caught by the harness, which catches for both sides alike.
+ * Random key order: ns per layered decision at 10k and at 1M keys, alternating.
+ *
+ * Figures are medians of the trials; the machine is small and noisy, so read them as orders of
+ * magnitude and ratios, not as exact numbers. The targets at the end are the issue's.
  */
 import type { DecideInput, LimitCheck } from "@limitplane/enforcer/limiter";
 import { MemoryStore } from "@limitplane/enforcer/limiter";

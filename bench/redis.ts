@@ -593,7 +593,9 @@ function report(
       [
         "upstash (token bucket hash)",
         formatNumber(context.bytes.upstash),
-        `${(context.bytes.upstash / context.bytes.oursOne).toFixed(2)}x`,
+        Number.isNaN(context.bytes.upstash)
+          ? "(left out)"
+          : `${(context.bytes.upstash / context.bytes.oursOne).toFixed(2)}x`,
       ],
     ],
   );
