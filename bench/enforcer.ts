@@ -338,7 +338,12 @@ interface LoadResult {
 const admittedTight = new Map<string, Map<string, number>>();
 
 /** `IN_FLIGHT` keep-alive loops hitting `url` for `durationMs` with `workload`'s customers. */
-async function load(target: Target, workload: Workload, durationMs: number): Promise<LoadResult> {
+async function load(
+  target: Target,
+  workload: Workload,
+  durationMs: number,
+  maxRequests = Number.POSITIVE_INFINITY,
+): Promise<LoadResult> {
   const { url } = target;
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
   const statuses = new Map<number, number>();
@@ -381,8 +386,10 @@ async function load(target: Target, workload: Workload, durationMs: number): Pro
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async (_, worker) => {
       let count = 0;
-      while (performance.now() < endAt) {
-        const [customerId, tier] = workload.customerAt(worker + count++ * IN_FLIGHT);
+      for (;;) {
+        const n = worker + count++ * IN_FLIGHT;
+        if (n >= maxRequests || performance.now() >= endAt) return;
+        const [customerId, tier] = workload.customerAt(n);
         await once(customerId, tier);
       }
     }),
@@ -398,6 +405,17 @@ async function load(target: Target, workload: Workload, durationMs: number): Pro
     p99Ms: percentile(latencies, 99),
     withoutRedis: null,
   };
+}
+
+/** Sends every tight customer one more request than its daily budget, 64 at a time. */
+async function spendTightBudgets(target: Target): Promise<void> {
+  const sent = KEYS * (BENCH_LIMITS.tightPerDay + 1);
+  const workload: Workload = {
+    name: "spend",
+    modes: [],
+    customerAt: (n) => [tightKeys[n % KEYS] ?? "", "tight"],
+  };
+  await load(target, workload, Number.POSITIVE_INFINITY, sent);
 }
 
 /** Measures `target` on `workload` after a warm-up, with its decisions made without Redis. */
@@ -425,6 +443,13 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
       const targets = new Map<string, Target>();
       for (const mode of modes) targets.set(mode, await startTarget(mode, prefix, redisUrl));
       try {
+        // Spend every tight customer's budget first (their 200s are counted for exactness).
+        if (run === 0) {
+          for (const mode of ["limitplane", "flexible"]) {
+            const target = targets.get(mode);
+            if (target !== undefined) await spendTightBudgets(target);
+          }
+        }
         for (const [index, workload] of WORKLOADS.entries()) {
           const order = workload.modes.map(
             (_, k) => workload.modes[(k + run) % workload.modes.length] ?? "bare",
@@ -515,7 +540,7 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
     const perKey = admittedTight.get(mode) ?? new Map<string, number>();
     const most = Math.max(0, ...perKey.values());
     targets.holds(
-      `exactness over the whole run, ${mode}: most 200s for one tight customer (limit ${BENCH_LIMITS.tightPerDay} per day, ${KEYS} customers, every run and process)`,
+      `exactness over the whole run, ${mode}: most 200s for one tight customer (limit ${BENCH_LIMITS.tightPerDay} per day, ${KEYS} customers, over every run and process)`,
       String(most),
       most <= BENCH_LIMITS.tightPerDay,
       `<= ${BENCH_LIMITS.tightPerDay}`,

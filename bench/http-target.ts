@@ -16,7 +16,7 @@
  *   tsx bench/http-target.ts --mode limitplane --prefix bench:x: [--redis-url redis://...]
  *
  * Customers come as `Authorization: Bearer <id>` and `x-tier` (`wide`: never limited at these
- * rates; `tight`: one request per day). Prints `listening on <url>`.
+ * rates; `tight`: ten requests per day). Prints `listening on <url>`.
  * `GET /metrics` (not limited) answers the enforcer's Prometheus text in the limitplane modes, so
  * the benchmark can count the decisions made without Redis during its run.
  */
