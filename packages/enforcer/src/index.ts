@@ -31,7 +31,16 @@ export {
   type HttpAdapterOptions,
   type Identity,
 } from "./enforcer/http-adapter";
-export type { HttpDecision, RateLimitHttpResult } from "./enforcer/http-headers";
+export {
+  type HttpDecision,
+  type LimiterUnavailableProblem,
+  PROBLEM_CONTENT_TYPE,
+  QUOTA_EXCEEDED_TYPE,
+  type QuotaExceededProblem,
+  type RateLimitHttpResult,
+  type RateLimitProblem,
+  TEMPORARY_REDUCED_CAPACITY_TYPE,
+} from "./enforcer/http-headers";
 export type { LocalStageOptions } from "./enforcer/local-stage";
 export type { EnforcerLogger, LogLevel } from "./enforcer/logger";
 export {
