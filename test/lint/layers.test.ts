@@ -73,7 +73,8 @@ beforeAll(() => {
   exitCode = cruise("err").status;
   const output = JSON.parse(cruise("json").stdout) as { summary: { violations: Violation[] } };
   violations = output.summary.violations;
-});
+  // Two depcruise runs over a scratch tree: seconds on a quiet machine, far more on a busy one.
+}, 120_000);
 
 afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
