@@ -212,12 +212,23 @@ test("an operator raises a rejected customer's limit for 15 minutes, every enfor
   // Extend: one click moves the expiry 15 minutes later, and the enforcers confirm again.
   await page.goto(`/incidents/${incidentId}`);
   await expect(page.getByTestId("incident-headline")).toContainText(/1[0-4] min \d+ s left/);
+  // No reason comes pre-filled: extending without one says what is missing and changes nothing.
+  const extendReason = page.getByLabel("Reason to extend (required)");
+  await expect(extendReason).toHaveValue("");
+  await expect(page.getByLabel("Reason to revert (required)")).toHaveValue("");
+  await expect(page.getByRole("button", { name: "Revert now" })).toBeDisabled();
+  await page.getByRole("button", { name: "Extend +15 min" }).click();
+  await expect(page.getByText("Reason must not be empty.")).toBeVisible();
+  await expect(extendReason).toBeFocused();
+  await expect(page.getByTestId("incident-headline")).toContainText(/1[0-4] min \d+ s left/);
+  await extendReason.fill("e2e: the migration needs another quarter hour");
   await page.getByRole("button", { name: "Extend +15 min" }).click();
   await expect(page.getByTestId("incident-headline")).toContainText(/(29|30) min( \d+ s)? left/);
   await expect(page.getByText("all confirmed")).toBeVisible({ timeout: 30_000 });
   await shot(page, "incident-extended");
 
   // Revert restores the old limit.
+  await page.getByLabel("Reason to revert (required)").fill("e2e: the migration finished");
   await page.getByRole("button", { name: "Revert now" }).click();
   await page.getByRole("dialog").getByRole("button", { name: "Revert override" }).click();
   await expect(page.getByRole("heading", { level: 1 })).toContainText("reverted");

@@ -85,6 +85,7 @@ export {
 } from "./cursor";
 export {
   type FormatNumberOptions,
+  formatActorKind,
   formatAlgorithm,
   formatCompactNumber,
   formatCountdown,

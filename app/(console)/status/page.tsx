@@ -2,6 +2,7 @@ import type { Metadata } from "next";
 import { connection } from "next/server";
 import { Suspense } from "react";
 import { AutoRefresh } from "@/components/auto-refresh";
+import { LocalTime } from "@/components/ui/local-time";
 import { type ServiceCheck, statusReport } from "@/lib/server/status";
 
 export const metadata: Metadata = { title: "Status" };
@@ -76,9 +77,7 @@ async function StatusPanels() {
                       <td className="mono">{migration.name}</td>
                       <td>
                         {migration.appliedAt ? (
-                          <time dateTime={migration.appliedAt} title={migration.appliedAt}>
-                            {migration.appliedAt.replace("T", " ").replace(/\.\d+Z$/, " UTC")}
-                          </time>
+                          <LocalTime at={migration.appliedAt} />
                         ) : (
                           <span className="badge badge-bad">failed or in progress</span>
                         )}
@@ -99,9 +98,17 @@ async function StatusPanels() {
           <dt>Commit</dt>
           <dd className="mono">{report.build.commit}</dd>
           <dt>Built</dt>
-          <dd>{report.build.builtAt}</dd>
+          <dd data-testid="build-built-at">
+            {Number.isFinite(Date.parse(report.build.builtAt)) ? (
+              <LocalTime at={report.build.builtAt} />
+            ) : (
+              report.build.builtAt
+            )}
+          </dd>
           <dt>Checked</dt>
-          <dd>{report.checkedAt}</dd>
+          <dd data-testid="status-checked-at">
+            <LocalTime at={report.checkedAt} />
+          </dd>
         </dl>
       </section>
     </>
