@@ -4,6 +4,7 @@ import { Suspense } from "react";
 import { AlertList } from "@/components/alerts/alert-list";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { RejectionChart } from "@/components/charts/rejection-chart";
+import { EnforcerLagCell } from "@/components/ops/enforcer-lag";
 import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
@@ -14,7 +15,6 @@ import {
   buildRejectionRateSeries,
   CHART_RANGES,
   type ChartRangeId,
-  formatDurationMs,
   isChartRangeId,
   type SearchParamsRecord,
 } from "@/lib/console";
@@ -22,7 +22,7 @@ import { can, getControlDeps, listAuditEntries } from "@/lib/control";
 import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { getFleetDeps } from "@/lib/control/fleet/fleet-deps";
-import { type EnforcerRecord, listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
 import styles from "./overview.module.css";
 
@@ -285,7 +285,11 @@ async function FleetPanel() {
                     )}
                   </td>
                   <td data-label="Lag">
-                    <LagCell enforcer={enforcer} />
+                    <EnforcerLagCell
+                      enforcer={enforcer}
+                      published={fleet.published}
+                      nowMs={nowMs}
+                    />
                   </td>
                   <td data-label="Last seen">
                     <LocalTime at={enforcer.heartbeatAtMs} relative />
@@ -303,34 +307,5 @@ async function FleetPanel() {
         </div>
       )}
     </section>
-  );
-}
-
-function LagCell({ enforcer }: { enforcer: EnforcerRecord }) {
-  if (enforcer.versionsBehind === null) return <span className="muted">unknown</span>;
-  if (enforcer.versionsBehind === 0) {
-    return (
-      <>
-        <Badge tone="ok" dot>
-          current
-        </Badge>
-        {enforcer.lagMs !== null ? (
-          <span className="muted small">
-            {" "}
-            applied {formatDurationMs(enforcer.lagMs)} after publication
-          </span>
-        ) : null}
-      </>
-    );
-  }
-  return (
-    <>
-      <Badge tone="bad" dot>
-        {enforcer.versionsBehind} {enforcer.versionsBehind === 1 ? "version" : "versions"} behind
-      </Badge>
-      {enforcer.lagMs !== null ? (
-        <span className="muted small"> for {formatDurationMs(enforcer.lagMs)}</span>
-      ) : null}
-    </>
   );
 }
