@@ -9,6 +9,7 @@ import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { Skeleton, SkeletonChart } from "@/components/ui/skeleton";
 import {
   buildChartMarkers,
@@ -251,7 +252,7 @@ async function FleetPanel() {
           seconds. Start one with <code>npm run gateway</code>.
         </EmptyState>
       ) : (
-        <div className="table-scroll">
+        <ScrollRegion className="table-scroll" label="Enforcers">
           <table className={`data ${styles.fleetTable}`}>
             <caption className="visually-hidden">
               Enforcers and the policy version each runs
@@ -304,7 +305,7 @@ async function FleetPanel() {
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollRegion>
       )}
     </section>
   );

@@ -11,6 +11,7 @@ import { Countdown } from "@/components/ui/countdown";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { detectExpiringIncidents, formatFactor, formatLimit } from "@/lib/console";
 import {
   type IncidentPage,
@@ -149,7 +150,7 @@ export default async function OverridesPage({
           </EmptyState>
         ) : (
           <>
-            <div className={styles.tableScroll}>
+            <ScrollRegion className={styles.tableScroll} label="Per-customer overrides">
               <table className="data">
                 <thead>
                   <tr>
@@ -176,7 +177,7 @@ export default async function OverridesPage({
                   ))}
                 </tbody>
               </table>
-            </div>
+            </ScrollRegion>
             <ForwardPager
               label="Customer override pages"
               firstHref={after === undefined ? null : hrefWith("/overrides", { inForceAfter })}
@@ -217,7 +218,10 @@ function IncidentTable({
   isCurrent: boolean;
 }) {
   return (
-    <div className={styles.tableScroll}>
+    <ScrollRegion
+      className={styles.tableScroll}
+      label={isCurrent ? "Incident overrides in force" : "Recently ended incident overrides"}
+    >
       <table className="data">
         <thead>
           <tr>
@@ -267,6 +271,6 @@ function IncidentTable({
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollRegion>
   );
 }
