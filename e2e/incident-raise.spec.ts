@@ -260,6 +260,22 @@ test("the customer page and the raise form at phone width", async ({ page, signI
     );
   // Nothing wider than the screen: wide tables scroll inside their panel.
   expect(await pageOverflow()).toBeLessThanOrEqual(0);
+  // Each rule is a card on a phone: its name on one line or a few whole words, never a letter a
+  // line, and its status and live bucket on screen without scrolling sideways.
+  const rule = page.getByTestId("trace-rule").first();
+  for (const label of ["Rule", "Status", "Live (peek)"]) {
+    const cell = rule.locator(`td[data-label="${label}"]`);
+    await expect(cell).toBeVisible();
+    const box = await cell.boundingBox();
+    expect(box, label).not.toBeNull();
+    expect((box?.x ?? 0) + (box?.width ?? 0), `${label} ends on screen`).toBeLessThanOrEqual(390);
+  }
+  const ruleName = rule.locator('td[data-label="Rule"] code');
+  const nameBox = await ruleName.boundingBox();
+  const lineHeight = await ruleName.evaluate((element) =>
+    Number.parseFloat(getComputedStyle(element).lineHeight || "20"),
+  );
+  expect((nameBox?.height ?? 0) / (Number.isFinite(lineHeight) ? lineHeight : 20)).toBeLessThan(3);
   await shot(page, "customer-390");
   await page.goto(`/incidents/new?customer=${CUSTOMER}`);
   await expect(page.getByLabel("Reason (required)")).toBeVisible();

@@ -166,7 +166,15 @@ async function headersNarrowerThanAWord(page: Page): Promise<string[]> {
       probe.style.font = style.font;
       probe.style.textTransform = style.textTransform;
       probe.style.letterSpacing = style.letterSpacing;
-      const words = (header.textContent ?? "").split(/\s+/).filter(Boolean);
+      // Words a person sees: text in a visually hidden span (a label for screen readers) is
+      // clipped to a pixel and takes no room.
+      const words: string[] = [];
+      const walker = document.createTreeWalker(header, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+        const parent = node.parentElement;
+        if (parent === null || parent.getBoundingClientRect().width <= 1) continue;
+        words.push(...(node.textContent ?? "").split(/\s+/).filter(Boolean));
+      }
       for (const word of words) {
         probe.textContent = word;
         const wordWidth = probe.getBoundingClientRect().width;

@@ -3,6 +3,7 @@ import { connection } from "next/server";
 import { Suspense } from "react";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { LocalTime } from "@/components/ui/local-time";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { type ServiceCheck, statusReport } from "@/lib/server/status";
 
 export const metadata: Metadata = { title: "Status" };
@@ -64,28 +65,30 @@ async function StatusPanels() {
             {report.migrations.applied.length === 0 ? (
               <div className="empty">No migration has been applied to this database yet.</div>
             ) : (
-              <table className="data">
-                <thead>
-                  <tr>
-                    <th>Migration</th>
-                    <th>Applied</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {report.migrations.applied.map((migration) => (
-                    <tr key={migration.name} data-testid="migration-row">
-                      <td className="mono">{migration.name}</td>
-                      <td>
-                        {migration.appliedAt ? (
-                          <LocalTime at={migration.appliedAt} />
-                        ) : (
-                          <span className="badge badge-bad">failed or in progress</span>
-                        )}
-                      </td>
+              <ScrollRegion label="Applied migrations">
+                <table className="data">
+                  <thead>
+                    <tr>
+                      <th>Migration</th>
+                      <th>Applied</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {report.migrations.applied.map((migration) => (
+                      <tr key={migration.name} data-testid="migration-row">
+                        <td className="mono">{migration.name}</td>
+                        <td>
+                          {migration.appliedAt ? (
+                            <LocalTime at={migration.appliedAt} />
+                          ) : (
+                            <span className="badge badge-bad">failed or in progress</span>
+                          )}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </ScrollRegion>
             )}
           </>
         )}
