@@ -430,6 +430,6 @@ test.describe("Postgres unreachable", () => {
     const requestId = answer.headers()["x-request-id"] ?? "";
     expect(requestId).not.toBe("");
     await expect(page.getByTestId("sign-in-request-id")).toHaveText(requestId);
-    await expect(page.getByRole("alert")).toContainText(`Request id: ${requestId}`);
+    await expect(page.locator(".field-error")).toContainText(`Request id: ${requestId}`);
   });
 });
