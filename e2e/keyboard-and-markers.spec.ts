@@ -39,7 +39,7 @@ test("keyboard only: raise an incident override, then read the chart's grouped m
   page,
   signIn,
 }) => {
-  test.setTimeout(120_000);
+  test.setTimeout(180_000);
   await signIn("operator");
   await sendTraffic(40);
 
@@ -91,8 +91,9 @@ test("keyboard only: raise an incident override, then read the chart's grouped m
     await page.setViewportSize({ width, height: width === 1280 ? 800 : 844 });
     await expect(async () => {
       await page.goto("/");
-      await expect(page.getByTestId("chart-marker").last()).toBeVisible({ timeout: 2_000 });
-    }).toPass({ timeout: 30_000 });
+      // The chart streams in after the page; on a busy machine that takes a while.
+      await expect(page.getByTestId("chart-marker").last()).toBeVisible({ timeout: 15_000 });
+    }).toPass({ timeout: 60_000 });
     // The label holding the raise: the revert, seconds later, joined it (or the raise joined a
     // group begun just before), so it lists two changes or more.
     const group = page
