@@ -243,7 +243,7 @@ test("every page renders at laptop and phone width, with a screenshot of each", 
   page,
   signIn,
 }) => {
-  test.setTimeout(300_000);
+  test.setTimeout(480_000);
   await signIn("admin");
   // Nothing a page loads is missing (a 404 favicon logged an error on every page).
   const missingResources: string[] = [];
