@@ -418,5 +418,18 @@ test.describe("Postgres unreachable", () => {
     await expect(page.getByRole("heading", { name: "Sign in", level: 1 })).toBeVisible();
     await expect(page.getByTestId("database-unreachable")).toBeVisible();
     await expect(page.getByLabel("Email")).toBeVisible();
+    // A sign-in that fails on the console's side shows the request id its message asks to quote,
+    // the one the server answered with (and logged under).
+    await page.getByLabel("Email").fill("someone@e2e.test");
+    await page.getByLabel("Password").fill("any password at all");
+    const [answer] = await Promise.all([
+      page.waitForResponse((response) => response.url().endsWith("/api/v1/auth/sign-in")),
+      page.getByRole("button", { name: "Sign in" }).click(),
+    ]);
+    expect(answer.status()).toBe(503);
+    const requestId = answer.headers()["x-request-id"] ?? "";
+    expect(requestId).not.toBe("");
+    await expect(page.getByTestId("sign-in-request-id")).toHaveText(requestId);
+    await expect(page.locator(".field-error")).toContainText(`Request id: ${requestId}`);
   });
 });

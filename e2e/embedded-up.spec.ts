@@ -154,6 +154,16 @@ test.describe("npm run up without DATABASE_URL and REDIS_URL", () => {
     expect(output).toContain('connect as "limitplane_app"');
     expect(output).toContain(`console: listening on http://127.0.0.1:${UP_PORT}`);
     expect(output).not.toContain("Network:");
+    // What a person needs and nothing else: the install step and its summary, no engine warning
+    // on Node 20.19 (package.json "overrides" stand in for the Node 22 package prisma dev wants),
+    // no install-scripts hint (allowScripts records them), no route table.
+    expect(output).toMatch(
+      /▸ Installing the dependencies \(npm install\)\n(.*\n)* {2}done in \d+ s/,
+    );
+    expect(output).not.toContain("EBADENGINE");
+    expect(output).not.toContain("install-scripts");
+    expect(output).not.toContain("Route (app)");
+    expect(output).not.toMatch(/^[┌├└│]/m);
     const credentials = /Sign in: +(\S+) \/ (\S+)/.exec(output);
     const gateway = /Gateways: +(http:\/\/127\.0\.0\.1:\d+)/.exec(output);
     expect(credentials, output).not.toBeNull();

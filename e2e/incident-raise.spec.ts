@@ -212,12 +212,23 @@ test("an operator raises a rejected customer's limit for 15 minutes, every enfor
   // Extend: one click moves the expiry 15 minutes later, and the enforcers confirm again.
   await page.goto(`/incidents/${incidentId}`);
   await expect(page.getByTestId("incident-headline")).toContainText(/1[0-4] min \d+ s left/);
+  // No reason comes pre-filled: extending without one says what is missing and changes nothing.
+  const extendReason = page.getByLabel("Reason to extend (required)");
+  await expect(extendReason).toHaveValue("");
+  await expect(page.getByLabel("Reason to revert (required)")).toHaveValue("");
+  await expect(page.getByRole("button", { name: "Revert now" })).toBeDisabled();
+  await page.getByRole("button", { name: "Extend +15 min" }).click();
+  await expect(page.getByText("Reason must not be empty.")).toBeVisible();
+  await expect(extendReason).toBeFocused();
+  await expect(page.getByTestId("incident-headline")).toContainText(/1[0-4] min \d+ s left/);
+  await extendReason.fill("e2e: the migration needs another quarter hour");
   await page.getByRole("button", { name: "Extend +15 min" }).click();
   await expect(page.getByTestId("incident-headline")).toContainText(/(29|30) min( \d+ s)? left/);
   await expect(page.getByText("all confirmed")).toBeVisible({ timeout: 30_000 });
   await shot(page, "incident-extended");
 
   // Revert restores the old limit.
+  await page.getByLabel("Reason to revert (required)").fill("e2e: the migration finished");
   await page.getByRole("button", { name: "Revert now" }).click();
   await page.getByRole("dialog").getByRole("button", { name: "Revert override" }).click();
   await expect(page.getByRole("heading", { level: 1 })).toContainText("reverted");
@@ -249,6 +260,22 @@ test("the customer page and the raise form at phone width", async ({ page, signI
     );
   // Nothing wider than the screen: wide tables scroll inside their panel.
   expect(await pageOverflow()).toBeLessThanOrEqual(0);
+  // Each rule is a card on a phone: its name on one line or a few whole words, never a letter a
+  // line, and its status and live bucket on screen without scrolling sideways.
+  const rule = page.getByTestId("trace-rule").first();
+  for (const label of ["Rule", "Status", "Live (peek)"]) {
+    const cell = rule.locator(`td[data-label="${label}"]`);
+    await expect(cell).toBeVisible();
+    const box = await cell.boundingBox();
+    expect(box, label).not.toBeNull();
+    expect((box?.x ?? 0) + (box?.width ?? 0), `${label} ends on screen`).toBeLessThanOrEqual(390);
+  }
+  const ruleName = rule.locator('td[data-label="Rule"] code');
+  const nameBox = await ruleName.boundingBox();
+  const lineHeight = await ruleName.evaluate((element) =>
+    Number.parseFloat(getComputedStyle(element).lineHeight || "20"),
+  );
+  expect((nameBox?.height ?? 0) / (Number.isFinite(lineHeight) ? lineHeight : 20)).toBeLessThan(3);
   await shot(page, "customer-390");
   await page.goto(`/incidents/new?customer=${CUSTOMER}`);
   await expect(page.getByLabel("Reason (required)")).toBeVisible();

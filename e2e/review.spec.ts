@@ -153,6 +153,9 @@ test.describe("review: the audit log", () => {
     await expect(raised.getByTestId("audit-reason")).toHaveText(
       "raised after the contract amendment",
     );
+    // The list is compact: each diff opens on demand.
+    await expect(raised.getByRole("row", { name: /limit\.capacity/ })).toHaveCount(0);
+    await raised.getByText("Before and after").click();
     const capacity = raised.getByRole("row", { name: /limit\.capacity/ });
     await expect(capacity.getByRole("cell").nth(0)).toHaveText("50");
     await expect(capacity.getByRole("cell").nth(1)).toHaveText("80");
@@ -201,6 +204,7 @@ test.describe("review: the audit log", () => {
       `override.create customer-override customer:${first} by Oscar Operator`,
     ]);
     const created = page.getByTestId("audit-entry").first();
+    await created.getByText("Before and after").click();
     await expect(created.getByRole("row", { name: /capacity/ }).first()).toContainText("120");
     await screenshot(page, "audit-by-operator");
 
@@ -220,6 +224,7 @@ test.describe("review: the audit log", () => {
       `customer.create customer ${first} by Ada Admin`,
     ]);
     const tierChange = page.getByTestId("audit-entry").first();
+    await tierChange.getByText("Before and after").click();
     const capacity = tierChange.getByRole("row", { name: /limit\.capacity/ });
     await expect(capacity.getByRole("cell").nth(0)).toHaveText("30");
     await expect(capacity.getByRole("cell").nth(1)).toHaveText("45");
@@ -399,6 +404,8 @@ test.describe("review: the overview", () => {
     await screenshot(page, "overview-hour");
     await page.goto(href ?? "/audit");
     await expect(page.getByTestId("audit-entry")).toHaveCount(1);
+    // An entry's own page opens its diff.
+    await expect(page.getByTestId("audit-diff")).toHaveAttribute("open", "");
     await screenshot(page, "audit-entry");
 
     await page.goto("/?range=1d");

@@ -14,6 +14,31 @@ test.describe("status page", () => {
     await page.screenshot({ path: test.info().outputPath("status-healthy.png"), fullPage: true });
   });
 
+  test.describe("in the viewer's time zone", () => {
+    test.use({ timezoneId: "Asia/Kolkata", locale: "en-US" });
+    test("shows the migrations' and the check's times in local time, the instant on hover", async ({
+      page,
+    }) => {
+      await page.goto("/status");
+      const applied = page.getByTestId("migration-row").first().locator("time");
+      // Rendered on the client in the viewer's zone (India is UTC+5:30), not the server's UTC.
+      await expect(applied).toContainText("GMT+5:30");
+      await expect(applied).not.toContainText("UTC");
+      const iso = await applied.getAttribute("datetime");
+      expect(iso).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      // Formatted by the browser's own Intl, as a person in Kolkata would read it.
+      const local = await page.evaluate(
+        (at) =>
+          new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "long" }).format(
+            Date.parse(at),
+          ),
+        iso ?? "",
+      );
+      await expect(applied).toHaveText(local);
+      await expect(page.getByTestId("status-checked-at")).toContainText("GMT+5:30");
+    });
+  });
+
   test("shows Redis down when the server points at a port with no Redis", async ({ page }) => {
     await page.goto(`${NO_REDIS_BASE_URL}/status`);
     await expect(page.getByTestId("redis-state")).toHaveText(/Unreachable/);

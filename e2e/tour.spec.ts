@@ -1,12 +1,15 @@
 /**
  * Every console page, as an admin, at a laptop width and at a phone width: each renders its
- * heading without an error state, nothing spills sideways out of the phone's screen, and a
- * screenshot of each lands in test-results/e2e/screenshots/<page>-<width>.png.
+ * heading without an error state, axe-core finds no serious or critical violation, no table
+ * header is narrower than its longest word (which would wrap it mid-word, "CUSTOM ER"), nothing
+ * spills sideways out of the phone's screen, and a screenshot of each lands in
+ * test-results/e2e/screenshots/<page>-<width>.png.
  *
  * Runs after the flow specs (files run in name order, one worker), so incidents and candidates
  * usually exist; where none does, the tour makes its own through the API and cleans up after.
  */
 import path from "node:path";
+import AxeBuilder from "@axe-core/playwright";
 import type { APIRequestContext, APIResponse, Page } from "@playwright/test";
 import { expect, test } from "./fixtures";
 import { BASE_URL } from "./run-env";
@@ -127,11 +130,82 @@ async function tourStops(request: APIRequestContext): Promise<{
   };
 }
 
+/** axe-core's serious and critical violations on the page, one line each (rule, count, where). */
+async function seriousViolations(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).analyze();
+  return results.violations
+    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+    .map(
+      (violation) =>
+        `${violation.id} (${violation.impact}, ${violation.nodes.length}×): ${violation.nodes
+          .slice(0, 3)
+          .map((node) => node.target.join(" "))
+          .join(" | ")}`,
+    );
+}
+
+/**
+ * Visible column headers narrower than their longest word: such a header wraps mid-word. Each
+ * word is measured in the header's own font, case and letter spacing.
+ */
+async function headersNarrowerThanAWord(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const offenders: string[] = [];
+    const probe = document.createElement("span");
+    probe.style.position = "absolute";
+    probe.style.visibility = "hidden";
+    probe.style.whiteSpace = "nowrap";
+    document.body.append(probe);
+    for (const header of document.querySelectorAll<HTMLElement>("thead th, th[scope=col]")) {
+      const box = header.getBoundingClientRect();
+      // Hidden, or visually hidden (a phone's stacked table keeps its header for screen readers).
+      if (box.width <= 1 || box.height <= 1 || header.checkVisibility() === false) continue;
+      const style = getComputedStyle(header);
+      const contentWidth =
+        header.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      probe.style.font = style.font;
+      probe.style.textTransform = style.textTransform;
+      probe.style.letterSpacing = style.letterSpacing;
+      // Words a person sees: text in a visually hidden span (a label for screen readers) is
+      // clipped to a pixel and takes no room.
+      const words: string[] = [];
+      const walker = document.createTreeWalker(header, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+        const parent = node.parentElement;
+        if (parent === null || parent.getBoundingClientRect().width <= 1) continue;
+        words.push(...(node.textContent ?? "").split(/\s+/).filter(Boolean));
+      }
+      for (const word of words) {
+        probe.textContent = word;
+        const wordWidth = probe.getBoundingClientRect().width;
+        if (wordWidth > contentWidth + 0.5) {
+          offenders.push(
+            `"${word}" needs ${wordWidth.toFixed(1)}px, its header has ${contentWidth.toFixed(1)}px`,
+          );
+        }
+      }
+    }
+    probe.remove();
+    return offenders;
+  });
+}
+
 async function visit(page: Page, stop: TourStop, viewport: (typeof VIEWPORTS)[number]) {
   const response = await page.goto(stop.path);
   expect(response?.status(), `${stop.path} answered`).toBe(200);
   await expect(page.getByRole("heading", { level: 1 }).first()).toBeVisible();
   await expect(page.locator(".error-state"), `${stop.path} shows an error`).toHaveCount(0);
+  // Client components (charts, local times) have mounted before anything is measured.
+  await page.waitForLoadState("networkidle");
+  expect
+    .soft(await seriousViolations(page), `axe on ${stop.path} at ${viewport.width} px`)
+    .toEqual([]);
+  expect
+    .soft(
+      await headersNarrowerThanAWord(page),
+      `table headers on ${stop.path} at ${viewport.width} px`,
+    )
+    .toEqual([]);
   if (viewport.name === "phone") {
     // The elements that reach past the right edge of the screen, outermost first, named by tag and
     // class so a failure says where to look.
@@ -169,8 +243,18 @@ test("every page renders at laptop and phone width, with a screenshot of each", 
   page,
   signIn,
 }) => {
-  test.setTimeout(120_000);
+  test.setTimeout(480_000);
   await signIn("admin");
+  // Nothing a page loads is missing (a 404 favicon logged an error on every page).
+  const missingResources: string[] = [];
+  page.on("response", (response) => {
+    if (response.status() === 404 && response.request().resourceType() !== "document") {
+      missingResources.push(response.url());
+    }
+  });
+  const favicon = await page.request.get("/favicon.ico");
+  expect(favicon.status()).toBe(200);
+  expect(favicon.headers()["content-type"]).toMatch(/^image\//);
   const { stops, cleanUp } = await tourStops(page.request);
   try {
     for (const viewport of VIEWPORTS) {
@@ -180,6 +264,7 @@ test("every page renders at laptop and phone width, with a screenshot of each", 
   } finally {
     await cleanUp();
   }
+  expect(missingResources, "resources that answered 404").toEqual([]);
   const missing = await page.goto("/no-such-page");
   expect(missing?.status()).toBe(404);
   await expect(page.getByRole("heading", { name: "Not found", level: 1 })).toBeVisible();
@@ -188,6 +273,9 @@ test("every page renders at laptop and phone width, with a screenshot of each", 
   await page.goto("/sign-in");
   for (const viewport of VIEWPORTS) {
     await page.setViewportSize({ width: viewport.width, height: viewport.height });
+    expect
+      .soft(await seriousViolations(page), `axe on /sign-in at ${viewport.width} px`)
+      .toEqual([]);
     await page.screenshot({ path: path.join(SCREENSHOTS, `sign-in-${viewport.name}.png`) });
   }
 });

@@ -32,6 +32,7 @@ import { ensurePrismaClient } from "./lib/ensure-prisma-client";
 import { freePort } from "./lib/free-port";
 import { findRedisServer, type PrivateRedis, startPrivateRedis } from "./lib/private-redis";
 import { ProcessRecord, stopLeftovers } from "./lib/process-record";
+import { nextBuildLines, runQuietly } from "./lib/quiet-step.mjs";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const STATE_DIR = path.resolve(ROOT, process.env.LIMITPLANE_STATE_DIR ?? ".limitplane");
@@ -78,13 +79,18 @@ function spawnTracked(
   stage: Stage,
 ): ChildProcess {
   const child = spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true });
-  track(name, child, args.find((arg) => arg.includes("/")) ?? path.basename(command));
+  register(name, child, args.find((arg) => arg.includes("/")) ?? path.basename(command), stage);
+  return child;
+}
+
+/** Tracks a child (watchdog, processes.json) and stops it with its stage. */
+function register(name: string, child: ChildProcess, marker: string, stage: Stage): void {
+  track(name, child, marker);
   children.push({ name, process: child, stage });
   child.once("exit", () => {
     const index = children.findIndex((entry) => entry.process === child);
     if (index !== -1) children.splice(index, 1);
   });
-  return child;
 }
 
 /** Runs a command to completion (in a group of its own, so a stop reaches it too). */
@@ -370,8 +376,17 @@ async function main(): Promise<void> {
   await databaseFree();
 
   if (await isBuildStale()) {
-    step("Building the console (first run or sources changed)");
-    await run("next build", NEXT, ["build"], childEnv);
+    // Minutes on a first run: progress while it runs, then warnings and the time it took, not
+    // the route table (the whole output when it fails).
+    await runQuietly(NEXT, ["build"], {
+      label: "Building the console (first run or sources changed; a few minutes)",
+      doing: "building",
+      keep: nextBuildLines,
+      cwd: ROOT,
+      env: childEnv,
+      detached: true,
+      onSpawn: (child) => register("next build", child, "next", "task"),
+    });
   }
 
   if (env.LIMITPLANE_WORKER === "separate") {

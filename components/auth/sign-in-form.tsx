@@ -2,15 +2,12 @@
 
 import { useRouter } from "next/navigation";
 import { type FormEvent, useState } from "react";
+import { describeSignInFailure } from "./sign-in-failure";
 
 type FormState =
   | { kind: "idle" }
   | { kind: "submitting" }
-  | { kind: "error"; message: string; field?: "email" | "password" };
-
-interface ApiErrorBody {
-  error?: { code?: string; message?: string; details?: { issues?: { path?: string }[] } };
-}
+  | { kind: "error"; message: string; field?: "email" | "password"; requestId?: string | null };
 
 /** Posts to the sign-in API (which sets the session cookie) and then goes on to `next`. */
 export function SignInForm({ next }: { next: string }) {
@@ -45,7 +42,14 @@ export function SignInForm({ next }: { next: string }) {
       router.refresh();
       return;
     }
-    setState({ kind: "error", message: await describeFailure(response) });
+    const body: unknown = await response.json().catch(() => null);
+    const failure = describeSignInFailure({
+      status: response.status,
+      retryAfter: response.headers.get("retry-after"),
+      requestIdHeader: response.headers.get("x-request-id"),
+      body,
+    });
+    setState({ kind: "error", message: failure.message, requestId: failure.requestId });
   }
 
   const error = state.kind === "error" ? state : null;
@@ -74,6 +78,12 @@ export function SignInForm({ next }: { next: string }) {
       {error ? (
         <p className="field-error" role="alert">
           {error.message}
+          {error.requestId ? (
+            <>
+              {" "}
+              Request id: <code data-testid="sign-in-request-id">{error.requestId}</code>
+            </>
+          ) : null}
         </p>
       ) : null}
       <button className="button" type="submit" disabled={state.kind === "submitting"}>
@@ -81,21 +91,4 @@ export function SignInForm({ next }: { next: string }) {
       </button>
     </form>
   );
-}
-
-async function describeFailure(response: Response): Promise<string> {
-  let body: ApiErrorBody = {};
-  try {
-    body = (await response.json()) as ApiErrorBody;
-  } catch {
-    // Not JSON: fall through to the status-based message.
-  }
-  if (response.status === 429) {
-    const seconds = Number(response.headers.get("retry-after"));
-    return Number.isFinite(seconds) && seconds > 0
-      ? `Too many attempts. Try again in ${Math.ceil(seconds)} s.`
-      : "Too many attempts. Wait a little and try again.";
-  }
-  if (response.status === 401) return "That email and password do not match an active account.";
-  return body.error?.message ?? `Sign-in failed (HTTP ${response.status}).`;
 }

@@ -8,6 +8,7 @@ import {
 } from "@/lib/console/chart-series";
 import { MINUTE_MS } from "@/lib/console/minute-counts";
 import { DryRunChart } from "./dry-run-chart";
+import { MarkerOverlay } from "./marker-overlay";
 import { RejectionChart } from "./rejection-chart";
 
 const NOW_MS = Date.UTC(2025, 2, 4, 12, 7, 30);
@@ -103,5 +104,83 @@ describe("DryRunChart", () => {
     expect(renderToStaticMarkup(<DryRunChart data={quiet} title="Dry-run" />)).toContain(
       "No traffic yet",
     );
+  });
+});
+
+describe("the partial current minute", () => {
+  it("is drawn apart: named in the legend and marked in the numbers", () => {
+    const data = buildRejectionRateSeries(
+      [
+        { scope: "tier:free", minuteStartMs: LAST_MINUTE, allowed: 90, rejected: 10 },
+        { scope: "tier:free", minuteStartMs: LAST_MINUTE + MINUTE_MS, allowed: 3, rejected: 0 },
+      ],
+      range,
+      { nowMs: NOW_MS, includeCurrentBucket: true },
+    );
+    const html = renderToStaticMarkup(<RejectionChart data={data} title="Rejection rate" />);
+    expect(html).toContain("Dotted at the right edge: the current minute, still counting");
+    expect(html.match(/\(still counting\)/g)).toHaveLength(1);
+  });
+
+  it("is not mentioned when every minute is complete", () => {
+    const data = buildRejectionRateSeries(
+      [{ scope: "tier:free", minuteStartMs: LAST_MINUTE, allowed: 90, rejected: 10 }],
+      range,
+      { nowMs: NOW_MS },
+    );
+    const html = renderToStaticMarkup(<RejectionChart data={data} title="Rejection rate" />);
+    expect(html).not.toContain("still counting");
+  });
+});
+
+describe("MarkerOverlay", () => {
+  const hour = CHART_RANGES["1h"];
+  const data = buildRejectionRateSeries([], hour, { nowMs: NOW_MS });
+  // Two pairs a few seconds apart and one alone: the review's overlapping 1/2 and 3/4.
+  const markers = buildChartMarkers(
+    [
+      { atMs: data.endMs - 50 * MINUTE_MS, auditEntryId: "11", action: "tier.update" },
+      { atMs: data.endMs - 50 * MINUTE_MS + 20_000, auditEntryId: "12", action: "incident.raise" },
+      { atMs: data.endMs - 30 * MINUTE_MS, auditEntryId: "13", action: "tier.update" },
+      { atMs: data.endMs - 5 * MINUTE_MS, auditEntryId: "14", action: "incident.raise" },
+      { atMs: data.endMs - 5 * MINUTE_MS + 5_000, auditEntryId: "15", action: "incident.revert" },
+    ],
+    data,
+  );
+
+  function labels(html: string): string[] {
+    return [...html.matchAll(/data-testid="chart-marker"[^>]*>([^<]+)</g)].map((m) => m[1] ?? "");
+  }
+
+  it("groups close markers into one keyboard-reachable button each, at 1280 and at 390 px", () => {
+    const laptop = renderToStaticMarkup(
+      <MarkerOverlay markers={markers} window={data} widthPx={1240} />,
+    );
+    expect(labels(laptop)).toEqual(["1–2", "3", "4–5"]);
+    const phone = renderToStaticMarkup(
+      <MarkerOverlay markers={markers} window={data} widthPx={350} />,
+    );
+    expect(labels(phone)).toEqual(["1–2", "3", "4–5"]);
+    expect(phone).toContain('aria-label="Changes 1–2: 2 changes close together"');
+    expect(phone).toContain('aria-label="Change 3: tier.update"');
+    expect(phone.match(/<button type="button"/g)).toHaveLength(3);
+    expect(phone.match(/aria-expanded="false"/g)).toHaveLength(3);
+  });
+
+  it("holds each group's list, closed until asked for, linking every change", () => {
+    const html = renderToStaticMarkup(
+      <MarkerOverlay markers={markers} window={data} widthPx={350} />,
+    );
+    expect(html.match(/hidden=""/g)).toHaveLength(3);
+    for (const id of ["11", "12", "13", "14", "15"]) {
+      expect(html).toContain(`href="/audit?entry=${id}"`);
+    }
+    expect(html).toContain('<ol start="4" aria-label="Changes 4–5">');
+  });
+
+  it("draws nothing before the canvas is measured", () => {
+    expect(
+      renderToStaticMarkup(<MarkerOverlay markers={markers} window={data} widthPx={0} />),
+    ).toBe("");
   });
 });

@@ -1,38 +1,29 @@
 "use client";
 
 import { useId } from "react";
-import {
-  CartesianGrid,
-  Line,
-  LineChart,
-  ResponsiveContainer,
-  Tooltip,
-  XAxis,
-  YAxis,
-} from "recharts";
+import { CartesianGrid, LineChart, ResponsiveContainer, Tooltip, YAxis } from "recharts";
 // Direct module imports, not the lib/console entry point: this is client code.
+import { partialBucketIndex } from "@/lib/console/chart-overlays";
 import {
-  type ChartRow,
   type DryRunChartData,
   type DryRunSeries,
-  isChartRow,
-  timeTicks,
   toDryRunChartRows,
 } from "@/lib/console/chart-series";
-import {
-  formatCompactNumber,
-  formatDurationMs,
-  formatNumber,
-  formatPercent,
-  formatTimeSpan,
-  formatTimeTick,
-} from "@/lib/console/format";
+import { formatCompactNumber, formatNumber, formatPercent } from "@/lib/console/format";
 import { EmptyState } from "../ui/empty-state";
-import { LocalTime } from "../ui/local-time";
-import { SkeletonChart } from "../ui/skeleton";
 import { BLOCKED_STYLE, WOULD_BLOCK_STYLE } from "./chart-theme";
-import { isolatedDot } from "./isolated-dot";
-import { useIsMounted } from "./use-is-mounted";
+import {
+  BucketTime,
+  ChartCanvas,
+  ChartNumbers,
+  NoTrafficState,
+  PartialBucketNote,
+  RIGHT_MARGIN_PX,
+  Swatch,
+  seriesLines,
+  timeTooltipProps,
+  timeXAxis,
+} from "./time-chart";
 
 export interface DryRunChartProps {
   /** From `buildDryRunSeries`. */
@@ -87,11 +78,9 @@ function DryRunPairChart({
   seriesIndex: number;
   height: number;
 }) {
-  const isMounted = useIsMounted();
-  const spanMs = data.endMs - data.startMs;
-  const isLongSpan = spanMs > 12 * 60 * 60 * 1000;
   const hasTraffic = series.enforcedRequests > 0 || series.dryRunRequests > 0;
-  const rows = toDryRunChartRows(data, seriesIndex);
+  const rows = toDryRunChartRows(data, seriesIndex).map((row, index) => ({ ...row, index }));
+  const partialIndex = partialBucketIndex(data);
 
   return (
     <figure className="chart-pair">
@@ -103,9 +92,7 @@ function DryRunPairChart({
         </span>
       </figcaption>
       {!hasTraffic ? (
-        <EmptyState title="No traffic yet">
-          Neither scope evaluated a request in the {formatDurationMs(spanMs)} shown.
-        </EmptyState>
+        <NoTrafficState window={data} title="No traffic yet" subject="Neither scope" />
       ) : (
         <>
           <p className="chart-summary">
@@ -114,72 +101,38 @@ function DryRunPairChart({
             {formatNumber(series.totalWouldBlock)} of {formatNumber(series.dryRunRequests)} (
             {formatPercent(series.wouldBlockRate)}).
           </p>
-          {isMounted ? (
-            <div className="chart-canvas" style={{ height }}>
+          <ChartCanvas height={height} label={`Drawing ${series.label}`}>
+            {() => (
               <ResponsiveContainer width="100%" height="100%">
-                <LineChart data={rows} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
+                <LineChart
+                  data={rows}
+                  margin={{ top: 8, right: RIGHT_MARGIN_PX, bottom: 0, left: 0 }}
+                >
                   <CartesianGrid stroke="#e6e9ee" vertical={false} />
-                  <XAxis
-                    type="number"
-                    dataKey="xMs"
-                    domain={[data.startMs, data.endMs]}
-                    ticks={timeTicks(data, {
-                      utcOffsetMs: -new Date(data.endMs).getTimezoneOffset() * 60_000,
-                    })}
-                    tickFormatter={(value: number) => formatTimeTick(value, spanMs)}
-                    tick={{ fontSize: 12 }}
-                  />
+                  {timeXAxis(data)}
                   <YAxis
                     allowDecimals={false}
                     tickFormatter={(value: number) => formatCompactNumber(value)}
                     width={44}
                     tick={{ fontSize: 12 }}
                   />
-                  <Tooltip
-                    labelFormatter={(_label, payload) => {
-                      const row: unknown = payload[0]?.payload;
-                      return isChartRow(row)
-                        ? formatTimeSpan(row.startMs, row.endMs, { withWeekday: isLongSpan })
-                        : "";
-                    }}
-                    formatter={(value) =>
-                      typeof value === "number" ? formatNumber(value) : "no traffic"
-                    }
-                  />
-                  <Line
-                    name="Blocked"
-                    type="linear"
-                    dataKey={(row: ChartRow) => row.values[0] ?? null}
-                    stroke={BLOCKED_STYLE.stroke}
-                    strokeDasharray={BLOCKED_STYLE.dash}
-                    strokeWidth={2}
-                    dot={isolatedDot(
-                      rows.map((row) => row.values[0] ?? null),
-                      BLOCKED_STYLE.stroke,
-                    )}
-                    connectNulls={false}
-                    isAnimationActive={false}
-                  />
-                  <Line
-                    name="Would block"
-                    type="linear"
-                    dataKey={(row: ChartRow) => row.values[1] ?? null}
-                    stroke={WOULD_BLOCK_STYLE.stroke}
-                    strokeDasharray={WOULD_BLOCK_STYLE.dash}
-                    strokeWidth={2}
-                    dot={isolatedDot(
-                      rows.map((row) => row.values[1] ?? null),
-                      WOULD_BLOCK_STYLE.stroke,
-                    )}
-                    connectNulls={false}
-                    isAnimationActive={false}
-                  />
+                  <Tooltip {...timeTooltipProps(data, formatNumber)} />
+                  {seriesLines({
+                    name: "Blocked",
+                    values: rows.map((row) => row.values[0] ?? null),
+                    style: BLOCKED_STYLE,
+                    partialIndex,
+                  })}
+                  {seriesLines({
+                    name: "Would block",
+                    values: rows.map((row) => row.values[1] ?? null),
+                    style: WOULD_BLOCK_STYLE,
+                    partialIndex,
+                  })}
                 </LineChart>
               </ResponsiveContainer>
-            </div>
-          ) : (
-            <SkeletonChart height={height} label={`Drawing ${series.label}`} />
-          )}
+            )}
+          </ChartCanvas>
           <ul className="chart-legend" aria-label="Lines">
             <li>
               <Swatch style={BLOCKED_STYLE} /> Blocked by <code>{series.enforcedScope}</code>
@@ -188,39 +141,32 @@ function DryRunPairChart({
               <Swatch style={WOULD_BLOCK_STYLE} /> Would be blocked by{" "}
               <code>{series.dryRunScope}</code>
             </li>
+            {partialIndex >= 0 ? <PartialBucketNote bucketMs={data.bucketMs} /> : null}
           </ul>
-          <details className="chart-table">
-            <summary>Show the numbers</summary>
-            <div className="table-scroll">
-              <table className="data">
-                <caption className="visually-hidden">
-                  {series.label}: blocked and would-block requests per time
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Time</th>
-                    <th scope="col">Blocked</th>
-                    <th scope="col">Would block</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {series.points.map((point) => (
-                    <tr key={point.startMs}>
-                      <th scope="row">
-                        <LocalTime at={point.startMs} short />
-                      </th>
-                      <td>
-                        <Count value={point.blocked} of={point.enforcedRequests} />
-                      </td>
-                      <td>
-                        <Count value={point.wouldBlock} of={point.dryRunRequests} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          </details>
+          <ChartNumbers caption={`${series.label}: blocked and would-block requests per time`}>
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Blocked</th>
+                <th scope="col">Would block</th>
+              </tr>
+            </thead>
+            <tbody>
+              {series.points.map((point, index) => (
+                <tr key={point.startMs}>
+                  <th scope="row">
+                    <BucketTime atMs={point.startMs} isPartial={index === partialIndex} />
+                  </th>
+                  <td>
+                    <Count value={point.blocked} of={point.enforcedRequests} />
+                  </td>
+                  <td>
+                    <Count value={point.wouldBlock} of={point.dryRunRequests} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </ChartNumbers>
         </>
       )}
     </figure>
@@ -233,21 +179,5 @@ function Count({ value, of }: { value: number | null; of: number }) {
     <span>
       {formatNumber(value)} <span className="muted small">of {formatNumber(of)}</span>
     </span>
-  );
-}
-
-function Swatch({ style }: { style: { readonly stroke: string; readonly dash: string } }) {
-  return (
-    <svg width="24" height="10" aria-hidden="true" className="chart-swatch">
-      <line
-        x1="0"
-        y1="5"
-        x2="24"
-        y2="5"
-        stroke={style.stroke}
-        strokeWidth="2"
-        strokeDasharray={style.dash}
-      />
-    </svg>
   );
 }

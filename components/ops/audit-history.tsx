@@ -2,7 +2,7 @@ import Link from "next/link";
 import { AuditDiff } from "@/components/audit/audit-diff";
 import { Badge } from "@/components/ui/badge";
 import { LocalTime } from "@/components/ui/local-time";
-import { diffAuditValues } from "@/lib/console";
+import { diffAuditValues, formatActorKind } from "@/lib/console";
 import type { AuditEntryRecord } from "@/lib/control";
 import styles from "./ops.module.css";
 
@@ -31,7 +31,8 @@ export function AuditHistory({ entries }: { entries: readonly AuditEntryRecord[]
                 </Link>
               )}{" "}
               <span className="muted small">
-                by {entry.actor.name} ({entry.actor.type}) · <LocalTime at={entry.at} relative />
+                by {entry.actor.name} · {formatActorKind(entry.actor.type)} ·{" "}
+                <LocalTime at={entry.at} relative />
                 {entry.policyVersion !== null ? ` · policy v${entry.policyVersion}` : ""}
               </span>
             </div>

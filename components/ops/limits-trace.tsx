@@ -3,6 +3,7 @@ import { Badge, type BadgeTone } from "@/components/ui/badge";
 import { Countdown } from "@/components/ui/countdown";
 import { formatDurationMs, formatFactor, formatLimit, formatNumber } from "@/lib/console";
 import type { Explanation } from "@/lib/control";
+import { ScrollRegion } from "../ui/scroll-region";
 import styles from "./ops.module.css";
 
 const STATUS: Record<TraceStatus, { label: string; tone: BadgeTone }> = {
@@ -55,8 +56,9 @@ export function LimitsTrace({
   );
   const bindingScope = explanation.decision?.scope ?? null;
   return (
-    <div className={styles.tableScroll}>
-      <table className="data">
+    <ScrollRegion className={styles.tableScroll} label="Limits in effect">
+      {/* On a phone each rule is a card (ops.module.css, .stackOnPhone): no column off-screen. */}
+      <table className={`data ${styles.stackOnPhone}`}>
         <thead>
           <tr>
             <th scope="col">Layer</th>
@@ -70,7 +72,9 @@ export function LimitsTrace({
           {explanation.trace.slots.map((slot) =>
             slot.rules.length === 0 ? (
               <tr key={slot.bucket}>
-                <td className={styles.layer}>{slot.layer}</td>
+                <td className={styles.layer} data-label="Layer">
+                  {slot.layer}
+                </td>
                 <td colSpan={4} className="muted">
                   no limit on this layer
                 </td>
@@ -90,8 +94,10 @@ export function LimitsTrace({
                     data-testid="trace-rule"
                     data-status={rule.status}
                   >
-                    <td className={styles.layer}>{index === 0 ? slot.layer : ""}</td>
-                    <td>
+                    <td className={styles.layer} data-label="Layer">
+                      {index === 0 ? slot.layer : ""}
+                    </td>
+                    <td data-label="Rule">
                       <code>{rule.scope}</code>
                       <div className="muted small">
                         {SOURCE[rule.source]}
@@ -100,14 +106,14 @@ export function LimitsTrace({
                           : ""}
                       </div>
                     </td>
-                    <td>
+                    <td data-label="Limit">
                       {rule.limit === null ? (
                         <span className="muted">none</span>
                       ) : (
                         formatLimit(rule.limit)
                       )}
                     </td>
-                    <td>
+                    <td data-label="Status">
                       <Badge tone={STATUS[rule.status].tone}>{STATUS[rule.status].label}</Badge>
                       {isBinding ? (
                         <>
@@ -131,7 +137,7 @@ export function LimitsTrace({
                         </div>
                       ) : null}
                     </td>
-                    <td>
+                    <td data-label="Live (peek)">
                       {check === undefined ? (
                         <span className="muted">—</span>
                       ) : check.live === null ? (
@@ -149,6 +155,6 @@ export function LimitsTrace({
           )}
         </tbody>
       </table>
-    </div>
+    </ScrollRegion>
   );
 }

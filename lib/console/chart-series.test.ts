@@ -356,3 +356,18 @@ describe("markers", () => {
     expect(auditEntryHref('1&x=<script>"')).toBe("/audit?entry=1%26x%3D%3Cscript%3E%22");
   });
 });
+
+describe("the partial current bucket", () => {
+  it("is named when the current bucket is drawn, and only then", () => {
+    const now = Date.UTC(2025, 2, 4, 12, 7, 30);
+    const withCurrent = chartWindow(CHART_RANGES["15m"], {
+      nowMs: now,
+      includeCurrentBucket: true,
+    });
+    expect(withCurrent.partialBucketStartMs).toBe(Date.UTC(2025, 2, 4, 12, 7));
+    expect(withCurrent.bucketStartsMs.at(-1)).toBe(withCurrent.partialBucketStartMs);
+    expect(chartWindow(CHART_RANGES["15m"], { nowMs: now }).partialBucketStartMs).toBeNull();
+    const day = chartWindow(CHART_RANGES["1d"], { nowMs: now, includeCurrentBucket: true });
+    expect(day.partialBucketStartMs).toBe(Date.UTC(2025, 2, 4, 12, 0));
+  });
+});

@@ -66,6 +66,11 @@ export interface ChartWindow {
   readonly bucketMs: number;
   /** Start of each bucket, oldest first; `(endMs - startMs) / bucketMs` of them. */
   readonly bucketStartsMs: readonly number[];
+  /**
+   * Start of the last bucket when it is still filling (`includeCurrentBucket`), so a chart draws
+   * it apart from the complete ones; `null` when every bucket is complete.
+   */
+  readonly partialBucketStartMs: number | null;
 }
 
 /**
@@ -92,7 +97,8 @@ export function chartWindow(
   const startMs = endMs - rangeMs;
   const bucketStartsMs: number[] = [];
   for (let t = startMs; t < endMs; t += bucketMs) bucketStartsMs.push(t);
-  return { startMs, endMs, bucketMs, bucketStartsMs };
+  const partialBucketStartMs = options.includeCurrentBucket ? currentBucketStartMs : null;
+  return { startMs, endMs, bucketMs, bucketStartsMs, partialBucketStartMs };
 }
 
 /** The bucket a minute falls in, or -1 outside the window. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  formatActorKind,
   formatAlgorithm,
   formatCompactNumber,
   formatCountdown,
@@ -313,5 +314,17 @@ describe("time ticks", () => {
     expect(formatTimeSpan(at, at + 15 * MINUTE, { ...utc, withWeekday: true })).toBe(
       "Tue 14:05–14:20",
     );
+  });
+});
+
+describe("formatActorKind", () => {
+  it.each([
+    ["operator", "console account"],
+    ["token", "API token"],
+    ["system", "Limitplane itself"],
+    ["robot", "robot"],
+  ])("%s reads as %s, never as a role", (type, words) => {
+    expect(formatActorKind(type)).toBe(words);
+    expect(formatActorKind(type)).not.toMatch(/^(viewer|operator|admin)$/);
   });
 });

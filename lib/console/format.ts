@@ -374,3 +374,22 @@ export function formatTimeSpan(
   const startSpanMs = options.withWeekday ? DAY_MS : 0;
   return `${formatTimeTick(startMs, startSpanMs, options)}–${formatTimeTick(endMs, 0, options)}`;
 }
+
+/**
+ * What kind of actor made a change, in words that cannot be mistaken for a role (an operator
+ * account may hold the viewer, operator or admin role): "console account", "API token",
+ * "Limitplane itself". Keyed by the audit log's actor types (ACTOR_TYPES in
+ * lib/control/change-context.ts); an unknown type is shown as it is.
+ */
+export function formatActorKind(type: string): string {
+  switch (type) {
+    case "operator":
+      return "console account";
+    case "token":
+      return "API token";
+    case "system":
+      return "Limitplane itself";
+    default:
+      return type;
+  }
+}

@@ -35,6 +35,15 @@ export {
   renderValue,
 } from "./audit-diff";
 export {
+  type ChartMarkerGroup,
+  groupChartMarkers,
+  type MarkerGroupOptions,
+  partialBucketIndex,
+  plotFraction,
+  type SplitLineValues,
+  splitAtPartialBucket,
+} from "./chart-overlays";
+export {
   auditEntryHref,
   buildChartMarkers,
   buildDryRunSeries,
@@ -84,7 +93,14 @@ export {
   type SearchParamsRecord,
 } from "./cursor";
 export {
+  describeEnforcerLag,
+  type EnforcerLag,
+  type EnforcerVersionFacts,
+  type PublishedVersionFacts,
+} from "./fleet-lag";
+export {
   type FormatNumberOptions,
+  formatActorKind,
   formatAlgorithm,
   formatCompactNumber,
   formatCountdown,
@@ -117,3 +133,4 @@ export {
   type ScopeMinuteCount,
   sumRange,
 } from "./minute-counts";
+export { MAX_REASON_LENGTH, reasonProblem } from "./reason";

@@ -170,9 +170,11 @@ export {
 export { getIncident } from "./incident/get-incident";
 export type { IncidentRecord, IncidentState } from "./incident/incident-record";
 export {
+  type IncidentPage,
   type IncidentWithState,
   type ListIncidentsOptions,
   listIncidents,
+  listIncidentsPage,
   ZListIncidentsOptions,
 } from "./incident/list-incidents";
 export {

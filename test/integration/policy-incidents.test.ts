@@ -4,7 +4,7 @@ import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { extendIncident } from "@/lib/control/incident/extend-incident";
 import { getIncident } from "@/lib/control/incident/get-incident";
-import { listIncidents } from "@/lib/control/incident/list-incidents";
+import { listIncidents, listIncidentsPage } from "@/lib/control/incident/list-incidents";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { recordIncidentExpiries } from "@/lib/control/incident/record-incident-expiries";
 import { revertIncident } from "@/lib/control/incident/revert-incident";
@@ -420,5 +420,47 @@ describe("recordIncidentExpiries", () => {
       soon.id,
       later.id,
     ]);
+  });
+
+  it("listIncidentsPage pages every incident in force exactly once, ties on expiry included", async () => {
+    const nowMs = Date.now();
+    const sharedExpiry = new Date(nowMs + 3 * HOUR_MS).toISOString();
+    const raised: string[] = [];
+    for (let index = 0; index < 5; index++) {
+      const customerId = await proCustomer();
+      const { incident } = await raiseIncident(
+        index < 3
+          ? { customerId, factor: 2, expiresAt: sharedExpiry }
+          : { customerId, factor: 2, durationMs: (index + 1) * HOUR_MS },
+        operatorContext(),
+        deps,
+      );
+      raised.push(incident.id);
+    }
+    const whole = await listIncidents({ status: "current", limit: 500, nowMs }, deps);
+    const paged: string[] = [];
+    let after: string | undefined;
+    let pages = 0;
+    do {
+      const page = await listIncidentsPage({ status: "current", limit: 2, nowMs, after }, deps);
+      expect(page.incidents.length).toBeLessThanOrEqual(2);
+      paged.push(...page.incidents.map((incident) => incident.id));
+      after = page.nextCursor ?? undefined;
+      pages += 1;
+    } while (after !== undefined && pages < 1000);
+    expect(paged).toEqual(whole.map((incident) => incident.id));
+    expect(new Set(paged).size).toBe(paged.length);
+    for (const id of raised) expect(paged).toContain(id);
+  });
+
+  it.each([
+    ["bm90LWEtY3Vyc29y", "after is not a page cursor"],
+    ["<script>", "after contains characters a page cursor never has"],
+    ["x".repeat(201), "after is longer than 200 characters"],
+  ])("listIncidentsPage refuses the cursor %j, naming the field", async (after, message) => {
+    await expect(listIncidentsPage({ after }, deps)).rejects.toMatchObject({
+      code: "VALIDATION_FAILED",
+      fieldErrors: [{ path: "after", message }],
+    });
   });
 });

@@ -4,17 +4,18 @@ import { Suspense } from "react";
 import { AlertList } from "@/components/alerts/alert-list";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { RejectionChart } from "@/components/charts/rejection-chart";
+import { EnforcerLagCell } from "@/components/ops/enforcer-lag";
 import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { Skeleton, SkeletonChart } from "@/components/ui/skeleton";
 import {
   buildChartMarkers,
   buildRejectionRateSeries,
   CHART_RANGES,
   type ChartRangeId,
-  formatDurationMs,
   isChartRangeId,
   type SearchParamsRecord,
 } from "@/lib/console";
@@ -22,7 +23,7 @@ import { can, getControlDeps, listAuditEntries } from "@/lib/control";
 import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { getFleetDeps } from "@/lib/control/fleet/fleet-deps";
-import { type EnforcerRecord, listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
 import styles from "./overview.module.css";
 
@@ -251,7 +252,7 @@ async function FleetPanel() {
           seconds. Start one with <code>npm run gateway</code>.
         </EmptyState>
       ) : (
-        <div className="table-scroll">
+        <ScrollRegion className="table-scroll" label="Enforcers">
           <table className={`data ${styles.fleetTable}`}>
             <caption className="visually-hidden">
               Enforcers and the policy version each runs
@@ -285,7 +286,11 @@ async function FleetPanel() {
                     )}
                   </td>
                   <td data-label="Lag">
-                    <LagCell enforcer={enforcer} />
+                    <EnforcerLagCell
+                      enforcer={enforcer}
+                      published={fleet.published}
+                      nowMs={nowMs}
+                    />
                   </td>
                   <td data-label="Last seen">
                     <LocalTime at={enforcer.heartbeatAtMs} relative />
@@ -300,37 +305,8 @@ async function FleetPanel() {
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollRegion>
       )}
     </section>
-  );
-}
-
-function LagCell({ enforcer }: { enforcer: EnforcerRecord }) {
-  if (enforcer.versionsBehind === null) return <span className="muted">unknown</span>;
-  if (enforcer.versionsBehind === 0) {
-    return (
-      <>
-        <Badge tone="ok" dot>
-          current
-        </Badge>
-        {enforcer.lagMs !== null ? (
-          <span className="muted small">
-            {" "}
-            applied {formatDurationMs(enforcer.lagMs)} after publication
-          </span>
-        ) : null}
-      </>
-    );
-  }
-  return (
-    <>
-      <Badge tone="bad" dot>
-        {enforcer.versionsBehind} {enforcer.versionsBehind === 1 ? "version" : "versions"} behind
-      </Badge>
-      {enforcer.lagMs !== null ? (
-        <span className="muted small"> for {formatDurationMs(enforcer.lagMs)}</span>
-      ) : null}
-    </>
   );
 }

@@ -2,7 +2,7 @@ import Link from "next/link";
 import { AuditDiff } from "@/components/audit/audit-diff";
 import { Badge } from "@/components/ui/badge";
 import { LocalTime } from "@/components/ui/local-time";
-import { diffAuditValues } from "@/lib/console";
+import { diffAuditValues, formatActorKind } from "@/lib/console";
 import type { AuditEntryRecord } from "@/lib/control";
 import styles from "./audit.module.css";
 import { auditHref, entityHistoryHref } from "./audit-search-params";
@@ -22,9 +22,21 @@ function isWebUrl(value: string): boolean {
   return URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol);
 }
 
-/** One audit entry: who did what to which entity, when and why, and the before/after diff. */
-export function AuditEntryCard({ entry }: { entry: AuditEntryRecord }) {
+/**
+ * One audit entry, compact: who did what to which entity, when and why on a line or two, and the
+ * before/after diff behind a disclosure (open on the entry's own page, `isDiffOpen`), so a page of
+ * 25 entries reads as a list rather than 25 tables.
+ */
+export function AuditEntryCard({
+  entry,
+  isDiffOpen = false,
+}: {
+  entry: AuditEntryRecord;
+  /** @default false */
+  isDiffOpen?: boolean;
+}) {
   const ticket = ticketOf(entry);
+  const changes = diffAuditValues(entry.before, entry.after);
   const actorHref =
     entry.actor.id === null
       ? auditHref({ actorType: entry.actor.type })
@@ -57,7 +69,7 @@ export function AuditEntryCard({ entry }: { entry: AuditEntryRecord }) {
             <Link href={actorHref} data-testid="audit-actor">
               {entry.actor.name}
             </Link>{" "}
-            <span className="muted small">({entry.actor.type})</span>
+            <span className="muted small">· {formatActorKind(entry.actor.type)}</span>
           </dd>
         </div>
         {entry.customerId !== null ? (
@@ -109,10 +121,18 @@ export function AuditEntryCard({ entry }: { entry: AuditEntryRecord }) {
           </dd>
         </div>
       </dl>
-      <AuditDiff
-        changes={diffAuditValues(entry.before, entry.after)}
-        caption={`Changes made by ${entry.action} on ${entry.entityType} ${entry.entityId}`}
-      />
+      <details className={styles.diff} open={isDiffOpen} data-testid="audit-diff">
+        <summary>
+          Before and after{" "}
+          <span className="muted small">
+            ({changes.length === 1 ? "1 field" : `${changes.length} fields`})
+          </span>
+        </summary>
+        <AuditDiff
+          changes={changes}
+          caption={`Changes made by ${entry.action} on ${entry.entityType} ${entry.entityId}`}
+        />
+      </details>
     </article>
   );
 }

@@ -310,7 +310,7 @@ async function SingleEntry({ id }: { id: string }) {
         </p>
       </header>
       <div className={styles.entries}>
-        <AuditEntryCard entry={entry} />
+        <AuditEntryCard entry={entry} isDiffOpen />
       </div>
     </>
   );

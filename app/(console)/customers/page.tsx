@@ -5,6 +5,7 @@ import styles from "@/components/ops/ops.module.css";
 import { hrefWith, type PageSearchParams, singleParam } from "@/components/ops/search-params";
 import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { type CustomerPage, isAppError, listCustomers } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
@@ -105,7 +106,7 @@ export default async function CustomersPage({
               : "Identifiers match from their start; names match anywhere, ignoring case."}
           </EmptyState>
         ) : (
-          <div className={styles.tableScroll}>
+          <ScrollRegion className={styles.tableScroll} label="Customers">
             <table className="data">
               <thead>
                 <tr>
@@ -130,7 +131,7 @@ export default async function CustomersPage({
                 ))}
               </tbody>
             </table>
-          </div>
+          </ScrollRegion>
         )}
         {page !== null ? (
           <ForwardPager

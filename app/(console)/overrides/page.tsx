@@ -11,12 +11,15 @@ import { Countdown } from "@/components/ui/countdown";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { detectExpiringIncidents, formatFactor, formatLimit } from "@/lib/console";
 import {
+  type IncidentPage,
   type IncidentState,
   type IncidentWithState,
   isAppError,
   listIncidents,
+  listIncidentsPage,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
@@ -54,16 +57,25 @@ export default async function OverridesPage({
 }) {
   const params = await searchParams;
   const after = singleParam(params, "after");
+  const inForceAfter = singleParam(params, "inForceAfter");
   const incidentParam = singleParam(params, "incident");
   const principal = await requirePrincipal("policy.read", {
-    next: hrefWith("/overrides", { after, incident: incidentParam }),
+    next: hrefWith("/overrides", { after, inForceAfter, incident: incidentParam }),
   });
   // Alerts link an expiring incident here (`AlertList`'s default): its own page has extend/revert.
   if (incidentParam !== undefined) redirect(`/incidents/${encodeURIComponent(incidentParam)}`);
   await connection();
   const serverNowMs = Date.now();
   const [current, history, overrides] = await Promise.all([
-    listIncidents({ status: "current", limit: CURRENT_LIMIT, nowMs: serverNowMs }),
+    listIncidentsPage({
+      status: "current",
+      limit: CURRENT_LIMIT,
+      nowMs: serverNowMs,
+      after: inForceAfter,
+    }).catch((error: unknown): IncidentPage | string => {
+      if (isAppError(error) && error.code === "VALIDATION_FAILED") return error.message;
+      throw error;
+    }),
     listIncidents({ status: "history", limit: HISTORY_LIMIT, nowMs: serverNowMs }),
     listAllCustomerOverrides({ after, limit: OVERRIDES_PAGE_SIZE }).catch(
       (error: unknown): CustomerOverridePage | string => {
@@ -72,7 +84,8 @@ export default async function OverridesPage({
       },
     ),
   ]);
-  const expiring = detectExpiringIncidents(current, { nowMs: serverNowMs });
+  const inForce = typeof current === "string" ? [] : current.incidents;
+  const expiring = detectExpiringIncidents(inForce, { nowMs: serverNowMs });
 
   return (
     <>
@@ -97,19 +110,30 @@ export default async function OverridesPage({
 
       <section className="panel" aria-labelledby="current-heading">
         <h2 id="current-heading">Incident overrides in force</h2>
-        {current.length === 0 ? (
+        {typeof current === "string" ? (
+          <ErrorState
+            title="This page link is out of date"
+            message={current}
+            retryHref="/overrides"
+          />
+        ) : current.incidents.length === 0 ? (
           <EmptyState title="No incident override is active or upcoming">
             Raise one from a customer's page when an incident needs it.
           </EmptyState>
         ) : (
-          <IncidentTable incidents={current} serverNowMs={serverNowMs} isCurrent />
+          <>
+            <IncidentTable incidents={current.incidents} serverNowMs={serverNowMs} isCurrent />
+            <ForwardPager
+              label="Incident override pages"
+              firstHref={inForceAfter === undefined ? null : hrefWith("/overrides", { after })}
+              nextHref={
+                current.nextCursor === null
+                  ? null
+                  : hrefWith("/overrides", { after, inForceAfter: current.nextCursor })
+              }
+            />
+          </>
         )}
-        {current.length === CURRENT_LIMIT ? (
-          <p className="muted small">
-            Showing the {CURRENT_LIMIT} expiring soonest; more are in force. Find the rest from each
-            customer's page.
-          </p>
-        ) : null}
       </section>
 
       <section className="panel" aria-labelledby="customer-overrides-heading">
@@ -126,7 +150,7 @@ export default async function OverridesPage({
           </EmptyState>
         ) : (
           <>
-            <div className={styles.tableScroll}>
+            <ScrollRegion className={styles.tableScroll} label="Per-customer overrides">
               <table className="data">
                 <thead>
                   <tr>
@@ -153,14 +177,14 @@ export default async function OverridesPage({
                   ))}
                 </tbody>
               </table>
-            </div>
+            </ScrollRegion>
             <ForwardPager
               label="Customer override pages"
-              firstHref={after === undefined ? null : "/overrides"}
+              firstHref={after === undefined ? null : hrefWith("/overrides", { inForceAfter })}
               nextHref={
                 overrides.nextCursor === null
                   ? null
-                  : hrefWith("/overrides", { after: overrides.nextCursor })
+                  : hrefWith("/overrides", { after: overrides.nextCursor, inForceAfter })
               }
             />
           </>
@@ -194,7 +218,10 @@ function IncidentTable({
   isCurrent: boolean;
 }) {
   return (
-    <div className={styles.tableScroll}>
+    <ScrollRegion
+      className={styles.tableScroll}
+      label={isCurrent ? "Incident overrides in force" : "Recently ended incident overrides"}
+    >
       <table className="data">
         <thead>
           <tr>
@@ -244,6 +271,6 @@ function IncidentTable({
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollRegion>
   );
 }

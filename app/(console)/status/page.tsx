@@ -2,6 +2,8 @@ import type { Metadata } from "next";
 import { connection } from "next/server";
 import { Suspense } from "react";
 import { AutoRefresh } from "@/components/auto-refresh";
+import { LocalTime } from "@/components/ui/local-time";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { type ServiceCheck, statusReport } from "@/lib/server/status";
 
 export const metadata: Metadata = { title: "Status" };
@@ -63,30 +65,30 @@ async function StatusPanels() {
             {report.migrations.applied.length === 0 ? (
               <div className="empty">No migration has been applied to this database yet.</div>
             ) : (
-              <table className="data">
-                <thead>
-                  <tr>
-                    <th>Migration</th>
-                    <th>Applied</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {report.migrations.applied.map((migration) => (
-                    <tr key={migration.name} data-testid="migration-row">
-                      <td className="mono">{migration.name}</td>
-                      <td>
-                        {migration.appliedAt ? (
-                          <time dateTime={migration.appliedAt} title={migration.appliedAt}>
-                            {migration.appliedAt.replace("T", " ").replace(/\.\d+Z$/, " UTC")}
-                          </time>
-                        ) : (
-                          <span className="badge badge-bad">failed or in progress</span>
-                        )}
-                      </td>
+              <ScrollRegion label="Applied migrations">
+                <table className="data">
+                  <thead>
+                    <tr>
+                      <th>Migration</th>
+                      <th>Applied</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {report.migrations.applied.map((migration) => (
+                      <tr key={migration.name} data-testid="migration-row">
+                        <td className="mono">{migration.name}</td>
+                        <td>
+                          {migration.appliedAt ? (
+                            <LocalTime at={migration.appliedAt} />
+                          ) : (
+                            <span className="badge badge-bad">failed or in progress</span>
+                          )}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </ScrollRegion>
             )}
           </>
         )}
@@ -99,9 +101,17 @@ async function StatusPanels() {
           <dt>Commit</dt>
           <dd className="mono">{report.build.commit}</dd>
           <dt>Built</dt>
-          <dd>{report.build.builtAt}</dd>
+          <dd data-testid="build-built-at">
+            {Number.isFinite(Date.parse(report.build.builtAt)) ? (
+              <LocalTime at={report.build.builtAt} />
+            ) : (
+              report.build.builtAt
+            )}
+          </dd>
           <dt>Checked</dt>
-          <dd>{report.checkedAt}</dd>
+          <dd data-testid="status-checked-at">
+            <LocalTime at={report.checkedAt} />
+          </dd>
         </dl>
       </section>
     </>

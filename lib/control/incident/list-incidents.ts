@@ -1,5 +1,6 @@
 import { MAX_WINDOW_MS, ZCustomerId } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { encodeCursor, parseCursor } from "@/lib/console/cursor";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { parseOptions } from "../change-context";
 import { getControlDeps, type ReadDeps } from "../control-deps";
@@ -28,16 +29,42 @@ export const ZListIncidentsOptions = z.strictObject({
   limit: z.number().int().min(1).max(500).default(100),
   /** The instant states are judged at. @default now */
   nowMs: z.number().int().optional(),
+  /** Where the previous page ended (its `nextCursor`); absent: the first page. */
+  after: z
+    .string({ error: "after must be text" })
+    .superRefine((value, context) => {
+      const parsed = parseCursor(value);
+      if (!parsed.ok) context.addIssue({ code: "custom", message: `after ${parsed.message}` });
+    })
+    .optional(),
 });
 export type ListIncidentsOptions = z.input<typeof ZListIncidentsOptions>;
 
 export type IncidentWithState = IncidentRecord & { readonly state: IncidentState };
+
+export interface IncidentPage {
+  readonly incidents: readonly IncidentWithState[];
+  /** Pass as `after` for the next page; `null` on the last page. */
+  readonly nextCursor: string | null;
+}
 
 /** Incident overrides, with where each stands (indexed: by customer and expiry, or by expiry). */
 export async function listIncidents(
   options: ListIncidentsOptions = {},
   deps: ReadDeps = getControlDeps(),
 ): Promise<IncidentWithState[]> {
+  return [...(await listIncidentsPage(options, deps)).incidents];
+}
+
+/**
+ * {@link listIncidents} a page at a time: keyset on the list's own order (`current`: expiry then
+ * id; otherwise start, newest first, then id), so a deep page costs what the first does and an
+ * incident raised meanwhile never shifts the pages.
+ */
+export async function listIncidentsPage(
+  options: ListIncidentsOptions = {},
+  deps: ReadDeps = getControlDeps(),
+): Promise<IncidentPage> {
   const input = parseOptions(ZListIncidentsOptions, options);
   const nowMs = input.nowMs ?? Date.now();
   const current = currentIncidentWhere(nowMs);
@@ -53,17 +80,45 @@ export async function listIncidents(
       : input.status === "history"
         ? { NOT: current }
         : {};
+  const isByExpiry = input.status === "current";
+  const position = input.after === undefined ? null : parseCursor(input.after);
+  const resume: Prisma.IncidentOverrideWhereInput =
+    position === null || !position.ok
+      ? {}
+      : isByExpiry
+        ? {
+            OR: [
+              { expiresAt: { gt: new Date(position.cursor.atMs) } },
+              { expiresAt: new Date(position.cursor.atMs), id: { gt: position.cursor.id } },
+            ],
+          }
+        : {
+            OR: [
+              { startsAt: { lt: new Date(position.cursor.atMs) } },
+              { startsAt: new Date(position.cursor.atMs), id: { gt: position.cursor.id } },
+            ],
+          };
   const rows = await deps.db.incidentOverride.findMany({
-    where: { ...where, customerId: input.customerId },
-    orderBy:
-      input.status === "current"
-        ? [{ expiresAt: "asc" }, { id: "asc" }]
-        : [{ startsAt: "desc" }, { id: "asc" }],
-    take: input.limit,
+    where: { AND: [where, resume], customerId: input.customerId },
+    orderBy: isByExpiry
+      ? [{ expiresAt: "asc" }, { id: "asc" }]
+      : [{ startsAt: "desc" }, { id: "asc" }],
+    take: input.limit + 1,
     select: incidentSelect,
   });
-  return rows.map((row) => {
+  const incidents = rows.slice(0, input.limit).map((row) => {
     const incident = toIncidentRecord(row);
     return { ...incident, state: incidentState(incident, nowMs) };
   });
+  const last = incidents.at(-1);
+  return {
+    incidents,
+    nextCursor:
+      rows.length > input.limit && last !== undefined
+        ? encodeCursor({
+            at: Date.parse(isByExpiry ? last.expiresAt : last.startsAt),
+            id: last.id,
+          })
+        : null,
+  };
 }

@@ -13,6 +13,7 @@ import { Countdown } from "@/components/ui/countdown";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { formatFactor, formatLimit } from "@/lib/console";
 import {
   type AuditPage,
@@ -279,7 +280,7 @@ function RecentRejections({
         The latest {rejections.entries.length} rejections the enforcers reported (they keep each
         customer's recent ones for an hour), by the limit that rejected them.
       </p>
-      <div className={styles.tableScroll}>
+      <ScrollRegion className={styles.tableScroll} label="Recent rejections">
         <table className="data" data-testid="rejections">
           <thead>
             <tr>
@@ -308,7 +309,7 @@ function RecentRejections({
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollRegion>
     </>
   );
 }

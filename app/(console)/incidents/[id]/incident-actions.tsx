@@ -4,6 +4,7 @@ import { useRouter } from "next/navigation";
 import { useId, useState } from "react";
 import { readApiError } from "@/components/ops/api-error";
 import styles from "@/components/ops/ops.module.css";
+import { ReasonField, reasonProblem } from "@/components/ops/reason-field";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
 
 const EXTEND_BY_MS = 15 * 60_000;
@@ -27,8 +28,10 @@ export function IncidentActions({
 }) {
   const router = useRouter();
   const id = useId();
-  const [extendReason, setExtendReason] = useState("Incident still in progress");
-  const [revertReason, setRevertReason] = useState("Incident resolved; back to the normal limit");
+  // Empty: a person types why, so the audit log never fills with boilerplate.
+  const [extendReason, setExtendReason] = useState("");
+  const [revertReason, setRevertReason] = useState("");
+  const [isExtendTried, setIsExtendTried] = useState(false);
   const [message, setMessage] = useState<string | null>(null);
   const [isExtending, setIsExtending] = useState(false);
 
@@ -50,6 +53,11 @@ export function IncidentActions({
   };
 
   const extend = async () => {
+    setIsExtendTried(true);
+    if (reasonProblem(extendReason) !== null) {
+      document.getElementById(`${id}-extend-reason`)?.focus();
+      return;
+    }
     setIsExtending(true);
     setMessage(null);
     const from = Math.max(Date.parse(expiresAt), Date.now());
@@ -73,41 +81,39 @@ export function IncidentActions({
       <h2 id={`${id}-heading`}>Extend or revert</h2>
       <div className={styles.formGrid}>
         <div>
-          <div className={styles.field} data-invalid={extendReason.trim() === ""}>
-            <label htmlFor={`${id}-extend-reason`}>Reason to extend</label>
-            <input
-              id={`${id}-extend-reason`}
-              value={extendReason}
-              maxLength={1000}
-              onChange={(event) => setExtendReason(event.target.value)}
-            />
-          </div>
+          <ReasonField
+            id={`${id}-extend-reason`}
+            label="Reason to extend"
+            value={extendReason}
+            onChange={setExtendReason}
+            showProblem={isExtendTried}
+            hint="Why the raised limit is still needed; it goes in the audit log."
+          />
           <button
             type="button"
             className="button"
             onClick={extend}
-            disabled={isExtending || extendReason.trim() === ""}
+            disabled={isExtending}
             aria-busy={isExtending}
           >
             {isExtending ? "Extending…" : "Extend +15 min"}
           </button>
         </div>
         <div>
-          <div className={styles.field} data-invalid={revertReason.trim() === ""}>
-            <label htmlFor={`${id}-revert-reason`}>Reason to revert</label>
-            <input
-              id={`${id}-revert-reason`}
-              value={revertReason}
-              maxLength={1000}
-              onChange={(event) => setRevertReason(event.target.value)}
-            />
-          </div>
+          <ReasonField
+            id={`${id}-revert-reason`}
+            label="Reason to revert"
+            value={revertReason}
+            onChange={setRevertReason}
+            showProblem={false}
+            hint="Type why before reverting; it goes in the audit log."
+          />
           <ConfirmDialog
             triggerLabel="Revert now"
             title={`Revert ${incidentId}?`}
             confirmLabel="Revert override"
             tone="danger"
-            disabled={revertReason.trim() === ""}
+            disabled={reasonProblem(revertReason) !== null}
             onConfirm={revert}
           >
             <p>

@@ -11,6 +11,7 @@ import { Badge, type BadgeTone } from "@/components/ui/badge";
 import { Countdown } from "@/components/ui/countdown";
 import { EmptyState } from "@/components/ui/empty-state";
 import { LocalTime } from "@/components/ui/local-time";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { formatFactor, formatLimit } from "@/lib/console";
 import {
   explainLimits,
@@ -254,7 +255,7 @@ function FleetTable({
   targetVersion: number | null;
 }) {
   return (
-    <div className={styles.tableScroll}>
+    <ScrollRegion className={styles.tableScroll} label="Enforcers confirming">
       <table className="data">
         <thead>
           <tr>
@@ -307,7 +308,7 @@ function FleetTable({
           })}
         </tbody>
       </table>
-    </div>
+    </ScrollRegion>
   );
 }
 
