@@ -47,7 +47,7 @@ export interface CreateRedisOptions {
    * @default none: one Redis at `url`
    */
   clusterNodes?: readonly RedisClusterNode[];
-  /** Per-command deadline. @default 1000 for control, 250 for decisions, none for subscriber */
+  /** Per-command deadline. @default 5000 for control, 250 for decisions, none for subscriber */
   commandTimeoutMs?: number;
   /** Shown in `CLIENT LIST`, which helps at three in the morning. */
   connectionName?: string;
@@ -84,7 +84,10 @@ export function redisOptionsFor(
         ...common,
         enableOfflineQueue: true,
         maxRetriesPerRequest: 1,
-        commandTimeout: options.commandTimeoutMs ?? 1_000,
+        // Five seconds, not one: on a busy host (a shared CI core, a console under load) a healthy
+        // Redis can answer a snapshot write late, and a control command failing then only means a
+        // retry later. Nothing on the decision path uses this role.
+        commandTimeout: options.commandTimeoutMs ?? 5_000,
       };
     case "subscriber":
       return {
