@@ -62,7 +62,12 @@ export interface SeenCustomer {
   readonly tiers: readonly ReportedTier[];
 }
 
-const ZSeenTime = z.coerce.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+/** A decimal count or epoch-ms text as the enforcers write it (never coerced from null or ""). */
+const ZSeenTime = z
+  .string()
+  .regex(/^\d{1,16}$/)
+  .transform(Number)
+  .pipe(z.number().int().max(Number.MAX_SAFE_INTEGER));
 const TIER_FIELD = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 function parseTiers(fields: Readonly<Record<string, string>>): ReportedTier[] {
