@@ -82,8 +82,9 @@ export function FleetDegradedSummary({
         </p>
       ) : null}
       <p className="small">
-        {degraded.length} of {reports.length} {reports.length === 1 ? "gateway has" : "gateways have"}{" "}
-        decided without Redis since they started
+        {degraded.length} of {reports.length}{" "}
+        {reports.length === 1 ? "gateway has" : "gateways have"} decided without Redis since they
+        started
         {open > 0 ? `; ${open} ${open === 1 ? "is" : "are"} doing so now (breaker open)` : ""}.
       </p>
     </div>
