@@ -114,9 +114,11 @@ test("an operator raises the limit of a customer only the gateways know; the rai
   expect(registered.status(), await registered.text()).toBe(200);
   expect(((await registered.json()) as { customer: { tier: string } }).customer.tier).toBe("free");
   const audit = await api.get(`/api/v1/audit?customerId=${CUSTOMER}`);
-  const entries = ((await audit.json()) as {
-    entries: { action: string; reason: string; after: Record<string, unknown> }[];
-  }).entries;
+  const entries = (
+    (await audit.json()) as {
+      entries: { action: string; reason: string; after: Record<string, unknown> }[];
+    }
+  ).entries;
   expect(entries.map((entry) => entry.action)).toEqual(["incident.raise", "customer.create"]);
   expect(entries[1]).toMatchObject({
     reason,
