@@ -209,6 +209,11 @@ export {
   previewPolicyChange,
   ZPreviewPolicyChangeOptions,
 } from "./policy/preview-policy-change";
+export {
+  type PreviewStructureChangeOptions,
+  previewStructureChange,
+  type StructureChangePreview,
+} from "./policy/preview-structure-change";
 export type { ChangeReceipt } from "./policy/run-policy-change";
 export { findSeenCustomer, getSeenCustomer } from "./seen-customer/get-seen-customer";
 export { listSeenCustomers, type SeenCustomerPage } from "./seen-customer/list-seen-customers";
