@@ -12,7 +12,7 @@ import path from "node:path";
 import AxeBuilder from "@axe-core/playwright";
 import type { APIRequestContext, APIResponse, Page } from "@playwright/test";
 import { expect, test } from "./fixtures";
-import { BASE_URL } from "./run-env";
+import { BASE_URL, GATEWAY_URLS } from "./run-env";
 
 const SCREENSHOTS = path.resolve(import.meta.dirname, "..", "test-results", "e2e", "screenshots");
 const VIEWPORTS = [
@@ -99,6 +99,8 @@ async function tourStops(request: APIRequestContext): Promise<{
     );
   }
 
+  const seenOnly = await seenOnlyCustomer(request);
+
   const stops: TourStop[] = [
     { name: "overview", path: "/" },
     { name: "policies", path: "/policies" },
@@ -108,8 +110,11 @@ async function tourStops(request: APIRequestContext): Promise<{
       path: `/policies/endpoint-classes/${encodeURIComponent(endpointClass.name)}`,
     },
     { name: "policy-settings", path: "/policies/settings" },
+    { name: "policy-tier-new", path: "/policies/tiers/new" },
+    { name: "policy-endpoint-class-new", path: "/policies/endpoint-classes/new" },
     { name: "customers", path: "/customers" },
     { name: "customer", path: `/customers/${encodeURIComponent(customer.id)}` },
+    { name: "customer-seen-only", path: `/customers/${encodeURIComponent(seenOnly)}` },
     { name: "incident-new", path: `/incidents/new?customer=${encodeURIComponent(customer.id)}` },
     { name: "incidents", path: "/incidents" },
     { name: "incident", path: `/incidents/${encodeURIComponent(incident.id)}` },
@@ -188,6 +193,24 @@ async function headersNarrowerThanAWord(page: Page): Promise<string[]> {
     probe.remove();
     return offenders;
   });
+}
+
+/** A customer only the gateways know: one request through a gateway, until it is reported. */
+async function seenOnlyCustomer(request: APIRequestContext): Promise<string> {
+  const id = "tour-seen-only";
+  await expect
+    .poll(
+      async () => {
+        const sent = await fetch(`${GATEWAY_URLS[0]}/v1/things`, {
+          headers: { "x-customer-id": id, "x-tier": "pro" },
+        });
+        await sent.arrayBuffer();
+        return (await request.get(`/api/v1/seen-customers/${id}`)).status();
+      },
+      { timeout: 20_000, intervals: [500, 1_000] },
+    )
+    .toBe(200);
+  return id;
 }
 
 async function visit(page: Page, stop: TourStop, viewport: (typeof VIEWPORTS)[number]) {

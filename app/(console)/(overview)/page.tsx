@@ -5,6 +5,7 @@ import { AlertList } from "@/components/alerts/alert-list";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { RejectionChart } from "@/components/charts/rejection-chart";
 import { EnforcerLagCell } from "@/components/ops/enforcer-lag";
+import { DegradedCell, FleetDegradedSummary } from "@/components/fleet/degraded-decisions";
 import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
@@ -23,7 +24,8 @@ import { can, getControlDeps, listAuditEntries } from "@/lib/control";
 import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { getFleetDeps } from "@/lib/control/fleet/fleet-deps";
-import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { type EnforcerRecord, listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { readDegradedDecisionAlert } from "@/lib/control/fleet/read-degraded-decisions";
 import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
 import styles from "./overview.module.css";
 
@@ -210,8 +212,10 @@ async function RatesChart({ rangeId }: { rangeId: ChartRangeId }) {
 
 async function FleetPanel() {
   let fleet: Awaited<ReturnType<typeof listEnforcers>>;
+  let degradedAlert: Awaited<ReturnType<typeof readDegradedDecisionAlert>> = null;
   try {
     fleet = await listEnforcers();
+    degradedAlert = await readDegradedDecisionAlert();
   } catch (error: unknown) {
     console.error("overview: the enforcer fleet could not be read", error);
     return (
@@ -246,6 +250,7 @@ async function FleetPanel() {
           )}
         </span>
       </div>
+      <FleetDegradedSummary reports={fleet.enforcers} alert={degradedAlert} />
       {fleet.enforcers.length === 0 ? (
         <EmptyState title="No enforcer is reporting">
           Gateways that embed the enforcer send a heartbeat every second; none has in the last 10
@@ -263,6 +268,7 @@ async function FleetPanel() {
                 <th scope="col">Host</th>
                 <th scope="col">Policy version</th>
                 <th scope="col">Lag</th>
+                <th scope="col">Without Redis</th>
                 <th scope="col">Last seen</th>
               </tr>
             </thead>
@@ -291,6 +297,9 @@ async function FleetPanel() {
                       published={fleet.published}
                       nowMs={nowMs}
                     />
+                  </td>
+                  <td data-label="Without Redis">
+                    <DegradedCell report={enforcer} />
                   </td>
                   <td data-label="Last seen">
                     <LocalTime at={enforcer.heartbeatAtMs} relative />

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { SeenCustomersPanel } from "@/components/customers/seen-customers-panel";
 import { ForwardPager } from "@/components/ops/forward-pager";
 import styles from "@/components/ops/ops.module.css";
 import { hrefWith, type PageSearchParams, singleParam } from "@/components/ops/search-params";
@@ -145,6 +146,7 @@ export default async function CustomersPage({
           />
         ) : null}
       </section>
+      {after === undefined && problem === null ? <SeenCustomersPanel q={q} /> : null}
     </>
   );
 }

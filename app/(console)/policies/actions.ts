@@ -5,7 +5,10 @@ import {
   isAppError,
   type PolicyChangePreview,
   type PreviewPolicyChangeOptions,
+  type PreviewStructureChangeOptions,
   previewPolicyChange,
+  previewStructureChange,
+  type StructureChangePreview,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 
@@ -41,6 +44,37 @@ export async function previewPolicyChangeAction(
   await requirePrincipal(PERMISSION_BY_KIND[kind], { next: "/policies" });
   try {
     return { ok: true, preview: await previewPolicyChange(options) };
+  } catch (error: unknown) {
+    if (!isAppError(error)) throw error;
+    return { ok: false, message: error.message, fieldErrors: error.fieldErrors };
+  }
+}
+
+export type StructurePreviewResult =
+  | { readonly ok: true; readonly preview: StructureChangePreview }
+  | Extract<PreviewResult, { ok: false }>;
+
+const PERMISSION_BY_STRUCTURE_KIND: Record<PreviewStructureChangeOptions["kind"], Permission> = {
+  "tier-create": "tier.write",
+  "tier-delete": "tier.write",
+  "endpoint-class-create": "endpoint-class.write",
+  "endpoint-class-delete": "endpoint-class.write",
+  guardrails: "settings.write",
+};
+
+/** The preview of creating or deleting a tier or endpoint class, or editing the guardrails. */
+export async function previewStructureChangeAction(
+  options: PreviewStructureChangeOptions,
+): Promise<StructurePreviewResult> {
+  const kind =
+    typeof options === "object" &&
+    options !== null &&
+    Object.hasOwn(PERMISSION_BY_STRUCTURE_KIND, options.kind)
+      ? options.kind
+      : "guardrails";
+  await requirePrincipal(PERMISSION_BY_STRUCTURE_KIND[kind], { next: "/policies" });
+  try {
+    return { ok: true, preview: await previewStructureChange(options) };
   } catch (error: unknown) {
     if (!isAppError(error)) throw error;
     return { ok: false, message: error.message, fieldErrors: error.fieldErrors };

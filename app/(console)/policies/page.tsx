@@ -120,6 +120,11 @@ export default async function PoliciesPage() {
 
       <section className="panel" aria-labelledby="tiers-heading">
         <h2 id="tiers-heading">Tiers</h2>
+        {canEditTiers ? (
+          <p className="small">
+            <Link href="/policies/tiers/new">New tier</Link>
+          </p>
+        ) : null}
         {tiers.length === 0 ? (
           <EmptyState title="No tiers">A policy needs at least one tier.</EmptyState>
         ) : (
@@ -176,6 +181,11 @@ export default async function PoliciesPage() {
 
       <section className="panel" aria-labelledby="classes-heading">
         <h2 id="classes-heading">Endpoint classes</h2>
+        {canEditClasses ? (
+          <p className="small">
+            <Link href="/policies/endpoint-classes/new">New endpoint class</Link>
+          </p>
+        ) : null}
         <p className="muted small">
           Groups of endpoints with a cost per request and, optionally, their own limit per tier, a
           limit for anonymous callers and a ceiling.

@@ -68,6 +68,7 @@ import {
   getSnapshotEndpoint,
   importPolicyEndpoint,
 } from "./policy";
+import { getSeenCustomerEndpoint, listSeenCustomersEndpoint } from "./seen-customers";
 import { getSettingsEndpoint, updateSettingsEndpoint } from "./settings";
 import {
   createTierEndpoint,
@@ -131,6 +132,8 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   getCustomerEndpoint,
   updateCustomerEndpoint,
   deleteCustomerEndpoint,
+  listSeenCustomersEndpoint,
+  getSeenCustomerEndpoint,
   listCustomerOverridesEndpoint,
   createCustomerOverrideEndpoint,
   updateAccountOverrideEndpoint,

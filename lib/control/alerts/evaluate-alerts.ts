@@ -53,7 +53,7 @@ export async function evaluateAlerts(
  * here: no counts, no alert (the enforcers cannot flush to it either; their counts wait in
  * process and arrive with Redis).
  */
-async function readDecisionMinutes(
+export async function readDecisionMinutes(
   nowMs: number,
   live: Pick<FleetDeps, "redis" | "prefix">,
 ): Promise<DecisionMinuteCounts[]> {

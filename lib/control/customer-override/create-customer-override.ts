@@ -6,6 +6,8 @@ import { findCustomer } from "../customer/customer-record";
 import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
+import { registerSeenCustomer, seenOnlyCustomer } from "../seen-customer/register-seen-customer";
+import type { SeenRedisDeps } from "../seen-customer/seen-customer-deps";
 import { auditView, toJson } from "../stored";
 import {
   type CustomerOverrideRecord,
@@ -22,9 +24,12 @@ export async function createCustomerOverride(
   options: CreateCustomerOverrideOptions,
   context: ChangeContext,
   deps: ControlDeps = getControlDeps(),
+  seenRedis?: SeenRedisDeps,
 ): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZCustomerOverride, options, context);
   const scope = overrideScope(input.customerId, input.endpointClass);
+  // A customer only the gateways know is registered by this change (its own audit entry).
+  const seen = await seenOnlyCustomer(deps.db, input.customerId, seenRedis);
   return runPolicyChange(deps, ctx, {
     action: "override.create",
     entityType: "customer-override",
@@ -32,6 +37,7 @@ export async function createCustomerOverride(
     touches: "customer",
     focus: { collection: "customerOverrides", id: scope },
     async write(tx) {
+      await registerSeenCustomer(tx, ctx, seen);
       await findCustomer(tx, input.customerId);
       await requireEndpointClass(tx, input.endpointClass);
       const existing = await tx.customerOverride.findUnique({

@@ -48,7 +48,7 @@ export async function deleteEndpointClass(
         },
         input.expectedVersion,
       );
-      const referrers = await findReferrers(tx, input.name, nowMs);
+      const referrers = await findEndpointClassReferrers(tx, input.name, nowMs);
       if (referrers.length > 0) {
         throw new AppError(
           "CONFLICT",
@@ -75,7 +75,12 @@ function named(noun: string, keys: readonly string[], count: number): string {
     : `${count} ${noun} (${list} and ${count - keys.length} more)`;
 }
 
-async function findReferrers(tx: Tx, name: string, nowMs: number): Promise<string[]> {
+/** What refers to the class, in words: the deletion is refused while any does (and its preview names them). */
+export async function findEndpointClassReferrers(
+  tx: Tx,
+  name: string,
+  nowMs: number,
+): Promise<string[]> {
   const incidentWhere = { ...currentIncidentWhere(nowMs), endpointClass: name };
   const [settings, overrides, overrideCount, incidents, incidentCount, candidates] =
     await Promise.all([

@@ -11,6 +11,8 @@ import { type ControlDeps, getControlDeps } from "../control-deps";
 import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
 import { AppError, toFieldErrors, validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
+import { registerSeenCustomer, seenOnlyCustomer } from "../seen-customer/register-seen-customer";
+import type { SeenRedisDeps } from "../seen-customer/seen-customer-deps";
 import { auditView } from "../stored";
 import { assertWithinGuardrails } from "./incident-guardrails";
 import {
@@ -76,6 +78,7 @@ export async function raiseIncident(
   options: RaiseIncidentOptions,
   context: ChangeContext,
   deps: ControlDeps = getControlDeps(),
+  seenRedis?: SeenRedisDeps,
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZRaiseIncidentOptions, options, context);
   const nowMs = deps.nowMs();
@@ -96,6 +99,8 @@ export async function raiseIncident(
   });
   if (!parsed.success) throw validationError(toFieldErrors(fieldErrorsFromZod(parsed.error)));
   const incident = parsed.data;
+  // A customer only the gateways know is registered by this change (its own audit entry).
+  const seen = await seenOnlyCustomer(deps.db, incident.customerId, seenRedis);
   return runPolicyChange(deps, ctx, {
     action: "incident.raise",
     entityType: "incident",
@@ -103,6 +108,7 @@ export async function raiseIncident(
     touches: "customer",
     focus: { collection: "incidentOverrides", id: incident.id },
     async write(tx, changeNowMs) {
+      await registerSeenCustomer(tx, ctx, seen);
       const existing = await tx.incidentOverride.findUnique({
         where: { id: incident.id },
         select: { id: true },

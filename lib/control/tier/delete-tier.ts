@@ -45,7 +45,7 @@ export async function deleteTier(
         },
         input.expectedVersion,
       );
-      const referrers = await findReferrers(tx, input.name);
+      const referrers = await findTierReferrers(tx, input.name);
       if (referrers.length > 0) {
         throw new AppError(
           "CONFLICT",
@@ -65,7 +65,8 @@ export async function deleteTier(
   });
 }
 
-async function findReferrers(tx: Tx, name: string): Promise<string[]> {
+/** What refers to the tier, in words: the deletion is refused while any does (and its preview names them). */
+export async function findTierReferrers(tx: Tx, name: string): Promise<string[]> {
   const [settings, endpointClasses, candidates, customers, customerCount] = await Promise.all([
     tx.policySettings.findUnique({ where: { id: 1 }, select: { defaultTier: true } }),
     tx.endpointClass.findMany({ orderBy: { name: "asc" }, select: { name: true, limits: true } }),

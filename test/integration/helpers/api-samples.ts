@@ -8,7 +8,7 @@ export function samplePath(endpoint: AnyEndpoint, harness: ApiHarness): string {
     .replace("{name}", path.includes("/tiers/") ? "free" : "search")
     .replace("{endpointClass}", "reports")
     .replace("{id}", () => {
-      if (path.includes("/customers/")) return "globex";
+      if (path.includes("/customers/") || path.includes("/seen-customers/")) return "globex";
       if (path.includes("/operators/")) return harness.as("viewer").operatorId;
       if (path.includes("/tokens/")) return harness.as("viewer").tokenId;
       if (path.includes("/auth/sessions/")) return "ses_0000000000000000";

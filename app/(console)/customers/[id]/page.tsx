@@ -3,6 +3,11 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import { connection } from "next/server";
 import { AutoRefresh } from "@/components/auto-refresh";
+import {
+  findRegisteredOrSeen,
+  SeenOnlyNotice,
+  SeenOnlyTier,
+} from "@/components/customers/seen-only";
 import { AuditHistory } from "@/components/ops/audit-history";
 import { ForwardPager } from "@/components/ops/forward-pager";
 import { LimitsTrace } from "@/components/ops/limits-trace";
@@ -20,7 +25,6 @@ import {
   customerHistory,
   type Explanation,
   explainLimits,
-  getCustomer,
   getExplainDeps,
   isAppError,
   listCustomerOverrides,
@@ -57,15 +61,9 @@ export default async function CustomerPage({
   const principal = await requirePrincipal("policy.read", { next: selfHref });
   await connection();
 
-  let customer: Awaited<ReturnType<typeof getCustomer>>;
-  try {
-    customer = await getCustomer(id);
-  } catch (error: unknown) {
-    if (isAppError(error) && (error.code === "NOT_FOUND" || error.code === "VALIDATION_FAILED")) {
-      notFound();
-    }
-    throw error;
-  }
+  // A customer the registry lacks but the gateways report has a page too (`seen` set).
+  const { customer, seen } = await findRegisteredOrSeen(id);
+  if (customer === null) notFound();
 
   const serverNowMs = Date.now();
   const [classes, incidents, overrides, rejections, history] = await Promise.all([
@@ -90,7 +88,14 @@ export default async function CustomerPage({
   // One peek per endpoint class: a few Redis reads each, nothing consumed.
   const explained: Explained[] = await Promise.all(
     classes.map((endpointClass) =>
-      explainLimits({ customerId: id, endpointClass: endpointClass.name }, deps).then(
+      explainLimits(
+        {
+          customerId: id,
+          endpointClass: endpointClass.name,
+          tier: seen?.reportedTier ?? undefined,
+        },
+        deps,
+      ).then(
         (explanation): Explained => ({ ok: true, explanation }),
         (error: unknown): Explained => {
           if (isAppError(error)) return { ok: false, message: error.message };
@@ -113,10 +118,17 @@ export default async function CustomerPage({
         <div className={styles.headerRow}>
           <div>
             <h1 className={styles.wrap}>
-              {customer.displayName} <code className="muted">{customer.id}</code>
+              {seen === null ? `${customer.displayName} ` : null}
+              <code className="muted">{customer.id}</code>
             </h1>
             <p>
-              Tier <Badge tone="info">{customer.tier}</Badge>
+              {seen === null ? (
+                <>
+                  Tier <Badge tone="info">{customer.tier}</Badge>
+                </>
+              ) : (
+                <SeenOnlyTier seen={seen} />
+              )}
               {isRejecting ? (
                 <>
                   {" "}
@@ -135,6 +147,8 @@ export default async function CustomerPage({
           ) : null}
         </div>
       </header>
+
+      {seen !== null ? <SeenOnlyNotice seen={seen} mayRaise={mayRaise} /> : null}
 
       <section className="panel" aria-labelledby="incidents-heading">
         <h2 id="incidents-heading">Active incident overrides</h2>

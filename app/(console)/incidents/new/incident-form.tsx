@@ -14,6 +14,11 @@ import { formatDurationMs, formatFactor, formatLimit } from "@/lib/console/forma
 
 export interface IncidentFormProps {
   readonly customer: { readonly id: string; readonly displayName: string; readonly tier: string };
+  /**
+   * Set for a customer only the gateways report: raising registers it with this tier (the
+   * reported one when the policy has it, else the default), said in the confirm step.
+   */
+  readonly registersWithTier?: string;
   readonly scopes: readonly IncidentScopeOption[];
   readonly defaultScope: string;
   readonly guardrails: {
@@ -78,7 +83,13 @@ const SIZE_LABEL: Record<LimitSpec["algorithm"], string> = {
  * Raise (or cut) one customer's limit for a while. Guardrails are checked here as a hint, at the
  * field; the server checks them again and its refusal is shown at the same field.
  */
-export function IncidentForm({ customer, scopes, defaultScope, guardrails }: IncidentFormProps) {
+export function IncidentForm({
+  customer,
+  registersWithTier,
+  scopes,
+  defaultScope,
+  guardrails,
+}: IncidentFormProps) {
   const router = useRouter();
   const formId = useId();
   const [scopeValue, setScopeValue] = useState(defaultScope);
@@ -426,6 +437,12 @@ export function IncidentForm({ customer, scopes, defaultScope, guardrails }: Inc
         onConfirm={submit}
       >
         <p className={styles.summary}>{summary}</p>
+        {registersWithTier !== undefined ? (
+          <p className="small" data-testid="registers-customer">
+            {customer.id} is not in the registry: raising also registers it, with tier{" "}
+            <strong>{registersWithTier}</strong>, as its own audit entry.
+          </p>
+        ) : null}
         <p className="small">
           Enforcers apply it within seconds; it ends by itself at expiry. The reason is recorded in
           the audit log under your name.

@@ -1,6 +1,11 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { connection } from "next/server";
+import {
+  findRegisteredOrSeen,
+  type RegisteredOrSeen,
+  SeenOnlyTier,
+} from "@/components/customers/seen-only";
 import { incidentScopeOptions, scopeOfRejection } from "@/components/ops/incident-scopes";
 import styles from "@/components/ops/ops.module.css";
 import { hrefWith, type PageSearchParams, singleParam } from "@/components/ops/search-params";
@@ -8,16 +13,17 @@ import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
 import {
   type CustomerPage,
-  type CustomerRecord,
   type Explanation,
   explainLimits,
-  getCustomer,
   getExplainDeps,
   getPolicySettings,
   isAppError,
   listCustomers,
   listEndpointClasses,
   listIncidents,
+  listSeenCustomers,
+  listTiers,
+  type SeenCustomerRecord,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
@@ -59,21 +65,16 @@ export default async function NewIncidentPage({
     );
   }
 
-  let customer: CustomerRecord | null = null;
+  let found: RegisteredOrSeen = { customer: null, seen: null };
   let lookupProblem: string | null = null;
   if (customerId !== undefined) {
-    try {
-      customer = await getCustomer(customerId);
-    } catch (error: unknown) {
-      if (
-        !isAppError(error) ||
-        (error.code !== "NOT_FOUND" && error.code !== "VALIDATION_FAILED")
-      ) {
-        throw error;
-      }
+    // A customer only the gateways report can be raised too: the raise registers it.
+    found = await findRegisteredOrSeen(customerId);
+    if (found.customer === null) {
       lookupProblem = `No customer has the identifier “${customerId}”. Find it below.`;
     }
   }
+  const { customer, seen } = found;
 
   return (
     <>
@@ -96,7 +97,7 @@ export default async function NewIncidentPage({
       {customer === null ? (
         <CustomerPicker q={q} problem={lookupProblem} />
       ) : (
-        <RaiseForCustomer customer={customer} />
+        <RaiseForCustomer customer={customer} seen={seen} />
       )}
     </>
   );
@@ -111,6 +112,11 @@ async function CustomerPicker({ q, problem }: { q: string | undefined; problem: 
     if (!isAppError(error) || error.code !== "VALIDATION_FAILED") throw error;
     searchProblem = error.fieldErrors.map((field) => field.message).join("; ") || error.message;
   }
+  // Customers only the gateways report can be raised too (the raise registers them).
+  const seen =
+    searchProblem === null
+      ? await listSeenCustomers({ search: q, limit: 10 }).catch(() => null)
+      : null;
   return (
     <section className="panel" aria-labelledby="pick-heading">
       <h2 id="pick-heading">Which customer?</h2>
@@ -156,6 +162,24 @@ async function CustomerPicker({ q, problem }: { q: string | undefined; problem: 
           ))}
         </ul>
       )}
+      {seen !== null && seen.customers.length > 0 ? (
+        <>
+          <h3 className="small">Seen by gateways, not in the registry</h3>
+          <ul data-testid="pick-seen-customers">
+            {seen.customers.map((candidate) => (
+              <li key={candidate.id}>
+                <Link href={hrefWith("/incidents/new", { customer: candidate.id })}>
+                  <code>{candidate.id}</code>
+                </Link>{" "}
+                {candidate.reportedTier !== null ? (
+                  <Badge tone="muted">{candidate.reportedTier}</Badge>
+                ) : null}{" "}
+                <span className="muted small">reported by gateways</span>
+              </li>
+            ))}
+          </ul>
+        </>
+      ) : null}
       {page?.nextCursor != null ? (
         <p className="muted small">More match: type more of the identifier or name.</p>
       ) : null}
@@ -163,20 +187,39 @@ async function CustomerPicker({ q, problem }: { q: string | undefined; problem: 
   );
 }
 
-async function RaiseForCustomer({ customer }: { customer: CustomerRecord }) {
+async function RaiseForCustomer({
+  customer,
+  seen,
+}: {
+  customer: NonNullable<RegisteredOrSeen["customer"]>;
+  seen: SeenCustomerRecord | null;
+}) {
   const nowMs = Date.now();
-  const [classes, settings, incidents, rejections] = await Promise.all([
+  const [classes, settings, incidents, rejections, tiers] = await Promise.all([
     listEndpointClasses(),
     getPolicySettings(),
     listIncidents({ customerId: customer.id, status: "current", nowMs }),
     readCustomerRejections(customer.id, 1).catch(() => []),
+    seen === null ? null : listTiers(),
   ]);
+  // What a seen-only customer is registered with (register-seen-customer.ts decides the same).
+  const registersWithTier =
+    seen === null
+      ? undefined
+      : tiers?.some((tier) => tier.name === seen.reportedTier) === true &&
+          seen.reportedTier !== null
+        ? seen.reportedTier
+        : settings.defaultTier;
   const deps = getExplainDeps();
   const explanations = new Map<string, Explanation>();
   await Promise.all(
     classes.map(async (endpointClass) => {
       const explanation = await explainLimits(
-        { customerId: customer.id, endpointClass: endpointClass.name },
+        {
+          customerId: customer.id,
+          endpointClass: endpointClass.name,
+          tier: seen?.reportedTier ?? undefined,
+        },
         deps,
       );
       explanations.set(endpointClass.name, explanation);
@@ -195,8 +238,16 @@ async function RaiseForCustomer({ customer }: { customer: CustomerRecord }) {
   return (
     <>
       <p>
-        <strong>{customer.displayName}</strong> <code>{customer.id}</code>, tier{" "}
-        <Badge tone="info">{customer.tier}</Badge>
+        {seen === null ? (
+          <>
+            <strong>{customer.displayName}</strong> <code>{customer.id}</code>, tier{" "}
+            <Badge tone="info">{customer.tier}</Badge>
+          </>
+        ) : (
+          <>
+            <code>{customer.id}</code>, <SeenOnlyTier seen={seen} />
+          </>
+        )}
         {rejectedScope !== null ? (
           <span className="muted small">
             {" "}
@@ -206,6 +257,7 @@ async function RaiseForCustomer({ customer }: { customer: CustomerRecord }) {
       </p>
       <IncidentForm
         customer={{ id: customer.id, displayName: customer.displayName, tier: customer.tier }}
+        registersWithTier={registersWithTier}
         scopes={scopes}
         defaultScope={defaultScope}
         guardrails={{

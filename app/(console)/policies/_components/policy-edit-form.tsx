@@ -8,7 +8,8 @@ import type {
   PolicyChangePreview,
   PreviewPolicyChangeOptions,
 } from "@/lib/control/policy/preview-policy-change";
-import { previewPolicyChangeAction } from "../actions";
+import type { PreviewStructureChangeOptions } from "@/lib/control/policy/preview-structure-change";
+import { previewPolicyChangeAction, previewStructureChangeAction } from "../actions";
 import { readApiError } from "./api-error";
 import { ChangePreview } from "./change-preview";
 import type { FieldErrorMap } from "./limit-draft";
@@ -19,7 +20,7 @@ import styles from "./policy-form.module.css";
 export type BuildResult =
   | {
       readonly ok: true;
-      readonly preview: PreviewPolicyChangeOptions;
+      readonly preview: PreviewPolicyChangeOptions | PreviewStructureChangeOptions;
       readonly body: Readonly<Record<string, unknown>>;
     }
   | { readonly ok: false; readonly errors: FieldErrorMap };
@@ -29,8 +30,23 @@ export interface PolicyEditFormProps {
   subject: string;
   /** The entity's version the page was rendered with: sent as expectedVersion. */
   version: number;
-  /** Same-origin API path the change is PATCHed to. */
+  /** Same-origin API path the change is sent to. */
   saveUrl: string;
+  /**
+   * How: PATCH an edit (the default), POST a new entity (no expectedVersion), DELETE one.
+   * @default "PATCH"
+   */
+  method?: "PATCH" | "POST" | "DELETE";
+  /** Where to go once saved (a creation's new page, the list after a deletion); absent: stay. */
+  afterSaveHref?: string;
+  /** The save button's label. @default "Save change" */
+  saveLabel?: string;
+  /** The preview button's label. @default "Preview change" */
+  previewLabel?: string;
+  /** The reason field's label. @default "Reason (required)" */
+  reasonLabel?: string;
+  /** Prefix of the form's element ids, unique per page. @default "edit" */
+  idPrefix?: string;
   /** Validates the fields (client side, with the domain schemas). */
   build: () => BuildResult;
   /** The fields, given the errors to show at each (client checks and the API's). */
@@ -65,13 +81,25 @@ export function PolicyEditForm({
   subject,
   version,
   saveUrl,
+  method = "PATCH",
+  afterSaveHref,
+  saveLabel = "Save change",
+  previewLabel = "Preview change",
+  reasonLabel = "Reason (required)",
+  idPrefix = "edit",
   build,
   renderFields,
 }: PolicyEditFormProps) {
   const router = useRouter();
   const [errors, setErrors] = useState<FieldErrorMap>({});
   const [reason, setReason] = useState("");
-  const [preview, setPreview] = useState<{ key: string; data: PolicyChangePreview } | null>(null);
+  const [preview, setPreview] = useState<{
+    key: string;
+    data: PolicyChangePreview & {
+      readonly referrers?: readonly string[];
+      readonly isBlocked?: boolean;
+    };
+  } | null>(null);
   const [formError, setFormError] = useState<string | null>(null);
   const [conflict, setConflict] = useState<string | null>(null);
   const [saved, setSaved] = useState<Saved | null>(null);
@@ -101,7 +129,11 @@ export function PolicyEditForm({
     if (result === null) return;
     setIsPending(true);
     try {
-      const outcome = await previewPolicyChangeAction(result.preview);
+      const options = result.preview;
+      const outcome =
+        options.kind === "tier" || options.kind === "endpoint-class" || options.kind === "settings"
+          ? await previewPolicyChangeAction(options)
+          : await previewStructureChangeAction(options);
       if (!outcome.ok) {
         setErrors(
           Object.fromEntries(outcome.fieldErrors.map((error) => [error.path, error.message])),
@@ -125,10 +157,19 @@ export function PolicyEditForm({
     setIsPending(true);
     try {
       const response = await fetch(saveUrl, {
-        method: "PATCH",
+        method,
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...result.body, expectedVersion: version, reason: reason.trim() }),
+        body: JSON.stringify({
+          ...result.body,
+          ...(method === "POST" ? {} : { expectedVersion: version }),
+          reason: reason.trim(),
+        }),
       });
+      if (response.ok && afterSaveHref !== undefined) {
+        router.push(afterSaveHref);
+        router.refresh();
+        return;
+      }
       if (response.ok) {
         const body = (await response.json()) as Saved;
         setSaved({
@@ -210,25 +251,25 @@ export function PolicyEditForm({
       {renderFields(errors)}
 
       <Field
-        id="edit-reason"
-        label="Reason (required)"
+        id={`${idPrefix}-reason`}
+        label={reasonLabel}
         error={errors.reason}
         help="Why, in a sentence: kept in the audit log with the change."
       >
         <textarea
-          id="edit-reason"
+          id={`${idPrefix}-reason`}
           rows={2}
           maxLength={MAX_REASON_LENGTH + 100}
           value={reason}
           onChange={(event) => setReason(event.target.value)}
           aria-invalid={errors.reason ? true : undefined}
-          aria-describedby={errors.reason ? "edit-reason-error" : undefined}
+          aria-describedby={errors.reason ? `${idPrefix}-reason-error` : undefined}
         />
       </Field>
 
       <div className={styles.actions}>
         <button type="submit" className="button" disabled={isPending || conflict !== null}>
-          {isPending && !isPreviewCurrent ? "Working…" : "Preview change"}
+          {isPending && !isPreviewCurrent ? "Working…" : previewLabel}
         </button>
         {preview !== null && !isPreviewCurrent ? (
           <span className="muted small">The fields changed since the preview: preview again.</span>
@@ -238,10 +279,10 @@ export function PolicyEditForm({
       {preview !== null && isPreviewCurrent ? (
         <section
           className={styles.previewPanel}
-          aria-labelledby="preview-heading"
+          aria-labelledby={`${idPrefix}-preview-heading`}
           data-testid="change-preview"
         >
-          <h3 id="preview-heading">What this change does</h3>
+          <h3 id={`${idPrefix}-preview-heading`}>What this change does</h3>
           {preview.data.version !== version ? (
             <p className={styles.conflict} role="alert" data-testid="preview-stale">
               {subject} has changed since you opened it (version {version} then,{" "}
@@ -249,16 +290,34 @@ export function PolicyEditForm({
               values.
             </p>
           ) : null}
+          {preview.data.referrers !== undefined && preview.data.referrers.length > 0 ? (
+            <div className={styles.conflict} role="alert" data-testid="preview-referrers">
+              <p>
+                <strong>{subject} cannot be deleted while these refer to it:</strong>
+              </p>
+              <ul>
+                {preview.data.referrers.map((referrer) => (
+                  <li key={referrer}>{referrer}</li>
+                ))}
+              </ul>
+              <p className="small">Change or remove them first, then preview again.</p>
+            </div>
+          ) : null}
           <ChangePreview preview={preview.data} />
           <div className={styles.actions}>
             <button
               type="button"
               className="button"
               onClick={() => void onSave()}
-              disabled={isPending || preview.data.isNoChange || conflict !== null}
+              disabled={
+                isPending ||
+                preview.data.isNoChange ||
+                preview.data.isBlocked === true ||
+                conflict !== null
+              }
               aria-busy={isPending}
             >
-              {isPending ? "Saving…" : "Save change"}
+              {isPending ? "Saving…" : saveLabel}
             </button>
             <button
               type="button"

@@ -12,6 +12,7 @@ import {
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { LimitCell } from "../_components/limit-cell";
 import { RecentChanges } from "../_components/recent-changes";
+import { GuardrailsEditForm } from "./guardrails-edit-form";
 import { SettingsEditForm } from "./settings-edit-form";
 
 export const metadata: Metadata = { title: "Ceilings and defaults" };
@@ -87,6 +88,12 @@ export default async function SettingsPage() {
           </p>
         )}
       </section>
+      {canEdit ? (
+        <section className="panel" aria-labelledby="guardrails-heading">
+          <h2 id="guardrails-heading">Change the incident guardrails</h2>
+          <GuardrailsEditForm version={settings.version} guardrails={settings.guardrails} />
+        </section>
+      ) : null}
       {history !== null ? <RecentChanges history={history} /> : null}
     </>
   );

@@ -41,6 +41,7 @@ import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "
 import { escapeLabelValue, renderPrometheus } from "./prometheus";
 import type { RecentRejectionsOptions } from "./recent-rejections";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
+import { SeenCustomers, type SeenCustomersOptions, SeenCustomersReporter } from "./seen-customers";
 import { systemTimers, type TimerHandle, type Timers } from "./timers";
 import { STORE_FAILURES, type StoreFailure } from "./types";
 
@@ -163,6 +164,12 @@ export interface EnforcerOptions {
   readonly metrics?: Omit<DecisionMetricsOptions, "wallClock">;
   /** In-process record feeding the Redis lists. @default {} */
   readonly recentRejections?: Omit<RecentRejectionsOptions, "clock" | "wallClock">;
+  /**
+   * Reporting the identified customers this gateway sees (and their tiers) for the console,
+   * bounded per hour (see `seen-customers.ts`), or false.
+   * @default {}: at most 1 000 customers an hour
+   */
+  readonly seenCustomers?: SeenCustomersOptions | false;
   /** @default JSON lines on stderr */
   readonly logger?: EnforcerLogger;
   /** @default monotonicClock */
@@ -215,6 +222,8 @@ export class Enforcer implements RequestChecker {
   readonly #ownsClients: boolean;
   readonly #status: StatusReporter;
   readonly #flusher: MetricsFlusher;
+  readonly #seen: SeenCustomers | null;
+  readonly #seenReporter: SeenCustomersReporter | null;
   readonly #timers: Timers;
   readonly #logger: EnforcerLogger;
   readonly #heartbeatIntervalMs: number;
@@ -325,6 +334,20 @@ export class Enforcer implements RequestChecker {
       rejectionsTtlMs: options.rejectionsTtlMs ?? 3_600_000,
       logger: this.#logger,
     });
+    this.#seen =
+      options.seenCustomers === false
+        ? null
+        : new SeenCustomers({ ...options.seenCustomers, wallClock });
+    this.#seenReporter =
+      this.#seen === null
+        ? null
+        : new SeenCustomersReporter({
+            redis: this.#clients.control,
+            prefix: this.keyPrefix,
+            enforcerId: this.enforcerId,
+            seen: this.#seen,
+            logger: this.#logger,
+          });
     // Report a new version or a refusal at once, not at the next beat: the console's lag is
     // measured on it.
     this.#follower.onApplied(() => {
@@ -384,7 +407,9 @@ export class Enforcer implements RequestChecker {
         this.#loopDelay.rotate();
         return this.#status.beat();
       }),
-      runEvery(this.#timers, this.#metricsFlushIntervalMs, () => this.#flusher.flush()),
+      runEvery(this.#timers, this.#metricsFlushIntervalMs, () =>
+        Promise.all([this.#flusher.flush(), this.#seenReporter?.flush()]).then(() => undefined),
+      ),
     );
     return hasPolicy;
   }
@@ -399,6 +424,8 @@ export class Enforcer implements RequestChecker {
 
   /** Decides one request. See `DecisionEngine.check`. */
   check(request: EnforcerRequest): Promise<EnforcerResult> {
+    // Identified customers only (`identify`'s answer); an id the engine refuses is skipped.
+    if (request.customerId != null) this.#seen?.record(request.customerId, request.tier);
     return this.#engine.check(request);
   }
 
@@ -488,6 +515,7 @@ export class Enforcer implements RequestChecker {
     this.#loopDelay.stop();
     await this.#follower.stop();
     await this.#flusher.flush();
+    await this.#seenReporter?.flush();
     await this.#status.remove();
     if (!this.#ownsClients) return;
     await Promise.all(

@@ -58,3 +58,16 @@ export {
   redisOptionsFor,
 } from "./redis-clients";
 export { type EnforcerRedisNames, enforcerRedisNames, scopeField } from "./redis-keys";
+export {
+  NO_TIER_FIELD,
+  type ReportedTier,
+  readSeenCustomer,
+  readSeenCustomerIds,
+  readSeenOverflow,
+  SEEN_CUSTOMERS_KEPT,
+  SEEN_RETENTION_MS,
+  type SeenCustomer,
+  type SeenCustomerNames,
+  type SeenReadingRedis,
+  seenCustomerNames,
+} from "./seen-customers";

@@ -6,6 +6,7 @@ import { LocalTime } from "@/components/ui/local-time";
 import { formatNumber } from "@/lib/console";
 import { can, getEndpointClass, isAppError, listAuditEntries, listTiers } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { DeleteEntityForm } from "../../_components/delete-entity-form";
 import { LimitCell } from "../../_components/limit-cell";
 import { RecentChanges } from "../../_components/recent-changes";
 import { EndpointClassEditForm } from "./endpoint-class-edit-form";
@@ -92,6 +93,20 @@ export default async function EndpointClassPage({ params }: { params: Promise<{ 
           </p>
         )}
       </section>
+      {canEdit ? (
+        <section className="panel" aria-labelledby="delete-heading">
+          <h2 id="delete-heading">Delete this endpoint class</h2>
+          <p className="small muted">
+            Refused while it is the default class or any customer override, current incident or
+            dry-run candidate refers to it: the preview names them.
+          </p>
+          <DeleteEntityForm
+            kind="endpoint-class"
+            name={endpointClass.name}
+            version={endpointClass.version}
+          />
+        </section>
+      ) : null}
       {history !== null ? <RecentChanges history={history} /> : null}
     </>
   );

@@ -5,6 +5,7 @@ import { notFound } from "next/navigation";
 import { LocalTime } from "@/components/ui/local-time";
 import { can, getTier, isAppError, listAuditEntries } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { DeleteEntityForm } from "../../_components/delete-entity-form";
 import { LimitCell } from "../../_components/limit-cell";
 import { RecentChanges } from "../../_components/recent-changes";
 import { TierEditForm } from "./tier-edit-form";
@@ -78,6 +79,16 @@ export default async function TierPage({ params }: { params: Promise<{ name: str
           </p>
         )}
       </section>
+      {canEdit ? (
+        <section className="panel" aria-labelledby="delete-heading">
+          <h2 id="delete-heading">Delete this tier</h2>
+          <p className="small muted">
+            Refused while any customer, endpoint class limit, default or dry-run candidate refers to
+            it: the preview names them.
+          </p>
+          <DeleteEntityForm kind="tier" name={tier.name} version={tier.version} />
+        </section>
+      ) : null}
       {history !== null ? <RecentChanges history={history} /> : null}
     </>
   );
