@@ -44,6 +44,7 @@ import {
   type RecentRejectionsOptions,
   renderPrometheus,
 } from "./metrics";
+import { TrafficRecorder, type TrafficRecordingOptions } from "../recording/traffic-recorder";
 import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "./policy-follower";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
 import { systemTimers, type TimerHandle, type Timers } from "./timers";
@@ -176,6 +177,12 @@ export interface EnforcerOptions {
   readonly wallClock?: Clock;
   /** @default systemTimers */
   readonly timers?: Timers;
+  /**
+   * Record every decision for backtests (`@limitplane/enforcer/recording`): appended to a bounded
+   * buffer on the decision path, written to this gateway's Redis Stream on a timer.
+   * @default none (nothing recorded)
+   */
+  readonly recording?: TrafficRecordingOptions;
 }
 
 /** What an enforcer reports about itself (the demo's `/healthz`). */
@@ -227,6 +234,8 @@ export class Enforcer implements RequestChecker {
   readonly #startupWaitMs: number;
   readonly #clock: Clock;
   readonly #loopDelay = new EventLoopDelayMonitor();
+  /** The traffic record, when `recording` was given. */
+  readonly recorder: TrafficRecorder | null;
   #loops: TimerHandle[] = [];
   #isStoreFailing = false;
   #isStopped = false;
@@ -275,7 +284,17 @@ export class Enforcer implements RequestChecker {
       timers: this.#timers,
     });
 
+    this.recorder =
+      options.recording === undefined
+        ? null
+        : new TrafficRecorder({
+            ...options.recording,
+            gatewayId: this.enforcerId,
+            redis: this.#clients.control,
+            prefix: this.keyPrefix,
+          });
     this.#engine = new DecisionEngine({
+      recorder: this.recorder ?? undefined,
       store: makeStore(this.#clients, this.keyPrefix),
       snapshot: () => this.#follower.current,
       expectedGateways: options.expectedGateways,
@@ -391,6 +410,9 @@ export class Enforcer implements RequestChecker {
       }),
       runEvery(this.#timers, this.#metricsFlushIntervalMs, () => this.#flusher.flush()),
     );
+    const recorder = this.recorder;
+    if (recorder !== null)
+      this.#loops.push(runEvery(this.#timers, recorder.flushIntervalMs, () => recorder.flush()));
     return hasPolicy;
   }
 
@@ -493,6 +515,7 @@ export class Enforcer implements RequestChecker {
     this.#loopDelay.stop();
     await this.#follower.stop();
     await this.#flusher.flush();
+    await this.recorder?.flush().catch(() => undefined);
     await this.#status.remove();
     if (!this.#ownsClients) return;
     await Promise.all(
