@@ -7,6 +7,7 @@
 export {
   decodeTrafficBatch,
   encodeTrafficBatch,
+  mergeTrafficBatches,
   FLAG_ALLOWED,
   FLAG_LOCAL_STAGE,
   FLAG_NO_POLICY,

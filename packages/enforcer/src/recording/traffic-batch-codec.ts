@@ -195,3 +195,85 @@ function parseHeader(text: string): BatchHeader {
   }
   return h as BatchHeader;
 }
+
+/**
+ * One batch of the entries `[from, to)` of each of `parts` (in the order given), with merged
+ * dictionaries. Every part must come from one gateway at one sample rate.
+ */
+export function mergeTrafficBatches(
+  parts: readonly { readonly batch: TrafficBatch; readonly from: number; readonly to: number }[],
+  dropped: number,
+): TrafficBatch {
+  const first = parts[0]?.batch;
+  if (first === undefined) throw new RangeError("mergeTrafficBatches: nothing to merge");
+  let n = 0;
+  for (const part of parts) {
+    if (part.batch.gatewayId !== first.gatewayId || part.batch.sampleRate !== first.sampleRate) {
+      throw new RangeError("mergeTrafficBatches: parts of different gateways or sample rates");
+    }
+    n += part.to - part.from;
+  }
+  const timeMs = new Float64Array(n);
+  const subject = new Uint32Array(n);
+  const profile = new Uint32Array(n);
+  const order = new Uint16Array(n);
+  const flags = new Uint8Array(n);
+  const binding = new Uint8Array(n);
+  const subjects: string[] = [];
+  const subjectIndex = new Map<string, number>();
+  const profiles: TrafficProfile[] = [];
+  const profileIndex = new Map<string, number>();
+  let at = 0;
+  for (const { batch, from, to } of parts) {
+    const subjectMap = new Int32Array(batch.subjects.length).fill(-1);
+    const profileMap = new Int32Array(batch.profiles.length).fill(-1);
+    for (let i = from; i < to; i++, at++) {
+      const s = batch.subject[i] ?? 0;
+      let ms = subjectMap[s] ?? -1;
+      if (ms === -1) {
+        const name = batch.subjects[s] ?? "";
+        ms = subjectIndex.get(name) ?? -1;
+        if (ms === -1) {
+          ms = subjects.length;
+          subjects.push(name);
+          subjectIndex.set(name, ms);
+        }
+        subjectMap[s] = ms;
+      }
+      const p = batch.profile[i] ?? 0;
+      let mp = profileMap[p] ?? -1;
+      if (mp === -1) {
+        const value = batch.profiles[p] as TrafficProfile;
+        const key = JSON.stringify(value);
+        mp = profileIndex.get(key) ?? -1;
+        if (mp === -1) {
+          mp = profiles.length;
+          profiles.push(value);
+          profileIndex.set(key, mp);
+        }
+        profileMap[p] = mp;
+      }
+      timeMs[at] = batch.timeMs[i] ?? 0;
+      subject[at] = ms;
+      profile[at] = mp;
+      order[at] = batch.order[i] ?? 0;
+      flags[at] = batch.flags[i] ?? 0;
+      binding[at] = batch.binding[i] ?? 0;
+    }
+  }
+  return {
+    format: TRAFFIC_BATCH_FORMAT,
+    gatewayId: first.gatewayId,
+    sampleRate: first.sampleRate,
+    dropped,
+    count: n,
+    subjects,
+    profiles,
+    timeMs,
+    subject,
+    profile,
+    order,
+    flags,
+    binding,
+  };
+}
