@@ -150,7 +150,7 @@ export async function moveTrafficRecord(
       requestsMoved += batch.count;
     }
 
-    const rows = [...byHour.entries()].flatMap(([hour, { parts, dropped }]) =>
+    const rows = [...byHour.values()].flatMap(({ parts, dropped }) =>
       // Split by sample rate too (a gateway restarted with another rate is another gateway id,
       // but be safe): one row per rate.
       [...new Set(parts.map((part) => part.batch.sampleRate))].map((rate, index) => {

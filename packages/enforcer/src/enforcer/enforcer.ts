@@ -26,6 +26,7 @@ import {
   type RedisClusterNode,
 } from "../publication/redis-clients";
 import { enforcerRedisNames } from "../publication/redis-keys";
+import { TrafficRecorder, type TrafficRecordingOptions } from "../recording/traffic-recorder";
 import type { BreakerSnapshot, CircuitBreakerOptions } from "./circuit-breaker";
 import {
   DecisionEngine,
@@ -44,7 +45,6 @@ import {
   type RecentRejectionsOptions,
   renderPrometheus,
 } from "./metrics";
-import { TrafficRecorder, type TrafficRecordingOptions } from "../recording/traffic-recorder";
 import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "./policy-follower";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
 import { systemTimers, type TimerHandle, type Timers } from "./timers";

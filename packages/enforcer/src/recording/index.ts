@@ -7,12 +7,12 @@
 export {
   decodeTrafficBatch,
   encodeTrafficBatch,
-  mergeTrafficBatches,
   FLAG_ALLOWED,
   FLAG_LOCAL_STAGE,
   FLAG_NO_POLICY,
   FLAG_STORE_TIME,
   FLAG_WITHOUT_STORE,
+  mergeTrafficBatches,
   NO_BINDING,
   TRAFFIC_BATCH_FORMAT,
   type TrafficBatch,
