@@ -21,6 +21,7 @@ export {
 export {
   type DecisionRecord,
   type DecisionRecorder,
+  isSampledSubject,
   recordedSubjectOf,
   TrafficRecorder,
   type TrafficRecordingOptions,

@@ -99,14 +99,32 @@ export function recordedSubjectOf(subject: string, hashAddress: (address: string
   return `h:${hashAddress(marker === -1 ? rest : rest.slice(0, marker))}`;
 }
 
-/** 32-bit FNV-1a, for picking sampled subjects (not security: the subjects are the gateway's). */
+/** 32-bit FNV-1a with a final mix, for picking sampled subjects (not security: the subjects are the gateway's). */
 function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     hash ^= text.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
+  // FNV-1a's high bits barely move with the last characters (`smp-01`, `smp-02`): finish with
+  // MurmurHash3's mixer so the threshold on them picks a fair share.
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
   return hash >>> 0;
+}
+
+/**
+ * Whether a subject is in the record at `sampleRate`: by a hash of the subject without its route
+ * suffix, so one customer or address is recorded whole or not at all, and a lower rate keeps a
+ * subset of the subjects a higher one keeps.
+ */
+export function isSampledSubject(subject: string, sampleRate: number): boolean {
+  if (sampleRate >= 1) return true;
+  const marker = subject.lastIndexOf("/endpoint:");
+  return fnv1a(marker === -1 ? subject : subject.slice(0, marker)) < sampleRate * 2 ** 32;
 }
 
 export class TrafficRecorder implements DecisionRecorder {
@@ -119,7 +137,6 @@ export class TrafficRecorder implements DecisionRecorder {
   readonly #maxStreamBatches: number;
   readonly #streamTtlMs: number;
   readonly #key: Uint8Array;
-  readonly #sampleBelow: number;
   #buffer: DecisionRecord[] = [];
   #dropped = 0;
   readonly #hashes = new Map<string, string>();
@@ -155,28 +172,16 @@ export class TrafficRecorder implements DecisionRecorder {
     this.#maxStreamBatches = options.maxStreamBatches ?? 3_600;
     this.#streamTtlMs = options.streamTtlMs ?? 21_600_000;
     this.#key = utf8ToBytes(options.addressHashKey);
-    this.#sampleBelow = rate * 2 ** 32;
   }
 
   /** The decision path's call: append, or count as dropped when the buffer is full. */
   record(record: DecisionRecord): void {
-    if (
-      this.#sampleBelow < 2 ** 32 &&
-      fnv1a(this.#sampleKey(record.subject)) >= this.#sampleBelow
-    ) {
-      return;
-    }
+    if (this.sampleRate < 1 && !isSampledSubject(record.subject, this.sampleRate)) return;
     if (this.#buffer.length >= this.#max) {
       this.#dropped++;
       return;
     }
     this.#buffer.push(record);
-  }
-
-  /** Sampling keys on the subject without its route suffix, so one address is in or out. */
-  #sampleKey(subject: string): string {
-    const marker = subject.lastIndexOf("/endpoint:");
-    return marker === -1 ? subject : subject.slice(0, marker);
   }
 
   /** The keyed hash of an address: 16 bytes of HMAC-SHA256, hex. */
