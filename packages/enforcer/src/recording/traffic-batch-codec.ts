@@ -73,6 +73,9 @@ interface BatchHeader {
 
 const BYTES_PER_ENTRY = 8 + 4 + 4 + 2 + 1 + 1;
 
+/** Whether typed arrays are little-endian here (the format's byte order): then decode copies once. */
+const IS_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 /** Encodes `batch` (its typed arrays may be longer than `count`; only `count` are written). */
 export function encodeTrafficBatch(batch: Omit<TrafficBatch, "format">): Uint8Array {
   const header: BatchHeader = {
@@ -94,10 +97,18 @@ export function encodeTrafficBatch(batch: Omit<TrafficBatch, "format">): Uint8Ar
   out.set(headerBytes, 4);
   out.fill(0x20, 4 + headerBytes.length, 4 + headerLength);
   let at = 4 + headerLength;
-  for (let i = 0; i < n; i++, at += 8) view.setFloat64(at, batch.timeMs[i] ?? 0, true);
-  for (let i = 0; i < n; i++, at += 4) view.setUint32(at, batch.subject[i] ?? 0, true);
-  for (let i = 0; i < n; i++, at += 4) view.setUint32(at, batch.profile[i] ?? 0, true);
-  for (let i = 0; i < n; i++, at += 2) view.setUint16(at, batch.order[i] ?? 0, true);
+  if (IS_LITTLE_ENDIAN) {
+    out.set(new Uint8Array(batch.timeMs.buffer, batch.timeMs.byteOffset, n * 8), at);
+    out.set(new Uint8Array(batch.subject.buffer, batch.subject.byteOffset, n * 4), at + n * 8);
+    out.set(new Uint8Array(batch.profile.buffer, batch.profile.byteOffset, n * 4), at + n * 12);
+    out.set(new Uint8Array(batch.order.buffer, batch.order.byteOffset, n * 2), at + n * 16);
+    at += n * 18;
+  } else {
+    for (let i = 0; i < n; i++, at += 8) view.setFloat64(at, batch.timeMs[i] ?? 0, true);
+    for (let i = 0; i < n; i++, at += 4) view.setUint32(at, batch.subject[i] ?? 0, true);
+    for (let i = 0; i < n; i++, at += 4) view.setUint32(at, batch.profile[i] ?? 0, true);
+    for (let i = 0; i < n; i++, at += 2) view.setUint16(at, batch.order[i] ?? 0, true);
+  }
   out.set(batch.flags.subarray(0, n), at);
   at += n;
   out.set(batch.binding.subarray(0, n), at);
@@ -116,17 +127,35 @@ export function decodeTrafficBatch(bytes: Uint8Array): TrafficBatch {
     throw new RangeError(`traffic batch: ${bytes.length} bytes do not hold ${n} entries`);
   }
   let at = 4 + headerLength;
-  const timeMs = new Float64Array(n);
-  for (let i = 0; i < n; i++, at += 8) timeMs[i] = view.getFloat64(at, true);
-  const subject = new Uint32Array(n);
-  for (let i = 0; i < n; i++, at += 4) subject[i] = view.getUint32(at, true);
-  const profile = new Uint32Array(n);
-  for (let i = 0; i < n; i++, at += 4) profile[i] = view.getUint32(at, true);
-  const order = new Uint16Array(n);
-  for (let i = 0; i < n; i++, at += 2) order[i] = view.getUint16(at, true);
-  const flags = bytes.slice(at, at + n);
+  let timeMs: Float64Array;
+  let subject: Uint32Array;
+  let profile: Uint32Array;
+  let order: Uint16Array;
+  if (IS_LITTLE_ENDIAN) {
+    // One aligned copy, then typed views of the columns (the header pads to 8 bytes).
+    // A fresh buffer (a Node Buffer's slice is a view into a shared pool, never aligned).
+    const copy = new Uint8Array(bytes.length - at);
+    copy.set(bytes.subarray(at));
+    timeMs = new Float64Array(copy.buffer, 0, n);
+    subject = new Uint32Array(copy.buffer, n * 8, n);
+    profile = new Uint32Array(copy.buffer, n * 12, n);
+    order = new Uint16Array(copy.buffer, n * 16, n);
+    at += n * 18;
+  } else {
+    timeMs = new Float64Array(n);
+    for (let i = 0; i < n; i++, at += 8) timeMs[i] = view.getFloat64(at, true);
+    subject = new Uint32Array(n);
+    for (let i = 0; i < n; i++, at += 4) subject[i] = view.getUint32(at, true);
+    profile = new Uint32Array(n);
+    for (let i = 0; i < n; i++, at += 4) profile[i] = view.getUint32(at, true);
+    order = new Uint16Array(n);
+    for (let i = 0; i < n; i++, at += 2) order[i] = view.getUint16(at, true);
+  }
+  const flags = new Uint8Array(n);
+  flags.set(bytes.subarray(at, at + n));
   at += n;
-  const binding = bytes.slice(at, at + n);
+  const binding = new Uint8Array(n);
+  binding.set(bytes.subarray(at, at + n));
   for (let i = 0; i < n; i++) {
     if ((subject[i] ?? 0) >= header.s.length || (profile[i] ?? 0) >= header.p.length) {
       throw new RangeError(`traffic batch: entry ${i} refers past the dictionaries`);
