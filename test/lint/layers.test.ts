@@ -73,7 +73,8 @@ beforeAll(() => {
   exitCode = cruise("err").status;
   const output = JSON.parse(cruise("json").stdout) as { summary: { violations: Violation[] } };
   violations = output.summary.violations;
-});
+  // Two depcruise runs: seconds each on a loaded machine.
+}, 120_000);
 
 afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
