@@ -14,6 +14,7 @@ interface BenchSuite {
 
 const SUITES: Record<string, () => Promise<BenchSuite>> = {
   audit: () => import("./audit"),
+  backtest: () => import("./backtest"),
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
   redis: () => import("./redis"),

@@ -24,6 +24,9 @@
  * `--timeout-ms` is when a late store answer makes it look at the connection (50), `--max-wait-ms`
  * the longest it waits for a connected but slow Redis (1000). Prints one line on stdout when it
  * listens: `gateway <id> listening on http://<host>:<port> policy=<version|none>`.
+ * `--record` keeps the traffic record for backtests (README "The traffic record"): address hashes
+ * keyed by TRAFFIC_RECORD_SECRET, subjects sampled at `--record-sample-rate` (default
+ * TRAFFIC_RECORD_SAMPLE_RATE, 1).
  */
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -50,6 +53,8 @@ const { values } = parseArgs({
     "no-local-stage": { type: "boolean", default: false },
     "trust-proxy": { type: "string", default: "0" },
     memory: { type: "boolean", default: false },
+    record: { type: "boolean", default: false },
+    "record-sample-rate": { type: "string" },
   },
 });
 
@@ -124,7 +129,21 @@ const enforcer = await createEnforcer({
   pollIntervalMs: wholeNumber("poll-interval-ms", values["poll-interval-ms"]),
   localStage: values["no-local-stage"] ? false : {},
   ...storeOption,
+  ...recordingOption(),
 });
+
+function recordingOption(): Pick<EnforcerOptions, "recording"> {
+  if (!values.record) return {};
+  const text = values["record-sample-rate"];
+  const sampleRate = text === undefined ? env.TRAFFIC_RECORD_SAMPLE_RATE : Number(text);
+  if (!(sampleRate > 0 && sampleRate <= 1)) {
+    console.error(
+      `--record-sample-rate must be more than 0 and at most 1, got ${JSON.stringify(text)}`,
+    );
+    process.exit(2);
+  }
+  return { recording: { addressHashKey: env.TRAFFIC_RECORD_SECRET, sampleRate } };
+}
 
 const identities = new WeakMap<IncomingMessage, Identity | null>();
 const limit = createNodeMiddleware(enforcer, {

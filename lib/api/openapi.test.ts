@@ -94,6 +94,8 @@ describe("the API's routes and its OpenAPI document", () => {
 
   it("every mutation but sign-in, sign-out and one's own password and sessions requires a reason", () => {
     const exempt = new Set([
+      // A read whose question (a draft policy) is too large for a query string: it writes nothing.
+      "POST /api/v1/backtest",
       "POST /api/v1/auth/sign-in",
       "POST /api/v1/auth/sign-out",
       "POST /api/v1/auth/password",

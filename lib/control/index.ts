@@ -52,6 +52,13 @@ export type { SessionRecord } from "./auth/session-record";
 export { type SignInOptions, type SignInResult, signIn } from "./auth/sign-in";
 export { SignInLimiter } from "./auth/sign-in-limiter";
 export { signOut } from "./auth/sign-out";
+export type { TBacktestDraft } from "./backtest/backtest-draft";
+export {
+  type BacktestResult,
+  MAX_BACKTEST_WINDOW_MS,
+  type RunBacktestOptions,
+  runBacktest,
+} from "./backtest/run-backtest";
 export type { CandidateRecord } from "./candidate/candidate-record";
 export {
   type CreateCandidateOptions,

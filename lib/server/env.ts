@@ -106,6 +106,8 @@ const clusterNodes = z
 
 /** The development secret. Refused when NODE_ENV is production. */
 const DEV_SESSION_SECRET = "limitplane-development-secret-do-not-use-in-production";
+/** The development key of the traffic record's address hash. */
+const DEV_TRAFFIC_RECORD_SECRET = "limitplane-development-traffic-record-key";
 
 export const ZEnv = z
   .object({
@@ -152,6 +154,30 @@ export const ZEnv = z
       .min(1, "must be at least 1")
       .max(3650, "must be at most 3650")
       .default(30),
+    /**
+     * Hours of the traffic record (request by request, for backtests) the worker keeps in
+     * Postgres; separate from METRICS_RETENTION_DAYS.
+     */
+    TRAFFIC_RECORD_RETENTION_HOURS: z.coerce
+      .number({ error: "must be a number" })
+      .int("must be a whole number of hours")
+      .min(1, "must be at least 1")
+      .max(8760, "must be at most 8760")
+      .default(48),
+    /**
+     * Keys the hash of client addresses in the traffic record (gateways hash before anything
+     * leaves them). At least 16 characters; required in production when gateways record.
+     */
+    TRAFFIC_RECORD_SECRET: z
+      .string()
+      .min(16, "must be at least 16 characters")
+      .default(DEV_TRAFFIC_RECORD_SECRET),
+    /** Fraction of subjects the demo gateway records, in (0, 1]; 0 records nothing. */
+    TRAFFIC_RECORD_SAMPLE_RATE: z.coerce
+      .number({ error: "must be a number" })
+      .min(0, "must be from 0 to 1")
+      .max(1, "must be from 0 to 1")
+      .default(1),
     /**
      * Where the worker's jobs run: `separate` (the `npm run worker` process, the default) or
      * `in-process` (inside the console, for the embedded one-connection database).

@@ -7,6 +7,7 @@ import type { RedisClient } from "@limitplane/enforcer/publication";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import { loadEnv } from "@/lib/server/env";
 import { alertWebhooksJob } from "./jobs/alert-webhooks-job";
+import { moveTrafficRecordJob } from "./jobs/move-traffic-record-job";
 import { publishSnapshotsJob } from "./jobs/publish-snapshots-job";
 import { recordIncidentExpiriesJob } from "./jobs/record-incident-expiries-job";
 import { rollUpMetricsJob } from "./jobs/roll-up-metrics-job";
@@ -22,6 +23,8 @@ export interface StandardJobsOptions {
   readonly log?: (line: string) => void;
   /** Days of per-minute decision counts kept in Postgres. @default METRICS_RETENTION_DAYS (30) */
   readonly metricsRetentionDays?: number;
+  /** Hours of the traffic record kept. @default TRAFFIC_RECORD_RETENTION_HOURS (48) */
+  readonly trafficRecordRetentionHours?: number;
   /** Where alerts are POSTed. @default ALERT_WEBHOOK_URLS (none) */
   readonly alertWebhookUrls?: readonly string[];
 }
@@ -60,6 +63,18 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
       onRolledUp(result) {
         if (result.rowsDeleted > 0) {
           log(`worker: deleted ${result.rowsDeleted} per-minute metric rows past the retention`);
+        }
+      },
+    }),
+    moveTrafficRecordJob({
+      deps: { db, redis, prefix, nowMs: Date.now },
+      retentionHours:
+        options.trafficRecordRetentionHours ?? loadEnv().TRAFFIC_RECORD_RETENTION_HOURS,
+      onMoved(result) {
+        if (result.gapsFound > 0) {
+          log(
+            `worker: traffic record: ${result.gapsFound} gateway streams lost entries before they were moved`,
+          );
         }
       },
     }),

@@ -16,6 +16,7 @@ import {
   signInEndpoint,
   signOutEndpoint,
 } from "./auth";
+import { runBacktestEndpoint } from "./backtest";
 import {
   createCandidateEndpoint,
   discardCandidateEndpoint,
@@ -155,6 +156,7 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   exportPolicyEndpoint,
   importPolicyEndpoint,
   explainEndpoint,
+  runBacktestEndpoint,
   listAuditEntriesEndpoint,
   openApiEndpoint,
 ];

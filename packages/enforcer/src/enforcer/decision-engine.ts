@@ -14,6 +14,7 @@ import type { LimiterStore } from "../limiter/types";
 import { isCustomerId } from "../policy/names";
 import type { PreparedSnapshot } from "../policy/prepare";
 import { type ResolvedCheck, resolveLimits } from "../policy/resolve";
+import type { DecisionRecorder } from "../recording/traffic-recorder";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker";
 import { DecisionMetrics, type DecisionMetricsOptions } from "./decision-metrics";
 import { FailurePolicy } from "./failure-policy";
@@ -119,6 +120,8 @@ export interface DecisionEngineOptions {
   readonly timers?: Timers;
   /** Told about each store error (not timeouts), after the decision is made. */
   readonly onStoreError?: (error: unknown) => void;
+  /** The traffic record: told every decision made under a policy, synchronously. @default none */
+  readonly recorder?: DecisionRecorder;
 }
 
 const NO_CHECKS: readonly ResolvedCheck[] = [];
@@ -136,8 +139,10 @@ export class DecisionEngine implements RequestChecker {
   readonly #localStage: LocalStage | null;
   readonly #clock: Clock;
   readonly #wallClock: Clock;
+  readonly #recorder: DecisionRecorder | undefined;
 
   constructor(options: DecisionEngineOptions) {
+    this.#recorder = options.recorder;
     this.#clock = options.clock ?? monotonicClock;
     this.#wallClock = options.wallClock ?? defaultWallClock;
     this.#snapshot = options.snapshot;
@@ -211,6 +216,16 @@ export class DecisionEngine implements RequestChecker {
     if (!decision.allowed && customerId !== null && decision.scope !== null) {
       this.recentRejections.record(customerId, decision.scope, resolution.endpointClass);
     }
+    this.#recorder?.record({
+      subject: resolution.subject,
+      tier: request.tier ?? null,
+      endpointClass: resolution.endpointClass,
+      cost,
+      policyVersion: prepared.version,
+      checks: resolution.checks,
+      decision,
+      wallTimeMs: this.#wallClock.nowMs(),
+    });
     return {
       decision,
       http: buildRateLimitResponse(decision, resolution.checks),

@@ -26,6 +26,7 @@ import {
   type RedisClusterNode,
 } from "../publication/redis-clients";
 import { enforcerRedisNames } from "../publication/redis-keys";
+import { TrafficRecorder, type TrafficRecordingOptions } from "../recording/traffic-recorder";
 import type { BreakerSnapshot, CircuitBreakerOptions } from "./circuit-breaker";
 import {
   DecisionEngine,
@@ -178,6 +179,12 @@ export interface EnforcerOptions {
   readonly wallClock?: Clock;
   /** @default systemTimers */
   readonly timers?: Timers;
+  /**
+   * Record every decision for backtests (`@limitplane/enforcer/recording`): appended to a bounded
+   * buffer on the decision path, written to this gateway's Redis Stream on a timer.
+   * @default none (nothing recorded)
+   */
+  readonly recording?: TrafficRecordingOptions;
 }
 
 /** What an enforcer reports about itself (the demo's `/healthz`). */
@@ -231,6 +238,8 @@ export class Enforcer implements RequestChecker {
   readonly #startupWaitMs: number;
   readonly #clock: Clock;
   readonly #loopDelay = new EventLoopDelayMonitor();
+  /** The traffic record, when `recording` was given. */
+  readonly recorder: TrafficRecorder | null;
   #loops: TimerHandle[] = [];
   #isStoreFailing = false;
   #isStopped = false;
@@ -279,7 +288,17 @@ export class Enforcer implements RequestChecker {
       timers: this.#timers,
     });
 
+    this.recorder =
+      options.recording === undefined
+        ? null
+        : new TrafficRecorder({
+            ...options.recording,
+            gatewayId: this.enforcerId,
+            redis: this.#clients.control,
+            prefix: this.keyPrefix,
+          });
     this.#engine = new DecisionEngine({
+      recorder: this.recorder ?? undefined,
       store: makeStore(this.#clients, this.keyPrefix),
       snapshot: () => this.#follower.current,
       expectedGateways: options.expectedGateways,
@@ -411,6 +430,9 @@ export class Enforcer implements RequestChecker {
         Promise.all([this.#flusher.flush(), this.#seenReporter?.flush()]).then(() => undefined),
       ),
     );
+    const recorder = this.recorder;
+    if (recorder !== null)
+      this.#loops.push(runEvery(this.#timers, recorder.flushIntervalMs, () => recorder.flush()));
     return hasPolicy;
   }
 
@@ -516,6 +538,7 @@ export class Enforcer implements RequestChecker {
     await this.#follower.stop();
     await this.#flusher.flush();
     await this.#seenReporter?.flush();
+    await this.recorder?.flush().catch(() => undefined);
     await this.#status.remove();
     if (!this.#ownsClients) return;
     await Promise.all(

@@ -7,6 +7,7 @@
  * headers, metrics and logs handle store answers, local-stage answers and fallbacks alike.
  */
 import { combineOutcomes } from "../limiter/layered";
+import { setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
 import type { LayeredDecision, LimitCheck, LimitOutcome, RejectReason } from "../limiter/types";
 import type { TOnStoreFailure } from "../policy/schemas";
 
@@ -93,7 +94,7 @@ export interface EnforcerDecision extends Omit<LayeredDecision, "reason" | "outc
 
 /** A store's decision as an enforcer decision: not degraded, every outcome evaluated. */
 export function fromStoreDecision(decision: LayeredDecision): EnforcerDecision {
-  return {
+  const converted: EnforcerDecision = {
     allowed: decision.allowed,
     limit: decision.limit,
     remaining: decision.remaining,
@@ -106,6 +107,9 @@ export function fromStoreDecision(decision: LayeredDecision): EnforcerDecision {
     degraded: false,
     failure: null,
   };
+  const storeTime = storeTimeOf(decision);
+  if (storeTime !== undefined) setStoreTime(converted, storeTime);
+  return converted;
 }
 
 /**

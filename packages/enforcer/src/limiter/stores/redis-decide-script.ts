@@ -36,8 +36,9 @@
  *            5 leaky-meter (burst, drainPerSec)    6 leaky-shaper (maxQueue, drainPerSec)
  *   KEYS     each decision's n keys, in order (on Redis Cluster all in one slot: one subject)
  * Reply, flat, per check: `code, remaining, retryAfterMs, resetAfterMs` (code 0 allowed,
- * 1 limit-exceeded, 2 cost-exceeds-capacity, 3 queue-full), plus `delayMs` for a shaper. Numbers
- * are integers, or `%.17g` text from 2^53 up.
+ * 1 limit-exceeded, 2 cost-exceeds-capacity, 3 queue-full), plus `delayMs` for a shaper; after a
+ * decide or peek's checks, the time it used (`%.17g` text) and its index in the call (0 first).
+ * Numbers are integers, or `%.17g` text from 2^53 up.
  *
  * Stored state: a sliding log is a sorted set (score = instant, member = `<12 hex digits of a
  * per-key sequence>:<cost>`, unique even for equal instants and costs, and ordered as the core's
@@ -544,6 +545,7 @@ local r = 0        -- reply fields written
 local k = 0        -- KEYS used by earlier decisions
 local a = 2        -- next ARGV
 local redis_now    -- Redis TIME, read at most once per call
+local d = -1       -- index of the current decision in the call
 while a <= #ARGV do
   local op, t, c, n = match(ARGV[a], "^(%a) (%S+) (%S+) (%d+)$")
   if not op then return redis.error_reply("malformed decision " .. tostring(ARGV[a])) end
@@ -557,6 +559,7 @@ while a <= #ARGV do
     now = tonumber(t)
   end
   cost = tonumber(c)
+  d = d + 1
   local count = tonumber(n)
   -- The client validates (arguments.ts); these bounds keep a direct caller from hanging Redis.
   if not (now and now >= -MAX_ABS_TIME_MS and now <= MAX_ABS_TIME_MS) then
@@ -610,6 +613,9 @@ while a <= #ARGV do
         code, num(remaining), num(retry), num(reset)
       r = r + 4
     end
+    -- The time this decision used and its index in the call: the traffic record's order.
+    reply[r + 1], reply[r + 2] = fmt("%.17g", now), d
+    r = r + 2
     if op == "d" then
       for i = 1, count do
         if is_allowed or codes[i] ~= 0 then
@@ -633,4 +639,4 @@ return reply
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "8cd40fa1757690573ba182e12fa2672416771422";
+export const REDIS_DECIDE_SHA1 = "efd049b2e4a05854fd2cb665d0d0af3446f3e089";

@@ -4,6 +4,7 @@ import { ManualClock } from "../clock";
 import type { DecideInput, LimitSpec } from "../types";
 import { type RedisScriptClient, RedisStore, redisStorageKey } from "./redis";
 import { REDIS_DECIDE_LUA, REDIS_DECIDE_SHA1 } from "./redis-decide-script";
+import { storeTimeOf } from "./store-time";
 import { StoreUnavailableError } from "./store-unavailable-error";
 
 /*
@@ -68,7 +69,8 @@ const ONE_CHECK: DecideInput = {
   subject: "c:acme",
   checks: [{ scope: "tier:pro", bucket: "account", limit: TOKENS, mode: "enforce" }],
 };
-const ADMITTED_REPLY = [0, "4", "0", "1000"];
+// One check admitted, then the time the script used and the decision's index in the call.
+const ADMITTED_REPLY = [0, "4", "0", "1000", "1796083200123.456", 0];
 
 describe("RedisStore: the script", () => {
   it("is cached by Redis under the SHA-1 the store sends with EVALSHA", () => {
@@ -166,7 +168,14 @@ describe("RedisStore: batching", () => {
   const echoRemaining = async (_command: string, keysAndArgs: readonly string[]) =>
     keysAndArgs
       .filter((part) => part.startsWith("lp:rl:"))
-      .flatMap((key) => [0, key.replace(/^lp:rl:\{c:(\d+)\}:account$/, "$1"), "0", "0"]);
+      .flatMap((key, index) => [
+        0,
+        key.replace(/^lp:rl:\{c:(\d+)\}:account$/, "$1"),
+        "0",
+        "0",
+        "1796083200000.25",
+        index,
+      ]);
 
   const decisionFor = (n: number): DecideInput => ({ ...ONE_CHECK, subject: `c:${n}` });
 
@@ -176,6 +185,10 @@ describe("RedisStore: batching", () => {
     const decisions = await Promise.all([1, 2, 3, 4, 5].map((n) => store.decide(decisionFor(n))));
     expect(decisions.map((d) => d.remaining)).toEqual([1, 2, 3, 4, 5]);
     expect(calls).toHaveLength(3);
+    // Each decision carries the time the script used and its index in its call (the record's order).
+    expect(decisions.map((d) => storeTimeOf(d))).toEqual(
+      [0, 1, 0, 1, 0].map((indexInCall) => ({ nowMs: 1796083200000.25, indexInCall })),
+    );
   });
 
   it("a failed call fails every decision in it, with StoreUnavailableError", async () => {

@@ -17,6 +17,7 @@ import type {
 } from "../types";
 import { isNoScript } from "./no-script";
 import { REDIS_DECIDE_LUA, REDIS_DECIDE_SHA1 } from "./redis-decide-script";
+import { setStoreTime } from "./store-time";
 import { StoreUnavailableError } from "./store-unavailable-error";
 
 /**
@@ -372,14 +373,19 @@ export class RedisStore implements LimiterStore {
       keys.push(keyPrefix + (check.bucket ?? check.scope));
       args.push(checkArg(check.limit, check.mode));
     }
-    const reply = await this.#submit(keys, args, checks.length * FIELDS_PER_CHECK);
+    const reply = await this.#submit(keys, args, checks.length * FIELDS_PER_CHECK + 2);
     const outcomes: LimitOutcome[] = [];
     let offset = 0;
     for (const check of checks) {
       outcomes.push(outcomeOf(reply, offset, check));
       offset += FIELDS_PER_CHECK;
     }
-    return combineOutcomes(outcomes);
+    const decision = combineOutcomes(outcomes);
+    setStoreTime(decision, {
+      nowMs: replyNumber(reply, offset),
+      indexInCall: replyNumber(reply, offset + 1),
+    });
+    return decision;
   }
 
   async #shaped(op: "s" | "q", input: ShapeInput): Promise<ShapedDecision> {

@@ -1,0 +1,529 @@
+/**
+ * Backtest suite (issue 17), two parts in one run:
+ *
+ * 1. The cost of recording: a gateway's HTTP throughput with the traffic record on against the
+ *    same gateway with it off (two child processes, one Redis, 64 keep-alive requests in flight
+ *    from this process), in alternating rounds; medians. Target: recording costs under 5 %.
+ * 2. A backtest of one draft over a recorded day: a scratch database (`lp_bench_backtest_<hex>`,
+ *    migrated, the example policy imported) gets a generated day of BENCH_BACKTEST_REQUESTS
+ *    (default 10,000,000) requests from 10,000 customers in bursts, stored exactly as the worker
+ *    stores the record (per gateway and 5 minutes, columnar, deflated), their recorded outcomes
+ *    computed by the pure core under the policy in force. Then `runBacktest` of a pro-tier cut
+ *    over the whole day is timed, loading from Postgres included. Target: under 10 s. The same
+ *    day sampled at 10 % of subjects is then backtested too, and its estimates are compared with
+ *    the full record's (the mismatch rate under sampling). `BENCH_BACKTEST_SKIP_HTTP=1` skips part 1.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { Agent, request } from "node:http";
+import { availableParallelism, loadavg } from "node:os";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { deflateRawSync } from "node:zlib";
+import { decideLayered, type LimitState } from "@limitplane/enforcer/limiter";
+import { prepareSnapshot, type ResolvedCheck, resolveLimits } from "@limitplane/enforcer/policy";
+import { publishSnapshot } from "@limitplane/enforcer/publication";
+import {
+  encodeTrafficBatch,
+  FLAG_ALLOWED,
+  FLAG_STORE_TIME,
+  isSampledSubject,
+  NO_BINDING,
+  type TrafficProfile,
+} from "@limitplane/enforcer/recording";
+import { exampleSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
+import type { Redis } from "ioredis";
+import { type BacktestResult, runBacktest } from "@/lib/control/backtest/run-backtest";
+import { readCompiledSnapshot } from "@/lib/control/policy/get-current-snapshot";
+import { importPolicy } from "@/lib/control/policy/import-policy";
+import type { PrismaClient } from "@/lib/generated/prisma/client";
+import { createPrisma } from "@/lib/server/db";
+import { loadEnv } from "@/lib/server/env";
+import { createRedis } from "@/lib/server/redis";
+import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
+import { applyMigrations } from "../scripts/db/schema-engine";
+import { examplePolicyForSeed } from "../scripts/seed";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const REQUESTS = Number(process.env.BENCH_BACKTEST_REQUESTS ?? 10_000_000);
+const CUSTOMERS = 10_000;
+const BURST = 25;
+const BURST_SPACING_MS = 2;
+const CHUNK_MS = 300_000;
+const DAY_MS = 86_400_000;
+const TARGET_S = 10;
+const ROUNDS = 6;
+const ROUND_MS = 3_000;
+const IN_FLIGHT = 64;
+
+function load(): string {
+  return loadavg()
+    .map((value) => value.toFixed(2))
+    .join(" ");
+}
+
+/** mulberry32: a seeded generator, so every run generates the same day. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The cost of recording
+
+interface Target {
+  readonly url: URL;
+  readonly child: ChildProcess;
+}
+
+async function startTarget(
+  prefix: string,
+  redisUrl: string,
+  record: "on" | "off",
+): Promise<Target> {
+  const child = spawn(
+    process.execPath,
+    [
+      "--conditions=react-server",
+      "--import",
+      "tsx",
+      "bench/backtest-target.ts",
+      "--prefix",
+      prefix,
+      "--record",
+      record,
+      "--redis-url",
+      redisUrl,
+    ],
+    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let stdout = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  const deadline = performance.now() + 60_000;
+  for (;;) {
+    const url = /listening on (\S+)/.exec(stdout)?.[1];
+    if (url !== undefined) return { url: new URL(url), child };
+    if (child.exitCode !== null) throw new Error(`recording ${record} target exited`);
+    if (performance.now() > deadline) throw new Error(`recording ${record} target did not start`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function stopTarget(target: Target): Promise<void> {
+  if (target.child.exitCode !== null) return;
+  const exited = once(target.child, "exit");
+  target.child.kill("SIGTERM");
+  await exited;
+}
+
+/** Requests per second through `url` over `durationMs`, IN_FLIGHT at a time. */
+async function throughput(url: URL, durationMs: number): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
+  let done = 0;
+  const startedAt = performance.now();
+  const endAt = startedAt + durationMs;
+  const one = (customer: number) =>
+    new Promise<void>((resolve) => {
+      const req = request(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          path: "/v1/things",
+          headers: { authorization: `Bearer bench-${customer}` },
+        },
+        (res) => {
+          res.resume();
+          res.on("end", () => {
+            done++;
+            resolve();
+          });
+        },
+      );
+      req.on("error", () => resolve());
+      req.end();
+    });
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async (_, worker) => {
+      let count = 0;
+      while (performance.now() < endAt) await one((worker + count++ * IN_FLIGHT) % 1000);
+    }),
+  );
+  agent.destroy();
+  return done / ((performance.now() - startedAt) / 1000);
+}
+
+async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== "0");
+}
+
+async function recordingCost(): Promise<void> {
+  const redisUrl = loadEnv().REDIS_URL;
+  const redis = createRedis("control", { url: redisUrl });
+  const prefix = `bench:bt:${randomBytes(3).toString("hex")}:`;
+  const snapshot = exampleSnapshot(() => {}, { version: 1 });
+  await publishSnapshot(redis, prefix, {
+    version: snapshot.version,
+    checksum: snapshot.checksum,
+    snapshotJson: JSON.stringify(snapshot),
+  });
+  const targets = await Promise.all([
+    startTarget(prefix, redisUrl, "off"),
+    startTarget(prefix, redisUrl, "on"),
+  ]);
+  const [off, on] = targets;
+  if (off === undefined || on === undefined) throw new Error("targets");
+  try {
+    await throughput(off.url, 1_000);
+    await throughput(on.url, 1_000);
+    const rounds = { off: [] as number[], on: [] as number[] };
+    for (let round = 0; round < ROUNDS; round++) {
+      // Alternate which goes first, so neither always follows the other.
+      const order = round % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const);
+      for (const mode of order) {
+        rounds[mode].push(await throughput(mode === "on" ? on.url : off.url, ROUND_MS));
+      }
+    }
+    const median = (values: number[]) =>
+      [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+    const offMedian = median(rounds.off);
+    const onMedian = median(rounds.on);
+    const costPct = ((offMedian - onMedian) / offMedian) * 100;
+    const written = await fetch(new URL("/recorded", on.url)).then((r) => r.json());
+    console.log(
+      `\nthe cost of recording: one gateway's HTTP throughput, ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, ${IN_FLIGHT} in flight, median (all rounds):`,
+    );
+    console.log(
+      `  recording off  ${Math.round(offMedian).toString().padStart(6)} req/s   (${rounds.off.map(Math.round).join(", ")})`,
+    );
+    console.log(
+      `  recording on   ${Math.round(onMedian).toString().padStart(6)} req/s   (${rounds.on.map(Math.round).join(", ")})`,
+    );
+    console.log(
+      `  on / off: ${(onMedian / offMedian).toFixed(3)}x, ${costPct.toFixed(1)} % lower   target: under 5 % lower   ${costPct < 5 ? "PASS" : "SHORT"}   load ${load()}`,
+    );
+    const { requests, bytes, batches } = written as {
+      requests: number;
+      bytes: number;
+      batches: number;
+    };
+    if (requests > 0) {
+      console.log(
+        `  recorded ${requests.toLocaleString("en")} requests in ${batches} batches, ${(bytes / requests).toFixed(1)} bytes a request in the stream (${(((bytes / requests) * 1e6) / 1024 / 1024).toFixed(1)} MiB per million requests before deflate)`,
+      );
+    }
+  } finally {
+    await Promise.all(targets.map(stopTarget));
+    await deleteKeys(redis, prefix);
+    redis.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. A recorded day
+
+interface GeneratedDay {
+  readonly perCustomer: number;
+  readonly timeMs: Float64Array;
+  readonly profile: Uint8Array;
+  readonly flags: Uint8Array;
+  readonly binding: Uint8Array;
+  readonly profiles: readonly TrafficProfile[];
+}
+
+const TIERS = ["free", "free", "free", "free", "free", "free", "free", "pro", "pro", "enterprise"];
+
+function tierOf(customer: number): string {
+  return TIERS[customer % TIERS.length] ?? "free";
+}
+
+/** Bursts of BURST requests at random times; outcomes decided by the core, customer by customer. */
+function generateDay(
+  snapshot: Awaited<ReturnType<typeof readCompiledSnapshot>>,
+  dayStartMs: number,
+): GeneratedDay {
+  const perCustomer = Math.ceil(REQUESTS / CUSTOMERS / BURST) * BURST;
+  const n = perCustomer * CUSTOMERS;
+  const timeMs = new Float64Array(n);
+  const profile = new Uint8Array(n);
+  const flags = new Uint8Array(n);
+  const binding = new Uint8Array(n);
+  const prepared = prepareSnapshot(snapshot);
+  const profiles: TrafficProfile[] = [];
+  const profileIds = new Map<
+    string,
+    { id: number; checks: readonly ResolvedCheck[]; cost: number }
+  >();
+  const profileFor = (tier: string, endpointClass: string) => {
+    const key = `${tier}/${endpointClass}`;
+    let entry = profileIds.get(key);
+    if (entry === undefined) {
+      const resolution = resolveLimits(
+        prepared,
+        { customerId: "bench-0", tier, endpointClass },
+        dayStartMs,
+        { trace: false },
+      );
+      entry = { id: profiles.length, checks: resolution.checks, cost: resolution.cost };
+      profiles.push({
+        tier,
+        endpointClass,
+        cost: resolution.cost,
+        policyVersion: snapshot.version,
+        scopes: resolution.checks.map((check) => check.scope),
+      });
+      profileIds.set(key, entry);
+    }
+    return entry;
+  };
+  const random = seeded(17);
+  const bursts = perCustomer / BURST;
+  const starts = new Float64Array(bursts);
+  for (let c = 0; c < CUSTOMERS; c++) {
+    for (let b = 0; b < bursts; b++) starts[b] = random() * (DAY_MS - 1_000);
+    starts.sort();
+    const states = new Map<string, LimitState>();
+    const tier = tierOf(c);
+    let i = c * perCustomer;
+    for (let b = 0; b < bursts; b++) {
+      const entry = profileFor(tier, random() < 0.8 ? "default" : "search");
+      for (let k = 0; k < BURST; k++, i++) {
+        // Redis TIME has microseconds: times are whole microseconds, as recorded.
+        const t = dayStartMs + Math.round(((starts[b] ?? 0) + k * BURST_SPACING_MS) * 1000) / 1000;
+        const current = entry.checks.map((check) => states.get(check.bucket ?? check.scope));
+        const step = decideLayered(current, entry.checks, t, entry.cost);
+        entry.checks.forEach((check, index) => {
+          const next = step.states[index];
+          if (next !== undefined) states.set(check.bucket ?? check.scope, next);
+        });
+        timeMs[i] = t;
+        profile[i] = entry.id;
+        flags[i] = FLAG_STORE_TIME | (step.decision.allowed ? FLAG_ALLOWED : 0);
+        const bound = entry.checks.findIndex((check) => check.scope === step.decision.scope);
+        binding[i] = bound === -1 ? NO_BINDING : bound;
+      }
+    }
+  }
+  return { perCustomer, timeMs, profile, flags, binding, profiles };
+}
+
+/** The day as the worker stores it: per gateway and 5 minutes, deflated; `keep` picks subjects. */
+async function storeDay(
+  db: PrismaClient,
+  day: GeneratedDay,
+  dayStartMs: number,
+  sampleRate: number,
+): Promise<{ rows: number; bytes: number; requests: number }> {
+  const chunks = DAY_MS / CHUNK_MS + 1;
+  const slots = chunks * 2;
+  const isKept = Array.from({ length: CUSTOMERS }, (_, c) =>
+    isSampledSubject(`c:bench-${c}`, sampleRate),
+  );
+  const counts = new Uint32Array(slots + 1);
+  const n = day.timeMs.length;
+  const slotOf = (i: number) => {
+    const c = Math.floor(i / day.perCustomer);
+    return Math.floor(((day.timeMs[i] ?? 0) - dayStartMs) / CHUNK_MS) * 2 + (c % 2);
+  };
+  for (let i = 0; i < n; i++) {
+    if (!isKept[Math.floor(i / day.perCustomer)]) continue;
+    const s = slotOf(i) + 1;
+    counts[s] = (counts[s] ?? 0) + 1;
+  }
+  for (let s = 0; s < slots; s++) counts[s + 1] = (counts[s + 1] ?? 0) + (counts[s] ?? 0);
+  const fill = counts.slice(0, slots);
+  const order = new Uint32Array(counts[slots] ?? 0);
+  for (let i = 0; i < n; i++) {
+    if (!isKept[Math.floor(i / day.perCustomer)]) continue;
+    const s = slotOf(i);
+    order[fill[s] ?? 0] = i;
+    fill[s] = (fill[s] ?? 0) + 1;
+  }
+  let rows = 0;
+  let bytes = 0;
+  let pending: Parameters<PrismaClient["trafficBatch"]["createMany"]>[0] extends infer A
+    ? A extends { data: infer D }
+      ? D extends readonly (infer R)[]
+        ? R[]
+        : never
+      : never
+    : never = [];
+  for (let s = 0; s < slots; s++) {
+    const from = counts[s] ?? 0;
+    const to = counts[s + 1] ?? 0;
+    if (to === from) continue;
+    const count = to - from;
+    const timeMs = new Float64Array(count);
+    const subject = new Uint32Array(count);
+    const profile = new Uint32Array(count);
+    const flags = new Uint8Array(count);
+    const binding = new Uint8Array(count);
+    const subjects: string[] = [];
+    const local = new Map<number, number>();
+    let firstMs = Number.POSITIVE_INFINITY;
+    let lastMs = Number.NEGATIVE_INFINITY;
+    for (let k = 0; k < count; k++) {
+      const i = order[from + k] ?? 0;
+      const c = Math.floor(i / day.perCustomer);
+      let id = local.get(c);
+      if (id === undefined) {
+        id = subjects.length;
+        subjects.push(`c:bench-${c}`);
+        local.set(c, id);
+      }
+      const t = day.timeMs[i] ?? 0;
+      if (t < firstMs) firstMs = t;
+      if (t > lastMs) lastMs = t;
+      timeMs[k] = t;
+      subject[k] = id;
+      profile[k] = day.profile[i] ?? 0;
+      flags[k] = day.flags[i] ?? 0;
+      binding[k] = day.binding[i] ?? 0;
+    }
+    const payload = deflateRawSync(
+      encodeTrafficBatch({
+        gatewayId: `bench-gw-${s % 2}`,
+        sampleRate,
+        dropped: 0,
+        count,
+        subjects,
+        profiles: day.profiles,
+        timeMs,
+        subject,
+        profile,
+        order: new Uint16Array(count),
+        flags,
+        binding,
+      }),
+      { level: 1 },
+    );
+    bytes += payload.byteLength;
+    pending.push({
+      gatewayId: `bench-gw-${s % 2}`,
+      firstAt: new Date(Math.floor(firstMs)),
+      lastAt: new Date(Math.ceil(lastMs)),
+      requests: count,
+      dropped: 0,
+      sampleRate,
+      payload: new Uint8Array(payload),
+    });
+    if (pending.length >= 32) {
+      await db.trafficBatch.createMany({ data: pending });
+      rows += pending.length;
+      pending = [];
+    }
+  }
+  if (pending.length > 0) {
+    await db.trafficBatch.createMany({ data: pending });
+    rows += pending.length;
+  }
+  return { rows, bytes, requests: order.length };
+}
+
+function describeResult(label: string, result: BacktestResult, seconds: number): void {
+  const pro = result.byTier.find((tier) => tier.tier === "pro");
+  console.log(
+    `  ${label}: ${seconds.toFixed(2)} s   ${result.trust.recordedRequests.toLocaleString("en")} recorded requests (estimate ${Math.round(result.trust.estimatedRequests).toLocaleString("en")}), ${result.replayedRequests.toLocaleString("en")} replayed twice; fidelity ${result.trust.fidelity.matched}/${result.trust.fidelity.compared}`,
+  );
+  if (pro !== undefined) {
+    console.log(
+      `    pro traffic: rejected ${((pro.nowRejected / pro.requests) * 100).toFixed(2)} % now, ${((pro.draftRejected / pro.requests) * 100).toFixed(2)} % under the draft; ${pro.customersAffected} customers affected; ${Math.round(result.totals.moreRejected).toLocaleString("en")} more rejections in all`,
+    );
+  }
+}
+
+async function recordedDay(): Promise<void> {
+  const databaseUrl = withDatabase(
+    loadEnv().DATABASE_URL,
+    `lp_bench_backtest_${randomBytes(4).toString("hex")}`,
+  );
+  await createDatabase(databaseUrl);
+  const db = createPrisma({ databaseUrl, poolSize: 2 });
+  try {
+    await applyMigrations(databaseUrl);
+    const dayStartMs = Date.UTC(2026, 10, 30);
+    const dayEndMs = dayStartMs + DAY_MS;
+    const deps = { db, publisher: null, nowMs: () => dayStartMs };
+    await importPolicy(
+      examplePolicyForSeed(dayStartMs),
+      {
+        actor: { type: "system", id: "bench", name: "bench" },
+        reason: "backtest bench",
+      },
+      deps,
+    );
+    const current = await readCompiledSnapshot("all", deps);
+    let startMs = performance.now();
+    const day = generateDay(current, dayStartMs);
+    console.log(
+      `\ngenerated a day of ${day.timeMs.length.toLocaleString("en")} requests (${CUSTOMERS.toLocaleString("en")} customers, bursts of ${BURST}; outcomes by the core) in ${((performance.now() - startMs) / 1000).toFixed(1)} s`,
+    );
+    startMs = performance.now();
+    const stored = await storeDay(db, day, dayStartMs, 1);
+    console.log(
+      `stored ${stored.requests.toLocaleString("en")} requests in ${stored.rows} rows, ${(stored.bytes / 1024 / 1024).toFixed(1)} MiB deflated (${(stored.bytes / stored.requests).toFixed(2)} bytes a request; ${(((stored.bytes / stored.requests) * 1e6) / 1024 / 1024).toFixed(1)} MiB per million requests) in ${((performance.now() - startMs) / 1000).toFixed(1)} s`,
+    );
+    const draft = { kind: "tier" as const, name: "pro", limit: tokenBucket(20, 10) };
+    const backtest = { draft, windowMs: DAY_MS - 15 * 60_000, warmUpMs: 15 * 60_000 };
+    console.log(
+      `\nbacktest of a pro-tier cut (200/100 to 20/10) over the recorded day, loading from Postgres included:`,
+    );
+    startMs = performance.now();
+    const cpuBefore = process.cpuUsage();
+    const full = await runBacktest(backtest, { db, nowMs: () => dayEndMs });
+    const fullS = (performance.now() - startMs) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    describeResult("every request recorded", full, fullS);
+    console.log(
+      `    of which this process's CPU: ${((cpu.user + cpu.system) / 1e6).toFixed(2)} s (the rest is waiting: for Postgres, and for a core on a loaded machine)`,
+    );
+    console.log(
+      `    target: under ${TARGET_S} s for >= 10,000,000 requests   ${fullS < TARGET_S && day.timeMs.length >= 10_000_000 ? "PASS" : "SHORT"}   load ${load()}`,
+    );
+
+    await db.trafficBatch.deleteMany({});
+    const sampled = await storeDay(db, day, dayStartMs, 0.1);
+    startMs = performance.now();
+    const estimate = await runBacktest(backtest, { db, nowMs: () => dayEndMs });
+    describeResult(
+      `10 % of subjects recorded (${sampled.requests.toLocaleString("en")} requests)`,
+      estimate,
+      (performance.now() - startMs) / 1000,
+    );
+    const error = (a: number, b: number) => (b === 0 ? 0 : Math.abs(a - b) / b);
+    let minuteError = 0;
+    let minuteBase = 0;
+    full.minutes.forEach((minute, index) => {
+      const other = estimate.minutes[index];
+      if (other === undefined) return;
+      minuteError += Math.abs(other.draftRejected - minute.draftRejected);
+      minuteBase += minute.draftRejected;
+    });
+    console.log(
+      `    mismatch under sampling: more rejections ${(error(estimate.totals.moreRejected, full.totals.moreRejected) * 100).toFixed(2)} % off, draft rejections per minute ${((minuteError / Math.max(1, minuteBase)) * 100).toFixed(2)} % off (mean absolute), customers affected ${estimate.customersAffected} of ${full.customersAffected} seen (each sampled one exact)`,
+    );
+  } finally {
+    await db.$disconnect();
+    await dropDatabase(databaseUrl);
+  }
+}
+
+export async function run(): Promise<void> {
+  console.log(`machine: ${availableParallelism()} cores, load ${load()}`);
+  if (process.env.BENCH_BACKTEST_SKIP_HTTP !== "1") await recordingCost();
+  await recordedDay();
+}
