@@ -209,7 +209,8 @@ describe("DenialCache", () => {
     expect(cache.size).toBe(1_000);
     expect(cache.find({ subject: "a:99999", checks: [tight] })).not.toBeNull();
     expect(cache.find({ subject: "a:0", checks: [tight] })).toBeNull();
-  });
+    // 200k decisions: well under a second alone, several on a shared, busy core.
+  }, 60_000);
 });
 
 describe("DenialCache: properties against the shared store", () => {
