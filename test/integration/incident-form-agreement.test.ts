@@ -14,8 +14,8 @@ import {
   type IncidentFieldErrors,
   raiseBodyOf,
 } from "@/app/(console)/incidents/new/incident-form-check";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
+import type { ControlDeps } from "@/lib/control/deps";
 import { isAppError } from "@/lib/control/errors";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { readStoredPolicy } from "@/lib/control/policy/stored-policy";
@@ -86,7 +86,7 @@ describe("the incident form and raiseIncident", () => {
       operatorContext(),
       deps,
     );
-    const stored = await readStoredPolicy(db, { nowMs: deps.nowMs(), customers: "all" });
+    const stored = await readStoredPolicy(db, { nowMs: deps.clock.nowMs(), customers: "all" });
     if (stored === null) throw new Error("no policy stored");
     const document = parsePolicyDocument(stored.input);
     if (!document.ok) throw new Error("the stored policy does not parse");
@@ -106,7 +106,7 @@ describe("the incident form and raiseIncident", () => {
     const formErrors = checkIncidentDraft(draft, {
       guardrails: settings.guardrails,
       replacedLimit,
-      nowMs: deps.nowMs(),
+      nowMs: deps.clock.nowMs(),
     });
     const verdict = await serverVerdict(draft);
     if (Object.keys(formErrors).length === 0) expect(verdict).toBe("raised");

@@ -5,10 +5,11 @@ import path from "node:path";
 import { policyRedisNames } from "@limitplane/enforcer/publication";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
+import type { ControlDeps } from "@/lib/control/deps";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { createTier } from "@/lib/control/tier/create-tier";
+import { systemClock } from "@/lib/server/composition";
 import { createRedis } from "@/lib/server/redis";
 import {
   publishSnapshotsJob,
@@ -147,7 +148,10 @@ describe("the worker", () => {
     const { db } = database.current();
     const prefix = testPrefix();
     const worker = start([
-      publishSnapshotsJob({ publisher: { db, redis, prefix }, pollMs: 600_000 }),
+      publishSnapshotsJob({
+        publisher: { db, redis, prefix, clock: systemClock },
+        pollMs: 600_000,
+      }),
     ]);
     await worker.whenLeading();
     const key = policyRedisNames(prefix).head;

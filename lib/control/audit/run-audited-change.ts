@@ -11,6 +11,8 @@
  * Any failure rolls both back. `before` and `after` are what the audit log shows: services pass
  * records that hold no secret (never a password hash or token hash, never a token).
  */
+
+import type { Clock } from "@limitplane/enforcer/limiter";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import type { TChangeContext } from "../change-context";
 import type { AuditAction, AuditEntityType } from "./audit-actions";
@@ -44,7 +46,7 @@ export interface AuditReceipt {
 
 export interface AuditedChangeDeps {
   readonly db: PrismaClient;
-  readonly nowMs: () => number;
+  readonly clock: Clock;
 }
 
 export async function runAuditedChange<Value extends object>(
@@ -54,7 +56,7 @@ export async function runAuditedChange<Value extends object>(
 ): Promise<Value & AuditReceipt> {
   return runAuditedTransaction(deps.db, {}, async (tx) => {
     await change.lock?.(tx);
-    const written = await change.write(tx, deps.nowMs());
+    const written = await change.write(tx, deps.clock.nowMs());
     const auditEntryId = await writeAuditEntry(tx, ctx, {
       action: change.action,
       entityType: change.entityType,

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { fieldErrorsFromZod, ZIncidentOverride } from "@limitplane/enforcer/policy";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
 import { AppError, toFieldErrors, validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -39,13 +40,13 @@ function generateIncidentId(): string {
 export async function raiseIncident(
   options: RaiseIncidentOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZRaiseIncidentOptions, options, context);
   const parsed = ZIncidentOverride.safeParse(
     incidentOfRaise(input, {
       id: generateIncidentId(),
-      nowMs: deps.nowMs(),
+      nowMs: deps.clock.nowMs(),
       owner: ctx.actor.name,
       reason: ctx.reason,
     }),

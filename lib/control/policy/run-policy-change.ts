@@ -29,7 +29,7 @@ import type { Prisma } from "@/lib/generated/prisma/client";
 import type { AuditAction, AuditEntityType } from "../audit/audit-actions";
 import { runAuditedTransaction, writeAuditEntry } from "../audit/audited-transaction";
 import type { TChangeContext } from "../change-context";
-import type { ControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockPolicyChanges } from "../locks";
 import { isVersionPublished } from "../outbox/publish-pending-snapshots";
@@ -160,7 +160,7 @@ export async function runPolicyChangeOrNothing<Value extends object>(
       async (tx) => {
         await lockPolicyChanges(tx);
         await upgradeToEntries(tx);
-        const nowMs = deps.nowMs();
+        const nowMs = deps.clock.nowMs();
         const written = await change.write(tx, nowMs);
         if (written.isNoChange === true) throw new NothingChanged(written.value);
         const planned =

@@ -20,7 +20,6 @@ import {
   type Explanation,
   explainLimits,
   getCustomer,
-  getExplainDeps,
   isAppError,
   listCustomerOverrides,
   listEndpointClasses,
@@ -28,6 +27,7 @@ import {
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
+import { explainDeps } from "@/lib/server/composition";
 import {
   type CustomerRejectionEntry,
   readCustomerRejections,
@@ -85,7 +85,7 @@ export default async function CustomerPage({
       },
     ),
   ]);
-  const deps = getExplainDeps();
+  const deps = explainDeps();
   // One peek per endpoint class: a few Redis reads each, nothing consumed.
   const explained: Explained[] = await Promise.all(
     classes.map((endpointClass) =>

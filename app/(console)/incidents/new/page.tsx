@@ -12,7 +12,6 @@ import {
   type Explanation,
   explainLimits,
   getCustomer,
-  getExplainDeps,
   getPolicySettings,
   isAppError,
   listCustomers,
@@ -21,6 +20,7 @@ import {
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
+import { explainDeps } from "@/lib/server/composition";
 import { readCustomerRejections } from "@/lib/server/ops/customer-rejections";
 import { IncidentForm } from "./incident-form";
 
@@ -171,7 +171,7 @@ async function RaiseForCustomer({ customer }: { customer: CustomerRecord }) {
     listIncidents({ customerId: customer.id, status: "current", nowMs }),
     readCustomerRejections(customer.id, 1).catch(() => []),
   ]);
-  const deps = getExplainDeps();
+  const deps = explainDeps();
   const explanations = new Map<string, Explanation>();
   await Promise.all(
     classes.map(async (endpointClass) => {
