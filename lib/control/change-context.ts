@@ -8,7 +8,7 @@ import { fieldErrorsFromZod, textField } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { toFieldErrors, validationError } from "./errors";
 
-/** Longest reason, matching an incident override's `reason` in packages/enforcer/src/policy/schemas.ts. */
+/** Longest reason, matching an incident override's `reason` in packages/enforcer/src/policy/schemas/customers.ts. */
 export const MAX_REASON_LENGTH = 1000;
 
 /** Trimmed, non-empty, bounded text with no control or bidirectional characters: the policy's own rule. */
