@@ -56,10 +56,26 @@ describe("the audit log is append-only in the database itself", () => {
 
   it("INSERT still works: the log grows", async () => {
     await withClient(async (client) => {
-      await client.query(
+      const count = async () =>
+        Number(
+          (
+            await client.query<{ count: string }>(
+              `SELECT count(*)::text AS count FROM "AuditEntry"`,
+            )
+          ).rows[0]?.count,
+        );
+      const before = await count();
+      const inserted = await client.query<{ id: string }>(
         `INSERT INTO "AuditEntry" ("actorType", "actorName", "action", "entityType", "entityId", "reason")
-         VALUES ('system', 'test', 'tier.update', 'tier', 'free', 'append')`,
+         VALUES ('system', 'test', 'tier.update', 'tier', 'free', 'append') RETURNING id::text`,
       );
+      expect(await count()).toBe(before + 1);
+      const id = inserted.rows[0]?.id;
+      const row = await client.query<{ reason: string }>(
+        `SELECT reason FROM "AuditEntry" WHERE id = $1::bigint`,
+        [id],
+      );
+      expect(row.rows).toEqual([{ reason: "append" }]);
     });
   });
 });

@@ -49,12 +49,13 @@ function countingJob(): WorkerJob & { runs: number } {
   return job;
 }
 
-function start(jobs: WorkerJob[]): Worker {
+function start(jobs: WorkerJob[], onElection?: (isWon: boolean) => void): Worker {
   const worker = startWorker({
     databaseUrl: database.current().url,
     jobs,
     leaderPollMs: 100,
     log: () => {},
+    onElection,
   });
   workers.push(worker);
   return worker;
@@ -100,8 +101,12 @@ describe("the worker", () => {
     await leader.query("SELECT pg_advisory_lock(19536, 3)");
     const { rows } = await leader.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
     const job = countingJob();
-    const follower = start([job]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    let triesLost = 0;
+    const follower = start([job], (isWon) => {
+      if (!isWon) triesLost++;
+    });
+    // The election, driven: the follower has tried for the lead, and lost, several times.
+    await waitFor(() => triesLost >= 3, { what: "the follower to try for the lead three times" });
     expect(follower.isLeader()).toBe(false);
     expect(job.runs).toBe(0);
 
