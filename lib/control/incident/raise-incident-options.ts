@@ -122,7 +122,8 @@ export function checkRaiseIncident(
       ? []
       : toFieldErrors(fieldErrorsFromZod(parsedReason.error), ["reason"])),
   ];
-  if (!parsedOptions.success || !parsedReason.success) return errors;
+  // A reason still being typed does not hide the guardrails: the rest is checked regardless.
+  if (!parsedOptions.success) return errors;
   const incident = ZIncidentOverride.safeParse(
     incidentOfRaise(parsedOptions.data, {
       // Placeholders that meet the schema: the service generates the id and takes the owner
@@ -130,13 +131,16 @@ export function checkRaiseIncident(
       id: "inc-check",
       owner: "check",
       nowMs: context.nowMs,
-      reason: parsedReason.data,
+      reason: parsedReason.success ? parsedReason.data : "reason",
     }),
   );
-  if (!incident.success) return toFieldErrors(fieldErrorsFromZod(incident.error));
-  return checkIncidentGuardrails(incident.data, {
-    guardrails: context.guardrails,
-    replacedLimit: context.replacedLimit,
-    nowMs: context.nowMs,
-  }).map((error) => ({ path: formatFieldPath(error.path), message: error.message }));
+  if (!incident.success) return [...errors, ...toFieldErrors(fieldErrorsFromZod(incident.error))];
+  return [
+    ...errors,
+    ...checkIncidentGuardrails(incident.data, {
+      guardrails: context.guardrails,
+      replacedLimit: context.replacedLimit,
+      nowMs: context.nowMs,
+    }).map((error) => ({ path: formatFieldPath(error.path), message: error.message })),
+  ];
 }

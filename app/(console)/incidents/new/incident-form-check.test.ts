@@ -70,6 +70,12 @@ describe("checkIncidentDraft: the form checks with the service's rules", () => {
 
   it("checks the reason with ZReason: required, at most 1000 characters, one line", () => {
     expect(check({ reason: "   " })).toEqual({ reason: "reason must not be empty" });
+    // A reason not yet given does not hide a guardrail.
+    expect(check({ reason: "", factor: 50 })).toEqual({
+      reason: "reason must not be empty",
+      factor:
+        "factor 50 would raise the limit 50x; the maximum raise is 10x (guardrails.maxIncidentFactor)",
+    });
     expect(check({ reason: "x".repeat(1000) })).toEqual({});
     expect(check({ reason: "x".repeat(1001) })).toEqual({
       reason: "reason must be at most 1000 characters",
