@@ -6,6 +6,8 @@
  * - The limiter core (packages/enforcer/src/limiter, stores aside) imports no I/O.
  * - components/ never reach into lib/control's modules, only its entry point.
  * - No import cycle anywhere, type-only imports included.
+ * - The pure modules that client components import (domain schemas, formatting) reach no server
+ *   code, however indirectly.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -71,6 +73,19 @@ module.exports = {
           "^packages/enforcer/src/(limiter|policy|publication|recording|testing)/index\\.ts$",
           "^packages/enforcer/src/policy/fixtures/example-policy\\.json$",
         ],
+      },
+    },
+    {
+      name: "client-modules-reach-server",
+      severity: "error",
+      comment:
+        "Client components validate with these modules (the domain's schemas and rules, the formatting): they must stay pure. Nothing they reach, however indirectly, may be server code (lib/server, the Prisma client, Redis, Postgres, server-only) or a node:* module.",
+      from: {
+        path: "^(lib/control/(change-context|errors|incident/raise-incident-options)|lib/console/format|app/.+-check)\\.ts$",
+      },
+      to: {
+        reachable: true,
+        path: "^(lib/server/|lib/generated/|node_modules/(ioredis|pg|@prisma|server-only)/|(node:)?(crypto|fs|net|tls|os|path|child_process|worker_threads|events|stream)$)",
       },
     },
   ],

@@ -1,7 +1,7 @@
 import { defineConfig } from "prisma/config";
 
 /**
- * Prisma CLI configuration. Migrations are written and applied by `scripts/migrate.ts` through the
+ * Prisma CLI configuration. Migrations are written and applied by `scripts/db/migrate.ts` through the
  * WebAssembly schema engine (no native engine is needed); `prisma migrate deploy` agrees with them
  * wherever the native engine exists, because both record into `_prisma_migrations` the same way.
  */

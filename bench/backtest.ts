@@ -457,7 +457,7 @@ async function recordedDay(): Promise<void> {
     await applyMigrations(databaseUrl);
     const dayStartMs = Date.UTC(2026, 10, 30);
     const dayEndMs = dayStartMs + DAY_MS;
-    const deps = { db, publisher: null, nowMs: () => dayStartMs };
+    const deps = { db, publisher: null, clock: { nowMs: () => dayStartMs } };
     await importPolicy(
       examplePolicyForSeed(dayStartMs),
       {
@@ -484,7 +484,7 @@ async function recordedDay(): Promise<void> {
     );
     startMs = performance.now();
     const cpuBefore = process.cpuUsage();
-    const full = await runBacktest(backtest, { db, nowMs: () => dayEndMs });
+    const full = await runBacktest(backtest, { db, clock: { nowMs: () => dayEndMs } });
     const fullS = (performance.now() - startMs) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     describeResult("every request recorded", full, fullS);
@@ -498,7 +498,7 @@ async function recordedDay(): Promise<void> {
     await db.trafficBatch.deleteMany({});
     const sampled = await storeDay(db, day, dayStartMs, 0.1);
     startMs = performance.now();
-    const estimate = await runBacktest(backtest, { db, nowMs: () => dayEndMs });
+    const estimate = await runBacktest(backtest, { db, clock: { nowMs: () => dayEndMs } });
     describeResult(
       `10 % of subjects recorded (${sampled.requests.toLocaleString("en")} requests)`,
       estimate,

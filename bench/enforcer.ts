@@ -36,12 +36,13 @@ import type { TSnapshot } from "@limitplane/enforcer/policy";
 import { publishSnapshot } from "@limitplane/enforcer/publication";
 import { tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { importPolicy } from "@/lib/control/policy/import-policy";
 import { getTier } from "@/lib/control/tier/get-tier";
 import { updateTier } from "@/lib/control/tier/update-tier";
 import { createPrisma } from "@/lib/server/db";
 import { loadEnv } from "@/lib/server/env";
+import type { ControlDeps } from "../lib/control/deps";
+import { systemClock } from "../lib/server/composition";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
@@ -115,7 +116,11 @@ async function propagation(redis: Redis, redisUrl: string): Promise<void> {
   await createDatabase(databaseUrl);
   await applyMigrations(databaseUrl);
   const db = createPrisma({ databaseUrl, poolSize: 2 });
-  const deps: ControlDeps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
+  const deps: ControlDeps = {
+    db,
+    publisher: { db, redis, prefix, clock: systemClock },
+    clock: systemClock,
+  };
   const context = { actor: { type: "system" as const, id: null, name: "bench" }, reason: "bench" };
   try {
     await importPolicy(examplePolicyForSeed(Date.now()), context, deps);

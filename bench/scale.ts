@@ -35,7 +35,6 @@ import { fileURLToPath } from "node:url";
 import { parseSnapshot, type TPolicyDocumentInput } from "@limitplane/enforcer/policy";
 import { createRedisClient } from "@limitplane/enforcer/publication";
 import type { Redis } from "ioredis";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { publishPendingSnapshots } from "@/lib/control/outbox/publish-pending-snapshots";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
@@ -43,6 +42,8 @@ import { readCompiledSnapshot } from "@/lib/control/policy/get-current-snapshot"
 import { type ImportProgress, importPolicy } from "@/lib/control/policy/import-policy";
 import { createPrisma } from "@/lib/server/db";
 import { loadEnv } from "@/lib/server/env";
+import type { ControlDeps } from "../lib/control/deps";
+import { systemClock } from "../lib/server/composition";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
@@ -251,7 +252,11 @@ async function setUpSize(size: number, redisUrl: string): Promise<SizeEnvironmen
     if (copyUrl !== null) await dropDatabase(copyUrl);
   };
   try {
-    const deps: ControlDeps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
+    const deps: ControlDeps = {
+      db,
+      publisher: { db, redis, prefix, clock: systemClock },
+      clock: systemClock,
+    };
     const document = documentOf(size, Date.now());
     let lastPhase = "";
     const importStart = performance.now();
@@ -276,23 +281,23 @@ async function setUpSize(size: number, redisUrl: string): Promise<SizeEnvironmen
       `  import: ${seconds(importMs)} (version ${imported.policyVersion}, ${overrides.toLocaleString("en")} overrides; its publication, a whole snapshot, included)`,
     );
     // Whatever the import's own publication left (none, unless Redis was busy).
-    await publishPendingSnapshots({ db, redis, prefix }, "wait");
+    await publishPendingSnapshots({ db, redis, prefix, clock: systemClock }, "wait");
 
     let roundTrip = "skipped";
     if (copyUrl !== null) {
       const copy = createPrisma({ databaseUrl: copyUrl, poolSize: 4 });
       try {
         const exportStart = performance.now();
-        const first = await exportPolicy({}, { db });
+        const first = await exportPolicy({}, { db, clock: systemClock });
         const exportMs = performance.now() - exportStart;
         const copyStart = performance.now();
         await importPolicy(
           JSON.parse(first.document),
           { actor: BENCH_ACTOR, reason: "round trip" },
-          { db: copy, publisher: null, nowMs: Date.now },
+          { db: copy, publisher: null, clock: systemClock },
         );
         const copyMs = performance.now() - copyStart;
-        const second = await exportPolicy({}, { db: copy });
+        const second = await exportPolicy({}, { db: copy, clock: systemClock });
         const isIdentical = second.document === first.document;
         roundTrip = `${isIdentical ? "byte-identical" : "DIFFERENT"} (${mb(first.document.length)}; export ${seconds(exportMs)}, import ${seconds(copyMs)})`;
         console.log(`  export -> import -> export: ${roundTrip}`);

@@ -3,6 +3,7 @@
  * specs. The run id is fixed once in the main process; workers inherit it through the environment.
  */
 import { TEST_APPLICATION_ROLE, urlForRole } from "../scripts/db/app-role";
+import { assertLocalUrl } from "../scripts/lib/local-database";
 
 process.env.LP_E2E_RUN ??= `${Date.now().toString(36)}_${process.pid}`;
 const run = process.env.LP_E2E_RUN;
@@ -14,9 +15,12 @@ export const NO_REDIS_PORT = E2E_PORT + 1;
 export const NO_REDIS_BASE_URL = `http://127.0.0.1:${NO_REDIS_PORT}`;
 export const DEAD_REDIS_URL = `redis://127.0.0.1:${E2E_PORT + 2}/0`;
 
-const databaseUrl = new URL(
-  process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
-);
+const baseDatabaseUrl =
+  process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+// Refuses a non-local database (or Redis) before anything is created in it.
+assertLocalUrl("TEST_DATABASE_URL", baseDatabaseUrl);
+assertLocalUrl("TEST_REDIS_URL", process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0");
+const databaseUrl = new URL(baseDatabaseUrl);
 databaseUrl.pathname = `/lp_e2e_${run}`;
 /** The run's database as its owner: migrations, teardown, and specs that read rows directly. */
 export const E2E_DATABASE_URL = databaseUrl.toString();

@@ -10,8 +10,8 @@
  */
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import type { AuthDeps } from "../lib/control/auth/auth-deps";
 import { systemActor } from "../lib/control/change-context";
+import type { AuthDeps } from "../lib/control/deps";
 import { createOperator } from "../lib/control/operator/create-operator";
 import type { OperatorRecord } from "../lib/control/operator/operator-record";
 import { EnvError } from "../lib/server/env";

@@ -5,17 +5,18 @@
  */
 
 import { MemoryStore } from "@limitplane/enforcer/limiter";
-import type { AuthDeps } from "../lib/control/auth/auth-deps";
 import { sessionSettingsFromEnv } from "../lib/control/auth/auth-settings";
 import { DEFAULT_SCRYPT_PARAMS } from "../lib/control/auth/password";
 import { SignInLimiter } from "../lib/control/auth/sign-in-limiter";
+import type { AuthDeps } from "../lib/control/deps";
+import { systemClock } from "../lib/server/composition";
 import { getPrisma } from "../lib/server/db";
 import { loadEnv } from "../lib/server/env";
 
 export function cliAuthDeps(): AuthDeps {
   return {
     db: getPrisma(),
-    nowMs: Date.now,
+    clock: systemClock,
     passwordParams: DEFAULT_SCRYPT_PARAMS,
     sessions: sessionSettingsFromEnv(),
     signInLimiter: new SignInLimiter({

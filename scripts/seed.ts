@@ -12,8 +12,9 @@
 import example from "@limitplane/enforcer/example-policy.json";
 import type { TPolicyDocumentInput } from "@limitplane/enforcer/policy";
 import { systemActor } from "../lib/control/change-context";
-import type { ControlDeps } from "../lib/control/control-deps";
+import type { ControlDeps } from "../lib/control/deps";
 import { importPolicy } from "../lib/control/policy/import-policy";
+import { systemClock } from "../lib/server/composition";
 import { getPrisma } from "../lib/server/db";
 import { EnvError, loadEnv } from "../lib/server/env";
 import { createRedis } from "../lib/server/redis";
@@ -41,7 +42,7 @@ export async function seedPolicy(deps: ControlDeps): Promise<SeedOutcome> {
   });
   if (existing !== null) return { status: "skipped" };
   const result = await importPolicy(
-    examplePolicyForSeed(deps.nowMs()),
+    examplePolicyForSeed(deps.clock.nowMs()),
     { actor: systemActor("seed"), reason: "initial seed" },
     deps,
   );
@@ -53,8 +54,8 @@ async function main(): Promise<void> {
   const redis = createRedis("control", { connectionName: "limitplane-seed" });
   const deps: ControlDeps = {
     db,
-    publisher: { db, redis, prefix: loadEnv().REDIS_KEY_PREFIX },
-    nowMs: Date.now,
+    publisher: { db, redis, prefix: loadEnv().REDIS_KEY_PREFIX, clock: systemClock },
+    clock: systemClock,
   };
   try {
     const outcome = await seedPolicy(deps);

@@ -10,6 +10,7 @@
  * pass itself off as structure or reorder what is around it.
  */
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
+import { assertNever } from "@limitplane/enforcer/policy";
 import { formatAlgorithm, formatDurationMs, formatNumber, formatRatePerSec } from "./format";
 import { compareCodeUnits } from "./minute-counts";
 
@@ -437,8 +438,4 @@ export function describeLimitChange(
     return `${name}: unchanged (${newFields.map((f) => `${f.name} ${f.text}`).join(", ")})`;
   }
   return `${name}: ${parts.join(", ")}`;
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
 }

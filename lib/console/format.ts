@@ -5,41 +5,22 @@
  * says what it returns for a value that is missing or not a finite number (`NO_VALUE`).
  */
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
+import {
+  assertNever,
+  type FormatNumberOptions,
+  formatDurationMs,
+  formatNumber,
+  formatSeconds,
+  NO_VALUE,
+} from "@limitplane/enforcer/policy";
 
-/** What a missing value (no traffic, unknown, not a finite number) reads as. */
-export const NO_VALUE = "—";
+// Numbers and durations have one implementation, shared with the policy's messages.
+export { type FormatNumberOptions, formatDurationMs, formatNumber, NO_VALUE };
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
 const HOUR_MS = 60 * MINUTE_MS;
 const DAY_MS = 24 * HOUR_MS;
-
-const numberFormats = new Map<number, Intl.NumberFormat>();
-
-function numberFormat(maximumFractionDigits: number): Intl.NumberFormat {
-  let format = numberFormats.get(maximumFractionDigits);
-  if (format === undefined) {
-    format = new Intl.NumberFormat("en-US", { maximumFractionDigits, useGrouping: true });
-    numberFormats.set(maximumFractionDigits, format);
-  }
-  return format;
-}
-
-export interface FormatNumberOptions {
-  /**
-   * Most digits after the decimal point; the value is rounded to them.
-   * @default 2
-   */
-  maximumFractionDigits?: number;
-}
-
-/** `1234.5` → `"1,234.5"`. Not a finite number → {@link NO_VALUE}. */
-export function formatNumber(value: number, options: FormatNumberOptions = {}): string {
-  if (!Number.isFinite(value)) return NO_VALUE;
-  const formatted = numberFormat(options.maximumFractionDigits ?? 2).format(value);
-  // Intl writes a rounded-to-zero negative as "-0".
-  return formatted === "-0" ? "0" : formatted;
-}
 
 /**
  * Short form for chart axes: `950` → `"950"`, `1_234` → `"1.2k"`, `3_400_000` → `"3.4M"`,
@@ -95,25 +76,6 @@ export function formatRateChange(change: number): string {
 }
 
 /**
- * A duration in its two largest units, rounded to the smaller of them: `45_000` → `"45 s"`,
- * `840_000` → `"14 min"`, `90_000` → `"1 min 30 s"`, `7_500_000` → `"2 h 5 min"`,
- * `100_800_000` → `"1 d 4 h"`. Sub-second durations read `"0 s"` (or `"<1 s"` when not zero); a
- * negative duration is formatted by its size; not a finite number → {@link NO_VALUE}.
- */
-export function formatDurationMs(durationMs: number): string {
-  if (!Number.isFinite(durationMs)) return NO_VALUE;
-  const sizeMs = Math.abs(durationMs);
-  if (sizeMs > 0 && sizeMs < 500) return "<1 s";
-  const seconds = Math.round(sizeMs / SECOND_MS);
-  if (seconds < 60) return `${seconds} s`;
-  if (seconds < 3600) return joinUnits(Math.floor(seconds / 60), "min", seconds % 60, "s");
-  const minutes = Math.round(seconds / 60);
-  if (minutes < 24 * 60) return joinUnits(Math.floor(minutes / 60), "h", minutes % 60, "min");
-  const hours = Math.round(minutes / 60);
-  return joinUnits(Math.floor(hours / 24), "d", hours % 24, "h");
-}
-
-/**
  * Time left until an expiry, for a ticking display: seconds are rounded up (it reads `"1 s"` until
  * the instant itself), larger units are cut, never rounded up, so it never promises more time than
  * is left: `872_000` → `"14 min 32 s"`, `7_530_000` → `"2 h 5 min"`, `0` or less → `"expired"`.
@@ -123,17 +85,7 @@ export function formatCountdown(remainingMs: number): string {
   if (Number.isNaN(remainingMs)) return NO_VALUE;
   if (remainingMs <= 0) return "expired";
   if (remainingMs === Number.POSITIVE_INFINITY) return NO_VALUE;
-  const seconds = Math.ceil(remainingMs / SECOND_MS);
-  if (seconds < 60) return `${seconds} s`;
-  if (seconds < 3600) return joinUnits(Math.floor(seconds / 60), "min", seconds % 60, "s");
-  const minutes = Math.floor(seconds / 60);
-  if (minutes < 24 * 60) return joinUnits(Math.floor(minutes / 60), "h", minutes % 60, "min");
-  const hours = Math.floor(minutes / 60);
-  return joinUnits(Math.floor(hours / 24), "d", hours % 24, "h");
-}
-
-function joinUnits(major: number, majorUnit: string, minor: number, minorUnit: string): string {
-  return minor === 0 ? `${major} ${majorUnit}` : `${major} ${majorUnit} ${minor} ${minorUnit}`;
+  return formatSeconds(Math.ceil(remainingMs / SECOND_MS), Math.floor);
 }
 
 /**
@@ -278,10 +230,6 @@ export function toIsoString(atMs: number): string | null {
   if (!Number.isFinite(atMs)) return null;
   const date = new Date(atMs);
   return Number.isNaN(date.getTime()) ? null : date.toISOString();
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
 }
 
 export interface TimestampLabelOptions extends LocalTimestampOptions {

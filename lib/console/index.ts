@@ -79,17 +79,8 @@ export {
 } from "./chart-series";
 export {
   buildPageLinks,
-  type CursorIdKind,
-  type CursorOptions,
-  type CursorParseResult,
-  decodeCursor,
-  decodeOptionalCursor,
-  encodeCursor,
-  type KeysetCursor,
-  MAX_CURSOR_LENGTH,
   type PageLinkOptions,
   type PageLinks,
-  parseCursor,
   type SearchParamsRecord,
 } from "./cursor";
 export {

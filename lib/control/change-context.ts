@@ -4,27 +4,15 @@
  * from the signed-in operator or API token; the worker and the seed use {@link systemActor}.
  */
 
-import { fieldErrorsFromZod, hasForbiddenCharacter } from "@limitplane/enforcer/policy";
+import { fieldErrorsFromZod, textField } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { toFieldErrors, validationError } from "./errors";
 
-/** Longest reason, matching an incident override's `reason` in packages/enforcer/src/policy/schemas.ts. */
+/** Longest reason, matching an incident override's `reason` in packages/enforcer/src/policy/schemas/customers.ts. */
 export const MAX_REASON_LENGTH = 1000;
 
-/** Trimmed, non-empty, bounded text with no control or bidirectional formatting characters. */
-export function textField(label: string, maxLength: number) {
-  return z
-    .string({
-      error: (issue) =>
-        issue.input === undefined ? `${label} is required` : `${label} must be text`,
-    })
-    .trim()
-    .min(1, { error: `${label} must not be empty` })
-    .max(maxLength, { error: `${label} must be at most ${maxLength} characters` })
-    .refine((value) => !hasForbiddenCharacter(value), {
-      error: `${label} must not contain control characters (line breaks, tabs) or bidirectional formatting characters`,
-    });
-}
+/** Trimmed, non-empty, bounded text with no control or bidirectional characters: the policy's own rule. */
+export { textField };
 
 export const ACTOR_TYPES = ["operator", "token", "system"] as const;
 export type ActorType = (typeof ACTOR_TYPES)[number];
@@ -55,6 +43,23 @@ export const ZChangeContext = z.strictObject({
     .optional(),
 });
 export type ChangeContext = z.input<typeof ZChangeContext>;
+
+/** Why a change is made: the one rule for every form, API body and service. */
+export const ZReason = ZChangeContext.shape.reason;
+
+/**
+ * The problem with a reason a person typed, in the domain's words (`ZReason`), or null when it
+ * passes. `promptWhenEmpty` replaces the message for an empty reason with one that says what
+ * the reason is for (a form's prompt).
+ */
+export function reasonProblem(reason: string, promptWhenEmpty?: string): string | null {
+  const parsed = ZReason.safeParse(reason);
+  if (parsed.success) return null;
+  if (promptWhenEmpty !== undefined && reason.trim() === "") return promptWhenEmpty;
+  return fieldErrorsFromZod(parsed.error)
+    .map((error) => error.message)
+    .join("; ");
+}
 export type TChangeContext = z.output<typeof ZChangeContext>;
 
 /** The actor of changes the control plane makes by itself (the worker, the seed). */

@@ -26,7 +26,6 @@ export {
   type AuditReceipt,
   runAuditedChange,
 } from "./audit/run-audited-change";
-export { type AuthDeps, getAuthDeps, installAuthDeps } from "./auth/auth-deps";
 export { type SessionSettings, SIGN_IN_LIMITS, type SignInLimits } from "./auth/auth-settings";
 export {
   authenticateApiToken,
@@ -91,12 +90,6 @@ export {
   ZActor,
   ZChangeContext,
 } from "./change-context";
-export {
-  type ControlDeps,
-  getControlDeps,
-  installControlDeps,
-  type ReadDeps,
-} from "./control-deps";
 export { type CreateCustomerOptions, createCustomer } from "./customer/create-customer";
 export type { CustomerRecord } from "./customer/customer-record";
 export {
@@ -132,6 +125,7 @@ export {
   updateCustomerOverride,
   ZUpdateCustomerOverrideOptions,
 } from "./customer-override/update-customer-override";
+export type { AuthDeps, Clock, ClockedReadDeps, ControlDeps, FleetDeps, ReadDeps } from "./deps";
 export {
   type PolicyRollout,
   type ReadPolicyRolloutOptions,
@@ -167,7 +161,6 @@ export {
   HTTP_STATUS,
   isAppError,
 } from "./errors";
-export { getExplainDeps } from "./explain/explain-deps";
 export { type Explanation, explainLimits, ZExplainOptions } from "./explain/explain-limits";
 export {
   type ExtendIncidentOptions,

@@ -6,7 +6,10 @@
 
 import { fieldErrorsFromZod, formatFieldErrors } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
-import { Prisma } from "@/lib/generated/prisma/client";
+import { Prisma, type PrismaClient } from "@/lib/generated/prisma/client";
+
+/** The client or a transaction: what record helpers and reads run against. */
+export type Db = PrismaClient | Prisma.TransactionClient;
 
 export function parseStored<Schema extends z.ZodType>(
   schema: Schema,

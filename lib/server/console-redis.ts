@@ -1,7 +1,7 @@
 /**
  * The console's one `control` connection for reading what enforcers report in Redis (heartbeats,
  * per-minute counts, recent rejections): created on first use, shared by every reader in the
- * process. Publication keeps its own (`lib/control/control-deps.ts`).
+ * process. Publication keeps its own (`lib/server/composition.ts`).
  */
 import "server-only";
 import type { RedisClient } from "@limitplane/enforcer/publication";

@@ -21,14 +21,37 @@ describe("Sleeper", () => {
   });
 
   it("ends early when woken or aborted", async () => {
-    const sleeper = new Sleeper();
-    const woken = sleeper.sleep(60_000, new AbortController().signal);
-    sleeper.wake();
-    await woken;
-    const abort = new AbortController();
-    const aborted = sleeper.sleep(60_000, abort.signal);
-    abort.abort();
-    await aborted;
+    vi.useFakeTimers();
+    try {
+      const sleeper = new Sleeper();
+      let isWoken = false;
+      const woken = sleeper.sleep(60_000, new AbortController().signal).then(() => {
+        isWoken = true;
+      });
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(isWoken).toBe(false);
+      sleeper.wake();
+      // No timer moves: only the wake can end it.
+      await vi.advanceTimersByTimeAsync(0);
+      expect(isWoken).toBe(true);
+      await woken;
+      expect(vi.getTimerCount()).toBe(0);
+
+      const abort = new AbortController();
+      let isAborted = false;
+      const aborted = sleeper.sleep(60_000, abort.signal).then(() => {
+        isAborted = true;
+      });
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(isAborted).toBe(false);
+      abort.abort();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(isAborted).toBe(true);
+      await aborted;
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("keeps a wake that comes while nobody sleeps for the next sleep, once", async () => {

@@ -5,6 +5,7 @@
 
 import type { RedisClient } from "@limitplane/enforcer/publication";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
+import { systemClock } from "@/lib/server/composition";
 import { loadEnv } from "@/lib/server/env";
 import { alertWebhooksJob } from "./jobs/alert-webhooks-job";
 import { moveTrafficRecordJob } from "./jobs/move-traffic-record-job";
@@ -34,7 +35,7 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
   const log = options.log ?? ((line: string) => console.log(line));
   return [
     publishSnapshotsJob({
-      publisher: { db, redis, prefix },
+      publisher: { db, redis, prefix, clock: systemClock },
       onDrain(outcome) {
         if (outcome.status === "published" && outcome.versions.length > 0) {
           const versions = outcome.versions.map((published) => published.version);
@@ -54,11 +55,11 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
       },
     }),
     recordIncidentExpiriesJob({
-      deps: { db, publisher: null, nowMs: Date.now },
+      deps: { db, publisher: null, clock: systemClock },
       onRecorded: (ids) => log(`worker: recorded the expiry of ${ids.join(", ")}`),
     }),
     rollUpMetricsJob({
-      deps: { db, redis, prefix, nowMs: Date.now },
+      deps: { db, redis, prefix, clock: systemClock },
       retentionDays: options.metricsRetentionDays ?? loadEnv().METRICS_RETENTION_DAYS,
       onRolledUp(result) {
         if (result.rowsDeleted > 0) {
@@ -67,7 +68,7 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
       },
     }),
     moveTrafficRecordJob({
-      deps: { db, redis, prefix, nowMs: Date.now },
+      deps: { db, redis, prefix, clock: systemClock },
       retentionHours:
         options.trafficRecordRetentionHours ?? loadEnv().TRAFFIC_RECORD_RETENTION_HOURS,
       onMoved(result) {
@@ -79,7 +80,7 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
       },
     }),
     alertWebhooksJob({
-      deps: { db, live: { redis, prefix }, nowMs: Date.now },
+      deps: { db, live: { redis, prefix }, clock: systemClock },
       urls: options.alertWebhookUrls ?? loadEnv().ALERT_WEBHOOK_URLS,
       onRun(outcome) {
         // Counts only: a webhook URL may carry a token, so it is never logged.

@@ -33,6 +33,11 @@ export interface WorkerOptions {
   readonly leaderPollMs?: number;
   /** @default console.log */
   readonly log?: (line: string) => void;
+  /**
+   * Called after each try for the lead, with whether it was won: tests drive the election by
+   * waiting for tries, instead of sleeping and hoping one happened.
+   */
+  readonly onElection?: (isWon: boolean) => void;
 }
 
 export interface Worker {
@@ -146,7 +151,9 @@ export function startWorker(options: WorkerOptions): Worker {
       "SELECT pg_try_advisory_lock($1::int4, $2::int4) AS locked",
       [LOCK_NAMESPACE, LOCK_KEYS.WORKER_LEADER],
     );
-    return rows[0]?.locked === true;
+    const isWon = rows[0]?.locked === true;
+    options.onElection?.(isWon);
+    return isWon;
   }
 
   async function leadSolo(): Promise<void> {

@@ -4,7 +4,9 @@
  * `prisma migrate deploy` does (same `_prisma_migrations` rows and checksums), without the native
  * engine binary that cannot be downloaded here.
  *
- * Node 20 cannot `import` a .wasm file, so the module is instantiated by hand.
+ * Node 20 cannot `import` a .wasm file, so the module is instantiated by hand, through private
+ * glue that `findGlueProblems` checks before the engine is used. Every migration step (deploy,
+ * new, check, status, drift, the benches' databases) goes through this module.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -27,16 +29,124 @@ interface WasmGlue {
   __wbg_set_wasm(exports: WebAssembly.Exports): void;
 }
 
+/** The module name the engine's .wasm imports its JavaScript glue under. */
+const GLUE_MODULE = "./schema_engine_bg.js";
+/** The engine methods this runner calls. */
+const ENGINE_METHODS = ["diff", "applyMigrations", "free"] as const;
+
+/**
+ * The private parts of the schema engine package and the pg adapter this runner relies on, none of
+ * them a public API: the wasm-bindgen glue module (`schema_engine_bg`, instantiated by hand), the
+ * .wasm file beside the package's entry, the names the .wasm imports, the engine's methods, and
+ * the adapter's `executeScript` and `underlyingDriver` (replaced to send scripts whole).
+ */
+export interface EngineGlue {
+  readonly bindings: Readonly<Record<string, unknown>>;
+  readonly wasm: WebAssembly.Module;
+  /** An adapter from `PrismaPg.connect()` (it opens no connection until a query). */
+  readonly adapter: object;
+  readonly bindAdapter: unknown;
+}
+
+/**
+ * What changed in the glue, one line each naming the part and what this runner expects of it;
+ * empty when everything is as this runner was written against. Run before the engine is used
+ * (`initWasm`) and by scripts/db/schema-engine.test.ts, so an upgrade of `@prisma/schema-engine-wasm`,
+ * `@prisma/adapter-pg` or `@prisma/driver-adapter-utils` that moves them fails loudly, by name.
+ */
+export function findGlueProblems(glue: EngineGlue): string[] {
+  const problems: string[] = [];
+  const bindings = glue.bindings;
+  if (typeof bindings.__wbg_set_wasm !== "function") {
+    problems.push(
+      "@prisma/schema-engine-wasm/schema_engine_bg no longer exports the function __wbg_set_wasm (wasm-bindgen's hook that hands it the instantiated module)",
+    );
+  }
+  const engine =
+    typeof bindings.SchemaEngine === "function"
+      ? (bindings.SchemaEngine as unknown as { new?: unknown; prototype?: Record<string, unknown> })
+      : null;
+  if (engine === null || typeof engine.new !== "function") {
+    problems.push(
+      "@prisma/schema-engine-wasm/schema_engine_bg no longer exports the class SchemaEngine with a static new(options, log, adapter)",
+    );
+  } else {
+    for (const method of ENGINE_METHODS) {
+      if (typeof engine.prototype?.[method] !== "function") {
+        problems.push(`SchemaEngine no longer has the method ${method}()`);
+      }
+    }
+  }
+  for (const wanted of WebAssembly.Module.imports(glue.wasm)) {
+    if (wanted.module !== GLUE_MODULE) {
+      problems.push(
+        `schema_engine_bg.wasm imports "${wanted.name}" from "${wanted.module}", not from "${GLUE_MODULE}"`,
+      );
+    } else if (!(wanted.name in bindings)) {
+      problems.push(
+        `schema_engine_bg.wasm imports "${wanted.name}", which schema_engine_bg no longer exports`,
+      );
+    }
+  }
+  const adapter = glue.adapter as Record<string, unknown>;
+  for (const member of ["executeScript", "underlyingDriver"]) {
+    if (typeof adapter[member] !== "function") {
+      problems.push(
+        `@prisma/adapter-pg's connected adapter no longer has the method ${member}() (replaced here to send migration scripts whole)`,
+      );
+    }
+  }
+  if (typeof glue.bindAdapter !== "function") {
+    problems.push(
+      "@prisma/driver-adapter-utils no longer exports the function bindMigrationAwareSqlAdapterFactory",
+    );
+  }
+  return problems;
+}
+
+/** The .wasm file beside the package's entry (`schema_engine.js`). */
+async function readEngineWasm(): Promise<Uint8Array<ArrayBuffer>> {
+  const require = createRequire(import.meta.url);
+  const entry = require.resolve("@prisma/schema-engine-wasm");
+  if (!entry.endsWith("schema_engine.js")) {
+    throw new Error(
+      `The Prisma schema engine glue changed: @prisma/schema-engine-wasm's entry is ${path.basename(entry)}, not schema_engine.js, so schema_engine_bg.wasm cannot be found beside it`,
+    );
+  }
+  return new Uint8Array(
+    await readFile(entry.replace(/schema_engine\.js$/, "schema_engine_bg.wasm")),
+  );
+}
+
+/** The glue as installed, for {@link findGlueProblems}. */
+export async function installedEngineGlue(bytes?: Uint8Array<ArrayBuffer>): Promise<EngineGlue> {
+  const wasm = await WebAssembly.compile(bytes ?? (await readEngineWasm()));
+  const pool = new pg.Pool({ max: 1 });
+  try {
+    return {
+      bindings: wasmBindings as unknown as Record<string, unknown>,
+      wasm,
+      // Opens no connection: the adapter only wraps the pool.
+      adapter: await new PrismaPg(pool).connect(),
+      bindAdapter: bindMigrationAwareSqlAdapterFactory,
+    };
+  } finally {
+    await pool.end();
+  }
+}
+
 let initialised: Promise<void> | undefined;
 
 function initWasm(): Promise<void> {
   initialised ??= (async () => {
-    const require = createRequire(import.meta.url);
-    const entry = require.resolve("@prisma/schema-engine-wasm");
-    const bytes = await readFile(entry.replace(/schema_engine\.js$/, "schema_engine_bg.wasm"));
-    const imports = {
-      "./schema_engine_bg.js": wasmBindings as unknown as WebAssembly.ModuleImports,
-    };
+    const bytes = await readEngineWasm();
+    const problems = findGlueProblems(await installedEngineGlue(bytes));
+    if (problems.length > 0) {
+      throw new Error(
+        `The Prisma schema engine glue changed; scripts/db/schema-engine.ts needs updating:\n- ${problems.join("\n- ")}`,
+      );
+    }
+    const imports = { [GLUE_MODULE]: wasmBindings as unknown as WebAssembly.ModuleImports };
     const { instance } = await WebAssembly.instantiate(bytes, imports);
     (wasmBindings as unknown as WasmGlue).__wbg_set_wasm(instance.exports);
     const start = instance.exports.__wbindgen_start;

@@ -14,6 +14,7 @@ import {
   type AlertWebhookDeps,
   deliverAlertWebhooks,
 } from "@/lib/control/alerts/deliver-alert-webhooks";
+import { systemClock } from "@/lib/server/composition";
 import { alertWebhooksJob } from "@/lib/worker";
 import { readyRedis, unreachableRedis } from "../support/redis";
 import { waitFor } from "./helpers/gateway-processes";
@@ -118,7 +119,7 @@ async function seedSharpRise(scope: string, endMs: number): Promise<void> {
 }
 
 function depsAt(clock: { nowMs: number }): AlertWebhookDeps {
-  return { db: database.current().db, live: null, nowMs: () => clock.nowMs };
+  return { db: database.current().db, live: null, clock: { nowMs: () => clock.nowMs } };
 }
 
 /** Each test runs at a time of its own, hours apart, so one test's traffic is not another's alert. */
@@ -173,7 +174,7 @@ describe("alert webhooks", () => {
 
       const url = receiver.url("/degraded");
       const outcome = await deliverAlertWebhooks(
-        { db: database.current().db, live: { redis: control, prefix }, nowMs: Date.now },
+        { db: database.current().db, live: { redis: control, prefix }, clock: systemClock },
         { urls: [url] },
       );
       expect(outcome.delivered).toBeGreaterThanOrEqual(1);

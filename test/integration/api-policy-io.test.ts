@@ -8,7 +8,7 @@ import { type LimitCheck, RedisStore } from "@limitplane/enforcer/limiter";
 import { canonicalJson, EntrySetSum, entryDigestHex } from "@limitplane/enforcer/policy";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { installControlDeps } from "@/lib/control/control-deps";
+import { installDeps } from "@/lib/server/composition";
 import { createRedis } from "@/lib/server/redis";
 import { fingerprint, provideApiHarness } from "./helpers/api-harness";
 import { uniqueName } from "./helpers/policy-fixtures";
@@ -28,11 +28,11 @@ afterAll(() => redis.disconnect());
 /** Runs `body` with the policy services pointed at the empty database (auth stays on the harness's). */
 async function onEmptyDatabase<T>(body: () => Promise<T>): Promise<T> {
   const { db } = empty.current();
-  installControlDeps({ db, publisher: null, nowMs: api.nowMs });
+  installDeps({ control: { db, publisher: null, clock: { nowMs: api.nowMs } } });
   try {
     return await body();
   } finally {
-    installControlDeps({ db: api.db(), publisher: null, nowMs: api.nowMs });
+    installDeps({ control: { db: api.db(), publisher: null, clock: { nowMs: api.nowMs } } });
   }
 }
 

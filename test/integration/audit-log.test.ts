@@ -2,9 +2,9 @@ import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { customerHistory } from "@/lib/control/audit/customer-history";
 import { listAuditEntries } from "@/lib/control/audit/list-audit-entries";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { updateCustomer } from "@/lib/control/customer/update-customer";
+import type { ControlDeps } from "@/lib/control/deps";
 import { isAppError } from "@/lib/control/errors";
 import { createTier } from "@/lib/control/tier/create-tier";
 import { depsFor, importExamplePolicy, uniqueName } from "./helpers/policy-fixtures";
@@ -56,10 +56,26 @@ describe("the audit log is append-only in the database itself", () => {
 
   it("INSERT still works: the log grows", async () => {
     await withClient(async (client) => {
-      await client.query(
+      const count = async () =>
+        Number(
+          (
+            await client.query<{ count: string }>(
+              `SELECT count(*)::text AS count FROM "AuditEntry"`,
+            )
+          ).rows[0]?.count,
+        );
+      const before = await count();
+      const inserted = await client.query<{ id: string }>(
         `INSERT INTO "AuditEntry" ("actorType", "actorName", "action", "entityType", "entityId", "reason")
-         VALUES ('system', 'test', 'tier.update', 'tier', 'free', 'append')`,
+         VALUES ('system', 'test', 'tier.update', 'tier', 'free', 'append') RETURNING id::text`,
       );
+      expect(await count()).toBe(before + 1);
+      const id = inserted.rows[0]?.id;
+      const row = await client.query<{ reason: string }>(
+        `SELECT reason FROM "AuditEntry" WHERE id = $1::bigint`,
+        [id],
+      );
+      expect(row.rows).toEqual([{ reason: "append" }]);
     });
   });
 });

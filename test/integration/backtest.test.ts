@@ -12,10 +12,11 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { moveTrafficRecord, pruneTrafficRecord } from "@/lib/control/backtest/move-traffic-record";
 import { runBacktest } from "@/lib/control/backtest/run-backtest";
-import type { ControlDeps } from "@/lib/control/control-deps";
+import type { ControlDeps } from "@/lib/control/deps";
 import { AppError } from "@/lib/control/errors";
 import { getTier } from "@/lib/control/tier/get-tier";
 import { updateTier } from "@/lib/control/tier/update-tier";
+import { systemClock } from "@/lib/server/composition";
 import { createRedis } from "@/lib/server/redis";
 import {
   filePrefix,
@@ -77,7 +78,7 @@ async function moveEverything(expected: number): Promise<void> {
     `the record to hold ${expected} requests`,
     async () => {
       const result = await moveTrafficRecord(
-        { db: deps.db, redis, prefix, nowMs: Date.now },
+        { db: deps.db, redis, prefix, clock: systemClock },
         { retentionHours: 48 },
       );
       moved += result.requestsMoved;
@@ -105,7 +106,7 @@ const freeDraft = (capacity: number) =>
 beforeAll(async () => {
   redis = createRedis("control", { url: inject("redisUrl") });
   const db = database.current().db;
-  deps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
+  deps = { db, publisher: { db, redis, prefix, clock: systemClock }, clock: systemClock };
   await importExamplePolicy(deps);
   const args = ["--expected-gateways", "3", "--no-local-stage", "--record"];
   [full, sampled] = await Promise.all([
@@ -146,7 +147,7 @@ describe("the traffic record and the backtest, with real gateways", () => {
     await moveEverything(120 + 40 * sampledCustomers().length);
     // A second run moves nothing: the cursor committed with the rows.
     const again = await moveTrafficRecord(
-      { db: deps.db, redis, prefix, nowMs: Date.now },
+      { db: deps.db, redis, prefix, clock: systemClock },
       { retentionHours: 48 },
     );
     expect(again.requestsMoved).toBe(0);
@@ -236,7 +237,7 @@ describe("the traffic record and the backtest, with real gateways", () => {
   it("a window with no traffic says it is empty", async () => {
     const result = await runBacktest(
       { draft: freeDraft(12), windowMs: 60_000, warmUpMs: 0 },
-      { db: deps.db, nowMs: () => Date.now() - 86_400_000 },
+      { db: deps.db, clock: { nowMs: () => Date.now() - 86_400_000 } },
     );
     expect(result.isEmpty).toBe(true);
     expect(result.trust.recordedRequests).toBe(0);
@@ -245,10 +246,10 @@ describe("the traffic record and the backtest, with real gateways", () => {
   it("retention prunes what is older than TRAFFIC_RECORD_RETENTION_HOURS, and nothing newer", async () => {
     const rows = await deps.db.trafficBatch.count();
     expect(rows).toBeGreaterThan(0);
-    expect(await pruneTrafficRecord({ db: deps.db, nowMs: Date.now }, 48)).toBe(0);
+    expect(await pruneTrafficRecord({ db: deps.db, clock: systemClock }, 48)).toBe(0);
     expect(await deps.db.trafficBatch.count()).toBe(rows);
     const later = () => Date.now() + 49 * 3_600_000;
-    expect(await pruneTrafficRecord({ db: deps.db, nowMs: later }, 48)).toBe(rows);
+    expect(await pruneTrafficRecord({ db: deps.db, clock: { nowMs: later } }, 48)).toBe(rows);
     expect(await deps.db.trafficBatch.count()).toBe(0);
   });
 });

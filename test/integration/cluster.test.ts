@@ -12,11 +12,12 @@ import { OwnRedisCluster, tokenBucket } from "@limitplane/enforcer/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
 import { SignInLimiter } from "@/lib/control/auth/sign-in-limiter";
-import type { ControlDeps } from "@/lib/control/control-deps";
+import type { ControlDeps } from "@/lib/control/deps";
 import { explainLimits } from "@/lib/control/explain/explain-limits";
 import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { rollUpMetricMinutes } from "@/lib/control/metric-minute/roll-up-metric-minutes";
 import { createTier } from "@/lib/control/tier/create-tier";
+import { systemClock } from "@/lib/server/composition";
 import { readCustomerRejections } from "@/lib/server/ops/customer-rejections";
 import { createRedis } from "@/lib/server/redis";
 import {
@@ -43,7 +44,7 @@ beforeAll(async () => {
   redis = createRedis("control", { url: "redis://127.0.0.1", clusterNodes: cluster.nodes });
   if (redis.status !== "ready") await once(redis, "ready");
   const db = database.current().db;
-  deps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
+  deps = { db, publisher: { db, redis, prefix, clock: systemClock }, clock: systemClock };
   await importExamplePolicy(deps);
   // A tier whose refill cannot interfere: 25 at once must admit exactly 20.
   const created = await createTier(
@@ -87,7 +88,7 @@ describe("on a Redis Cluster", () => {
 
   it("the console's reads and the worker's jobs work on it: fleet, rejections, explain's peek, sign-in, roll-up, alerts", async () => {
     const fleet = await waitFor("the gateway's heartbeat", async () => {
-      const found = await listEnforcers({ redis, prefix, nowMs: Date.now });
+      const found = await listEnforcers({ redis, prefix, clock: systemClock });
       return found.enforcers.some((enforcer) => enforcer.id === "cluster-gw") ? found : undefined;
     });
     expect(fleet.enforcers.find((enforcer) => enforcer.id === "cluster-gw")).toMatchObject({
@@ -103,7 +104,11 @@ describe("on a Redis Cluster", () => {
 
     const explained = await explainLimits(
       { customerId: "globex", tier: "still", path: "/v1/things" },
-      { db: deps.db, store: new RedisStore({ client: redis, keyPrefix: prefix }), nowMs: Date.now },
+      {
+        db: deps.db,
+        store: new RedisStore({ client: redis, keyPrefix: prefix }),
+        clock: systemClock,
+      },
     );
     const account = explained.checks.find((check) => check.scope === "tier:still");
     expect(account?.live).toMatchObject({ allowed: false, remaining: 0 });
@@ -126,7 +131,7 @@ describe("on a Redis Cluster", () => {
     // The roll-up reads the minute once it is complete: look from two minutes on.
     const later = Date.now() + 120_000;
     const rolled = await rollUpMetricMinutes(
-      { db: deps.db, redis, prefix, nowMs: () => later },
+      { db: deps.db, redis, prefix, clock: { nowMs: () => later } },
       { retentionDays: 30, readThroughMinute: Math.floor(Date.now() / 60_000) - 3 },
     );
     expect(rolled.rowsWritten).toBeGreaterThan(0);

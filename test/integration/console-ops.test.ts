@@ -5,11 +5,12 @@
 import { randomBytes } from "node:crypto";
 import { enforcerRedisNames, type RedisClient } from "@limitplane/enforcer/publication";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
 import { listAllCustomerOverrides } from "@/lib/control/customer-override/list-all-customer-overrides";
+import type { ControlDeps } from "@/lib/control/deps";
 import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { systemClock } from "@/lib/server/composition";
 import { readCustomerRejections } from "@/lib/server/ops/customer-rejections";
 import type { OpsRedisDeps } from "@/lib/server/ops/ops-redis";
 import { readyRedis } from "../support/redis";
@@ -107,7 +108,7 @@ describe("listEnforcers with a liveness window (the incident page's confirmation
     await redis.zadd(names.enforcers, nowMs - 500, "gw-gone");
 
     const fleet = await listEnforcers(
-      { redis, prefix: ops.prefix, nowMs: () => nowMs },
+      { redis, prefix: ops.prefix, clock: { nowMs: () => nowMs } },
       { liveWithinMs: 15_000 },
     );
     expect(
@@ -145,7 +146,7 @@ describe("listEnforcers with a liveness window (the incident page's confirmation
     const fleet = await listEnforcers({
       redis,
       prefix: `${ops.prefix}none:`,
-      nowMs: Date.now,
+      clock: systemClock,
     });
     expect(fleet.enforcers).toEqual([]);
   });

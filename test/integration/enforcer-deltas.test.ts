@@ -28,11 +28,12 @@ import {
 import { exampleSnapshot } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
 import { updateCustomerOverride } from "@/lib/control/customer-override/update-customer-override";
+import type { ControlDeps } from "@/lib/control/deps";
 import { publishWholePolicy } from "@/lib/control/outbox/publish-pending-snapshots";
+import { systemClock } from "@/lib/server/composition";
 import { waitFor } from "./helpers/gateway-processes";
 import { importExamplePolicy, operatorContext, uniqueName } from "./helpers/policy-fixtures";
 import { provideTestDatabase } from "./helpers/test-database";
@@ -152,7 +153,7 @@ describe("enforcers following deltas", () => {
   beforeAll(async () => {
     const { db } = database.current();
     prefix = testPrefix();
-    deps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
+    deps = { db, publisher: { db, redis, prefix, clock: systemClock }, clock: systemClock };
     await importExamplePolicy(deps);
   });
 

@@ -8,10 +8,11 @@ import { Agent, request } from "node:http";
 import { tokenBucket } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
+import type { ControlDeps } from "@/lib/control/deps";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { getTier } from "@/lib/control/tier/get-tier";
 import { updateTier } from "@/lib/control/tier/update-tier";
+import { systemClock } from "@/lib/server/composition";
 import { createRedis } from "@/lib/server/redis";
 import {
   filePrefix,
@@ -92,7 +93,7 @@ async function versions(): Promise<(number | null)[]> {
 beforeAll(async () => {
   redis = createRedis("control", { url: inject("redisUrl") });
   const db = database.current().db;
-  deps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
+  deps = { db, publisher: { db, redis, prefix, clock: systemClock }, clock: systemClock };
   await importExamplePolicy(deps);
   gateways = await startGateways(3, { prefix, id: "ps", args: ["--expected-gateways", "3"] });
   await waitFor("a published policy on every gateway", async () =>

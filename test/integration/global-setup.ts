@@ -16,6 +16,7 @@ import {
   withDatabase,
 } from "../../scripts/db/databases";
 import { deploy } from "../../scripts/db/migrate";
+import { assertLocalUrl } from "../../scripts/lib/local-database";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -31,6 +32,8 @@ declare module "vitest" {
 const BASE_DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
+assertLocalUrl("TEST_DATABASE_URL", BASE_DATABASE_URL);
+assertLocalUrl("TEST_REDIS_URL", REDIS_URL);
 
 async function assertPostgres(): Promise<void> {
   const client = new pg.Client({

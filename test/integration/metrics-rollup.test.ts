@@ -89,7 +89,7 @@ describe("rolling the enforcers' counts up into Postgres", () => {
       db: database.current().db,
       redis,
       prefix,
-      nowMs: () => AFTER_MS,
+      clock: { nowMs: () => AFTER_MS },
     };
     const result = await rollUpMetricMinutes(deps, {
       retentionDays: 30,
@@ -131,7 +131,7 @@ describe("rolling the enforcers' counts up into Postgres", () => {
       ],
     });
     const result = await rollUpMetricMinutes(
-      { db, redis, prefix: filePrefix("rr"), nowMs: () => nowMs },
+      { db, redis, prefix: filePrefix("rr"), clock: { nowMs: () => nowMs } },
       { retentionDays: 30, readThroughMinute: null },
     );
     expect(result.rowsDeleted).toBeGreaterThanOrEqual(1);

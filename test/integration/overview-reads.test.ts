@@ -7,6 +7,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
+import { systemClock } from "@/lib/server/composition";
 import { filePrefix } from "./helpers/gateway-processes";
 import { provideTestDatabase } from "./helpers/test-database";
 
@@ -107,7 +108,7 @@ describe("the enforcer fleet", () => {
     // In the set, but its hash expired: it stopped beating.
     await redis.zadd(`${prefix}enforcers`, nowMs - 30_000, "gone");
     try {
-      const fleet = await listEnforcers({ redis, prefix, nowMs: () => nowMs });
+      const fleet = await listEnforcers({ redis, prefix, clock: { nowMs: () => nowMs } });
       expect(fleet.published).toEqual({ version: 7, publishedAtMs });
       expect(
         fleet.enforcers.map((enforcer) => [
@@ -129,7 +130,7 @@ describe("the enforcer fleet", () => {
   });
 
   it("is empty, with nothing published, before any gateway has started", async () => {
-    const fleet = await listEnforcers({ redis, prefix: filePrefix("em"), nowMs: Date.now });
+    const fleet = await listEnforcers({ redis, prefix: filePrefix("em"), clock: systemClock });
     expect(fleet).toEqual({ published: null, enforcers: [] });
   });
 });

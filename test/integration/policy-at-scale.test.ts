@@ -91,7 +91,7 @@ describe("an import of 40,000 overrides", () => {
     const deps = depsFor(large.current().db);
     const phases: string[] = [];
     const result = await importPolicy(
-      withOverrides(40_000, deps.nowMs()),
+      withOverrides(40_000, deps.clock.nowMs()),
       operatorContext("bulk load"),
       deps,
       { onProgress: (progress) => phases.push(progress.phase) },
@@ -165,7 +165,7 @@ describe("an import of 40,000 overrides", () => {
 
 beforeAll(async () => {
   const source = depsFor(small.current().db);
-  await importPolicy(withOverrides(10_000, source.nowMs()), operatorContext("load"), source);
+  await importPolicy(withOverrides(10_000, source.clock.nowMs()), operatorContext("load"), source);
 }, 120_000);
 
 describe("export, import, export at 10,000 overrides", () => {

@@ -5,7 +5,7 @@ import { discardCandidate } from "@/lib/control/candidate/discard-candidate";
 import { listCandidates } from "@/lib/control/candidate/list-candidates";
 import { promoteCandidate } from "@/lib/control/candidate/promote-candidate";
 import { updateCandidate } from "@/lib/control/candidate/update-candidate";
-import type { ControlDeps } from "@/lib/control/control-deps";
+import type { ControlDeps } from "@/lib/control/deps";
 import { getEndpointClass } from "@/lib/control/endpoint-class/get-endpoint-class";
 import { getPolicySettings } from "@/lib/control/settings/get-policy-settings";
 import { createTier } from "@/lib/control/tier/create-tier";

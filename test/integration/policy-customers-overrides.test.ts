@@ -1,6 +1,5 @@
 import { resolveLimits } from "@limitplane/enforcer/policy";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { deleteCustomer } from "@/lib/control/customer/delete-customer";
 import { getCustomer } from "@/lib/control/customer/get-customer";
@@ -10,6 +9,7 @@ import { createCustomerOverride } from "@/lib/control/customer-override/create-c
 import { deleteCustomerOverride } from "@/lib/control/customer-override/delete-customer-override";
 import { listCustomerOverrides } from "@/lib/control/customer-override/list-customer-overrides";
 import { updateCustomerOverride } from "@/lib/control/customer-override/update-customer-override";
+import type { ControlDeps } from "@/lib/control/deps";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import {
   depsFor,

@@ -1,7 +1,7 @@
 import { resolveLimits, type TSnapshot } from "@limitplane/enforcer/policy";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
+import type { ControlDeps } from "@/lib/control/deps";
 import { extendIncident } from "@/lib/control/incident/extend-incident";
 import { getIncident } from "@/lib/control/incident/get-incident";
 import { listIncidents, listIncidentsPage } from "@/lib/control/incident/list-incidents";

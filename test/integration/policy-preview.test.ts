@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
+import type { ControlDeps } from "@/lib/control/deps";
 import { isAppError } from "@/lib/control/errors";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { previewPolicyChange } from "@/lib/control/policy/preview-policy-change";

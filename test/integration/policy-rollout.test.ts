@@ -42,7 +42,7 @@ describe("readPolicyRollout", () => {
     expect(
       await readPolicyRollout(
         { version: 7, nowMs: NOW_MS },
-        { redis, prefix, nowMs: () => NOW_MS },
+        { redis, prefix, clock: { nowMs: () => NOW_MS } },
       ),
     ).toEqual({
       version: 7,
@@ -61,7 +61,7 @@ describe("readPolicyRollout", () => {
       expect(
         await readPolicyRollout(
           { version: 1, nowMs: NOW_MS },
-          { redis: down, prefix: "x:", nowMs: () => NOW_MS },
+          { redis: down, prefix: "x:", clock: { nowMs: () => NOW_MS } },
         ),
       ).toBeNull();
     } finally {

@@ -4,7 +4,7 @@
  * the entity in the words the deletion's own refusal uses, and that it writes nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
+import type { ControlDeps } from "@/lib/control/deps";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { previewStructureChange } from "@/lib/control/policy/preview-structure-change";
 import { deleteTier } from "@/lib/control/tier/delete-tier";

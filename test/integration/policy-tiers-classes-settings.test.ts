@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
+import type { ControlDeps } from "@/lib/control/deps";
 import { createEndpointClass } from "@/lib/control/endpoint-class/create-endpoint-class";
 import { deleteEndpointClass } from "@/lib/control/endpoint-class/delete-endpoint-class";
 import { getEndpointClass } from "@/lib/control/endpoint-class/get-endpoint-class";

@@ -13,6 +13,7 @@ import type { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { toJson } from "@/lib/control/stored";
 import { createTier } from "@/lib/control/tier/create-tier";
+import { systemClock } from "@/lib/server/composition";
 import { examplePolicyForSeed } from "../../scripts/seed";
 import { waitFor } from "./helpers/gateway-processes";
 import {
@@ -39,7 +40,7 @@ describe("an installation upgraded from whole snapshots", () => {
     const prefix = `${inject("redisKeyPrefix")}${randomBytes(3).toString("hex")}:`;
     const redis = createRedisClient("control", { url: redisUrl });
     clients.push(redis);
-    await importExamplePolicy({ db, publisher: null, nowMs: Date.now });
+    await importExamplePolicy({ db, publisher: null, clock: systemClock });
 
     // What the version before deltas left: version 1 with its snapshot, no entries, and the
     // snapshot in policy:current.
@@ -82,7 +83,7 @@ describe("an installation upgraded from whole snapshots", () => {
     const result = await createTier(
       { name, limit: { algorithm: "token-bucket", capacity: 70, refillPerSec: 7 } },
       operatorContext("first change after the upgrade"),
-      { db, publisher: { db, redis, prefix }, nowMs: Date.now },
+      { db, publisher: { db, redis, prefix, clock: systemClock }, clock: systemClock },
     );
     const versions = await db.policyVersion.findMany({
       orderBy: { version: "asc" },

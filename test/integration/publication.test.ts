@@ -13,7 +13,7 @@ import {
 import { exampleSnapshot } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
+import type { ControlDeps } from "@/lib/control/deps";
 import type {
   DrainOutcome,
   SnapshotPublisher,
@@ -22,6 +22,7 @@ import { publishPendingSnapshots } from "@/lib/control/outbox/publish-pending-sn
 import { republishLatestIfBehind } from "@/lib/control/outbox/republish-latest";
 import { getCurrentSnapshot } from "@/lib/control/policy/get-current-snapshot";
 import { createTier } from "@/lib/control/tier/create-tier";
+import { systemClock } from "@/lib/server/composition";
 import { createRedis } from "@/lib/server/redis";
 import { publishSnapshotsJob, startWorker, type Worker } from "@/lib/worker";
 import { createOwnRedisServer, type OwnRedisServer } from "./helpers/own-redis-server";
@@ -95,7 +96,7 @@ async function policyInRedis(redis: Redis, prefix: string): Promise<PolicyState>
 }
 
 beforeAll(async () => {
-  await importExamplePolicy({ db: database.current().db, publisher: null, nowMs: Date.now });
+  await importExamplePolicy({ db: database.current().db, publisher: null, clock: systemClock });
 });
 
 afterAll(async () => {
@@ -205,12 +206,16 @@ describe("publication through the outbox", () => {
     const { db } = database.current();
     const prefix = testPrefix();
     const redis = control();
-    const deps: ControlDeps = { db, publisher: { db, redis, prefix }, nowMs: Date.now };
+    const deps: ControlDeps = {
+      db,
+      publisher: { db, redis, prefix, clock: systemClock },
+      clock: systemClock,
+    };
     // Anything left pending (the import) goes out first, and this fresh prefix gets the latest
     // version as a snapshot: a first publication may cover several versions at once, while
     // every version after it is announced as its own delta.
-    await publishPendingSnapshots({ db, redis, prefix }, "wait");
-    await republishLatestIfBehind({ db, redis, prefix });
+    await publishPendingSnapshots({ db, redis, prefix, clock: systemClock }, "wait");
+    await republishLatestIfBehind({ db, redis, prefix, clock: systemClock });
     const announced = await listen(prefix);
     const produced: number[] = [];
     for (let index = 0; index < 5; index++) {
@@ -240,11 +245,11 @@ describe("publication through the outbox", () => {
     const { db } = database.current();
     const prefix = testPrefix();
     const publishers: SnapshotPublisher[] = [
-      { db, redis: control(), prefix },
-      { db, redis: control(), prefix },
+      { db, redis: control(), prefix, clock: systemClock },
+      { db, redis: control(), prefix, clock: systemClock },
     ];
-    await publishPendingSnapshots({ db, redis: control(), prefix }, "wait");
-    await republishLatestIfBehind({ db, redis: control(), prefix });
+    await publishPendingSnapshots({ db, redis: control(), prefix, clock: systemClock }, "wait");
+    await republishLatestIfBehind({ db, redis: control(), prefix, clock: systemClock });
     const watcher = control();
     const announced = await listen(prefix);
     const observed: number[] = [];
@@ -257,7 +262,7 @@ describe("publication through the outbox", () => {
         while (running) observed.push(await storedVersion(watcher, prefix));
       })(),
     ];
-    const deps: ControlDeps = { db, publisher: null, nowMs: Date.now };
+    const deps: ControlDeps = { db, publisher: null, clock: systemClock };
     const produced: number[] = [];
     for (let index = 0; index < 8; index++) {
       const result = await createTier(
@@ -289,12 +294,21 @@ describe("publication through the outbox", () => {
       databaseUrl: url,
       leaderPollMs: 100,
       log: () => {},
-      jobs: [publishSnapshotsJob({ publisher: { db, redis: control(), prefix }, pollMs: 60_000 })],
+      jobs: [
+        publishSnapshotsJob({
+          publisher: { db, redis: control(), prefix, clock: systemClock },
+          pollMs: 60_000,
+        }),
+      ],
     });
     workers.push(worker);
     await worker.whenLeading();
     const probe = control();
-    const deps: ControlDeps = { db, publisher: { db, redis: control(), prefix }, nowMs: Date.now };
+    const deps: ControlDeps = {
+      db,
+      publisher: { db, redis: control(), prefix, clock: systemClock },
+      clock: systemClock,
+    };
     const outcomes: { version: number | null; published: boolean; inRedis: number }[] = [];
     for (let round = 0; round < 10; round++) {
       await Promise.all(
@@ -335,6 +349,7 @@ describe("publication through the outbox", () => {
       db,
       redis: workerRedis,
       prefix,
+      clock: systemClock,
       backoff: { initialMs: 100, maxMs: 400 },
     };
     const worker = startWorker({
@@ -353,8 +368,8 @@ describe("publication through the outbox", () => {
     await worker.whenLeading();
     const deps: ControlDeps = {
       db,
-      publisher: { db, redis: serviceRedis, prefix },
-      nowMs: Date.now,
+      publisher: { db, redis: serviceRedis, prefix, clock: systemClock },
+      clock: systemClock,
     };
     const change = () =>
       createTier({ name: uniqueName("outage"), limit: bucket(100) }, operatorContext(), deps);
@@ -406,7 +421,7 @@ describe("a Redis that lost the policy", () => {
     await createTier({ name: uniqueName("forgotten"), limit: bucket(50) }, operatorContext(), {
       db,
       publisher: null,
-      nowMs: Date.now,
+      clock: systemClock,
     });
     await db.outboxEvent.updateMany({
       where: { publishedAt: null },
@@ -427,7 +442,7 @@ describe("a Redis that lost the policy", () => {
       log: () => {},
       jobs: [
         publishSnapshotsJob({
-          publisher: { db, redis: control(), prefix },
+          publisher: { db, redis: control(), prefix, clock: systemClock },
           pollMs: 60_000,
           onRepublish: (outcome) => {
             if (outcome.status === "republished") republished.push(outcome.version);

@@ -11,12 +11,13 @@ import { MemoryStore } from "@limitplane/enforcer/limiter";
 import { seenCustomerNames } from "@limitplane/enforcer/publication";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
+import type { ControlDeps } from "@/lib/control/deps";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { getSeenCustomer } from "@/lib/control/seen-customer/get-seen-customer";
 import { listSeenCustomers } from "@/lib/control/seen-customer/list-seen-customers";
 import type { SeenCustomerDeps } from "@/lib/control/seen-customer/seen-customer-deps";
+import { systemClock } from "@/lib/server/composition";
 import {
   countEverything,
   depsFor,
@@ -51,7 +52,7 @@ function freshPrefix(): string {
 }
 
 function seenDeps(prefix: string): SeenCustomerDeps {
-  return { db: deps.db, redis, prefix, nowMs: Date.now };
+  return { db: deps.db, redis, prefix, clock: systemClock };
 }
 
 async function start(prefix: string, options: Partial<EnforcerOptions> = {}): Promise<Enforcer> {

@@ -5,10 +5,11 @@ import path from "node:path";
 import { policyRedisNames } from "@limitplane/enforcer/publication";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import type { ControlDeps } from "@/lib/control/control-deps";
 import { createCustomer } from "@/lib/control/customer/create-customer";
+import type { ControlDeps } from "@/lib/control/deps";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { createTier } from "@/lib/control/tier/create-tier";
+import { systemClock } from "@/lib/server/composition";
 import { createRedis } from "@/lib/server/redis";
 import {
   publishSnapshotsJob,
@@ -48,12 +49,13 @@ function countingJob(): WorkerJob & { runs: number } {
   return job;
 }
 
-function start(jobs: WorkerJob[]): Worker {
+function start(jobs: WorkerJob[], onElection?: (isWon: boolean) => void): Worker {
   const worker = startWorker({
     databaseUrl: database.current().url,
     jobs,
     leaderPollMs: 100,
     log: () => {},
+    onElection,
   });
   workers.push(worker);
   return worker;
@@ -99,8 +101,12 @@ describe("the worker", () => {
     await leader.query("SELECT pg_advisory_lock(19536, 3)");
     const { rows } = await leader.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
     const job = countingJob();
-    const follower = start([job]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    let triesLost = 0;
+    const follower = start([job], (isWon) => {
+      if (!isWon) triesLost++;
+    });
+    // The election, driven: the follower has tried for the lead, and lost, several times.
+    await waitFor(() => triesLost >= 3, { what: "the follower to try for the lead three times" });
     expect(follower.isLeader()).toBe(false);
     expect(job.runs).toBe(0);
 
@@ -147,7 +153,10 @@ describe("the worker", () => {
     const { db } = database.current();
     const prefix = testPrefix();
     const worker = start([
-      publishSnapshotsJob({ publisher: { db, redis, prefix }, pollMs: 600_000 }),
+      publishSnapshotsJob({
+        publisher: { db, redis, prefix, clock: systemClock },
+        pollMs: 600_000,
+      }),
     ]);
     await worker.whenLeading();
     const key = policyRedisNames(prefix).head;

@@ -37,6 +37,10 @@ const FILES: Readonly<Record<string, string>> = {
   // no-circular, through type-only imports
   "lib/console/a.ts": 'import type { B } from "./b";\nexport type A = { b?: B };\n',
   "lib/console/b.ts": 'import type { A } from "./a";\nexport type B = { a?: A };\n',
+  // client-modules-reach-server: a domain schema that reaches node:crypto through another module
+  "lib/control/change-context.ts": 'import { newId } from "./ids";\nexport const reason = newId;\n',
+  "lib/control/ids.ts":
+    'import { randomBytes } from "node:crypto";\nexport const newId = () => randomBytes(4);\n',
   // outside-imports-package-internals (the subpath entry point is allowed)
   "lib/uses-internals.ts":
     'import { step } from "../packages/enforcer/src/limiter/layered";\nimport { open } from "../packages/enforcer/src/limiter/index";\nexport const both = [step, open];\n',
@@ -121,6 +125,12 @@ describe("the layer rules in npm run lint", () => {
     expect(reported("no-circular")[0]).toMatch(
       /^lib\/console\/[ab]\.ts -> lib\/console\/[ab]\.ts$/,
     );
+  });
+
+  it("refuse server code reached, however indirectly, from the modules client components use", () => {
+    expect(reported("client-modules-reach-server")).toEqual([
+      "lib/control/change-context.ts -> crypto",
+    ]);
   });
 
   it("refuse imports of the package's internal modules from outside, and allow its entry points", () => {

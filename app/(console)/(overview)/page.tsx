@@ -20,13 +20,14 @@ import {
   isChartRangeId,
   type SearchParamsRecord,
 } from "@/lib/console";
-import { can, getControlDeps, listAuditEntries } from "@/lib/control";
+import { can } from "@/lib/control";
 import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
+import { listRateChanges } from "@/lib/control/audit/list-rate-changes";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
-import { getFleetDeps } from "@/lib/control/fleet/fleet-deps";
 import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { readDegradedDecisionAlert } from "@/lib/control/fleet/read-degraded-decisions";
 import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
+import { clock, scopeMinutesDeps } from "@/lib/server/composition";
 import styles from "./overview.module.css";
 
 export const metadata: Metadata = { title: "Overview" };
@@ -119,10 +120,9 @@ function RangeTabs({ current }: { current: ChartRangeId }) {
 }
 
 async function AlertsPanel() {
-  const deps = getControlDeps();
   let evaluated: Awaited<ReturnType<typeof evaluateAlerts>>;
   try {
-    evaluated = await evaluateAlerts({ nowMs: Date.now() }, { db: deps.db, live: getFleetDeps() });
+    evaluated = await evaluateAlerts({ nowMs: clock().nowMs() }, scopeMinutesDeps());
   } catch (error: unknown) {
     console.error("overview: alerts could not be evaluated", error);
     return (
@@ -153,31 +153,18 @@ async function AlertsPanel() {
 
 async function RatesChart({ rangeId }: { rangeId: ChartRangeId }) {
   const range = CHART_RANGES[rangeId];
-  const nowMs = Date.now();
-  const deps = getControlDeps();
+  const nowMs = clock().nowMs();
   try {
     const fromMs = nowMs - range.rangeMs - range.bucketMs;
     const [minutes, changes] = await Promise.all([
-      loadScopeMinutes({ fromMs, nowMs }, { db: deps.db, live: getFleetDeps() }),
-      listAuditEntries({ from: new Date(fromMs).toISOString(), limit: MAX_MARKERS }),
+      loadScopeMinutes({ fromMs, nowMs }, scopeMinutesDeps()),
+      listRateChanges({ fromMs, limit: MAX_MARKERS }),
     ]);
     const data = buildRejectionRateSeries(minutes.rows, range, {
       nowMs,
       includeCurrentBucket: minutes.hasLiveMinutes,
     });
-    // Changes enforcers saw (a new policy version) and incident overrides; registry and account
-    // changes do not move a rejection rate.
-    const markers = buildChartMarkers(
-      changes.entries
-        .filter((entry) => entry.policyVersion !== null || entry.action.startsWith("incident."))
-        .map((entry) => ({
-          atMs: Date.parse(entry.at),
-          auditEntryId: entry.id,
-          action: entry.action,
-          label: `${entry.action} ${entry.entityId}`,
-        })),
-      data,
-    );
+    const markers = buildChartMarkers(changes.changes, data);
     return (
       <div data-testid="rejection-chart">
         <RejectionChart
@@ -187,7 +174,7 @@ async function RatesChart({ rangeId }: { rangeId: ChartRangeId }) {
             minutes.hasLiveMinutes ? " (the current minute included, still counting)" : ""
           }`}
         />
-        {changes.nextCursor !== null ? (
+        {changes.hasMore ? (
           <p className="muted small">
             Only the latest {MAX_MARKERS} changes in this range are marked;{" "}
             <Link href={`/audit?from=${encodeURIComponent(new Date(fromMs).toISOString())}`}>
@@ -229,7 +216,7 @@ async function FleetPanel() {
       </section>
     );
   }
-  const nowMs = Date.now();
+  const nowMs = clock().nowMs();
   return (
     <section className="panel" aria-labelledby="fleet-heading" data-testid="overview-fleet">
       <div className={styles.sectionHeader}>

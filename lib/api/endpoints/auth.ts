@@ -3,7 +3,6 @@
  * per address and per account, refused from another site); the rest concern the caller.
  */
 import { z } from "zod";
-import { getAuthDeps } from "@/lib/control/auth/auth-deps";
 import {
   changeOwnPassword,
   ZChangeOwnPasswordOptions,
@@ -19,6 +18,7 @@ import {
   sessionCookieHeader,
 } from "@/lib/control/auth/session-cookie";
 import { signIn, ZSignInCredentials } from "@/lib/control/auth/sign-in";
+import { authDeps } from "@/lib/server/composition";
 import { loadEnv } from "@/lib/server/env";
 import { defineEndpoint, principalOf } from "../endpoint";
 import { ZOperatorRecord } from "./operators";
@@ -64,7 +64,7 @@ export const signInEndpoint = defineEndpoint({
   headers: (result, { request }) => ({
     "set-cookie": sessionCookieHeader(result.sessionToken, {
       secure: isSecure(request),
-      maxAgeSec: getAuthDeps().sessions.lifetimeMs / 1000,
+      maxAgeSec: authDeps().sessions.lifetimeMs / 1000,
     }),
   }),
 });

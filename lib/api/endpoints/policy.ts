@@ -1,10 +1,10 @@
 import { ZLimitSpec, ZPolicyDocument } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { getExplainDeps } from "@/lib/control/explain/explain-deps";
 import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-limits";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { getSnapshotPage, ZSnapshotPageOptions } from "@/lib/control/policy/get-current-snapshot";
 import { importPolicy } from "@/lib/control/policy/import-policy";
+import { explainDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import { changeContextOf, queryInt, strictParams, ZChangeReceipt, ZReason } from "./shared";
 
@@ -189,5 +189,5 @@ export const explainEndpoint = defineEndpoint({
     explanation: z.array(z.string()).readonly(),
   }),
   errors: ["CONFLICT"],
-  handle: ({ query }) => explainLimits(query, getExplainDeps()),
+  handle: ({ query }) => explainLimits(query, explainDeps()),
 });

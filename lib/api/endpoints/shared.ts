@@ -6,14 +6,12 @@
 import { z } from "zod";
 import { actorOf } from "@/lib/control/auth/principal";
 import type { ChangeContext } from "@/lib/control/change-context";
-import { ZChangeContext, ZExpectedVersion } from "@/lib/control/change-context";
+import { ZExpectedVersion, ZReason } from "@/lib/control/change-context";
 import type { Principal } from "../endpoint";
 import { principalOf } from "../endpoint";
 
 /** Why the change is made: required on every change, shown in the audit log. */
-export const ZReason = ZChangeContext.shape.reason;
-
-export { ZExpectedVersion };
+export { ZExpectedVersion, ZReason };
 
 /** A strict object whose unknown-field message lists the fields it takes. */
 export function strictBody<Shape extends z.ZodRawShape>(shape: Shape) {

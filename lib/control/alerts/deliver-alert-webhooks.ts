@@ -18,9 +18,11 @@
  * row is updated sends again when the lease ends. Every request carries the delivery's id in
  * `Limitplane-Delivery`, the same on every attempt, for receivers that deduplicate.
  */
+
+import type { Clock } from "@limitplane/enforcer/limiter";
 import type { ConsoleAlert } from "@/lib/console/alerts";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
-import type { FleetDeps } from "../fleet/fleet-deps";
+import type { FleetDeps } from "../deps";
 import { toJson } from "../stored";
 import { evaluateAlerts } from "./evaluate-alerts";
 
@@ -29,7 +31,7 @@ export interface AlertWebhookDeps {
   /** Where the newest minutes are read live; null reads only the rolled-up rows. */
   readonly live: Pick<FleetDeps, "redis" | "prefix"> | null;
   /** Wall clock, ms. */
-  readonly nowMs: () => number;
+  readonly clock: Clock;
   /** @default globalThis.fetch */
   readonly fetch?: typeof fetch;
 }
@@ -81,7 +83,7 @@ export async function deliverAlertWebhooks(
   deps: AlertWebhookDeps,
   options: AlertWebhookOptions,
 ): Promise<AlertWebhookOutcome> {
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const urls = [...new Set(options.urls)];
   if (urls.length === 0) {
     return { activeAlerts: 0, opened: 0, delivered: 0, failedAttempts: 0, nextAttemptAtMs: null };
@@ -199,7 +201,7 @@ async function sendDue(
       delivered++;
       await deps.db.alertDelivery.update({
         where: { id: row.id },
-        data: { status: "delivered", deliveredAt: new Date(deps.nowMs()), lastError: null },
+        data: { status: "delivered", deliveredAt: new Date(deps.clock.nowMs()), lastError: null },
       });
       continue;
     }
@@ -210,7 +212,7 @@ async function sendDue(
       data: {
         status: isLast ? "failed" : "pending",
         lastError: error.slice(0, MAX_ERROR_LENGTH),
-        nextAttemptAt: new Date(deps.nowMs() + retryDelayMs(attempts, options)),
+        nextAttemptAt: new Date(deps.clock.nowMs() + retryDelayMs(attempts, options)),
       },
     });
   }

@@ -13,8 +13,7 @@ import {
   detectRejectionRateAlerts,
   REJECTION_RATE_ALERT_DEFAULTS,
 } from "@/lib/console/alerts";
-import type { ReadDeps } from "../control-deps";
-import type { FleetDeps } from "../fleet/fleet-deps";
+import type { FleetDeps, ReadDeps } from "../deps";
 import { listIncidents } from "../incident/list-incidents";
 import { loadScopeMinutes } from "../metric-minute/load-scope-minutes";
 
@@ -36,7 +35,8 @@ export async function evaluateAlerts(
   const fromMs = options.nowMs - d.recentWindowMs - d.baselineWindowMs - 60_000;
   const [minutes, incidents, decisionMinutes] = await Promise.all([
     loadScopeMinutes({ fromMs, nowMs: options.nowMs }, deps),
-    listIncidents({ status: "current" }, deps),
+    // Current as of the evaluation instant, like everything else here.
+    listIncidents({ status: "current" }, { db: deps.db, clock: { nowMs: () => options.nowMs } }),
     deps.live === null ? [] : readDecisionMinutes(options.nowMs, deps.live),
   ]);
   // Both windows end at the start of the current minute, so it does not matter whether the

@@ -1,4 +1,5 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import {
   type AuditPage,
   type ListAuditEntriesOptions,
@@ -12,7 +13,7 @@ import {
 export async function customerHistory(
   customerId: string,
   options: Pick<ListAuditEntriesOptions, "cursor" | "limit"> = {},
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<AuditPage> {
   return listAuditEntries({ ...options, customerId }, deps);
 }

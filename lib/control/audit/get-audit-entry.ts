@@ -1,4 +1,5 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import { AppError } from "../errors";
 import { type AuditEntryRecord, auditSelect, toAuditEntryRecord } from "./list-audit-entries";
 
@@ -10,7 +11,7 @@ const DECIMAL_ID = /^[1-9][0-9]{0,17}$/;
  */
 export async function getAuditEntry(
   id: string,
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<AuditEntryRecord> {
   const row = DECIMAL_ID.test(id)
     ? await deps.db.auditEntry.findUnique({ where: { id: BigInt(id) }, select: auditSelect })

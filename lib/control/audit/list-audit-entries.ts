@@ -9,8 +9,9 @@
 import { hasForbiddenCharacter, ZCustomerId, ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
+import { controlDeps } from "@/lib/server/composition";
 import { ACTOR_TYPES, type Actor, parseOptions } from "../change-context";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import type { ReadDeps } from "../deps";
 import { validationError } from "../errors";
 import { parseStored } from "../stored";
 import {
@@ -159,7 +160,7 @@ export function toAuditEntryRecord(row: AuditRow): AuditEntryRecord {
 
 export async function listAuditEntries(
   options: ListAuditEntriesOptions = {},
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<AuditPage> {
   const input = parseOptions(ZListAuditEntriesOptions, options);
   const conditions: Prisma.AuditEntryWhereInput[] = [

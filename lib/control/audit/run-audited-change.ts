@@ -1,7 +1,7 @@
 /**
  * How a change that is not part of the policy (an operator, an API token) is made: the same
- * shape as `runPolicyChange`, without policy versions or publication. One Prisma interactive
- * transaction at READ COMMITTED:
+ * runner as `runPolicyChange` (`runAuditedTransaction`: one transaction at READ COMMITTED, its
+ * retries and its one audit entry), without policy versions or publication:
  *
  * 1. optionally an advisory lock, so changes of one kind apply one at a time (operators: the
  *    "at least one enabled admin" rule is checked against what the last change committed);
@@ -11,14 +11,14 @@
  * Any failure rolls both back. `before` and `after` are what the audit log shows: services pass
  * records that hold no secret (never a password hash or token hash, never a token).
  */
-import { Prisma, type PrismaClient } from "@/lib/generated/prisma/client";
-import type { TChangeContext } from "../change-context";
-import { AppError } from "../errors";
-import { isRetryableTransactionError } from "../prisma-errors";
-import { jsonColumn } from "../stored";
-import type { AuditAction, AuditEntityType } from "./audit-actions";
 
-export type AuditTx = Prisma.TransactionClient;
+import type { Clock } from "@limitplane/enforcer/limiter";
+import type { PrismaClient } from "@/lib/generated/prisma/client";
+import type { TChangeContext } from "../change-context";
+import type { AuditAction, AuditEntityType } from "./audit-actions";
+import { type AuditTx, runAuditedTransaction, writeAuditEntry } from "./audited-transaction";
+
+export type { AuditTx };
 
 export interface AuditedChange<Value> {
   readonly action: AuditAction;
@@ -46,55 +46,26 @@ export interface AuditReceipt {
 
 export interface AuditedChangeDeps {
   readonly db: PrismaClient;
-  readonly nowMs: () => number;
+  readonly clock: Clock;
 }
-
-const MAX_ATTEMPTS = 3;
 
 export async function runAuditedChange<Value extends object>(
   deps: AuditedChangeDeps,
   ctx: TChangeContext,
   change: AuditedChange<Value>,
 ): Promise<Value & AuditReceipt> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await deps.db.$transaction(
-        async (tx) => {
-          await change.lock?.(tx);
-          const written = await change.write(tx, deps.nowMs());
-          const audit = await tx.auditEntry.create({
-            data: {
-              actorType: ctx.actor.type,
-              actorId: ctx.actor.id,
-              actorName: ctx.actor.name,
-              action: change.action,
-              entityType: change.entityType,
-              entityId: written.entityId,
-              customerId: null,
-              before: jsonColumn(written.before),
-              after: jsonColumn(written.after),
-              reason: ctx.reason,
-              requestId: ctx.requestId ?? null,
-              policyVersion: null,
-            },
-            select: { id: true },
-          });
-          return { ...written.value, auditEntryId: audit.id.toString() };
-        },
-        {
-          isolationLevel: Prisma.TransactionIsolationLevel.ReadCommitted,
-          maxWait: 10_000,
-          timeout: 15_000,
-        },
-      );
-    } catch (error: unknown) {
-      if (!isRetryableTransactionError(error)) throw error;
-      if (attempt < MAX_ATTEMPTS) continue;
-      throw new AppError(
-        "CONFLICT",
-        "The change collided with other changes being made at the same moment; nothing was saved. Try again.",
-        { cause: error },
-      );
-    }
-  }
+  return runAuditedTransaction(deps.db, {}, async (tx) => {
+    await change.lock?.(tx);
+    const written = await change.write(tx, deps.clock.nowMs());
+    const auditEntryId = await writeAuditEntry(tx, ctx, {
+      action: change.action,
+      entityType: change.entityType,
+      entityId: written.entityId,
+      customerId: null,
+      before: written.before,
+      after: written.after,
+      policyVersion: null,
+    });
+    return { ...written.value, auditEntryId: auditEntryId.toString() };
+  });
 }

@@ -12,8 +12,10 @@
  * and `lastUsedAt` are written only when older than `touchIntervalMs` (a minute), with a guarded
  * update, so a busy client costs one write a minute, not one per request.
  */
+
+import { authDeps } from "@/lib/server/composition";
+import type { AuthDeps } from "../deps";
 import { resolveApiTokenStanding } from "../token/api-token-record";
-import { type AuthDeps, getAuthDeps } from "./auth-deps";
 import type { Principal } from "./principal";
 import { API_TOKEN_PATTERN, sha256Hex } from "./secret-token";
 import { sessionTokenFromCookieHeader } from "./session-cookie";
@@ -38,7 +40,7 @@ export function credentialOf(request: Pick<Request, "headers">): Credential | nu
 
 export async function authenticateRequest(
   request: Pick<Request, "headers">,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<Principal | null> {
   const credential = credentialOf(request);
   if (credential === null) return null;
@@ -49,10 +51,10 @@ export async function authenticateRequest(
 
 export async function authenticateSessionToken(
   token: string,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<Principal | null> {
   if (!SESSION_TOKEN_PATTERN.test(token)) return null;
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const session = await deps.db.session.findUnique({
     where: { tokenHash: sha256Hex(token) },
     select: {
@@ -91,10 +93,10 @@ export async function authenticateSessionToken(
 
 export async function authenticateApiToken(
   token: string,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<Principal | null> {
   if (!API_TOKEN_PATTERN.test(token)) return null;
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const row = await deps.db.apiToken.findUnique({
     where: { tokenHash: sha256Hex(token) },
     select: {

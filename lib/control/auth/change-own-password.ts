@@ -1,6 +1,8 @@
 import { z } from "zod";
+import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { parseOptions } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
 import {
@@ -11,7 +13,6 @@ import {
   ZNewPassword,
 } from "../operator/operator-record";
 import { auditView } from "../stored";
-import { type AuthDeps, getAuthDeps } from "./auth-deps";
 import { hashPassword, MAX_PASSWORD_LENGTH, verifyPassword } from "./password";
 import type { Principal } from "./principal";
 
@@ -35,7 +36,7 @@ export async function changeOwnPassword(
   principal: Principal,
   options: ChangeOwnPasswordOptions,
   meta: { readonly address: string | null; readonly requestId?: string },
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<{ readonly operator: OperatorRecord; readonly sessionsRevoked: number } & AuditReceipt> {
   const input = parseOptions(ZChangeOwnPasswordOptions, options);
   if (principal.kind !== "operator") {

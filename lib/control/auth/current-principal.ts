@@ -5,9 +5,9 @@
 import { cookies } from "next/headers";
 import { redirect } from "next/navigation";
 import { DATABASE_UNAVAILABLE_DIGEST } from "@/lib/console/outage";
+import { authDeps } from "@/lib/server/composition";
 import { AppError } from "../errors";
 import { isDatabaseUnavailable } from "../prisma-errors";
-import { getAuthDeps } from "./auth-deps";
 import { authenticateSessionToken } from "./authenticate";
 import type { Principal } from "./principal";
 import { can, type Permission } from "./roles";
@@ -27,7 +27,7 @@ export async function currentPrincipal(): Promise<Principal | null> {
   const token = (await cookies()).get(SESSION_COOKIE)?.value;
   if (token === undefined || token === "") return null;
   try {
-    return await authenticateSessionToken(token, getAuthDeps());
+    return await authenticateSessionToken(token, authDeps());
   } catch (error: unknown) {
     if (!isDatabaseUnavailable(error)) throw error;
     console.warn(

@@ -1,7 +1,8 @@
+import { authDeps } from "@/lib/server/composition";
+import type { AuthDeps } from "../deps";
 import { notFound } from "../errors";
 import { findOperator, type OperatorRecord } from "../operator/operator-record";
 import { type ApiTokenRecord, findApiToken } from "../token/api-token-record";
-import { type AuthDeps, getAuthDeps } from "./auth-deps";
 import type { Principal } from "./principal";
 import { can, PERMISSIONS, type Permission } from "./roles";
 import { type SessionRecord, sessionSelect, toSessionRecord } from "./session-record";
@@ -20,7 +21,7 @@ export type PrincipalDescription = {
 
 export async function describePrincipal(
   principal: Principal,
-  deps: Pick<AuthDeps, "db" | "nowMs"> = getAuthDeps(),
+  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
 ): Promise<PrincipalDescription> {
   const permissions = (Object.keys(PERMISSIONS) as Permission[]).filter((permission) =>
     can(principal.role, permission),
@@ -29,7 +30,7 @@ export async function describePrincipal(
     return {
       kind: "token",
       permissions,
-      apiToken: await findApiToken(deps.db, principal.id, deps.nowMs()),
+      apiToken: await findApiToken(deps.db, principal.id, deps.clock.nowMs()),
     };
   }
   const [operator, session] = await Promise.all([

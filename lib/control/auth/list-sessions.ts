@@ -1,4 +1,5 @@
-import { type AuthDeps, getAuthDeps } from "./auth-deps";
+import { authDeps } from "@/lib/server/composition";
+import type { AuthDeps } from "../deps";
 import {
   liveSessionWhere,
   type SessionRecord,
@@ -9,9 +10,9 @@ import {
 /** An operator's sessions that still work (not revoked, not past expiry or the idle limit), newest first. */
 export async function listSessions(
   operatorId: string,
-  deps: Pick<AuthDeps, "db" | "nowMs" | "sessions"> = getAuthDeps(),
+  deps: Pick<AuthDeps, "db" | "clock" | "sessions"> = authDeps(),
 ): Promise<SessionRecord[]> {
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const rows = await deps.db.session.findMany({
     where: {
       operatorId,

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { authDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { notFound } from "../errors";
-import { type AuthDeps, getAuthDeps } from "./auth-deps";
 import { type SessionRecord, sessionSelect, toSessionRecord } from "./session-record";
 
 export const ZSessionId = z
@@ -21,10 +22,10 @@ export type RevokeSessionOptions = z.input<typeof ZRevokeSessionOptions>;
  */
 export async function revokeSession(
   options: RevokeSessionOptions,
-  deps: Pick<AuthDeps, "db" | "nowMs"> = getAuthDeps(),
+  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
 ): Promise<{ readonly session: SessionRecord }> {
   const input = parseOptions(ZRevokeSessionOptions, options);
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const result = await deps.db.session.updateMany({
     where: {
       id: input.sessionId,

@@ -13,10 +13,11 @@
 
 import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { authDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { type OperatorRecord, operatorSelect, toOperatorRecord } from "../operator/operator-record";
-import { type AuthDeps, getAuthDeps } from "./auth-deps";
 import {
   dummyPasswordHash,
   hashPassword,
@@ -76,7 +77,7 @@ const WRONG_CREDENTIALS = "The email or password is wrong.";
 
 export async function signIn(
   options: SignInOptions,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<SignInResult> {
   const input = parseOptions(ZSignInOptions, options);
   await deps.signInLimiter.check({ address: input.address, email: input.email });
@@ -100,7 +101,7 @@ export async function signIn(
       data: { passwordHash: await hashPassword(input.password, deps.passwordParams) },
     });
   }
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const sessionToken = newSessionToken();
   const session = await deps.db.session.create({
     data: {

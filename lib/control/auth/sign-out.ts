@@ -1,4 +1,5 @@
-import { type AuthDeps, getAuthDeps } from "./auth-deps";
+import { authDeps } from "@/lib/server/composition";
+import type { AuthDeps } from "../deps";
 import { sha256Hex } from "./secret-token";
 
 /**
@@ -7,11 +8,11 @@ import { sha256Hex } from "./secret-token";
  */
 export async function signOut(
   sessionToken: string,
-  deps: Pick<AuthDeps, "db" | "nowMs"> = getAuthDeps(),
+  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
 ): Promise<{ readonly revoked: boolean }> {
   const result = await deps.db.session.updateMany({
     where: { tokenHash: sha256Hex(sessionToken), revokedAt: null },
-    data: { revokedAt: new Date(deps.nowMs()) },
+    data: { revokedAt: new Date(deps.clock.nowMs()) },
   });
   return { revoked: result.count > 0 };
 }

@@ -19,6 +19,7 @@ import {
   trafficRecordNames,
 } from "@limitplane/enforcer/recording";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
+import type { Clock } from "../deps";
 
 const HOUR_MS = 3_600_000;
 
@@ -28,8 +29,8 @@ export interface TrafficRecordMoverDeps {
   readonly redis: RedisClient;
   /** REDIS_KEY_PREFIX. */
   readonly prefix: string;
-  /** Wall clock, ms (the retention's). */
-  readonly nowMs: () => number;
+  /** The wall clock (the retention's). */
+  readonly clock: Clock;
 }
 
 export interface MoveTrafficRecordOptions {
@@ -203,8 +204,8 @@ export async function moveTrafficRecord(
       }
       await tx.trafficStreamCursor.upsert({
         where: { gatewayId },
-        create: { gatewayId, lastId: newLastId, updatedAt: new Date(deps.nowMs()) },
-        update: { lastId: newLastId, updatedAt: new Date(deps.nowMs()) },
+        create: { gatewayId, lastId: newLastId, updatedAt: new Date(deps.clock.nowMs()) },
+        update: { lastId: newLastId, updatedAt: new Date(deps.clock.nowMs()) },
       });
     });
     rowsWritten += rows.length;
@@ -227,10 +228,10 @@ export async function moveTrafficRecord(
 
 /** Deletes batches and gaps that ended before the retention; returns the batches deleted. */
 export async function pruneTrafficRecord(
-  deps: Pick<TrafficRecordMoverDeps, "db" | "nowMs">,
+  deps: Pick<TrafficRecordMoverDeps, "db" | "clock">,
   retentionHours: number,
 ): Promise<number> {
-  const cutoff = new Date(deps.nowMs() - retentionHours * HOUR_MS);
+  const cutoff = new Date(deps.clock.nowMs() - retentionHours * HOUR_MS);
   const deleted = await deps.db.trafficBatch.deleteMany({ where: { lastAt: { lt: cutoff } } });
   await deps.db.trafficRecordGap.deleteMany({ where: { toAt: { lt: cutoff } } });
   return deleted.count;

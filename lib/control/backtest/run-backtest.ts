@@ -6,7 +6,8 @@
  * Writes nothing.
  */
 import { z } from "zod";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ClockedReadDeps } from "../deps";
 import { AppError, validationError } from "../errors";
 import { readCompiledSnapshot } from "../policy/get-current-snapshot";
 import { previewPolicyChange } from "../policy/preview-policy-change";
@@ -81,9 +82,7 @@ export interface BacktestResult extends Omit<ReplayResult, "fidelity"> {
   readonly isEmpty: boolean;
 }
 
-export interface BacktestDeps extends ReadDeps {
-  readonly nowMs?: () => number;
-}
+export interface BacktestDeps extends ClockedReadDeps {}
 
 function prefixDraft(error: unknown): never {
   if (error instanceof AppError && error.code === "VALIDATION_FAILED") {
@@ -96,7 +95,7 @@ function prefixDraft(error: unknown): never {
 
 export async function runBacktest(
   options: RunBacktestOptions,
-  deps: BacktestDeps = getControlDeps(),
+  deps: BacktestDeps = controlDeps(),
 ): Promise<BacktestResult> {
   const parsed = ZRunBacktestOptions.safeParse(options);
   if (!parsed.success) {
@@ -108,14 +107,16 @@ export async function runBacktest(
     );
   }
   const input = parsed.data;
-  const nowMs = (deps.nowMs ?? Date.now)();
+  const nowMs = deps.clock.nowMs();
   const toMs = nowMs;
   const fromMs = toMs - input.windowMs;
   const warmUpFromMs = fromMs - input.warmUpMs;
   const draft = input.draft;
   if (draft.kind === "tier" || draft.kind === "endpoint-class" || draft.kind === "settings") {
     // The preview's validation: a draft it refuses is refused here, with the same messages.
-    await previewPolicyChange(draft, { db: deps.db, nowMs: () => nowMs }).catch(prefixDraft);
+    await previewPolicyChange(draft, { db: deps.db, clock: { nowMs: () => nowMs } }).catch(
+      prefixDraft,
+    );
   }
   const current = await readCompiledSnapshot("all", deps);
   const drafted = applyBacktestDraft(current, draft, { fromMs: warmUpFromMs, toMs });

@@ -1,13 +1,18 @@
 import { type TDryRunCandidate, ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound } from "../errors";
-import type { Db } from "../policy/stored-policy";
+import type { Db } from "../stored";
 import { isoOf, parseStored } from "../stored";
 
-export const candidateSelect = {
+/** A dry-run candidate's fields in the policy document: what `readStoredPolicy` reads. */
+export const candidateDocumentSelect = {
   id: true,
   target: true,
   limit: true,
+} satisfies Prisma.DryRunCandidateSelect;
+
+export const candidateSelect = {
+  ...candidateDocumentSelect,
   createdBy: true,
   version: true,
   createdAt: true,

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
@@ -25,7 +26,7 @@ export type CreateCandidateOptions = z.input<typeof ZCreateCandidateOptions>;
 export async function createCandidate(
   options: CreateCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZCreateCandidateOptions, options, context);
   const id = input.id ?? `cand-${randomBytes(6).toString("hex")}`;

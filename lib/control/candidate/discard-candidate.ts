@@ -1,7 +1,8 @@
 import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
 import { assertExpectedVersion } from "../version-conflict";
@@ -17,7 +18,7 @@ export type DiscardCandidateOptions = z.input<typeof ZDiscardCandidateOptions>;
 export async function discardCandidate(
   options: DiscardCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDiscardCandidateOptions, options, context);
   return runPolicyChange(deps, ctx, {

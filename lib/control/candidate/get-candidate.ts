@@ -1,10 +1,11 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import { type CandidateRecord, findCandidate } from "./candidate-record";
 
 /** One dry-run candidate, or NOT_FOUND. */
 export async function getCandidate(
   id: string,
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<CandidateRecord> {
   return findCandidate(deps.db, id);
 }

@@ -1,10 +1,9 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import { type CandidateRecord, candidateSelect, toCandidateRecord } from "./candidate-record";
 
 /** Every dry-run candidate, by id. */
-export async function listCandidates(
-  deps: ReadDeps = getControlDeps(),
-): Promise<CandidateRecord[]> {
+export async function listCandidates(deps: ReadDeps = controlDeps()): Promise<CandidateRecord[]> {
   const rows = await deps.db.dryRunCandidate.findMany({
     orderBy: { id: "asc" },
     select: candidateSelect,

@@ -8,9 +8,10 @@ import {
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
+import { controlDeps } from "@/lib/server/composition";
 import type { AuditEntityType } from "../audit/audit-actions";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import {
   endpointClassSelect,
   findEndpointClass,
@@ -51,7 +52,7 @@ function enforced(limit: TLimitSpec, onStoreFailure: TOnStoreFailure): TPolicyLi
 export async function promoteCandidate(
   options: PromoteCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZPromoteCandidateOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,7 +1,8 @@
 import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
 import { assertExpectedVersion } from "../version-conflict";
@@ -28,7 +29,7 @@ export type UpdateCandidateOptions = z.input<typeof ZUpdateCandidateOptions>;
 export async function updateCandidate(
   options: UpdateCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateCandidateOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,8 +1,9 @@
 import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
 import { findCustomer } from "../customer/customer-record";
+import type { ControlDeps } from "../deps";
 import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -23,7 +24,7 @@ export type CreateCustomerOverrideOptions = z.input<typeof ZCustomerOverride>;
 export async function createCustomerOverride(
   options: CreateCustomerOverrideOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
   seenRedis?: SeenRedisDeps,
 ): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZCustomerOverride, options, context);

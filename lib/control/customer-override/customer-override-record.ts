@@ -5,14 +5,19 @@ import {
 } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { AppError } from "../errors";
-import type { Db } from "../policy/stored-policy";
+import type { Db } from "../stored";
 import { isoOf, parseStored } from "../stored";
 
-export const customerOverrideSelect = {
+/** A customer override (with its scope, its key)'s fields in the policy document: what `readStoredPolicy` reads. */
+export const customerOverrideDocumentSelect = {
   scope: true,
   customerId: true,
   endpointClass: true,
   limit: true,
+} satisfies Prisma.CustomerOverrideSelect;
+
+export const customerOverrideSelect = {
+  ...customerOverrideDocumentSelect,
   version: true,
   createdAt: true,
   updatedAt: true,

@@ -1,7 +1,8 @@
 import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
 import { assertExpectedVersion } from "../version-conflict";
@@ -23,7 +24,7 @@ export type DeleteCustomerOverrideOptions = z.input<typeof ZDeleteCustomerOverri
 export async function deleteCustomerOverride(
   options: DeleteCustomerOverrideOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteCustomerOverrideOptions, options, context);
   const scope = overrideScope(input.customerId, input.endpointClass);

@@ -1,6 +1,7 @@
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import type { ReadDeps } from "../deps";
 import {
   type CustomerOverrideRecord,
   customerOverrideSelect,
@@ -36,7 +37,7 @@ export interface CustomerOverridePage {
  */
 export async function listAllCustomerOverrides(
   options: ListAllCustomerOverridesOptions = {},
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<CustomerOverridePage> {
   const input = parseOptions(ZListAllCustomerOverridesOptions, options);
   const rows = await deps.db.customerOverride.findMany({

@@ -1,4 +1,5 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import {
   type CustomerOverrideRecord,
   customerOverrideSelect,
@@ -8,7 +9,7 @@ import {
 /** One customer's overrides (all endpoints first, then by endpoint class). */
 export async function listCustomerOverrides(
   customerId: string,
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<CustomerOverrideRecord[]> {
   const rows = await deps.db.customerOverride.findMany({
     where: { customerId },

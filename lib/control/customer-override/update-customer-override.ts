@@ -1,7 +1,8 @@
 import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
 import { assertExpectedVersion } from "../version-conflict";
@@ -25,7 +26,7 @@ export type UpdateCustomerOverrideOptions = z.input<typeof ZUpdateCustomerOverri
 export async function updateCustomerOverride(
   options: UpdateCustomerOverrideOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateCustomerOverrideOptions, options, context);
   const scope = overrideScope(input.customerId, input.endpointClass);

@@ -1,7 +1,8 @@
 import { ZCustomer } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { translateDbError } from "../prisma-errors";
@@ -24,7 +25,7 @@ export type CreateCustomerOptions = z.input<typeof ZCustomer>;
 export async function createCustomer(
   options: CreateCustomerOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly customer: CustomerRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZCustomer, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,13 +1,18 @@
 import { type TCustomer, ZCustomer } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound } from "../errors";
-import type { Db } from "../policy/stored-policy";
+import type { Db } from "../stored";
 import { isoOf, parseStored } from "../stored";
 
-export const customerSelect = {
+/** A customer's fields in the policy document: what `readStoredPolicy` reads. */
+export const customerDocumentSelect = {
   id: true,
   displayName: true,
   tier: true,
+} satisfies Prisma.CustomerSelect;
+
+export const customerSelect = {
+  ...customerDocumentSelect,
   version: true,
   createdAt: true,
   updatedAt: true,

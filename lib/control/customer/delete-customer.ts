@@ -1,7 +1,8 @@
 import { ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
@@ -23,7 +24,7 @@ export type DeleteCustomerOptions = z.input<typeof ZDeleteCustomerOptions>;
 export async function deleteCustomer(
   options: DeleteCustomerOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly customer: CustomerRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteCustomerOptions, options, context);
   return runPolicyChange(deps, ctx, {

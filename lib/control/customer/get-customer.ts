@@ -1,10 +1,11 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import { type CustomerRecord, findCustomer } from "./customer-record";
 
 /** One customer, or NOT_FOUND. */
 export async function getCustomer(
   id: string,
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<CustomerRecord> {
   return findCustomer(deps.db, id);
 }

@@ -1,8 +1,9 @@
 import { hasForbiddenCharacter, ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
+import { controlDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import type { ReadDeps } from "../deps";
 import { type CustomerRecord, customerSelect, toCustomerRecord } from "./customer-record";
 
 export const ZListCustomersOptions = z.strictObject({
@@ -46,7 +47,7 @@ function escapeLike(text: string): string {
 /** Customers by id, a page at a time (keyset on id, so deep pages cost what the first does). */
 export async function listCustomers(
   options: ListCustomersOptions = {},
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<CustomerPage> {
   const input = parseOptions(ZListCustomersOptions, options);
   const where: Prisma.CustomerWhereInput = {

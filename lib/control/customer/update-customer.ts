@@ -1,7 +1,8 @@
 import { ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
 import { assertExpectedVersion } from "../version-conflict";
@@ -34,7 +35,7 @@ export type UpdateCustomerOptions = z.input<typeof ZUpdateCustomerOptions>;
 export async function updateCustomer(
   options: UpdateCustomerOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly customer: CustomerRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateCustomerOptions, options, context);
   return runPolicyChange(deps, ctx, {

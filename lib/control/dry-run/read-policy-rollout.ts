@@ -4,7 +4,9 @@
  * (`packages/enforcer/src/enforcer/reporters.ts`, keys in `packages/enforcer/src/publication/redis-keys.ts`), so "promoted" can be
  * followed by "enforced by 2 of 2 gateways" rather than a promise.
  */
-import { type FleetDeps, getFleetDeps } from "../fleet/fleet-deps";
+
+import { fleetDeps } from "@/lib/server/composition";
+import type { FleetDeps } from "../deps";
 import { listEnforcers } from "../fleet/list-enforcers";
 
 export interface ReadPolicyRolloutOptions {
@@ -28,11 +30,11 @@ export interface PolicyRollout {
 /** The rollout of `version`, or null when Redis cannot be read. */
 export async function readPolicyRollout(
   options: ReadPolicyRolloutOptions,
-  deps: FleetDeps = getFleetDeps(),
+  deps: FleetDeps = fleetDeps(),
 ): Promise<PolicyRollout | null> {
   try {
     const fleet = await listEnforcers(
-      { ...deps, nowMs: () => options.nowMs },
+      { ...deps, clock: { nowMs: () => options.nowMs } },
       { liveWithinMs: options.liveWithinMs ?? 10_000 },
     );
     const behind = fleet.enforcers

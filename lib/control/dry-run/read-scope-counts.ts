@@ -8,8 +8,8 @@
 
 import type { MetricsReadingRedis } from "@limitplane/enforcer/publication";
 import type { ScopeMinuteCount } from "@/lib/console/minute-counts";
-import { getControlDeps, type ReadDeps } from "../control-deps";
-import { getFleetDeps } from "../fleet/fleet-deps";
+import { controlDeps, fleetDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import { loadScopeMinutes } from "../metric-minute/load-scope-minutes";
 
 export interface ScopeCountsDeps extends ReadDeps {
@@ -53,6 +53,6 @@ export async function readScopeCounts(
 }
 
 function defaultScopeCountsDeps(): ScopeCountsDeps {
-  const fleet = getFleetDeps();
-  return { db: getControlDeps().db, redis: fleet.redis, prefix: fleet.prefix };
+  const fleet = fleetDeps();
+  return { db: controlDeps().db, redis: fleet.redis, prefix: fleet.prefix };
 }

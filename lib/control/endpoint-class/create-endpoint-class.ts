@@ -1,7 +1,8 @@
 import { ZEndpointClass } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { translateDbError } from "../prisma-errors";
@@ -20,7 +21,7 @@ export type CreateEndpointClassOptions = z.input<typeof ZEndpointClass>;
 export async function createEndpointClass(
   options: CreateEndpointClassOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZEndpointClass, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,7 +1,8 @@
 import { parseScope, ZEndpointClass } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange, type Tx } from "../policy/run-policy-change";
 import { currentIncidentWhere } from "../policy/stored-policy";
@@ -28,7 +29,7 @@ const NAMED = 3;
 export async function deleteEndpointClass(
   options: DeleteEndpointClassOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteEndpointClassOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,10 +1,11 @@
 import { type TEndpointClass, ZEndpointClass } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound, validationError } from "../errors";
-import type { Db } from "../policy/stored-policy";
+import type { Db } from "../stored";
 import { isoOf, jsonColumn, parseStored, toJson } from "../stored";
 
-export const endpointClassSelect = {
+/** An endpoint class's fields in the policy document: what `readStoredPolicy` reads. */
+export const endpointClassDocumentSelect = {
   name: true,
   displayName: true,
   match: true,
@@ -13,6 +14,10 @@ export const endpointClassSelect = {
   anonymousLimit: true,
   ceiling: true,
   keyBy: true,
+} satisfies Prisma.EndpointClassSelect;
+
+export const endpointClassSelect = {
+  ...endpointClassDocumentSelect,
   version: true,
   createdAt: true,
   updatedAt: true,

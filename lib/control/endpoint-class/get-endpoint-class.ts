@@ -1,10 +1,11 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import { type EndpointClassRecord, findEndpointClass } from "./endpoint-class-record";
 
 /** One endpoint class, or NOT_FOUND. */
 export async function getEndpointClass(
   name: string,
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<EndpointClassRecord> {
   return findEndpointClass(deps.db, name);
 }

@@ -1,4 +1,5 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import {
   type EndpointClassRecord,
   endpointClassSelect,
@@ -7,7 +8,7 @@ import {
 
 /** Every endpoint class, by name. */
 export async function listEndpointClasses(
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<EndpointClassRecord[]> {
   const rows = await deps.db.endpointClass.findMany({
     orderBy: { name: "asc" },

@@ -1,7 +1,8 @@
 import { ZEndpointClass } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
 import { assertExpectedVersion } from "../version-conflict";
@@ -46,7 +47,7 @@ export type UpdateEndpointClassOptions = z.input<typeof ZUpdateEndpointClassOpti
 export async function updateEndpointClass(
   options: UpdateEndpointClassOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateEndpointClassOptions, options, context);
   return runPolicyChange(deps, ctx, {

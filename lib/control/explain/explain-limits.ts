@@ -1,17 +1,5 @@
-/**
- * Explain: for a customer (or an anonymous address), a tier and an endpoint class (or a method
- * and path), every layer that applies, which rule decides each, and the live state of each limit,
- * read from the shared store with a PEEK, which consumes nothing and writes nothing.
- *
- * The policy is the latest compiled version in Postgres (what every enforcer runs once it has
- * applied it), read as the core and this customer's own entries only: explaining a customer costs
- * the same with a million others. A customer in the registry is resolved with its registry tier unless a tier is
- * given; an unknown customer with no tier uses the default tier, and the trace says so.
- */
-
 import {
   type LayeredDecision,
-  type LimiterStore,
   type LimitOutcome,
   StoreUnavailableError,
 } from "@limitplane/enforcer/limiter";
@@ -24,7 +12,7 @@ import {
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { parseOptions } from "../change-context";
-import type { ReadDeps } from "../control-deps";
+import type { ExplainDeps } from "../deps";
 import { readCompiledSnapshot } from "../policy/get-current-snapshot";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -52,11 +40,7 @@ export const ZExplainOptions = z.strictObject({
 });
 export type ExplainOptions = z.input<typeof ZExplainOptions>;
 
-export interface ExplainDeps extends ReadDeps {
-  /** The store the enforcers share, keyed as they key it (REDIS_KEY_PREFIX). */
-  readonly store: LimiterStore;
-  readonly nowMs: () => number;
-}
+export type { ExplainDeps };
 
 /** One check and, when the store answered, what it would decide now for one more request. */
 export interface ExplainedCheck {
@@ -99,7 +83,7 @@ export async function explainLimits(
       ? null
       : deps.db.customer.findUnique({ where: { id: input.customerId }, select: { tier: true } }),
   ]);
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const resolution = resolveLimits(
     snapshot,
     {

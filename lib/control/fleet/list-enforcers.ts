@@ -8,7 +8,8 @@ import {
   type PublishedVersion,
   readEnforcerHeartbeats,
 } from "@limitplane/enforcer/publication";
-import { type FleetDeps, getFleetDeps } from "./fleet-deps";
+import { fleetDeps } from "@/lib/server/composition";
+import type { FleetDeps } from "../deps";
 
 export interface EnforcerRecord extends EnforcerHeartbeat {
   /** Published versions it has not applied: 0 when current; null when it runs none or none is published. */
@@ -42,7 +43,7 @@ export interface ListEnforcersOptions {
  * confirmations and a version's rollout all come from here.
  */
 export async function listEnforcers(
-  deps: FleetDeps = getFleetDeps(),
+  deps: FleetDeps = fleetDeps(),
   options: ListEnforcersOptions = {},
 ): Promise<Fleet> {
   const { published, heartbeats } = await readEnforcerHeartbeats(
@@ -50,7 +51,7 @@ export async function listEnforcers(
     deps.prefix,
     MAX_ENFORCERS,
   );
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const enforcers: EnforcerRecord[] = [];
   for (const heartbeat of heartbeats) {
     const { version, appliedAtMs, heartbeatAtMs } = heartbeat;

@@ -3,13 +3,14 @@
  * worker and the overview's alerts compute it (the same counts, the same thresholds), or null.
  */
 import { type DegradedDecisionAlert, detectDegradedDecisions } from "@/lib/console/alerts";
+import { fleetDeps } from "@/lib/server/composition";
 import { readDecisionMinutes } from "../alerts/evaluate-alerts";
-import { type FleetDeps, getFleetDeps } from "./fleet-deps";
+import type { FleetDeps } from "../deps";
 
 export async function readDegradedDecisionAlert(
-  deps: FleetDeps = getFleetDeps(),
+  deps: FleetDeps = fleetDeps(),
 ): Promise<DegradedDecisionAlert | null> {
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const minutes = await readDecisionMinutes(nowMs, deps);
   return detectDegradedDecisions(minutes, { nowMs })[0] ?? null;
 }

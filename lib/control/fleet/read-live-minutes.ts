@@ -1,6 +1,6 @@
 import { type MetricsReadingRedis, readScopeMinute } from "@limitplane/enforcer/publication";
+import { fleetDeps } from "@/lib/server/composition";
 import type { MetricMinuteRecord } from "../metric-minute/list-metric-minutes";
-import { getFleetDeps } from "./fleet-deps";
 
 const MINUTE_MS = 60_000;
 
@@ -19,7 +19,7 @@ export interface LiveMinutesDeps {
  */
 export async function readLiveMinutes(
   options: { nowMs: number; extraMinutes?: number },
-  deps: LiveMinutesDeps = getFleetDeps(),
+  deps: LiveMinutesDeps = fleetDeps(),
 ): Promise<{ fromMs: number; rows: MetricMinuteRecord[] }> {
   const currentMinute = Math.floor(options.nowMs / MINUTE_MS);
   const first = currentMinute - Math.max(0, options.extraMinutes ?? 2);

@@ -1,7 +1,8 @@
 import { ZIncidentOverride, ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
@@ -43,7 +44,7 @@ export type ExtendIncidentOptions = z.input<typeof ZExtendIncidentOptions>;
 export async function extendIncident(
   options: ExtendIncidentOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZExtendIncidentOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,4 +1,5 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ClockedReadDeps } from "../deps";
 import {
   findIncident,
   type IncidentRecord,
@@ -9,8 +10,8 @@ import {
 /** One incident override and where it stands now, or NOT_FOUND. */
 export async function getIncident(
   id: string,
-  deps: ReadDeps = getControlDeps(),
-  nowMs: number = Date.now(),
+  deps: ClockedReadDeps = controlDeps(),
+  nowMs: number = deps.clock.nowMs(),
 ): Promise<IncidentRecord & { readonly state: IncidentState }> {
   const incident = await findIncident(deps.db, id);
   return { ...incident, state: incidentState(incident, nowMs) };

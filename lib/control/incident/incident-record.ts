@@ -1,10 +1,11 @@
 import { type TIncidentOverride, ZIncidentOverride } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound } from "../errors";
-import type { Db } from "../policy/stored-policy";
+import type { Db } from "../stored";
 import { isoOf, jsonColumn, parseStored } from "../stored";
 
-export const incidentSelect = {
+/** An incident override's fields in the policy document: what `readStoredPolicy` reads. */
+export const incidentDocumentSelect = {
   id: true,
   customerId: true,
   endpointClass: true,
@@ -15,6 +16,10 @@ export const incidentSelect = {
   owner: true,
   reason: true,
   ticketUrl: true,
+} satisfies Prisma.IncidentOverrideSelect;
+
+export const incidentSelect = {
+  ...incidentDocumentSelect,
   createdBy: true,
   revokedAt: true,
   revokedBy: true,

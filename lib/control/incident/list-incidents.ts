@@ -2,8 +2,9 @@ import { MAX_WINDOW_MS, ZCustomerId } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { encodeCursor, parseCursor } from "@/lib/console/cursor";
 import type { Prisma } from "@/lib/generated/prisma/client";
+import { controlDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import type { ClockedReadDeps } from "../deps";
 import { currentIncidentWhere } from "../policy/stored-policy";
 import {
   type IncidentRecord,
@@ -51,7 +52,7 @@ export interface IncidentPage {
 /** Incident overrides, with where each stands (indexed: by customer and expiry, or by expiry). */
 export async function listIncidents(
   options: ListIncidentsOptions = {},
-  deps: ReadDeps = getControlDeps(),
+  deps: ClockedReadDeps = controlDeps(),
 ): Promise<IncidentWithState[]> {
   return [...(await listIncidentsPage(options, deps)).incidents];
 }
@@ -63,10 +64,10 @@ export async function listIncidents(
  */
 export async function listIncidentsPage(
   options: ListIncidentsOptions = {},
-  deps: ReadDeps = getControlDeps(),
+  deps: ClockedReadDeps = controlDeps(),
 ): Promise<IncidentPage> {
   const input = parseOptions(ZListIncidentsOptions, options);
-  const nowMs = input.nowMs ?? Date.now();
+  const nowMs = input.nowMs ?? deps.clock.nowMs();
   const current = currentIncidentWhere(nowMs);
   const where: Prisma.IncidentOverrideWhereInput =
     input.status === "current"

@@ -1,13 +1,8 @@
 import { randomBytes } from "node:crypto";
-import {
-  fieldErrorsFromZod,
-  MAX_WINDOW_MS,
-  ZIncidentOverride,
-  ZInstant,
-} from "@limitplane/enforcer/policy";
-import { z } from "zod";
+import { fieldErrorsFromZod, ZIncidentOverride } from "@limitplane/enforcer/policy";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
 import { AppError, toFieldErrors, validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -22,47 +17,17 @@ import {
   incidentSelect,
   toIncidentRecord,
 } from "./incident-record";
+import {
+  incidentOfRaise,
+  type RaiseIncidentOptions,
+  ZRaiseIncidentOptions,
+} from "./raise-incident-options";
 
-const shape = ZIncidentOverride.shape;
-
-export const ZIncidentDurationMs = z
-  .number({ error: "durationMs must be a number of milliseconds" })
-  .int({ error: "durationMs must be a whole number of milliseconds" })
-  .min(1_000, { error: "durationMs must be at least 1000 (one second)" })
-  .max(MAX_WINDOW_MS, { error: `durationMs must be at most ${MAX_WINDOW_MS}` });
-
-export const ZRaiseIncidentOptions = z
-  .strictObject({
-    /** Generated (`inc-` and random hex) when not given. */
-    id: shape.id.optional(),
-    customerId: shape.customerId,
-    /** null or absent: the account layer (all endpoints). */
-    endpointClass: shape.endpointClass.default(null),
-    /** Multiplies the limit it replaces; give this or `limit`. */
-    factor: shape.factor,
-    /** An absolute limit instead of a factor. */
-    limit: shape.limit,
-    /** @default now */
-    startsAt: ZInstant.optional(),
-    /** When it ends; give this or `durationMs` (from `startsAt`). */
-    expiresAt: ZInstant.optional(),
-    durationMs: ZIncidentDurationMs.optional(),
-    /** Who is responsible for it. @default the actor's name */
-    owner: shape.owner.optional(),
-    /** Why, as shown on the incident. @default the change's reason */
-    reason: shape.reason.optional(),
-    ticketUrl: shape.ticketUrl,
-  })
-  .superRefine((options, ctx) => {
-    if ((options.expiresAt === undefined) === (options.durationMs === undefined)) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["expiresAt"],
-        message: "give either expiresAt or durationMs (how long from startsAt)",
-      });
-    }
-  });
-export type RaiseIncidentOptions = z.input<typeof ZRaiseIncidentOptions>;
+export {
+  type RaiseIncidentOptions,
+  ZIncidentDurationMs,
+  ZRaiseIncidentOptions,
+} from "./raise-incident-options";
 
 function generateIncidentId(): string {
   return `inc-${randomBytes(6).toString("hex")}`;
@@ -77,26 +42,18 @@ function generateIncidentId(): string {
 export async function raiseIncident(
   options: RaiseIncidentOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
   seenRedis?: SeenRedisDeps,
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZRaiseIncidentOptions, options, context);
-  const nowMs = deps.nowMs();
-  const startsAt = input.startsAt ?? new Date(nowMs).toISOString();
-  const expiresAt =
-    input.expiresAt ?? new Date(Date.parse(startsAt) + (input.durationMs ?? 0)).toISOString();
-  const parsed = ZIncidentOverride.safeParse({
-    id: input.id ?? generateIncidentId(),
-    customerId: input.customerId,
-    endpointClass: input.endpointClass,
-    factor: input.factor,
-    limit: input.limit,
-    startsAt,
-    expiresAt,
-    owner: input.owner ?? ctx.actor.name,
-    reason: input.reason ?? ctx.reason,
-    ticketUrl: input.ticketUrl,
-  });
+  const parsed = ZIncidentOverride.safeParse(
+    incidentOfRaise(input, {
+      id: generateIncidentId(),
+      nowMs: deps.clock.nowMs(),
+      owner: ctx.actor.name,
+      reason: ctx.reason,
+    }),
+  );
   if (!parsed.success) throw validationError(toFieldErrors(fieldErrorsFromZod(parsed.error)));
   const incident = parsed.data;
   // A customer only the gateways know is registered by this change (its own audit entry).

@@ -1,5 +1,5 @@
 import { systemActor } from "../change-context";
-import type { ControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
 import { incidentSelect, toIncidentRecord } from "./incident-record";
@@ -24,7 +24,11 @@ export async function recordIncidentExpiries(
   options: RecordIncidentExpiriesOptions = {},
 ): Promise<string[]> {
   const due = await deps.db.incidentOverride.findMany({
-    where: { expiryRecordedAt: null, revokedAt: null, expiresAt: { lte: new Date(deps.nowMs()) } },
+    where: {
+      expiryRecordedAt: null,
+      revokedAt: null,
+      expiresAt: { lte: new Date(deps.clock.nowMs()) },
+    },
     orderBy: [{ expiresAt: "asc" }, { id: "asc" }],
     take: options.limit ?? 100,
     select: { id: true, expiresAt: true },

@@ -1,4 +1,5 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 
 /** One scope's counts over one minute, as rolled up from the enforcers (`MetricMinute`). */
 export interface MetricMinuteRecord {
@@ -27,7 +28,7 @@ export interface ListMetricMinutesOptions {
  */
 export async function listMetricMinutes(
   options: ListMetricMinutesOptions,
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<MetricMinuteRecord[]> {
   if (!(Number.isFinite(options.fromMs) && Number.isFinite(options.toMs))) {
     throw new RangeError("fromMs and toMs must be finite epoch milliseconds");

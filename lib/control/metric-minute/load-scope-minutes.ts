@@ -1,4 +1,4 @@
-import type { ReadDeps } from "../control-deps";
+import type { ReadDeps } from "../deps";
 import { type LiveMinutesDeps, readLiveMinutes } from "../fleet/read-live-minutes";
 import { listMetricMinutes, type MetricMinuteRecord } from "./list-metric-minutes";
 

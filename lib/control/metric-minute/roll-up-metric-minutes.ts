@@ -10,6 +10,7 @@
  * after it ended (enforcers flush every second).
  */
 
+import type { Clock } from "@limitplane/enforcer/limiter";
 import { type MetricsReadingRedis, readScopeMinute } from "@limitplane/enforcer/publication";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 
@@ -25,7 +26,7 @@ export interface MetricsRollupDeps {
   /** REDIS_KEY_PREFIX. */
   readonly prefix: string;
   /** Wall clock, ms. */
-  readonly nowMs: () => number;
+  readonly clock: Clock;
 }
 
 export interface RollUpMetricMinutesOptions {
@@ -68,7 +69,7 @@ export async function rollUpMetricMinutes(
   if (!(Number.isInteger(options.retentionDays) && options.retentionDays >= 1)) {
     throw new RangeError(`retentionDays must be a whole number >= 1, got ${options.retentionDays}`);
   }
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const lastComplete = Math.floor((nowMs - settleMs) / MINUTE_MS) - 1;
   const earliest = lastComplete - catchUpMinutes + 1;
 

@@ -1,8 +1,9 @@
 import { z } from "zod";
+import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
 import { hashPassword } from "../auth/password";
 import { type ChangeContext, parseChange } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
 import { translateDbError } from "../prisma-errors";
@@ -36,7 +37,7 @@ export type CreateOperatorOptions = z.input<typeof ZCreateOperatorOptions>;
 export async function createOperator(
   options: CreateOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<
   { readonly operator: OperatorRecord; readonly generatedPassword: string | null } & AuditReceipt
 > {

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
 import { auditView } from "../stored";
@@ -30,7 +31,7 @@ export type DisableOperatorOptions = z.input<typeof ZDisableOperatorOptions>;
 export async function disableOperator(
   options: DisableOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<{ readonly operator: OperatorRecord; readonly sessionsRevoked: number } & AuditReceipt> {
   const { input, ctx } = parseChange(ZDisableOperatorOptions, options, context);
   return runAuditedChange(deps, ctx, {

@@ -1,10 +1,11 @@
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
+import { authDeps } from "@/lib/server/composition";
+import type { AuthDeps } from "../deps";
 import { findOperator, type OperatorRecord } from "./operator-record";
 
 /** One operator, or NOT_FOUND. */
 export async function getOperator(
   id: string,
-  deps: Pick<AuthDeps, "db"> = getAuthDeps(),
+  deps: Pick<AuthDeps, "db"> = authDeps(),
 ): Promise<OperatorRecord> {
   return findOperator(deps.db, id);
 }

@@ -1,9 +1,10 @@
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
+import { authDeps } from "@/lib/server/composition";
+import type { AuthDeps } from "../deps";
 import { type OperatorRecord, operatorSelect, toOperatorRecord } from "./operator-record";
 
 /** Every operator, by email (a team, not a registry: no paging). */
 export async function listOperators(
-  deps: Pick<AuthDeps, "db"> = getAuthDeps(),
+  deps: Pick<AuthDeps, "db"> = authDeps(),
 ): Promise<OperatorRecord[]> {
   const rows = await deps.db.operator.findMany({
     orderBy: { email: "asc" },

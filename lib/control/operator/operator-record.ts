@@ -6,7 +6,7 @@ import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from "../auth/password";
 import { ROLES, type Role } from "../auth/roles";
 import { textField } from "../change-context";
 import { AppError, notFound } from "../errors";
-import type { Db } from "../policy/stored-policy";
+import type { Db } from "../stored";
 import { isoOf } from "../stored";
 
 /** Trimmed and lower-cased, so one address is one account however it is typed. */

@@ -1,8 +1,9 @@
 import { z } from "zod";
+import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
 import { hashPassword } from "../auth/password";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { lockOperatorChanges } from "../locks";
 import { auditView } from "../stored";
 import { assertExpectedVersion } from "../version-conflict";
@@ -33,7 +34,7 @@ export type ResetOperatorPasswordOptions = z.input<typeof ZResetOperatorPassword
 export async function resetOperatorPassword(
   options: ResetOperatorPasswordOptions,
   context: ChangeContext,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<
   {
     readonly operator: OperatorRecord;

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
 import { auditView } from "../stored";
@@ -42,7 +43,7 @@ export type UpdateOperatorOptions = z.input<typeof ZUpdateOperatorOptions>;
 export async function updateOperator(
   options: UpdateOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<{ readonly operator: OperatorRecord } & AuditReceipt> {
   const { input, ctx } = parseChange(ZUpdateOperatorOptions, options, context);
   return runAuditedChange(deps, ctx, {

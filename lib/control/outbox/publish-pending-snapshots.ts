@@ -20,6 +20,7 @@
  * pending; the next drain publishes it again, which the script refuses harmlessly.
  */
 
+import type { Clock } from "@limitplane/enforcer/limiter";
 import { EntrySetSum } from "@limitplane/enforcer/policy";
 import {
   type PolicyPublishingRedis,
@@ -57,8 +58,8 @@ export interface SnapshotPublisher {
   readonly backoff?: BackoffOptions;
   /** Rows per drain; the worker drains again at once while more remain. @default 100 */
   readonly batchSize?: number;
-  /** Wall clock, ms. @default Date.now */
-  readonly nowMs?: () => number;
+  /** The wall clock. */
+  readonly clock: Clock;
 }
 
 export interface PublishedVersion {
@@ -128,7 +129,12 @@ export async function publishPendingSnapshots(
   try {
     return await drain();
   } catch (error: unknown) {
-    return { status: "failed", versions: [], error: describeError(error), retryAtMs: Date.now() };
+    return {
+      status: "failed",
+      versions: [],
+      error: describeError(error),
+      retryAtMs: publisher.clock.nowMs(),
+    };
   }
 }
 
@@ -184,7 +190,7 @@ async function drainOnce(
   connected: boolean,
   lockTimeoutMs: number | undefined,
 ): Promise<DrainOutcome | NeedsWhole> {
-  const nowMs = publisher.nowMs ?? Date.now;
+  const nowMs = () => publisher.clock.nowMs();
   const batchSize = publisher.batchSize ?? 100;
   return publisher.db.$transaction(
     async (tx): Promise<DrainOutcome | NeedsWhole> => {
@@ -287,7 +293,7 @@ async function publishWholeAndMark(
   publisher: SnapshotPublisher,
   pending: NeedsWhole,
 ): Promise<DrainOutcome> {
-  const nowMs = publisher.nowMs ?? Date.now;
+  const nowMs = () => publisher.clock.nowMs();
   try {
     const whole = await publishWholePolicy(publisher, "publish");
     const covered = await publisher.db.$queryRaw<{ version: number }[]>`

@@ -14,7 +14,8 @@ import {
   ZCustomerOverride,
 } from "@limitplane/enforcer/policy";
 import { Prisma } from "@/lib/generated/prisma/client";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ClockedReadDeps } from "../deps";
 import { parseStored } from "../stored";
 import { noPolicyYet } from "./run-policy-change";
 import { parseStoredPolicy, readStoredPolicy } from "./stored-policy";
@@ -30,7 +31,7 @@ export interface PolicyExport {
 }
 
 export interface ExportPolicyOptions {
-  /** Incidents that have expired by this instant are left out. @default Date.now() */
+  /** Incidents that have expired by this instant are left out. @default now, on `deps.clock` */
   readonly nowMs?: number;
 }
 
@@ -40,7 +41,7 @@ const PAGE = 5_000;
 /** The whole registry and every override, as one document (see `writePolicyExport`). */
 export async function exportPolicy(
   options: ExportPolicyOptions = {},
-  deps: ReadDeps = getControlDeps(),
+  deps: ClockedReadDeps = controlDeps(),
 ): Promise<PolicyExport> {
   const chunks: string[] = [];
   const { policyVersion } = await writePolicyExport((chunk) => chunks.push(chunk), options, deps);
@@ -54,9 +55,9 @@ export async function exportPolicy(
 export async function writePolicyExport(
   write: (chunk: string) => unknown,
   options: ExportPolicyOptions = {},
-  deps: ReadDeps = getControlDeps(),
+  deps: ClockedReadDeps = controlDeps(),
 ): Promise<{ readonly policyVersion: number | null }> {
-  const nowMs = options.nowMs ?? Date.now();
+  const nowMs = options.nowMs ?? deps.clock.nowMs();
   return deps.db.$transaction(
     async (tx) => {
       // Everything but the two large collections (with the customers and overrides the incidents

@@ -11,8 +11,9 @@ import {
   type TSnapshot,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import type { ReadDeps } from "../deps";
 import { POLICY_SNAPSHOT_TOPIC } from "../outbox/outbox";
 import { noPolicyYet } from "./run-policy-change";
 
@@ -31,9 +32,7 @@ export interface CurrentSnapshot {
 }
 
 /** The latest version: what every enforcer should be running. */
-export async function getCurrentSnapshot(
-  deps: ReadDeps = getControlDeps(),
-): Promise<CurrentSnapshot> {
+export async function getCurrentSnapshot(deps: ReadDeps = controlDeps()): Promise<CurrentSnapshot> {
   const latest = await deps.db.policyVersion.findFirst({
     orderBy: { version: "desc" },
     select: { version: true, checksum: true, entries: true, deltaBytes: true, createdAt: true },
@@ -86,7 +85,7 @@ export interface SnapshotPage extends CurrentSnapshot {
  */
 export async function getSnapshotPage(
   options: SnapshotPageOptions = {},
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<SnapshotPage> {
   const input = parseOptions(ZSnapshotPageOptions, options);
   return deps.db.$transaction(
@@ -116,7 +115,7 @@ export async function getSnapshotPage(
  */
 export async function readCompiledSnapshot(
   scope: { readonly customerId: string | null } | "all",
-  deps: ReadDeps = getControlDeps(),
+  deps: ReadDeps = controlDeps(),
 ): Promise<TSnapshot> {
   return deps.db.$transaction(
     async (tx) => {

@@ -27,10 +27,11 @@ import {
   ZIncidentOverride,
   ZTier,
 } from "@limitplane/enforcer/policy";
+import { controlDeps } from "@/lib/server/composition";
 import { candidateSelect } from "../candidate/candidate-record";
 import { type ChangeContext, ZChangeContext } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
 import { overrideScope } from "../customer-override/customer-override-record";
+import type { ControlDeps } from "../deps";
 import { endpointClassData, endpointClassSelect } from "../endpoint-class/endpoint-class-record";
 import { type FieldError, toFieldErrors, validationError } from "../errors";
 import { incidentData, incidentSelect } from "../incident/incident-record";
@@ -77,13 +78,13 @@ const ANALYZE_FROM_CUSTOMERS = 10_000;
 export async function importPolicy(
   document: unknown,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
   options: ImportPolicyOptions = {},
 ): Promise<ImportPolicyResult> {
   const parsed = parsePolicyDocument(document);
   const ctx = ZChangeContext.safeParse(context);
   const errors: FieldError[] = [
-    ...(parsed.ok ? pastIncidents(parsed.value, deps.nowMs()) : toFieldErrors(parsed.errors)),
+    ...(parsed.ok ? pastIncidents(parsed.value, deps.clock.nowMs()) : toFieldErrors(parsed.errors)),
     ...(ctx.success ? [] : toFieldErrors(fieldErrorsFromZod(ctx.error))),
   ];
   if (!parsed.ok || !ctx.success || errors.length > 0) {

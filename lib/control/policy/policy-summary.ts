@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { canonicalPolicy, type TPolicyDocument } from "@limitplane/enforcer/policy";
-import type { Db } from "./stored-policy";
+import type { Db } from "../stored";
 import { currentIncidentWhere } from "./stored-policy";
 
 export interface PolicySummary {

@@ -24,7 +24,8 @@ import {
   ZLimitSpec,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ClockedReadDeps, ReadDeps } from "../deps";
 import {
   type EndpointClassRecord,
   endpointClassSelect,
@@ -138,12 +139,12 @@ interface HolderRow extends OverrideHolder {
  */
 export async function previewPolicyChange(
   options: PreviewPolicyChangeOptions,
-  deps: ReadDeps & { readonly nowMs?: () => number } = getControlDeps(),
+  deps: ClockedReadDeps = controlDeps(),
 ): Promise<PolicyChangePreview> {
   const parsed = ZPreviewPolicyChangeOptions.safeParse(options);
   if (!parsed.success) throw validationError(toFieldErrors(fieldErrorsFromZod(parsed.error)));
   const input = parsed.data;
-  const nowMs = (deps.nowMs ?? Date.now)();
+  const nowMs = deps.clock.nowMs();
   const db = deps.db;
 
   const [tierRows, classRows, settings] = await Promise.all([

@@ -19,7 +19,8 @@ import {
   ZTier,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ClockedReadDeps, ReadDeps } from "../deps";
 import { findEndpointClassReferrers } from "../endpoint-class/delete-endpoint-class";
 import {
   endpointClassSelect,
@@ -68,7 +69,7 @@ export interface StructureChangePreview extends PolicyChangePreview {
  */
 export async function previewStructureChange(
   options: PreviewStructureChangeOptions,
-  deps: ReadDeps & { readonly nowMs?: () => number } = getControlDeps(),
+  deps: ClockedReadDeps = controlDeps(),
 ): Promise<StructureChangePreview> {
   const parsed = ZPreviewStructureChangeOptions.safeParse(options);
   if (!parsed.success) {
@@ -80,7 +81,7 @@ export async function previewStructureChange(
     throw validationError(errors);
   }
   const input = parsed.data;
-  const nowMs = (deps.nowMs ?? Date.now)();
+  const nowMs = deps.clock.nowMs();
   const db = deps.db;
   const [tierRows, classRows, settings] = await Promise.all([
     db.tier.findMany({ orderBy: { name: "asc" }, select: tierSelect }),

@@ -1,5 +1,6 @@
 /**
- * How every policy change is made. One Prisma interactive transaction, at READ COMMITTED:
+ * How every policy change is made. One Prisma interactive transaction at READ COMMITTED, run by
+ * `runAuditedTransaction` (its retries, its options, its one audit entry):
  *
  * 1. take the policy-change advisory lock, so changes apply one at a time (READ COMMITTED, not
  *    REPEATABLE READ: each statement after the lock then sees every change committed before it;
@@ -24,15 +25,14 @@
  * otherwise. `published` then says whether the version is in Redis, whoever published it.
  */
 import { compileEntries, parsePolicyDocument } from "@limitplane/enforcer/policy";
-import { Prisma } from "@/lib/generated/prisma/client";
+import type { Prisma } from "@/lib/generated/prisma/client";
 import type { AuditAction, AuditEntityType } from "../audit/audit-actions";
+import { runAuditedTransaction, writeAuditEntry } from "../audit/audited-transaction";
 import type { TChangeContext } from "../change-context";
-import type { ControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockPolicyChanges } from "../locks";
 import { isVersionPublished } from "../outbox/publish-pending-snapshots";
-import { isRetryableTransactionError } from "../prisma-errors";
-import { jsonColumn } from "../stored";
 import {
   CORE_KINDS,
   diffEntries,
@@ -134,8 +134,6 @@ class NothingChanged extends Error {
   }
 }
 
-const MAX_ATTEMPTS = 3;
-
 /** Runs `change` for `ctx` (parsed with `parseChange`). See the header for the steps. */
 export async function runPolicyChange<Value extends object>(
   deps: ControlDeps,
@@ -155,77 +153,62 @@ export async function runPolicyChangeOrNothing<Value extends object>(
   ctx: TChangeContext,
   change: PolicyChange<Value>,
 ): Promise<(Value & ChangeReceipt) | (Value & NoChangeReceipt)> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const committed = await deps.db.$transaction(
-        async (tx) => {
-          await lockPolicyChanges(tx);
-          await upgradeToEntries(tx);
-          const nowMs = deps.nowMs();
-          const written = await change.write(tx, nowMs);
-          if (written.isNoChange === true) throw new NothingChanged(written.value);
-          const planned =
-            change.affectsSnapshot || written.checkPolicy === true
-              ? await validateAndPlan(tx, change, written, nowMs)
-              : null;
-          const audit = await tx.auditEntry.create({
-            data: {
-              actorType: ctx.actor.type,
-              actorId: ctx.actor.id,
-              actorName: ctx.actor.name,
-              action: change.action,
-              entityType: written.entityType ?? change.entityType,
-              entityId: written.entityId,
-              customerId: written.customerId,
-              before: jsonColumn(written.before),
-              after: jsonColumn(written.after),
-              reason: ctx.reason,
-              requestId: ctx.requestId ?? null,
-              policyVersion: planned?.version ?? null,
-            },
-            select: { id: true },
+  try {
+    const committed = await runAuditedTransaction(
+      deps.db,
+      { timeoutMs: change.timeoutMs },
+      async (tx) => {
+        await lockPolicyChanges(tx);
+        await upgradeToEntries(tx);
+        const nowMs = deps.clock.nowMs();
+        const written = await change.write(tx, nowMs);
+        if (written.isNoChange === true) throw new NothingChanged(written.value);
+        const planned =
+          change.affectsSnapshot || written.checkPolicy === true
+            ? await validateAndPlan(tx, change, written, nowMs)
+            : null;
+        const auditEntryId = await writeAuditEntry(tx, ctx, {
+          action: change.action,
+          entityType: written.entityType ?? change.entityType,
+          entityId: written.entityId,
+          customerId: written.customerId,
+          before: written.before,
+          after: written.after,
+          policyVersion: planned?.version ?? null,
+        });
+        if (planned !== null) {
+          await writeVersion(tx, planned, auditEntryId, {
+            wholeSetBytes: written.entries?.wholeSetBytes,
           });
-          if (planned !== null) {
-            await writeVersion(tx, planned, audit.id, {
-              wholeSetBytes: written.entries?.wholeSetBytes,
-            });
-          }
-          return { written, auditEntryId: audit.id.toString(), version: planned?.version ?? null };
-        },
-        {
-          isolationLevel: Prisma.TransactionIsolationLevel.ReadCommitted,
-          maxWait: 10_000,
-          timeout: change.timeoutMs ?? 15_000,
-        },
-      );
-      const published =
-        committed.version !== null && deps.publisher !== null
-          ? await isVersionPublished(deps.publisher, committed.version)
-          : false;
-      return {
-        ...committed.written.value,
-        auditEntryId: committed.auditEntryId,
-        policyVersion: committed.version,
-        published,
-      };
-    } catch (error: unknown) {
-      if (error instanceof NothingChanged) {
+        }
         return {
-          ...(error.value as Value),
-          auditEntryId: null,
-          policyVersion: null,
-          published: false,
-          isNoChange: true,
+          written,
+          auditEntryId: auditEntryId.toString(),
+          version: planned?.version ?? null,
         };
-      }
-      if (!isRetryableTransactionError(error)) throw error;
-      if (attempt < MAX_ATTEMPTS) continue;
-      throw new AppError(
-        "CONFLICT",
-        "The change collided with other changes being made at the same moment; nothing was saved. Try again.",
-        { cause: error },
-      );
+      },
+    );
+    const published =
+      committed.version !== null && deps.publisher !== null
+        ? await isVersionPublished(deps.publisher, committed.version)
+        : false;
+    return {
+      ...committed.written.value,
+      auditEntryId: committed.auditEntryId,
+      policyVersion: committed.version,
+      published,
+    };
+  } catch (error: unknown) {
+    if (error instanceof NothingChanged) {
+      return {
+        ...(error.value as Value),
+        auditEntryId: null,
+        policyVersion: null,
+        published: false,
+        isNoChange: true,
+      };
     }
+    throw error;
   }
 }
 

@@ -21,10 +21,17 @@ import {
   parsePolicyDocument,
   type TPolicyDocument,
 } from "@limitplane/enforcer/policy";
-import type { Prisma, PrismaClient } from "@/lib/generated/prisma/client";
+import type { Prisma } from "@/lib/generated/prisma/client";
+import { candidateDocumentSelect } from "../candidate/candidate-record";
+import { customerDocumentSelect } from "../customer/customer-record";
+import { customerOverrideDocumentSelect } from "../customer-override/customer-override-record";
+import { endpointClassDocumentSelect } from "../endpoint-class/endpoint-class-record";
 import { type AppError, type FieldError, validationError } from "../errors";
+import { incidentDocumentSelect } from "../incident/incident-record";
+import type { Db } from "../stored";
+import { tierDocumentSelect } from "../tier/tier-record";
 
-export type Db = PrismaClient | Prisma.TransactionClient;
+export type { Db };
 
 const POLICY_COLLECTIONS = [
   "tiers",
@@ -95,18 +102,7 @@ export async function readStoredPolicy(
   const incidents = await db.incidentOverride.findMany({
     where: incidentWhere,
     orderBy: [{ startsAt: "asc" }, { id: "asc" }],
-    select: {
-      id: true,
-      customerId: true,
-      endpointClass: true,
-      factor: true,
-      limit: true,
-      startsAt: true,
-      expiresAt: true,
-      owner: true,
-      reason: true,
-      ticketUrl: true,
-    },
+    select: incidentDocumentSelect,
   });
   const overrideWhere: Prisma.CustomerOverrideWhereInput | undefined =
     scope.kind === "all"
@@ -124,32 +120,23 @@ export async function readStoredPolicy(
   const [tiers, endpointClasses, overrides, candidates] = await Promise.all([
     db.tier.findMany({
       orderBy: { name: "asc" },
-      select: { name: true, displayName: true, limit: true },
+      select: tierDocumentSelect,
     }),
     db.endpointClass.findMany({
       orderBy: { name: "asc" },
-      select: {
-        name: true,
-        displayName: true,
-        match: true,
-        cost: true,
-        limits: true,
-        anonymousLimit: true,
-        ceiling: true,
-        keyBy: true,
-      },
+      select: endpointClassDocumentSelect,
     }),
     db.customerOverride.findMany({
       where: overrideWhere,
       orderBy: { scope: "asc" },
-      select: { scope: true, customerId: true, endpointClass: true, limit: true },
+      select: customerOverrideDocumentSelect,
     }),
     // A customer's slice relates to no candidate (they target tiers, ceilings and addresses).
     scope.kind === "customer"
       ? []
       : db.dryRunCandidate.findMany({
           orderBy: { id: "asc" },
-          select: { id: true, target: true, limit: true },
+          select: candidateDocumentSelect,
         }),
   ]);
   const last = options.last;
@@ -173,7 +160,7 @@ export async function readStoredPolicy(
   const customers = await db.customer.findMany({
     where: options.customers === "all" ? {} : { id: { in: referenced } },
     orderBy: { id: "asc" },
-    select: { id: true, displayName: true, tier: true },
+    select: customerDocumentSelect,
   });
   const input: Record<string, unknown> = {
     schemaVersion: 1,

@@ -32,7 +32,7 @@ export async function listSeenCustomers(
   deps: SeenCustomerDeps = getSeenCustomerDeps(),
 ): Promise<SeenCustomerPage> {
   const input = parseOptions(ZListSeenCustomersOptions, options);
-  const hour = Math.floor(deps.nowMs() / HOUR_MS);
+  const hour = Math.floor(deps.clock.nowMs() / HOUR_MS);
   const [ids, thisHour, lastHour] = await Promise.all([
     readSeenCustomerIds(deps.redis, deps.prefix),
     readSeenOverflow(deps.redis, deps.prefix, hour),

@@ -7,8 +7,8 @@
  */
 import { isCustomerId } from "@limitplane/enforcer/policy";
 import type { TChangeContext } from "../change-context";
-import type { ReadDeps } from "../control-deps";
 import { customerSelect, toCustomerRecord } from "../customer/customer-record";
+import type { ReadDeps } from "../deps";
 import type { Tx } from "../policy/run-policy-change";
 import { auditView, jsonColumn } from "../stored";
 import { findSeenCustomer } from "./get-seen-customer";

@@ -4,16 +4,16 @@
  * registered customers out). Tests pass their own.
  */
 import type { SeenReadingRedis } from "@limitplane/enforcer/publication";
+import { clock, controlDeps } from "@/lib/server/composition";
 import { consoleRedis } from "@/lib/server/console-redis";
 import { loadEnv } from "@/lib/server/env";
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import type { Clock, ReadDeps } from "../deps";
 
 export interface SeenRedisDeps {
   readonly redis: SeenReadingRedis;
   /** REDIS_KEY_PREFIX. */
   readonly prefix: string;
-  /** Wall clock, ms. */
-  readonly nowMs: () => number;
+  readonly clock: Clock;
 }
 
 export interface SeenCustomerDeps extends SeenRedisDeps, ReadDeps {}
@@ -26,13 +26,13 @@ export function getSeenRedisDeps(): SeenRedisDeps {
   globalForSeen.limitplaneSeenRedisDeps ??= {
     redis: consoleRedis(),
     prefix: loadEnv().REDIS_KEY_PREFIX,
-    nowMs: Date.now,
+    clock: clock(),
   };
   return globalForSeen.limitplaneSeenRedisDeps;
 }
 
 export function getSeenCustomerDeps(): SeenCustomerDeps {
-  return { ...getSeenRedisDeps(), db: getControlDeps().db };
+  return { ...getSeenRedisDeps(), db: controlDeps().db };
 }
 
 /** Replaces the process-wide Redis side (tests that call route handlers or services). */

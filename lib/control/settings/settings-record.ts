@@ -7,7 +7,7 @@ import {
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { noPolicyYet } from "../policy/run-policy-change";
-import type { Db } from "../policy/stored-policy";
+import type { Db } from "../stored";
 import { isoOf, parseStored } from "../stored";
 
 export const settingsSelect = {

@@ -1,7 +1,8 @@
 import { ZTier } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { translateDbError } from "../prisma-errors";
@@ -14,7 +15,7 @@ export type CreateTierOptions = z.input<typeof ZTier>;
 export async function createTier(
   options: CreateTierOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly tier: TierRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZTier, options, context);
   return runPolicyChange(deps, ctx, {

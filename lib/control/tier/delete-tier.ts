@@ -1,7 +1,8 @@
 import { parseScope, ZTier } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange, type Tx } from "../policy/run-policy-change";
 import { auditView } from "../stored";
@@ -25,7 +26,7 @@ const NAMED_CUSTOMERS = 3;
 export async function deleteTier(
   options: DeleteTierOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly tier: TierRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteTierOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,10 +1,8 @@
-import { getControlDeps, type ReadDeps } from "../control-deps";
+import { controlDeps } from "@/lib/server/composition";
+import type { ReadDeps } from "../deps";
 import { findTier, type TierRecord } from "./tier-record";
 
 /** One tier, or NOT_FOUND. */
-export async function getTier(
-  name: string,
-  deps: ReadDeps = getControlDeps(),
-): Promise<TierRecord> {
+export async function getTier(name: string, deps: ReadDeps = controlDeps()): Promise<TierRecord> {
   return findTier(deps.db, name);
 }

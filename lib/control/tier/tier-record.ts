@@ -1,13 +1,18 @@
 import { type TTier, ZTier } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound } from "../errors";
-import type { Db } from "../policy/stored-policy";
+import type { Db } from "../stored";
 import { isoOf, parseStored, toJson } from "../stored";
 
-export const tierSelect = {
+/** A tier's fields in the policy document: what `readStoredPolicy` reads. */
+export const tierDocumentSelect = {
   name: true,
   displayName: true,
   limit: true,
+} satisfies Prisma.TierSelect;
+
+export const tierSelect = {
+  ...tierDocumentSelect,
   version: true,
   createdAt: true,
   updatedAt: true,

@@ -1,7 +1,8 @@
 import { ZTier } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
-import { type ControlDeps, getControlDeps } from "../control-deps";
+import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
 import { assertExpectedVersion } from "../version-conflict";
@@ -24,7 +25,7 @@ export type UpdateTierOptions = z.input<typeof ZUpdateTierOptions>;
 export async function updateTier(
   options: UpdateTierOptions,
   context: ChangeContext,
-  deps: ControlDeps = getControlDeps(),
+  deps: ControlDeps = controlDeps(),
 ): Promise<{ readonly tier: TierRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateTierOptions, options, context);
   return runPolicyChange(deps, ctx, {

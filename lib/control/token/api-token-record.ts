@@ -4,7 +4,7 @@ import type { Prisma } from "@/lib/generated/prisma/client";
 import { type Role, rankOf } from "../auth/roles";
 import { textField } from "../change-context";
 import { notFound } from "../errors";
-import type { Db } from "../policy/stored-policy";
+import type { Db } from "../stored";
 import { isoOf } from "../stored";
 
 export const ZApiTokenName = textField("name", 100);

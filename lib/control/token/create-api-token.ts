@@ -1,9 +1,10 @@
 import { ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
 import { newApiToken } from "../auth/secret-token";
 import { type ChangeContext, parseChange } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { validationError } from "../errors";
 import { ZRole } from "../operator/operator-record";
 import {
@@ -34,10 +35,10 @@ export type CreateApiTokenOptions = z.input<typeof ZCreateApiTokenOptions>;
 export async function createApiToken(
   options: CreateApiTokenOptions,
   context: ChangeContext,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<{ readonly apiToken: ApiTokenRecord; readonly token: string } & AuditReceipt> {
   const { input, ctx } = parseChange(ZCreateApiTokenOptions, options, context);
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const expiresAtMs = input.expiresAt == null ? null : Date.parse(input.expiresAt);
   if (
     expiresAtMs !== null &&

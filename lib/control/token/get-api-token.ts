@@ -1,10 +1,11 @@
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
+import { authDeps } from "@/lib/server/composition";
+import type { AuthDeps } from "../deps";
 import { type ApiTokenRecord, findApiToken } from "./api-token-record";
 
 /** One API token (never its secret or hash), or NOT_FOUND. */
 export async function getApiToken(
   id: string,
-  deps: Pick<AuthDeps, "db" | "nowMs"> = getAuthDeps(),
+  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
 ): Promise<ApiTokenRecord> {
-  return findApiToken(deps.db, id, deps.nowMs());
+  return findApiToken(deps.db, id, deps.clock.nowMs());
 }

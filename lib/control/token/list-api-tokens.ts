@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
+import { authDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { type ApiTokenRecord, apiTokenSelect, readApiTokenRecord } from "./api-token-record";
 
 export const ZListApiTokensOptions = z.strictObject({
@@ -16,10 +17,10 @@ export type ListApiTokensOptions = z.input<typeof ZListApiTokensOptions>;
  */
 export async function listApiTokens(
   options: ListApiTokensOptions = {},
-  deps: Pick<AuthDeps, "db" | "nowMs"> = getAuthDeps(),
+  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
 ): Promise<ApiTokenRecord[]> {
   const input = parseOptions(ZListApiTokensOptions, options);
-  const nowMs = deps.nowMs();
+  const nowMs = deps.clock.nowMs();
   const rows = await deps.db.apiToken.findMany({
     where: input.includeInactive
       ? {}

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
-import { type AuthDeps, getAuthDeps } from "../auth/auth-deps";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
+import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { assertExpectedVersion } from "../version-conflict";
 import {
@@ -24,7 +25,7 @@ export type RevokeApiTokenOptions = z.input<typeof ZRevokeApiTokenOptions>;
 export async function revokeApiToken(
   options: RevokeApiTokenOptions,
   context: ChangeContext,
-  deps: AuthDeps = getAuthDeps(),
+  deps: AuthDeps = authDeps(),
 ): Promise<{ readonly apiToken: ApiTokenRecord } & AuditReceipt> {
   const { input, ctx } = parseChange(ZRevokeApiTokenOptions, options, context);
   return runAuditedChange(deps, ctx, {

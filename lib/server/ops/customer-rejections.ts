@@ -4,7 +4,8 @@
  */
 import "server-only";
 import { type RecentRejection, readRecentRejections } from "@limitplane/enforcer/publication";
-import { getOpsRedisDeps, type OpsRedisDeps } from "./ops-redis";
+import { opsRedisDeps } from "@/lib/server/composition";
+import type { OpsRedisDeps } from "./ops-redis";
 
 export type CustomerRejectionEntry = RecentRejection;
 
@@ -12,7 +13,7 @@ export type CustomerRejectionEntry = RecentRejection;
 export function readCustomerRejections(
   customerId: string,
   limit = 50,
-  deps: OpsRedisDeps = getOpsRedisDeps(),
+  deps: OpsRedisDeps = opsRedisDeps(),
 ): Promise<CustomerRejectionEntry[]> {
   return readRecentRejections(deps.redis, deps.prefix, customerId, limit);
 }

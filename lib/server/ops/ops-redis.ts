@@ -5,15 +5,9 @@
  */
 import "server-only";
 import type { Redis } from "ioredis";
-import { consoleRedis } from "@/lib/server/console-redis";
-import { loadEnv } from "@/lib/server/env";
 
-/** What the readers need: a client and the installation's key prefix (tests pass their own). */
+/** What the readers need: a client and the installation's key prefix (the composition root builds the process-wide one; tests pass their own). */
 export interface OpsRedisDeps {
   readonly redis: Pick<Redis, "lrange">;
   readonly prefix: string;
-}
-
-export function getOpsRedisDeps(): OpsRedisDeps {
-  return { redis: consoleRedis(), prefix: loadEnv().REDIS_KEY_PREFIX };
 }

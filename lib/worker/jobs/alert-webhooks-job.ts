@@ -32,7 +32,7 @@ export function alertWebhooksJob(options: AlertWebhooksJobOptions): WorkerJob {
       const untilRetryMs =
         outcome.nextAttemptAtMs === null
           ? intervalMs
-          : outcome.nextAttemptAtMs - options.deps.nowMs();
+          : outcome.nextAttemptAtMs - options.deps.clock.nowMs();
       return { nextRunInMs: Math.max(MIN_WAIT_MS, Math.min(intervalMs, untilRetryMs)) };
     },
   };

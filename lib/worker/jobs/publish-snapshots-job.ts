@@ -39,7 +39,7 @@ export interface PublishSnapshotsJobOptions {
  */
 export function publishSnapshotsJob(options: PublishSnapshotsJobOptions): WorkerJob {
   const pollMs = options.pollMs ?? 5_000;
-  const nowMs = options.publisher.nowMs ?? Date.now;
+  const nowMs = () => options.publisher.clock.nowMs();
   return {
     name: "publish snapshots",
     wakeOn: [OUTBOX_NOTIFY_CHANNEL],

@@ -1,4 +1,4 @@
-import type { ControlDeps } from "@/lib/control/control-deps";
+import type { ControlDeps } from "@/lib/control/deps";
 import { recordIncidentExpiries } from "@/lib/control/incident/record-incident-expiries";
 import type { WorkerJob } from "../worker-job";
 

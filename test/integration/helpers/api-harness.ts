@@ -12,15 +12,15 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, inject } from "vitest";
 import type { AnyEndpoint } from "@/lib/api/endpoint";
 import { ENDPOINTS } from "@/lib/api/endpoints";
-import { type AuthDeps, installAuthDeps } from "@/lib/control/auth/auth-deps";
 import type { ScryptParams } from "@/lib/control/auth/password";
 import type { Role } from "@/lib/control/auth/roles";
 import { signIn } from "@/lib/control/auth/sign-in";
 import { SignInLimiter } from "@/lib/control/auth/sign-in-limiter";
-import { type ControlDeps, installControlDeps } from "@/lib/control/control-deps";
+import type { AuthDeps, ControlDeps } from "@/lib/control/deps";
 import { createOperator } from "@/lib/control/operator/create-operator";
 import { createApiToken } from "@/lib/control/token/create-api-token";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
+import { installDeps } from "@/lib/server/composition";
 import { closeSharedLimiterStores } from "@/lib/server/limiter-store";
 import { createRedis } from "@/lib/server/redis";
 import { countEverything, importExamplePolicy } from "./policy-fixtures";
@@ -210,10 +210,10 @@ export function provideApiHarness(options: HarnessOptions = {}): ApiHarness {
     redis = createRedis("control", { url: inject("redisUrl"), connectionName: "lp-test-api" });
     const signInKeyPrefix = `${inject("redisKeyPrefix")}${randomBytes(3).toString("hex")}:signin:`;
     const { db } = database.current();
-    const controlDeps: ControlDeps = { db, publisher: null, nowMs };
+    const controlDeps: ControlDeps = { db, publisher: null, clock: { nowMs } };
     authDeps = {
       db,
-      nowMs,
+      clock: { nowMs },
       passwordParams: FAST_SCRYPT,
       sessions: { lifetimeMs: 12 * 3_600_000, idleMs: 2 * 3_600_000, touchIntervalMs: 60_000 },
       signInLimiter: new SignInLimiter({
@@ -221,8 +221,8 @@ export function provideApiHarness(options: HarnessOptions = {}): ApiHarness {
         secret: "test-secret-for-account-keys-0123456789",
       }),
     };
-    installControlDeps(controlDeps);
-    installAuthDeps(authDeps);
+    installDeps({ control: controlDeps });
+    installDeps({ auth: authDeps });
     if (options.withPolicy ?? true) await importExamplePolicy(controlDeps);
     const system = {
       actor: { type: "system" as const, id: null, name: "test setup" },

@@ -5,6 +5,7 @@
  * one JSON line per change: `{"customerId", "policyVersion"}`.
  */
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
+import { systemClock } from "@/lib/server/composition";
 import { createPrisma } from "@/lib/server/db";
 
 const [databaseUrl, ...customerIds] = process.argv.slice(2);
@@ -20,7 +21,7 @@ const results = await Promise.all(
         limit: { algorithm: "token-bucket", capacity: 100 + index, refillPerSec: 10 },
       },
       { actor: { type: "system", id: null, name: "race" }, reason: "concurrent change" },
-      { db, publisher: null, nowMs: Date.now },
+      { db, publisher: null, clock: systemClock },
     ),
   ),
 );

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { PolicyState, parseSnapshot, type TSnapshot } from "@limitplane/enforcer/policy";
 import { expect } from "vitest";
 import type { ChangeContext } from "@/lib/control/change-context";
-import type { ControlDeps } from "@/lib/control/control-deps";
+import type { ControlDeps } from "@/lib/control/deps";
 import { type AppError, isAppError } from "@/lib/control/errors";
 import { readCompiledSnapshot } from "@/lib/control/policy/get-current-snapshot";
 import { importPolicy } from "@/lib/control/policy/import-policy";
@@ -21,13 +21,13 @@ export function operatorContext(reason = "test change", name = "Dana Operator"):
 
 /** Services with no Redis: publication is left to the (absent) worker. */
 export function depsFor(db: PrismaClient, nowMs: () => number = Date.now): ControlDeps {
-  return { db, publisher: null, nowMs };
+  return { db, publisher: null, clock: { nowMs } };
 }
 
 /** Imports the example policy (incidents re-dated to now) as the starting point. */
 export async function importExamplePolicy(deps: ControlDeps): Promise<void> {
   await importPolicy(
-    examplePolicyForSeed(deps.nowMs()),
+    examplePolicyForSeed(deps.clock.nowMs()),
     operatorContext("start from the example"),
     deps,
   );

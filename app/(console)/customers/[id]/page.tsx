@@ -25,7 +25,7 @@ import {
   customerHistory,
   type Explanation,
   explainLimits,
-  getExplainDeps,
+  getCustomer,
   isAppError,
   listCustomerOverrides,
   listEndpointClasses,
@@ -33,6 +33,7 @@ import {
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
+import { explainDeps } from "@/lib/server/composition";
 import {
   type CustomerRejectionEntry,
   readCustomerRejections,
@@ -84,7 +85,7 @@ export default async function CustomerPage({
       },
     ),
   ]);
-  const deps = getExplainDeps();
+  const deps = explainDeps();
   // One peek per endpoint class: a few Redis reads each, nothing consumed.
   const explained: Explained[] = await Promise.all(
     classes.map((endpointClass) =>

@@ -1,9 +1,10 @@
 "use client";
 
-import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { useId, useState } from "react";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
+// A direct module import: this is client code, and the change context is pure.
+import { reasonProblem } from "@/lib/control/change-context";
 import { readApiError } from "../../policies/_components/api-error";
 import styles from "../dry-run.module.css";
 
@@ -16,15 +17,6 @@ export interface CandidateActionsProps {
   evidence: string;
   canPromote: boolean;
   canDiscard: boolean;
-}
-
-function reasonProblem(reason: string): string | null {
-  const trimmed = reason.trim();
-  if (trimmed === "") return "Give a reason first: it is kept in the audit log.";
-  if (trimmed.length > 1000) return "The reason must be at most 1000 characters.";
-  if (hasForbiddenCharacter(trimmed))
-    return "The reason must be one line, without control or bidirectional formatting characters.";
-  return null;
 }
 
 /** Promote (admins) or discard (operators and admins) a candidate, each with a reason and a confirm. */
@@ -43,7 +35,7 @@ export function CandidateActions({
   const discardId = useId();
 
   const act = async (verb: "promote" | "discard", reason: string): Promise<ConfirmResult> => {
-    const problem = reasonProblem(reason);
+    const problem = reasonProblem(reason, "Give a reason first: it is kept in the audit log.");
     if (problem !== null) return { error: problem };
     const response = await fetch(`/api/v1/candidates/${encodeURIComponent(id)}/${verb}`, {
       method: "POST",

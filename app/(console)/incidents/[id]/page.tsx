@@ -16,7 +16,6 @@ import { formatFactor, formatLimit } from "@/lib/console";
 import {
   explainLimits,
   getCurrentSnapshot,
-  getExplainDeps,
   getIncident,
   getPolicySettings,
   type IncidentState,
@@ -26,6 +25,7 @@ import {
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
 import { type EnforcerRecord, listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { explainDeps } from "@/lib/server/composition";
 import { IncidentActions } from "./incident-actions";
 
 export const metadata: Metadata = { title: "Incident override" };
@@ -322,7 +322,7 @@ async function effectiveLimits(
     const className = endpointClass ?? (await getPolicySettings()).defaultEndpointClass;
     const explanation = await explainLimits(
       { customerId, endpointClass: className },
-      getExplainDeps(),
+      explainDeps(),
     );
     const layer = endpointClass === null ? "account" : "endpoint";
     const slot = explanation.trace.slots.find((candidate) => candidate.layer === layer);

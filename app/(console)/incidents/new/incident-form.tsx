@@ -1,7 +1,7 @@
 "use client";
 
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
-import { scaleLimit } from "@limitplane/enforcer/policy";
+import { formatDuration, scaleLimit } from "@limitplane/enforcer/policy";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect, useId, useMemo, useState } from "react";
@@ -10,7 +10,16 @@ import type { IncidentScopeOption } from "@/components/ops/incident-scopes";
 import styles from "@/components/ops/ops.module.css";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
 // Direct module imports: this is client code.
-import { formatDurationMs, formatFactor, formatLimit } from "@/lib/console/format";
+import { formatDurationMs, formatLimit } from "@/lib/console/format";
+import { MAX_REASON_LENGTH } from "@/lib/control/change-context";
+import {
+  checkIncidentDraft,
+  type IncidentField as Field,
+  groupByField,
+  type IncidentDraft,
+  type IncidentFieldErrors,
+  raiseBodyOf,
+} from "./incident-form-check";
 
 export interface IncidentFormProps {
   readonly customer: { readonly id: string; readonly displayName: string; readonly tier: string };
@@ -34,19 +43,7 @@ const PRESETS = [
   { value: "240", label: "4 h", durationMs: 240 * MINUTE_MS },
 ] as const;
 
-type Field = "scope" | "factor" | "limit" | "duration" | "reason" | "ticketUrl" | "form";
-type FieldErrors = Partial<Record<Field, string>>;
-
-/** The server's field path, as the form field it belongs to. */
-function fieldOf(path: string): Field {
-  if (path === "factor") return "factor";
-  if (path.startsWith("limit")) return "limit";
-  if (path === "expiresAt" || path === "durationMs" || path === "startsAt") return "duration";
-  if (path === "reason") return "reason";
-  if (path === "ticketUrl") return "ticketUrl";
-  if (path === "endpointClass") return "scope";
-  return "form";
-}
+type FieldErrors = IncidentFieldErrors;
 
 /** The size (capacity, burst or count) and sustained rate fields of a limit, for editing. */
 function limitParts(spec: LimitSpec): { size: number; rate: number | null } {
@@ -80,8 +77,9 @@ const SIZE_LABEL: Record<LimitSpec["algorithm"], string> = {
 };
 
 /**
- * Raise (or cut) one customer's limit for a while. Guardrails are checked here as a hint, at the
- * field; the server checks them again and its refusal is shown at the same field.
+ * Raise (or cut) one customer's limit for a while. The draft is checked with the domain's own
+ * rules (`checkIncidentDraft`: the service's schemas and guardrails), at the field; the server
+ * checks it again with what is stored now, and its refusal is shown at the same field.
  */
 export function IncidentForm({
   customer,
@@ -151,47 +149,37 @@ export function IncidentForm({
     return withParts(template, size, rate);
   }, [scope, mode, factorText, sizeText, rateText, template]);
 
-  // Client-side hints; the server decides.
-  const hints: FieldErrors = {};
+  const draftLimit =
+    template === null
+      ? null
+      : withParts(
+          template,
+          Number(sizeText),
+          limitParts(template).rate === null ? null : Number(rateText),
+        );
+  const draft: IncidentDraft = {
+    customerId: customer.id,
+    endpointClass: scope?.endpointClass ?? null,
+    mode,
+    factor: Number(factorText),
+    limit: draftLimit,
+    durationMs,
+    reason,
+    ticketUrl,
+  };
+  // The domain's rules, as the service applies them; the server decides with what is stored now.
+  const hints: FieldErrors = checkIncidentDraft(draft, {
+    guardrails,
+    replacedLimit: scope?.base ?? null,
+    nowMs: nowMs ?? Date.now(),
+  });
   const maxFactor = guardrails.maxIncidentFactor;
   if (scope === undefined) hints.scope = "Choose what to raise.";
   else if (scope.activeIncidentId !== null) {
     hints.scope = `An incident override is already active here (${scope.activeIncidentId}): extend or revert it instead.`;
   }
-  if (mode === "factor") {
-    const factor = Number(factorText);
-    if (scope?.base === null) {
-      hints.factor =
-        "There is no enforced limit here for a multiplier to scale; give an absolute limit.";
-    } else if (!(factor > 0)) hints.factor = "Enter a multiplier greater than 0, such as 3.";
-    else if (factor > maxFactor) {
-      hints.factor = `At most ×${maxFactor}: the policy's guardrail (maxIncidentFactor).`;
-    } else if (factor < 1 / maxFactor) {
-      hints.factor = `At least ×${1 / maxFactor}: the policy's guardrail (maxIncidentFactor).`;
-    }
-  } else if (template === null) {
-    hints.limit = "There is no limit here to start from.";
-  } else if (after === null) {
-    hints.limit = "Enter numbers greater than 0.";
-  } else if (scope?.base) {
-    const isBeyond = (ratio: number) => ratio > maxFactor + 1e-9 || ratio < 1 / maxFactor - 1e-9;
-    const next = limitParts(after);
-    const replaced = limitParts(scope.base);
-    const sizeRatio = next.size / replaced.size;
-    const rateRatio = next.rate === null || replaced.rate === null ? 1 : next.rate / replaced.rate;
-    if (isBeyond(sizeRatio) || isBeyond(rateRatio)) {
-      const ratio = isBeyond(sizeRatio) ? sizeRatio : rateRatio;
-      hints.limit = `That ${isBeyond(sizeRatio) ? "burst" : "rate"} is ${formatFactor(ratio)} the limit it replaces; the guardrail allows ×${1 / maxFactor} to ×${maxFactor} (maxIncidentFactor).`;
-    }
-  }
-  if (!(durationMs >= 60_000)) hints.duration = "Enter a duration of at least 1 minute.";
-  else if (durationMs > guardrails.maxIncidentDurationMs) {
-    hints.duration = `At most ${formatDurationMs(guardrails.maxIncidentDurationMs)}: the policy's guardrail (maxIncidentDurationMs).`;
-  }
+  if (mode === "limit" && template === null) hints.limit = "There is no limit here to start from.";
   if (reason.trim() === "") hints.reason = "Say why: it goes on the incident and in the audit log.";
-  if (ticketUrl.trim() !== "" && !/^https?:\/\/\S+$/.test(ticketUrl.trim())) {
-    hints.ticketUrl = "A ticket link starts with http:// or https://";
-  }
   // A refusal belongs to what was sent: editing anything clears it until the next attempt.
   const edit =
     <Value,>(setter: (value: Value) => void) =>
@@ -214,14 +202,7 @@ export function IncidentForm({
 
   const submit = async (): Promise<ConfirmResult> => {
     setServerErrors({});
-    const body = {
-      customerId: customer.id,
-      endpointClass: scope?.endpointClass ?? null,
-      ...(mode === "factor" ? { factor: Number(factorText) } : { limit: after }),
-      durationMs,
-      reason: reason.trim(),
-      ...(ticketUrl.trim() === "" ? {} : { ticketUrl: ticketUrl.trim() }),
-    };
+    const body = raiseBodyOf(draft);
     let response: Response;
     try {
       response = await fetch("/api/v1/incidents", {
@@ -239,12 +220,7 @@ export function IncidentForm({
       return;
     }
     const { message, fieldErrors } = readApiError(payload, response.status);
-    const next: FieldErrors = {};
-    for (const fieldError of fieldErrors) {
-      const field = fieldOf(fieldError.path);
-      next[field] = next[field] ? `${next[field]}; ${fieldError.message}` : fieldError.message;
-    }
-    setServerErrors(next);
+    setServerErrors(groupByField(fieldErrors));
     return { error: message };
   };
 
@@ -384,7 +360,7 @@ export function IncidentForm({
               id={`${formId}-minutes`}
               label="Minutes"
               error={errorOf("duration")}
-              hint={`At most ${formatDurationMs(guardrails.maxIncidentDurationMs)} (guardrail)`}
+              hint={`At most ${formatDuration(guardrails.maxIncidentDurationMs)} (guardrail)`}
             >
               <input
                 id={`${formId}-minutes`}
@@ -405,7 +381,7 @@ export function IncidentForm({
         <textarea
           id={`${formId}-reason`}
           value={reason}
-          maxLength={1000}
+          maxLength={MAX_REASON_LENGTH}
           onChange={(event) => edit(setReason)(event.target.value)}
           onBlur={() => setIsReasonTouched(true)}
           placeholder="What is happening and who approved it"
@@ -424,9 +400,9 @@ export function IncidentForm({
       <p className={styles.summary} data-testid="incident-summary">
         {summary}
       </p>
-      {serverErrors.form ? (
+      {errorOf("form") ? (
         <p className={styles.fieldError} role="alert">
-          {serverErrors.form}
+          {errorOf("form")}
         </p>
       ) : null}
       <ConfirmDialog

@@ -15,7 +15,7 @@ import {
   type CustomerPage,
   type Explanation,
   explainLimits,
-  getExplainDeps,
+  getCustomer,
   getPolicySettings,
   isAppError,
   listCustomers,
@@ -27,6 +27,7 @@ import {
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
+import { explainDeps } from "@/lib/server/composition";
 import { readCustomerRejections } from "@/lib/server/ops/customer-rejections";
 import { IncidentForm } from "./incident-form";
 
@@ -210,7 +211,7 @@ async function RaiseForCustomer({
           seen.reportedTier !== null
         ? seen.reportedTier
         : settings.defaultTier;
-  const deps = getExplainDeps();
+  const deps = explainDeps();
   const explanations = new Map<string, Explanation>();
   await Promise.all(
     classes.map(async (endpointClass) => {

@@ -1,9 +1,10 @@
 "use client";
 
-import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { type ReactNode, useState } from "react";
 import { auditEntryHref } from "@/lib/console/chart-series";
+// A direct module import: this is client code, and the change context is pure.
+import { MAX_REASON_LENGTH, reasonProblem } from "@/lib/control/change-context";
 import type {
   PolicyChangePreview,
   PreviewPolicyChangeOptions,
@@ -59,16 +60,8 @@ interface Saved {
   readonly auditEntryId: string;
 }
 
-const MAX_REASON_LENGTH = 1000;
-
 function checkReason(reason: string): string | null {
-  const trimmed = reason.trim();
-  if (trimmed === "") return "Say why you are making this change: it is kept in the audit log.";
-  if (trimmed.length > MAX_REASON_LENGTH)
-    return `The reason must be at most ${MAX_REASON_LENGTH} characters.`;
-  if (hasForbiddenCharacter(trimmed))
-    return "The reason must be one line, without control or bidirectional formatting characters.";
-  return null;
+  return reasonProblem(reason, "Say why you are making this change: it is kept in the audit log.");
 }
 
 /**

@@ -1,11 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { tokenBucket } from "../testing/policy-factory";
-import {
-  checkIncidentGuardrails,
-  DEFAULT_GUARDRAILS,
-  formatDuration,
-  type IncidentChange,
-} from "./guardrails";
+import { formatDuration } from "./format";
+import { checkIncidentGuardrails, DEFAULT_GUARDRAILS, type IncidentChange } from "./guardrails";
 
 const base: IncidentChange = {
   factor: 2,

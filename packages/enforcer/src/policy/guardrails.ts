@@ -6,6 +6,7 @@
  */
 import type { LimitSpec } from "../limiter/types";
 import type { PolicyFieldError } from "./errors";
+import { formatDuration, formatQuantity } from "./format";
 import { limitRateField, limitRatePerSec, limitSize, limitSizeField } from "./limit-math";
 
 /** The configurable bounds, as they appear in a policy's `guardrails`. */
@@ -115,7 +116,7 @@ export function checkIncidentGuardrails(
     if (rateProblem !== null) {
       errors.push({
         path: ["limit", limitRateField(next)],
-        message: `a sustained rate of ${formatNumber(limitRatePerSec(next))}/s against ${formatNumber(limitRatePerSec(replaced))}/s in the limit it replaces ${rateProblem}`,
+        message: `a sustained rate of ${formatQuantity(limitRatePerSec(next))}/s against ${formatQuantity(limitRatePerSec(replaced))}/s in the limit it replaces ${rateProblem}`,
       });
     }
   }
@@ -126,22 +127,10 @@ export function checkIncidentGuardrails(
 function describeRatio(ratio: number, maxFactor: number): string | null {
   const tolerance = 1e-9;
   if (ratio > maxFactor + tolerance) {
-    return `would raise the limit ${formatNumber(ratio)}x; the maximum raise is ${formatNumber(maxFactor)}x (guardrails.maxIncidentFactor)`;
+    return `would raise the limit ${formatQuantity(ratio)}x; the maximum raise is ${formatQuantity(maxFactor)}x (guardrails.maxIncidentFactor)`;
   }
   if (ratio < 1 / maxFactor - tolerance) {
-    return `would cut the limit to 1/${formatNumber(1 / ratio)}; the deepest cut is to 1/${formatNumber(maxFactor)}, a factor of ${formatNumber(1 / maxFactor)} (guardrails.maxIncidentFactor)`;
+    return `would cut the limit to 1/${formatQuantity(1 / ratio)}; the deepest cut is to 1/${formatQuantity(maxFactor)}, a factor of ${formatQuantity(1 / maxFactor)} (guardrails.maxIncidentFactor)`;
   }
   return null;
-}
-
-function formatNumber(value: number): string {
-  return String(Number(value.toPrecision(4)));
-}
-
-/** `48 h`, `90 min`, `45 s`. */
-export function formatDuration(durationMs: number): string {
-  const hourMs = 3_600_000;
-  if (durationMs >= hourMs) return `${formatNumber(durationMs / hourMs)} h`;
-  if (durationMs >= 60_000) return `${formatNumber(durationMs / 60_000)} min`;
-  return `${formatNumber(durationMs / 1000)} s`;
 }

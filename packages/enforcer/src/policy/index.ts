@@ -47,8 +47,22 @@ export {
   type ParseResult,
   type PolicyFieldError,
 } from "./errors";
-export { checkIncidentGuardrails, type IncidentChange } from "./guardrails";
-export { MAX_COST, MAX_WINDOW_MS, scaleLimit } from "./limit-math";
+export {
+  type FormatNumberOptions,
+  formatDuration,
+  formatDurationMs,
+  formatNumber,
+  formatQuantity,
+  formatSeconds,
+  NO_VALUE,
+} from "./format";
+export {
+  checkIncidentGuardrails,
+  DEFAULT_GUARDRAILS,
+  type GuardrailSettings,
+  type IncidentChange,
+} from "./guardrails";
+export { assertNever, MAX_COST, MAX_WINDOW_MS, scaleLimit } from "./limit-math";
 export { hasForbiddenCharacter, isCustomerId, isName, isRecordId } from "./names";
 export {
   MAX_DELTA_CHANGES,
@@ -79,6 +93,7 @@ export {
   type TraceRule,
   type TraceStatus,
 } from "./resolve";
+export { textField } from "./schema-fields";
 export {
   ALGORITHMS,
   findReplacedLimit,

@@ -1,0 +1,124 @@
+/**
+ * The composition root: the one place where the process-wide dependencies are built (the Prisma
+ * client, the Redis connections, the shared limiter store, the clock) and handed to services.
+ * Pages, server actions, route handlers, the worker's standard jobs and services' defaults take
+ * their dependencies from here and wire nothing themselves. Tests that call route handlers or
+ * render pages install their own (`installDeps`: their database, a driven clock).
+ *
+ * Every value is created on first use, so importing this module opens no connection.
+ */
+import type { Clock } from "@limitplane/enforcer/limiter";
+import { sessionSettingsFromEnv } from "@/lib/control/auth/auth-settings";
+import { DEFAULT_SCRYPT_PARAMS } from "@/lib/control/auth/password";
+import { SignInLimiter } from "@/lib/control/auth/sign-in-limiter";
+import type { AuthDeps, ControlDeps, ExplainDeps, FleetDeps } from "@/lib/control/deps";
+import { consoleRedis } from "./console-redis";
+import { getPrisma } from "./db";
+import { loadEnv } from "./env";
+import { getSharedLimiterStore } from "./limiter-store";
+import type { OpsRedisDeps } from "./ops/ops-redis";
+import { createRedis } from "./redis";
+
+/** The control plane's clock: the wall clock, in epoch milliseconds. */
+export const systemClock: Clock = { nowMs: () => Date.now() };
+
+/** Everything the composition root provides. */
+export interface Composition {
+  readonly control: ControlDeps;
+  readonly auth: AuthDeps;
+  readonly fleet: FleetDeps;
+  readonly explain: ExplainDeps;
+  readonly ops: OpsRedisDeps;
+}
+
+type Built = { -readonly [Key in keyof Composition]?: Composition[Key] };
+
+const globalForDeps = globalThis as typeof globalThis & { limitplaneDeps?: Built };
+
+function built(): Built {
+  globalForDeps.limitplaneDeps ??= {};
+  return globalForDeps.limitplaneDeps;
+}
+
+/** The clock every process-wide dependency reads (a test's, once installed). */
+export function clock(): Clock {
+  return controlDeps().clock;
+}
+
+/** The control-plane services' dependencies: the database, the publisher, the clock. */
+export function controlDeps(): ControlDeps {
+  const deps = built();
+  if (deps.control === undefined) {
+    const db = getPrisma();
+    deps.control = {
+      db,
+      publisher: {
+        db,
+        redis: createRedis("control", { connectionName: "limitplane-publisher" }),
+        prefix: loadEnv().REDIS_KEY_PREFIX,
+        clock: systemClock,
+      },
+      clock: systemClock,
+    };
+  }
+  return deps.control;
+}
+
+/** The authentication, operator and token services' dependencies. */
+export function authDeps(): AuthDeps {
+  const deps = built();
+  if (deps.auth === undefined) {
+    const control = controlDeps();
+    deps.auth = {
+      db: control.db,
+      clock: control.clock,
+      passwordParams: DEFAULT_SCRYPT_PARAMS,
+      sessions: sessionSettingsFromEnv(),
+      signInLimiter: new SignInLimiter({
+        store: getSharedLimiterStore("signin:"),
+        secret: loadEnv().SESSION_SECRET,
+      }),
+    };
+  }
+  return deps.auth;
+}
+
+/** The fleet reads' dependencies: the console's read connection (one per process), the prefix. */
+export function fleetDeps(): FleetDeps {
+  const deps = built();
+  deps.fleet ??= {
+    redis: consoleRedis(),
+    prefix: loadEnv().REDIS_KEY_PREFIX,
+    clock: controlDeps().clock,
+  };
+  return deps.fleet;
+}
+
+/** Explain's dependencies: the control plane's database, the enforcers' store. */
+export function explainDeps(): ExplainDeps {
+  const deps = built();
+  const control = controlDeps();
+  deps.explain ??= { db: control.db, store: getSharedLimiterStore(""), clock: control.clock };
+  return deps.explain;
+}
+
+/** What the per-minute reads need: the database, and the live minutes from the enforcers' Redis. */
+export function scopeMinutesDeps(): Pick<ControlDeps, "db" | "clock"> & { live: FleetDeps } {
+  const control = controlDeps();
+  return { db: control.db, clock: control.clock, live: fleetDeps() };
+}
+
+/** The customer page's reads of the enforcers' reports (recent rejections). */
+export function opsRedisDeps(): OpsRedisDeps {
+  const deps = built();
+  deps.ops ??= { redis: consoleRedis(), prefix: loadEnv().REDIS_KEY_PREFIX };
+  return deps.ops;
+}
+
+/**
+ * Replaces some of the process-wide dependencies (tests that call route handlers or render pages
+ * with their own database, Redis or clock). What is not given is built on first use as usual.
+ */
+export function installDeps(deps: Partial<Composition>): void {
+  Object.assign(built(), deps);
+}
