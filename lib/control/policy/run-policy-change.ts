@@ -74,9 +74,16 @@ export interface PolicyChange<Value> {
   readonly touches?: "customer" | "core" | "core-and-costs";
   /** Reads what guards the change and writes it. Runs with the policy-change lock held. */
   write(tx: Tx, nowMs: number): Promise<WrittenChange<Value>>;
-  /** @default 15_000 */
+  /**
+   * How long the transaction may take, waiting for the policy-change lock included: changes apply
+   * one at a time, so under a burst of changes (or on a busy host) a change first waits its turn.
+   * @default 60_000
+   */
   readonly timeoutMs?: number;
 }
+
+/** A change's default deadline, its wait for the policy-change lock included. */
+const POLICY_CHANGE_TIMEOUT_MS = 60_000;
 
 export interface WrittenChange<Value> {
   /** When it differs from the change's: a promotion is recorded on the rule it replaced. */
@@ -156,7 +163,7 @@ export async function runPolicyChangeOrNothing<Value extends object>(
   try {
     const committed = await runAuditedTransaction(
       deps.db,
-      { timeoutMs: change.timeoutMs },
+      { timeoutMs: change.timeoutMs ?? POLICY_CHANGE_TIMEOUT_MS },
       async (tx) => {
         await lockPolicyChanges(tx);
         await upgradeToEntries(tx);
