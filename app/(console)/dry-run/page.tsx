@@ -20,6 +20,7 @@ import {
   readScopeCounts,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { clock } from "@/lib/server/composition";
 import { describePolicyLimit, describeScope } from "../policies/_components/policy-words";
 import { RolloutLine } from "../policies/_components/rollout-line";
 import { type CandidateTarget, CreateCandidateForm } from "./_components/create-candidate-form";
@@ -68,7 +69,7 @@ export default async function DryRunPage({
     endpointClasses,
     ceilings: settings.ceilings,
   };
-  const nowMs = Date.now();
+  const nowMs = clock().nowMs();
   const range = CHART_RANGES["15m"];
   const counts = await readScopeCounts({
     scopes: candidates.flatMap((candidate) => [candidate.target, `candidate:${candidate.id}`]),

@@ -27,6 +27,7 @@ import {
   type CustomerOverridePage,
   listAllCustomerOverrides,
 } from "@/lib/control/customer-override/list-all-customer-overrides";
+import { clock } from "@/lib/server/composition";
 
 export const metadata: Metadata = { title: "Overrides" };
 
@@ -65,7 +66,7 @@ export default async function OverridesPage({
   // Alerts link an expiring incident here (`AlertList`'s default): its own page has extend/revert.
   if (incidentParam !== undefined) redirect(`/incidents/${encodeURIComponent(incidentParam)}`);
   await connection();
-  const serverNowMs = Date.now();
+  const serverNowMs = clock().nowMs();
   const [current, history, overrides] = await Promise.all([
     listIncidentsPage({
       status: "current",

@@ -33,7 +33,7 @@ import {
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
-import { explainDeps } from "@/lib/server/composition";
+import { clock, explainDeps } from "@/lib/server/composition";
 import {
   type CustomerRejectionEntry,
   readCustomerRejections,
@@ -66,7 +66,7 @@ export default async function CustomerPage({
   const { customer, seen } = await findRegisteredOrSeen(id);
   if (customer === null) notFound();
 
-  const serverNowMs = Date.now();
+  const serverNowMs = clock().nowMs();
   const [classes, incidents, overrides, rejections, history] = await Promise.all([
     listEndpointClasses(),
     listIncidents({ customerId: id, status: "current", nowMs: serverNowMs }),

@@ -23,6 +23,7 @@ import {
   readScopeCounts,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { clock } from "@/lib/server/composition";
 import { describePolicyLimit, describeScope } from "../../policies/_components/policy-words";
 import { CandidateActions } from "../_components/candidate-actions";
 import { UpdateCandidateForm } from "../_components/update-candidate-form";
@@ -65,7 +66,7 @@ export default async function CandidatePage({
     candidate.target,
   );
   const dryRunScope = `candidate:${candidate.id}`;
-  const nowMs = Date.now();
+  const nowMs = clock().nowMs();
   const counts = await readScopeCounts({
     scopes: [candidate.target, dryRunScope],
     fromMs: nowMs - range.rangeMs - range.bucketMs,

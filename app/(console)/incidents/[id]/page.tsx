@@ -25,7 +25,7 @@ import {
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
 import { type EnforcerRecord, listEnforcers } from "@/lib/control/fleet/list-enforcers";
-import { explainDeps } from "@/lib/server/composition";
+import { clock, explainDeps } from "@/lib/server/composition";
 import { IncidentActions } from "./incident-actions";
 
 export const metadata: Metadata = { title: "Incident override" };
@@ -47,7 +47,7 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
     next: `/incidents/${encodeURIComponent(id)}`,
   });
   await connection();
-  const serverNowMs = Date.now();
+  const serverNowMs = clock().nowMs();
 
   let incident: Awaited<ReturnType<typeof getIncident>>;
   try {

@@ -27,7 +27,7 @@ import {
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
-import { explainDeps } from "@/lib/server/composition";
+import { clock, explainDeps } from "@/lib/server/composition";
 import { readCustomerRejections } from "@/lib/server/ops/customer-rejections";
 import { IncidentForm } from "./incident-form";
 
@@ -195,7 +195,7 @@ async function RaiseForCustomer({
   customer: NonNullable<RegisteredOrSeen["customer"]>;
   seen: SeenCustomerRecord | null;
 }) {
-  const nowMs = Date.now();
+  const nowMs = clock().nowMs();
   const [classes, settings, incidents, rejections, tiers] = await Promise.all([
     listEndpointClasses(),
     getPolicySettings(),
