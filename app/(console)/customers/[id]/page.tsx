@@ -25,7 +25,6 @@ import {
   customerHistory,
   type Explanation,
   explainLimits,
-  getCustomer,
   isAppError,
   listCustomerOverrides,
   listEndpointClasses,

@@ -15,7 +15,6 @@ import {
   type CustomerPage,
   type Explanation,
   explainLimits,
-  getCustomer,
   getPolicySettings,
   isAppError,
   listCustomers,
