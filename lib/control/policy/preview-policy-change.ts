@@ -133,6 +133,25 @@ interface HolderRow extends OverrideHolder {
   readonly limit: TLimitSpec | null;
 }
 
+/** The stored tiers, endpoint classes and settings, and the rules they make: what a preview edits. */
+export async function readPolicyRules(db: ReadDeps["db"]) {
+  const [tierRows, classRows, settings] = await Promise.all([
+    db.tier.findMany({ orderBy: { name: "asc" }, select: tierSelect }),
+    db.endpointClass.findMany({ orderBy: { name: "asc" }, select: endpointClassSelect }),
+    findSettings(db),
+  ]);
+  const tiers = tierRows.map(toTierRecord);
+  const classes = classRows.map(toEndpointClassRecord);
+  const rules: PolicyRules = {
+    defaultTier: settings.defaultTier,
+    defaultEndpointClass: settings.defaultEndpointClass,
+    tiers,
+    endpointClasses: classes,
+    ceilings: settings.ceilings,
+  };
+  return { tiers, classes, settings, rules };
+}
+
 /**
  * The preview of an edit. Throws VALIDATION_FAILED with field-named errors for an invalid edit,
  * NOT_FOUND for an unknown tier or class.
@@ -147,20 +166,7 @@ export async function previewPolicyChange(
   const nowMs = deps.clock.nowMs();
   const db = deps.db;
 
-  const [tierRows, classRows, settings] = await Promise.all([
-    db.tier.findMany({ orderBy: { name: "asc" }, select: tierSelect }),
-    db.endpointClass.findMany({ orderBy: { name: "asc" }, select: endpointClassSelect }),
-    findSettings(db),
-  ]);
-  const tiers = tierRows.map(toTierRecord);
-  const classes = classRows.map(toEndpointClassRecord);
-  const before: PolicyRules = {
-    defaultTier: settings.defaultTier,
-    defaultEndpointClass: settings.defaultEndpointClass,
-    tiers,
-    endpointClasses: classes,
-    ceilings: settings.ceilings,
-  };
+  const { tiers, classes, settings, rules: before } = await readPolicyRules(db);
 
   let after: PolicyRules;
   let subject: string;

@@ -22,16 +22,14 @@ import { z } from "zod";
 import { controlDeps } from "@/lib/server/composition";
 import type { ClockedReadDeps, ReadDeps } from "../deps";
 import { findEndpointClassReferrers } from "../endpoint-class/delete-endpoint-class";
-import {
-  endpointClassSelect,
-  toEndpointClassRecord,
-} from "../endpoint-class/endpoint-class-record";
 import { AppError, notFound, toFieldErrors, validationError } from "../errors";
-import { findSettings } from "../settings/settings-record";
 import { ZUpdatePolicySettingsOptions } from "../settings/update-policy-settings";
 import { findTierReferrers } from "../tier/delete-tier";
-import { tierSelect, toTierRecord } from "../tier/tier-record";
-import type { PolicyChangePreview, PreviewedLimitChange } from "./preview-policy-change";
+import {
+  type PolicyChangePreview,
+  type PreviewedLimitChange,
+  readPolicyRules,
+} from "./preview-policy-change";
 import { noPolicyYet } from "./run-policy-change";
 import { type PolicyEntityRef, policyValidationError, readStoredPolicy } from "./stored-policy";
 
@@ -83,20 +81,7 @@ export async function previewStructureChange(
   const input = parsed.data;
   const nowMs = deps.clock.nowMs();
   const db = deps.db;
-  const [tierRows, classRows, settings] = await Promise.all([
-    db.tier.findMany({ orderBy: { name: "asc" }, select: tierSelect }),
-    db.endpointClass.findMany({ orderBy: { name: "asc" }, select: endpointClassSelect }),
-    findSettings(db),
-  ]);
-  const tiers = tierRows.map(toTierRecord);
-  const classes = classRows.map(toEndpointClassRecord);
-  const before: PolicyRules = {
-    defaultTier: settings.defaultTier,
-    defaultEndpointClass: settings.defaultEndpointClass,
-    tiers,
-    endpointClasses: classes,
-    ceilings: settings.ceilings,
-  };
+  const { tiers, classes, settings, rules: before } = await readPolicyRules(db);
   let after: PolicyRules = before;
   let subject: string;
   let version = 0;
