@@ -5,6 +5,7 @@
  * plane its readings are wall-clock epoch milliseconds): no service reads `Date.now` itself.
  */
 import type { Clock, LimiterStore } from "@limitplane/enforcer/limiter";
+import type { SeenReadingRedis } from "@limitplane/enforcer/publication";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import type { SessionSettings } from "./auth/auth-settings";
 import type { ScryptParams } from "./auth/password";
@@ -61,3 +62,14 @@ export interface ExplainDeps extends ClockedReadDeps {
   /** The store the enforcers share, keyed as they key it (REDIS_KEY_PREFIX). */
   readonly store: LimiterStore;
 }
+
+/** What the seen-customer reads need: the console's read connection, the key prefix, the clock. */
+export interface SeenRedisDeps {
+  readonly redis: SeenReadingRedis;
+  /** REDIS_KEY_PREFIX. */
+  readonly prefix: string;
+  readonly clock: Clock;
+}
+
+/** Listing seen customers also reads the registry (to leave registered customers out). */
+export interface SeenCustomerDeps extends SeenRedisDeps, ReadDeps {}

@@ -219,13 +219,6 @@ export {
 export type { ChangeReceipt } from "./policy/run-policy-change";
 export { findSeenCustomer, getSeenCustomer } from "./seen-customer/get-seen-customer";
 export { listSeenCustomers, type SeenCustomerPage } from "./seen-customer/list-seen-customers";
-export {
-  getSeenCustomerDeps,
-  getSeenRedisDeps,
-  installSeenRedisDeps,
-  type SeenCustomerDeps,
-  type SeenRedisDeps,
-} from "./seen-customer/seen-customer-deps";
 export type { SeenCustomerRecord } from "./seen-customer/seen-customer-record";
 export { getPolicySettings } from "./settings/get-policy-settings";
 export type { PolicySettingsRecord } from "./settings/settings-record";

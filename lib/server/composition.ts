@@ -11,7 +11,14 @@ import type { Clock } from "@limitplane/enforcer/limiter";
 import { sessionSettingsFromEnv } from "@/lib/control/auth/auth-settings";
 import { DEFAULT_SCRYPT_PARAMS } from "@/lib/control/auth/password";
 import { SignInLimiter } from "@/lib/control/auth/sign-in-limiter";
-import type { AuthDeps, ControlDeps, ExplainDeps, FleetDeps } from "@/lib/control/deps";
+import type {
+  AuthDeps,
+  ControlDeps,
+  ExplainDeps,
+  FleetDeps,
+  SeenCustomerDeps,
+  SeenRedisDeps,
+} from "@/lib/control/deps";
 import { consoleRedis } from "./console-redis";
 import { getPrisma } from "./db";
 import { loadEnv } from "./env";
@@ -29,6 +36,7 @@ export interface Composition {
   readonly fleet: FleetDeps;
   readonly explain: ExplainDeps;
   readonly ops: OpsRedisDeps;
+  readonly seen: SeenRedisDeps;
 }
 
 type Built = { -readonly [Key in keyof Composition]?: Composition[Key] };
@@ -113,6 +121,18 @@ export function opsRedisDeps(): OpsRedisDeps {
   const deps = built();
   deps.ops ??= { redis: consoleRedis(), prefix: loadEnv().REDIS_KEY_PREFIX };
   return deps.ops;
+}
+
+/** The seen-customer reads' Redis side: the console's read connection, the prefix, the clock. */
+export function seenRedisDeps(): SeenRedisDeps {
+  const deps = built();
+  deps.seen ??= { redis: consoleRedis(), prefix: loadEnv().REDIS_KEY_PREFIX, clock: clock() };
+  return deps.seen;
+}
+
+/** Listing seen customers: the Redis side and the registry's database. */
+export function seenCustomerDeps(): SeenCustomerDeps {
+  return { ...seenRedisDeps(), db: controlDeps().db };
 }
 
 /**

@@ -8,8 +8,7 @@ import { createEnforcer } from "@limitplane/enforcer";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { installSeenRedisDeps } from "@/lib/control/seen-customer/seen-customer-deps";
-import { systemClock } from "@/lib/server/composition";
+import { installDeps, systemClock } from "@/lib/server/composition";
 import { provideApiHarness } from "./helpers/api-harness";
 
 const api = provideApiHarness();
@@ -19,7 +18,7 @@ let redis: Redis;
 
 beforeAll(async () => {
   redis = new Redis(redisUrl);
-  installSeenRedisDeps({ redis, prefix, clock: systemClock });
+  installDeps({ seen: { redis, prefix, clock: systemClock } });
   const enforcer = await createEnforcer({
     expectedGateways: 1,
     redisUrl,

@@ -12,11 +12,10 @@ import { seenCustomerNames } from "@limitplane/enforcer/publication";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { createCustomerOverride } from "@/lib/control/customer-override/create-customer-override";
-import type { ControlDeps } from "@/lib/control/deps";
+import type { ControlDeps, SeenCustomerDeps } from "@/lib/control/deps";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { getSeenCustomer } from "@/lib/control/seen-customer/get-seen-customer";
 import { listSeenCustomers } from "@/lib/control/seen-customer/list-seen-customers";
-import type { SeenCustomerDeps } from "@/lib/control/seen-customer/seen-customer-deps";
 import { systemClock } from "@/lib/server/composition";
 import {
   countEverything,

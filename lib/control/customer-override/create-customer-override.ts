@@ -3,12 +3,11 @@ import type { z } from "zod";
 import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
 import { findCustomer } from "../customer/customer-record";
-import type { ControlDeps } from "../deps";
+import type { ControlDeps, SeenRedisDeps } from "../deps";
 import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { registerSeenCustomer, seenOnlyCustomer } from "../seen-customer/register-seen-customer";
-import type { SeenRedisDeps } from "../seen-customer/seen-customer-deps";
 import { auditView, toJson } from "../stored";
 import {
   type CustomerOverrideRecord,

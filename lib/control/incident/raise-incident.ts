@@ -2,12 +2,11 @@ import { randomBytes } from "node:crypto";
 import { fieldErrorsFromZod, ZIncidentOverride } from "@limitplane/enforcer/policy";
 import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
-import type { ControlDeps } from "../deps";
+import type { ControlDeps, SeenRedisDeps } from "../deps";
 import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
 import { AppError, toFieldErrors, validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { registerSeenCustomer, seenOnlyCustomer } from "../seen-customer/register-seen-customer";
-import type { SeenRedisDeps } from "../seen-customer/seen-customer-deps";
 import { auditView } from "../stored";
 import { assertWithinGuardrails } from "./incident-guardrails";
 import {

@@ -1,7 +1,8 @@
 import { readSeenCustomer } from "@limitplane/enforcer/publication";
+import { seenRedisDeps as getSeenRedisDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
+import type { SeenRedisDeps } from "../deps";
 import { AppError } from "../errors";
-import { getSeenRedisDeps, type SeenRedisDeps } from "./seen-customer-deps";
 import { type SeenCustomerRecord, toSeenCustomerRecord } from "./seen-customer-record";
 import { ZSeenCustomerId } from "./seen-customer-schemas";
 

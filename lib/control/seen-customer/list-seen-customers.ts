@@ -3,8 +3,9 @@ import {
   readSeenCustomerIds,
   readSeenOverflow,
 } from "@limitplane/enforcer/publication";
+import { seenCustomerDeps as getSeenCustomerDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
-import { getSeenCustomerDeps, type SeenCustomerDeps } from "./seen-customer-deps";
+import type { SeenCustomerDeps } from "../deps";
 import { type SeenCustomerRecord, toSeenCustomerRecord } from "./seen-customer-record";
 import { type ListSeenCustomersOptions, ZListSeenCustomersOptions } from "./seen-customer-schemas";
 

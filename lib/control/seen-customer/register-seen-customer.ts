@@ -6,13 +6,13 @@
  * default tier; the operator sees which before confirming (the raise form says so).
  */
 import { isCustomerId } from "@limitplane/enforcer/policy";
+import { seenRedisDeps as getSeenRedisDeps } from "@/lib/server/composition";
 import type { TChangeContext } from "../change-context";
 import { customerSelect, toCustomerRecord } from "../customer/customer-record";
-import type { ReadDeps } from "../deps";
+import type { ReadDeps, SeenRedisDeps } from "../deps";
 import type { Tx } from "../policy/run-policy-change";
 import { auditView, jsonColumn } from "../stored";
 import { findSeenCustomer } from "./get-seen-customer";
-import { getSeenRedisDeps, type SeenRedisDeps } from "./seen-customer-deps";
 import type { SeenCustomerRecord } from "./seen-customer-record";
 
 /**
