@@ -10,6 +10,7 @@
  * does) is taken to be created at its row's `createdAt`, with no entry to link to.
  */
 import { type TLimitSpec, ZDryRunCandidate } from "@limitplane/enforcer/policy";
+import { z } from "zod";
 import { controlDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 import type { CandidateRecord } from "./candidate-record";
@@ -35,7 +36,10 @@ export interface CandidateLifecycle {
   readonly events: readonly CandidateLifecycleEvent[];
 }
 
-const ZAfter = ZDryRunCandidate.pick({ limit: true, target: true }).partial();
+/** The part of an entry's `after` (the candidate's audit view) the lifecycle keeps; the rest is ignored. */
+const ZAfter = z
+  .object({ limit: ZDryRunCandidate.shape.limit, target: ZDryRunCandidate.shape.target })
+  .partial();
 
 function eventOf(entry: {
   id: bigint;
