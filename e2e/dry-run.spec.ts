@@ -76,7 +76,7 @@ async function createTier(request: APIRequestContext, name: string): Promise<num
   return ((await response.json()) as { policyVersion: number }).policyVersion;
 }
 
-/** The span a comparison states: the sentence up to its colon ("Over the 2 min from 14:04, ..."). */
+/** The span a comparison states: the sentence up to its colon ("Over the 2 min since 14:04, ..."). */
 function spanWordsOf(text: string | null): string {
   const words = (text ?? "").split(": ")[0] ?? "";
   expect(words).toMatch(/^Over the /);

@@ -26,7 +26,7 @@ function isLong(span: ComparedSpan): boolean {
 }
 
 /**
- * "over the last 15 minutes, from 14:51", "over the 12 min from 14:04, the first whole minute
+ * "over the last 15 minutes, since 14:51", "over the 12 min since 14:04, the first whole minute
  * after it was created at 14:03:20", or "... after it was last changed at 14:10:05".
  */
 export function ComparedSpanWords({
@@ -42,13 +42,13 @@ export function ComparedSpanWords({
   if (span.bound === "range") {
     return (
       <>
-        {over} the {span.rangeLabel.toLowerCase()}, from {from}
+        {over} the {span.rangeLabel.toLowerCase()}, since {from}
       </>
     );
   }
   return (
     <>
-      {over} the {elapsedWords(span.elapsedMs)} from {from}, the first whole minute after it was{" "}
+      {over} the {elapsedWords(span.elapsedMs)} since {from}, the first whole minute after it was{" "}
       {span.bound === "created" ? "created" : "last changed"} at{" "}
       <ClockTime atMs={span.eventAtMs} withSeconds withWeekday={isLong(span)} />
     </>
