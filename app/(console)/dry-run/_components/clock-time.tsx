@@ -4,6 +4,8 @@ import { useIsMounted } from "@/components/charts/use-is-mounted";
 // Direct module imports, not the lib/console entry point: this is client code.
 import { formatLocalTimestamp, toIsoString } from "@/lib/console/format";
 
+const UTC_WEEKDAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"] as const;
+
 /**
  * A time of day inside a sentence ("from 14:04"), in the viewer's zone once mounted; the server
  * (and hydration) says it in UTC, with "UTC", so the two renders match. The full local time and
@@ -30,9 +32,10 @@ export function ClockTime({
     ...(withSeconds ? { second: "2-digit" } : {}),
     ...(withWeekday ? { weekday: "short" } : {}),
   };
-  const text = isMounted
-    ? new Intl.DateTimeFormat(undefined, parts).format(atMs)
-    : `${new Intl.DateTimeFormat("en-GB", { ...parts, timeZone: "UTC" }).format(atMs)} UTC`;
+  // The UTC text is cut from the ISO form, not Intl: the server's and the browser's Intl data may
+  // differ, and hydration must see the same text.
+  const utc = `${withWeekday ? `${UTC_WEEKDAYS[new Date(atMs).getUTCDay()]} ` : ""}${iso.slice(11, withSeconds ? 19 : 16)} UTC`;
+  const text = isMounted ? new Intl.DateTimeFormat(undefined, parts).format(atMs) : utc;
   return (
     <time dateTime={iso} title={isMounted ? `${formatLocalTimestamp(atMs)} (${iso})` : iso}>
       {text}
