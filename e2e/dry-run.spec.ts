@@ -76,6 +76,13 @@ async function createTier(request: APIRequestContext, name: string): Promise<num
   return ((await response.json()) as { policyVersion: number }).policyVersion;
 }
 
+/** The span a comparison states: the sentence up to its colon ("Over the 2 min since 14:04, ..."). */
+function spanWordsOf(text: string | null): string {
+  const words = (text ?? "").split(": ")[0] ?? "";
+  expect(words).toMatch(/^Over the /);
+  return words;
+}
+
 /**
  * Errors the browser logged (hydration mismatches, script errors): a page that works says none.
  * Failed loads are left out: the refusals these tests provoke (400, 409) and the absent favicon.
@@ -97,7 +104,8 @@ test.describe("dry-run", () => {
   test("an operator's stricter candidate counts would-blocks without rejecting; promoted, it rejects", async ({
     page,
   }, testInfo) => {
-    test.setTimeout(120_000);
+    // Counts start with the first whole minute after the candidate's creation: up to a minute more.
+    test.setTimeout(180_000);
     const tier = `e2e-dry-${randomBytes(3).toString("hex")}`;
     const customerId = `${tier}-customer`;
     const candidateId = `${tier}-stricter`;
@@ -138,6 +146,11 @@ test.describe("dry-run", () => {
     // An operator may discard but not promote.
     await expect(page.getByRole("button", { name: "Promote…" })).toHaveCount(0);
     await expect(page.getByRole("button", { name: "Discard…" })).toBeVisible();
+    // Just created: either no whole minute has begun since, or the span starts at the first one.
+    await expect(page.getByTestId("compared-span")).toContainText(
+      /nothing is counted yet|the first whole minute after it was created at/,
+    );
+    await expect(page.getByTestId("chart-marker-list")).toContainText(`${candidateId} created:`);
 
     // The candidate reaches the gateways with the version its creation made.
     const audit = await page.request.get(
@@ -156,15 +169,37 @@ test.describe("dry-run", () => {
         (await page.getByTestId("would-block-total").textContent())?.replaceAll(",", ""),
       );
       expect(shown).toBeGreaterThan(0);
-    }).toPass({ timeout: 60_000, intervals: [1_000] });
+    }).toPass({ timeout: 100_000, intervals: [1_000] });
     expect(answers.length).toBeGreaterThan(0);
     expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
     await expect(page.getByTestId("blocked-total")).toHaveText("0");
-    await expect(page.locator(".chart-summary")).toContainText("would block");
+    // Both totals and the chart's sentence state one span: the minutes since the creation.
+    await expect(async () => {
+      const span = page.getByTestId("compared-span");
+      await expect(span).toContainText("the first whole minute after it was created at");
+      const startMs = await span.getAttribute("data-span-start-ms");
+      const endMs = await span.getAttribute("data-span-end-ms");
+      for (const box of ["would-block-total-box", "blocked-total-box"]) {
+        await expect(page.getByTestId(box)).toHaveAttribute("data-span-start-ms", startMs ?? "");
+        await expect(page.getByTestId(box)).toHaveAttribute("data-span-end-ms", endMs ?? "");
+      }
+      const words = spanWordsOf(await span.textContent());
+      await expect(page.locator(".chart-summary")).toContainText(words);
+      await expect(page.locator(".chart-summary")).toContainText("it would have blocked");
+    }).toPass({ timeout: 15_000 });
+    // The chart marks the creation, named for assistive technology.
+    await expect(
+      page.getByRole("button", { name: new RegExp(`^Change 1: ${candidateId} created`) }),
+    ).toBeVisible();
     await shoot(page, testInfo, "dry-run-candidate");
 
     await page.goto("/dry-run");
-    await expect(page.getByTestId(`candidate-${candidateId}`)).toContainText("would block");
+    await expect(page.getByTestId(`comparison-${candidateId}`)).toContainText(
+      "the first whole minute after it was created at",
+    );
+    await expect(page.getByTestId(`comparison-${candidateId}`)).toContainText(
+      "it would have blocked",
+    );
     await shoot(page, testInfo, "dry-run-with-candidate");
     await page.setViewportSize({ width: 390, height: 844 });
     await shoot(page, testInfo, "dry-run-phone");
@@ -182,6 +217,17 @@ test.describe("dry-run", () => {
     await promote.click();
     const dialog = page.getByRole("dialog", { name: `Enforce candidate ${candidateId}?` });
     await expect(dialog).toContainText("instead of 50/s, bursts of 100");
+    // The dialog's evidence is the page's comparison: the same span words, the same totals.
+    await expect(async () => {
+      const words = spanWordsOf(await page.getByTestId("compared-span").textContent());
+      const wouldBlock = await page.getByTestId("would-block-total").textContent();
+      const evidence = dialog.getByTestId("promote-evidence");
+      await expect(evidence).toContainText(words, { timeout: 1_000 });
+      await expect(evidence).toContainText(`it would have blocked ${wouldBlock} of`, {
+        timeout: 1_000,
+      });
+      await expect(evidence).toContainText(`tier:${tier} blocked 0 of`, { timeout: 1_000 });
+    }).toPass({ timeout: 15_000 });
     await shoot(page, testInfo, "dry-run-promote-confirm");
     await dialog.getByRole("button", { name: "Promote and enforce" }).click();
     await expect(page.getByTestId("done-notice")).toContainText("was promoted");
@@ -261,6 +307,13 @@ test.describe("dry-run", () => {
     await page.getByLabel("Reason for the change (required)").fill("e2e: a little looser");
     await page.getByRole("button", { name: "Change the candidate" }).click();
     await expect(page.getByTestId("candidate-limit")).toContainText("2/s, bursts of 30");
+    // Counts from before the change describe another limit: the span starts after the change,
+    // and the chart lists the creation and the change.
+    await expect(page.getByTestId("compared-span")).toContainText("last changed at");
+    await expect(page.getByTestId("chart-marker-list").getByRole("listitem")).toHaveText([
+      new RegExp(`${tier}-try created: 2/s, bursts of 10`),
+      new RegExp(`${tier}-try changed to 2/s, bursts of 30`),
+    ]);
     await shoot(page, testInfo, "dry-run-candidate-changed");
 
     await page.getByLabel("Reason (required)", { exact: true }).fill("e2e: not what we want");

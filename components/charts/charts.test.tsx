@@ -95,6 +95,64 @@ describe("DryRunChart", () => {
     expect(html).toContain("<strong>Stricter free</strong>");
   });
 
+  it("given the compared span, says the page's comparison instead of one over the whole window, and shades the rest", () => {
+    const data = buildDryRunSeries(
+      [
+        { scope: "tier:free", minuteStartMs: LAST_MINUTE, allowed: 95, rejected: 5 },
+        {
+          scope: "candidate:c1",
+          minuteStartMs: LAST_MINUTE,
+          allowed: 60,
+          wouldReject: 40,
+          rejected: 0,
+        },
+      ],
+      range,
+      { nowMs: NOW_MS, pairs },
+    );
+    const html = renderToStaticMarkup(
+      <DryRunChart
+        data={data}
+        title="Dry-run"
+        compared={{ startMs: LAST_MINUTE, summary: "Over the span the totals state." }}
+      />,
+    );
+    expect(html).toContain("Over the span the totals state.");
+    expect(html).not.toContain("Blocked 5 of 100");
+    expect(html).toContain("Shaded: minutes before the compared span, not in the totals");
+    // A span that starts with the window leaves nothing to shade.
+    const whole = renderToStaticMarkup(
+      <DryRunChart
+        data={data}
+        title="Dry-run"
+        compared={{ startMs: data.startMs, summary: "x" }}
+      />,
+    );
+    expect(whole).not.toContain("Shaded:");
+  });
+
+  it("lists the marked creation and changes with links to their audit entries, even without traffic", () => {
+    const data = buildDryRunSeries([], range, { nowMs: NOW_MS, pairs });
+    const markers = buildChartMarkers(
+      [
+        { atMs: LAST_MINUTE, auditEntryId: "7", action: "candidate.create", label: "c1 created" },
+        {
+          atMs: LAST_MINUTE + 1,
+          auditEntryId: "8",
+          action: "candidate.update",
+          label: "c1 changed",
+        },
+      ],
+      data,
+    );
+    const html = renderToStaticMarkup(
+      <DryRunChart data={data} title="Dry-run" markers={markers} />,
+    );
+    expect(html).toContain("No traffic yet");
+    expect(html).toContain('<a href="/audit?entry=7">c1 created</a>');
+    expect(html).toContain('<a href="/audit?entry=8">c1 changed</a>');
+  });
+
   it("has empty states for no candidates and for no traffic", () => {
     const none = buildDryRunSeries([], range, { nowMs: NOW_MS, pairs: [] });
     expect(renderToStaticMarkup(<DryRunChart data={none} title="Dry-run" />)).toContain(

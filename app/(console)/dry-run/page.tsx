@@ -4,25 +4,20 @@ import Link from "next/link";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { EmptyState } from "@/components/ui/empty-state";
 import { LocalTime } from "@/components/ui/local-time";
-import {
-  buildDryRunSeries,
-  CHART_RANGES,
-  formatLimit,
-  formatNumber,
-  formatPercent,
-} from "@/lib/console";
+import { CHART_RANGES, formatLimit } from "@/lib/console";
 import {
   can,
   getPolicySettings,
   listCandidates,
   listEndpointClasses,
   listTiers,
-  readScopeCounts,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { readCandidateComparisons } from "@/lib/control/dry-run/read-candidate-comparisons";
 import { clock } from "@/lib/server/composition";
 import { describePolicyLimit, describeScope } from "../policies/_components/policy-words";
 import { RolloutLine } from "../policies/_components/rollout-line";
+import { ComparisonSentence } from "./_components/compared-span";
 import { type CandidateTarget, CreateCandidateForm } from "./_components/create-candidate-form";
 import styles from "./dry-run.module.css";
 
@@ -70,20 +65,11 @@ export default async function DryRunPage({
     ceilings: settings.ceilings,
   };
   const nowMs = clock().nowMs();
-  const range = CHART_RANGES["15m"];
-  const counts = await readScopeCounts({
-    scopes: candidates.flatMap((candidate) => [candidate.target, `candidate:${candidate.id}`]),
-    fromMs: nowMs - range.rangeMs - range.bucketMs,
-    toMs: nowMs + range.bucketMs,
+  // The same read as the candidate page, over its default range: each card states its span.
+  const read = await readCandidateComparisons({
+    candidates,
+    range: CHART_RANGES["15m"],
     nowMs,
-  });
-  const summary = buildDryRunSeries(counts.rows, range, {
-    nowMs,
-    includeCurrentBucket: true,
-    pairs: candidates.map((candidate) => ({
-      enforcedScope: candidate.target,
-      dryRunScope: `candidate:${candidate.id}`,
-    })),
   });
   const canCreate = can(principal.role, "candidate.write");
   const targets: CandidateTarget[] = [
@@ -149,7 +135,7 @@ export default async function DryRunPage({
 
       <section className="panel" aria-labelledby="candidates-heading">
         <h2 id="candidates-heading">Candidates running</h2>
-        {!counts.isLive ? (
+        {!read.isLive ? (
           <p className="notice" role="status">
             Redis cannot be read: the counts below miss the last few minutes.
           </p>
@@ -162,8 +148,7 @@ export default async function DryRunPage({
           </EmptyState>
         ) : (
           <ul className={styles.candidateList} data-testid="candidate-list">
-            {candidates.map((candidate, index) => {
-              const series = summary.series[index];
+            {read.items.map(({ candidate, comparison }) => {
               const current = limitAtScope(rules, candidate.target);
               return (
                 <li
@@ -191,22 +176,10 @@ export default async function DryRunPage({
                     <dd>
                       <strong>{formatLimit(candidate.limit)}</strong>
                     </dd>
-                    <dt>Last 15 min</dt>
-                    <dd>
-                      {series === undefined ||
-                      (series.dryRunRequests === 0 && series.enforcedRequests === 0) ? (
-                        <span className="muted">no traffic yet</span>
-                      ) : (
-                        <>
-                          would block {formatNumber(series.totalWouldBlock)} of{" "}
-                          {formatNumber(series.dryRunRequests)} (
-                          {formatPercent(series.wouldBlockRate)}); blocked by the rule in force{" "}
-                          {formatNumber(series.totalBlocked)} of{" "}
-                          {formatNumber(series.enforcedRequests)}
-                        </>
-                      )}
-                    </dd>
                   </dl>
+                  <p className="small" data-testid={`comparison-${candidate.id}`}>
+                    <ComparisonSentence comparison={comparison} targetScope={candidate.target} />
+                  </p>
                 </li>
               );
             })}

@@ -2,17 +2,22 @@ import { isRecordId, limitAtScope } from "@limitplane/enforcer/policy";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
+import type { ReactNode } from "react";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { DryRunChart } from "@/components/charts/dry-run-chart";
 import { LocalTime } from "@/components/ui/local-time";
 import {
+  buildChartMarkers,
   buildDryRunSeries,
   CHART_RANGES,
+  type ChartMarker,
+  type ChartWindow,
   formatLimit,
   formatNumber,
   formatPercent,
   isChartRangeId,
 } from "@/lib/console";
+import { MINUTE_MS, type ScopeMinuteCount } from "@/lib/console/minute-counts";
 import {
   can,
   getCandidate,
@@ -20,14 +25,114 @@ import {
   isAppError,
   listEndpointClasses,
   listTiers,
-  readScopeCounts,
 } from "@/lib/control";
 import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import type { CandidateLifecycle } from "@/lib/control/candidate/read-candidate-lifecycle";
+import type { CandidateComparison, SideTotals } from "@/lib/control/dry-run/compare-candidate";
+import { readCandidateComparisons } from "@/lib/control/dry-run/read-candidate-comparisons";
 import { clock } from "@/lib/server/composition";
 import { describePolicyLimit, describeScope } from "../../policies/_components/policy-words";
 import { CandidateActions } from "../_components/candidate-actions";
+import {
+  ComparedSpanWords,
+  ComparisonSentence,
+  NotStartedWords,
+} from "../_components/compared-span";
 import { UpdateCandidateForm } from "../_components/update-candidate-form";
 import styles from "../dry-run.module.css";
+
+/** The candidate's creation and each change inside the window, as chart markers. */
+function lifecycleMarkers(
+  id: string,
+  lifecycle: CandidateLifecycle,
+  window: ChartWindow,
+): ChartMarker[] {
+  const labelOf = (event: CandidateLifecycle["events"][number]) => {
+    const limit = event.limit === null ? "" : ` ${formatLimit(event.limit)}`;
+    const target = event.target === null ? "" : ` on ${event.target}`;
+    return event.kind === "created"
+      ? `${id} created:${limit}${target}`
+      : `${id} changed to${limit}${target}`;
+  };
+  const recorded = buildChartMarkers(
+    lifecycle.events.flatMap((event) =>
+      event.auditEntryId === null
+        ? []
+        : [
+            {
+              atMs: event.atMs,
+              auditEntryId: event.auditEntryId,
+              action: event.kind === "created" ? "candidate.create" : "candidate.update",
+              label: labelOf(event),
+            },
+          ],
+    ),
+    window,
+  );
+  // A creation the audit log does not record (an imported policy) links to the candidate's history.
+  const unrecorded = lifecycle.events
+    .filter(
+      (event) =>
+        event.auditEntryId === null && event.atMs >= window.startMs && event.atMs < window.endMs,
+    )
+    .map(
+      (event): ChartMarker => ({
+        atMs: event.atMs,
+        auditEntryId: `unrecorded-${event.atMs}`,
+        action: "candidate.create",
+        kind: "policy-change",
+        label: labelOf(event),
+        href: `/audit?entityType=candidate&entityId=${encodeURIComponent(id)}`,
+      }),
+    );
+  return [...unrecorded, ...recorded].sort((a, b) => a.atMs - b.atMs);
+}
+
+/** Minutes of an earlier candidate of the same id (before this one's creation minute) are not its. */
+function withinLife(
+  rows: readonly ScopeMinuteCount[],
+  candidateScope: string,
+  createdAtMs: number,
+): ScopeMinuteCount[] {
+  const creationMinuteMs = Math.floor(createdAtMs / MINUTE_MS) * MINUTE_MS;
+  return rows.filter(
+    (row) => row.scope !== candidateScope || row.minuteStartMs >= creationMinuteMs,
+  );
+}
+
+function Total({
+  testId,
+  comparison,
+  pick,
+  children,
+}: {
+  testId: string;
+  comparison: CandidateComparison;
+  pick: (counted: { candidate: SideTotals; target: SideTotals }) => SideTotals;
+  children: ReactNode;
+}) {
+  const totals = comparison.status === "not-started" ? null : pick(comparison);
+  return (
+    <div
+      className={styles.total}
+      data-testid={`${testId}-box`}
+      data-span-start-ms={comparison.span.startMs}
+      data-span-end-ms={comparison.span.endMs}
+    >
+      <span className={styles.totalValue} data-testid={testId}>
+        {totals === null ? "—" : formatNumber(totals.blocked)}
+      </span>
+      <span className="small">
+        {children}
+        {totals === null
+          ? ": nothing counted yet"
+          : totals.requests === 0
+            ? ": no requests"
+            : `, of ${formatNumber(totals.requests)} (${formatPercent(totals.rate)})`}
+      </span>
+    </div>
+  );
+}
 
 export const metadata: Metadata = { title: "Dry-run candidate" };
 
@@ -65,15 +170,12 @@ export default async function CandidatePage({
     },
     candidate.target,
   );
-  const dryRunScope = `candidate:${candidate.id}`;
   const nowMs = clock().nowMs();
-  const counts = await readScopeCounts({
-    scopes: [candidate.target, dryRunScope],
-    fromMs: nowMs - range.rangeMs - range.bucketMs,
-    toMs: nowMs + range.bucketMs,
-    nowMs,
-  });
-  const data = buildDryRunSeries(counts.rows, range, {
+  const read = await readCandidateComparisons({ candidates: [candidate], range, nowMs });
+  const item = read.items[0];
+  if (item === undefined) throw new Error("a comparison is read for the candidate");
+  const { comparison, lifecycle, candidateScope: dryRunScope } = item;
+  const data = buildDryRunSeries(withinLife(read.rows, dryRunScope, lifecycle.createdAtMs), range, {
     nowMs,
     includeCurrentBucket: true,
     pairs: [
@@ -84,18 +186,12 @@ export default async function CandidatePage({
       },
     ],
   });
-  const series = data.series[0];
-  const wouldBlock = series?.totalWouldBlock ?? 0;
-  const dryRunRequests = series?.dryRunRequests ?? 0;
+  const markers = lifecycleMarkers(candidate.id, lifecycle, data);
+  const evidence = <ComparisonSentence comparison={comparison} targetScope={candidate.target} />;
   const promoteSummary =
     current === null
       ? `Enforce ${formatLimit(candidate.limit)} as a new limit on ${candidate.target} (${describeScope(candidate.target)}).`
       : `Enforce ${formatLimit(candidate.limit)} on ${candidate.target} (${describeScope(candidate.target)}) instead of ${formatLimit(current)}.`;
-  const evidence =
-    dryRunRequests === 0
-      ? `${range.label}: it has seen no traffic, so there is no evidence yet of what it would block.`
-      : `${range.label}: it would have blocked ${formatNumber(wouldBlock)} of ${formatNumber(dryRunRequests)} requests (${formatPercent(series?.wouldBlockRate ?? null)}).`;
-
   return (
     <>
       <header className="page-header">
@@ -145,31 +241,49 @@ export default async function CandidatePage({
             </Link>
           ))}
         </nav>
-        {!counts.isLive ? (
+        {!read.isLive ? (
           <p className="notice" role="status">
             Redis cannot be read: the last few minutes are missing.
           </p>
         ) : null}
+        <p
+          data-testid="compared-span"
+          data-span-start-ms={comparison.span.startMs}
+          data-span-end-ms={comparison.span.endMs}
+        >
+          {comparison.status === "not-started" ? (
+            <>
+              <NotStartedWords span={comparison.span} />.
+            </>
+          ) : (
+            <>
+              <ComparedSpanWords span={comparison.span} capitalized />: both totals count exactly
+              these minutes
+              {comparison.status === "no-traffic"
+                ? ", and neither scope saw a request in them"
+                : ""}
+              .
+            </>
+          )}
+        </p>
         <div className={styles.totals}>
-          <div className={styles.total}>
-            <span className={styles.totalValue} data-testid="would-block-total">
-              {formatNumber(wouldBlock)}
-            </span>
-            <span className="small">
-              would be blocked by the candidate, of {formatNumber(dryRunRequests)} it saw
-            </span>
-          </div>
-          <div className={styles.total}>
-            <span className={styles.totalValue} data-testid="blocked-total">
-              {formatNumber(series?.totalBlocked ?? 0)}
-            </span>
-            <span className="small">
-              blocked by <code>{candidate.target}</code>, of{" "}
-              {formatNumber(series?.enforcedRequests ?? 0)}
-            </span>
-          </div>
+          <Total
+            testId="would-block-total"
+            comparison={comparison}
+            pick={(counted) => counted.candidate}
+          >
+            would be blocked by the candidate
+          </Total>
+          <Total testId="blocked-total" comparison={comparison} pick={(counted) => counted.target}>
+            blocked by <code>{candidate.target}</code>
+          </Total>
         </div>
-        <DryRunChart data={data} title="Blocked versus would-block, per minute" />
+        <DryRunChart
+          data={data}
+          markers={markers}
+          compared={{ startMs: comparison.span.startMs, summary: evidence }}
+          title="Blocked versus would-block, per minute"
+        />
       </section>
 
       {can(principal.role, "candidate.write") ? (

@@ -1,7 +1,7 @@
 "use client";
 
 import { useRouter } from "next/navigation";
-import { useId, useState } from "react";
+import { type ReactNode, useId, useState } from "react";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
 // A direct module import: this is client code, and the change context is pure.
 import { reasonProblem } from "@/lib/control/change-context";
@@ -13,8 +13,11 @@ export interface CandidateActionsProps {
   version: number;
   /** What promoting does, in words: "Enforce 5/s, bursts of 10 on tier:free instead of …". */
   promoteSummary: string;
-  /** What the numbers say so far: "Would have blocked 40 of 200 requests in the last 15 min." */
-  evidence: string;
+  /**
+   * What the numbers say, over the span the page's totals state: the page's own comparison
+   * sentence (`ComparisonSentence`), never a second computation.
+   */
+  evidence: ReactNode;
   canPromote: boolean;
   canDiscard: boolean;
 }
@@ -95,7 +98,7 @@ export function CandidateActions({
             onConfirm={() => act("promote", promoteReason)}
           >
             <p>{promoteSummary}</p>
-            <p>{evidence}</p>
+            <p data-testid="promote-evidence">{evidence}</p>
             <p>
               Requests above it get 429 as soon as each enforcer applies the new policy version
               (within moments). The change is audited with your reason.

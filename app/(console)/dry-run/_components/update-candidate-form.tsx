@@ -13,7 +13,11 @@ import {
 import { Field, LimitFields } from "../../policies/_components/limit-fields";
 import formStyles from "../../policies/_components/policy-form.module.css";
 
-/** Changes a running candidate's limit (its counts continue under the same scope). */
+/**
+ * Changes a running candidate's limit. It keeps counting under the same scope, but the page's
+ * comparison starts again after the change (`lib/control/dry-run/compare-candidate.ts`): counts
+ * from before it are the old limit's.
+ */
 export function UpdateCandidateForm({
   id,
   version,
@@ -49,7 +53,10 @@ export function UpdateCandidateForm({
       });
       if (response.ok) {
         setReason("");
-        setMessage({ tone: "ok", text: "Changed. The counts from now on are the new limit's." });
+        setMessage({
+          tone: "ok",
+          text: "Changed. The comparison starts again with the first whole minute after this change: earlier counts are the old limit's.",
+        });
         router.refresh();
         return;
       }
