@@ -60,7 +60,7 @@
  *
  * Cost (the hot path, issue 19): what Redis spends per call besides the commands is mostly making
  * closures, and a closure costs per upvalue it captures. So the algorithms are blocks of the main
- * loop, not functions; the only closures every call makes are seven small helpers capturing
+ * loop, not functions; the only closures every call makes are five small helpers capturing
  * one to three locals each; the sliding log's and the shaper's functions are made on first
  * use in a call. Arguments are parsed once per distinct text per call (a batch repeats the same
  * few), and the reply's time is a whole number, so nothing is formatted per decision.
@@ -112,16 +112,6 @@ local function windows_between(earlier, later, w)
   return f
 end
 
--- timeNoiseMs: t plus 8 units in the last place of 1 (EPSILON = 2^-52), scaled by |t|.
-local function evaluated_at(t)
-  return t + math.abs(t) * 8 * (2 ^ -52)
-end
-
--- A reply number: whole and >= 0; from 2^53 up as text, which Redis would otherwise mangle.
-local function num(x)
-  if x < 9007199254740992 then return x end
-  return fmt("%.17g", x)
-end
 
 local margin_ms = tonumber(ARGV[1])
 local now, cost
@@ -159,7 +149,7 @@ local LENGTHS = { 17, false, 25, 17, 9, 9 }
 
 -- The sliding log and the shaper: their functions are made on first use in a call, so a call
 -- that uses neither does not pay for creating them.
-local step_sliding_log, write_log, step_leaky_shaper
+local step_sliding_log, write_log, step_leaky_shaper, reply_number
 
 -- arguments.ts: LIMIT_BOUNDS, checked again here so that a direct caller cannot hang Redis.
 local MAX_SIZE, MIN_WINDOW_MS, MAX_DURATION_MS = 1e15, 0.001, 1e12
@@ -246,6 +236,17 @@ while a <= argc do
   if op == "s" or op == "q" then
     if not step_leaky_shaper then
       -- leaky-shaper.ts: state drainedAtMs (nil: none); returns delayMs as a sixth value.
+      -- A reply number: whole and >= 0; from 2^53 up as text, which Redis would otherwise mangle.
+      reply_number = function(x)
+        if x < 9007199254740992 then return x end
+        return fmt("%.17g", x)
+      end
+
+      -- timeNoiseMs: t plus 8 units in the last place of 1 (EPSILON = 2^-52), scaled by |t|.
+      local function evaluated_at(t)
+        return t + math.abs(t) * 8 * (2 ^ -52)
+      end
+
       local function sh_queued_at(drained_at, rate, at)
         if not drained_at or drained_at <= at then return 0 end
         return ((drained_at - at) * rate) / 1000
@@ -295,7 +296,7 @@ while a <= argc do
       written[key] = value
     end
     reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] =
-      code, num(remaining), num(retry), num(reset), num(delay)
+      code, reply_number(remaining), reply_number(retry), reply_number(reset), reply_number(delay)
     r = r + 5
   else
     local is_allowed = true
@@ -450,7 +451,7 @@ while a <= argc do
         end
       elseif algorithm == 5 then
         -- leaky-meter.ts: state {zeroRoomAtMs}; p1 burst, p2 drainPerSec.
-        local at = evaluated_at(now)
+        local at = now + math.abs(now) * 8 * (2 ^ -52) -- numeric.ts timeNoiseMs
         local room = p1
         local full_at = now - (p1 * 1000) / p2
         local zero_room_at = full_at
@@ -473,7 +474,9 @@ while a <= argc do
         else
           retry = ceil_ms(zero_room_at + (cost * 1000) / p2 - at)
           for step = 0, RETRY_CORRECTION_STEPS do
-            local room_then = ((evaluated_at(now + retry) - zero_room_at) * p2) / 1000
+            local then_ms = now + retry
+            then_ms = then_ms + math.abs(then_ms) * 8 * (2 ^ -52)
+            local room_then = ((then_ms - zero_room_at) * p2) / 1000
             if room_then <= 0 then room_then = 0 else room_then = min(room_then, p1) end
             if room_then + UNIT_TOLERANCE >= cost then break end
             if step == RETRY_CORRECTION_STEPS then
@@ -624,8 +627,11 @@ while a <= argc do
       end
       if code ~= 0 and check[4] then is_allowed = false end
       codes[i] = code
-      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] =
-        code, num(remaining), num(retry), num(reset)
+      -- Reply numbers are whole and >= 0; from 2^53 up as text, which Redis would otherwise
+      -- mangle (remaining is at most the limit, at most 1e15).
+      if retry >= 9007199254740992 then retry = fmt("%.17g", retry) end
+      if reset >= 9007199254740992 then reset = fmt("%.17g", reset) end
+      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = code, remaining, retry, reset
       r = r + 4
     end
     -- The time this decision used and its index in the call: the traffic record's order.
@@ -669,4 +675,4 @@ return reply
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "3ca8c28b6b2aabda004a4f7fc27328c4dedb1b26";
+export const REDIS_DECIDE_SHA1 = "42a4b38d45d43c0431fef5860f03851db836672b";
