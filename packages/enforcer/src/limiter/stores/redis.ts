@@ -102,12 +102,16 @@ const FIELDS_PER_CHECK = 4;
  * The leading argument of a decision at Redis TIME and cost 1, by op and number of checks (up to
  * 16): the same text for nearly every decision, so it is built once.
  */
-const HEADS_AT_COST_1 = Object.fromEntries(
-  (["d", "p", "s", "q"] as const).map((op) => [
-    op,
-    Array.from({ length: 17 }, (_, checkCount) => `${op} - 1 ${checkCount}`),
-  ]),
-) as Record<"d" | "p" | "s" | "q", readonly string[]>;
+const HEADS_AT_COST_1: Readonly<Record<"d" | "p" | "s" | "q", readonly string[]>> = {
+  d: headsAtCost1("d"),
+  p: headsAtCost1("p"),
+  s: headsAtCost1("s"),
+  q: headsAtCost1("q"),
+};
+
+function headsAtCost1(op: string): readonly string[] {
+  return Array.from({ length: 17 }, (_, checkCount) => `${op} - 1 ${checkCount}`);
+}
 
 /** One decision's share of a script call: its keys, its arguments, and where its reply goes. */
 interface PendingDecision {
