@@ -524,7 +524,7 @@ export class RedisStore implements LimiterStore {
    * One script call: EVALSHA, the script's 40-byte name. When Redis answers NOSCRIPT (after
    * `SCRIPT FLUSH`, a restart or a failover to a fresh replica), ONE call re-sends the whole text
    * with EVAL, which also caches it again, and the calls that failed meanwhile wait for it and
-   * retry EVALSHA: a flush under load costs one 23 kB upload, not one per decision in flight.
+   * retry EVALSHA: a flush under load costs one 24 kB upload, not one per decision in flight.
    */
   async #run(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     try {
