@@ -19,12 +19,16 @@
  * small and shared, so read orders of magnitude and ratios). Redis server time is the growth of
  * `INFO commandstats` usec of evalsha + eval during a side's trial, divided by its decisions (every
  * side's decisions are script calls; a script's inner commands are inside its usec). The suite
- * runs on a redis-server of its own, so nothing else is counted. Bytes per key: `MEMORY USAGE` of
+ * runs on a redis-server of its own, so nothing else is counted. Printed beside it for information:
+ * the server process's on-CPU time per decision (`/proc/<pid>/schedstat`), which a loaded host's
+ * scheduler does not stretch. Bytes per key: `MEMORY USAGE` of
  * sampled keys (key name included, so prefixes count too). Exactness, in the same run: bursts on
  * fresh keys whose limits do not refill during the check; every side must admit at most the limit.
  *
  * `BENCH_REDIS_URL` points the suite at another Redis (default: a private redis-server).
  */
+
+import { existsSync, readFileSync } from "node:fs";
 import type { LimitCheck } from "@limitplane/enforcer/limiter";
 import { RedisStore } from "@limitplane/enforcer/limiter";
 import { redisOptionsFor } from "@limitplane/enforcer/publication";
@@ -90,8 +94,15 @@ interface Trial {
   readonly p99Us: number;
   readonly decisions: number;
   readonly admitted: number;
+  /**
+   * Decisions that threw (a command timeout when the loaded host stalls the server or the client
+   * past the 250 ms command timeout), counted and printed rather than ending the run.
+   */
+  readonly failed: number;
   /** Redis server microseconds per decision in this trial (evalsha + eval). */
   serverUs: number;
+  /** The redis-server process's on-CPU microseconds per decision in this trial; NaN if unknown. */
+  serverCpuUs: number;
 }
 
 interface Cell {
@@ -119,6 +130,7 @@ const randomSubject = () => subjects[Math.floor(Math.random() * SUBJECTS)] ?? "c
 async function drive(side: Side, inFlight: number, durationMs: number): Promise<Trial> {
   const latenciesUs: number[] = [];
   let admitted = 0;
+  let failed = 0;
   const startNs = process.hrtime.bigint();
   const endNs = startNs + BigInt(durationMs) * 1_000_000n;
   await Promise.all(
@@ -126,7 +138,12 @@ async function drive(side: Side, inFlight: number, durationMs: number): Promise<
       for (;;) {
         const beforeNs = process.hrtime.bigint();
         if (beforeNs >= endNs) return;
-        if (await side.decide(randomSubject())) admitted++;
+        try {
+          if (await side.decide(randomSubject())) admitted++;
+        } catch (error: unknown) {
+          failed++;
+          if (failed === 1) console.error(`${side.name}: a decision failed: ${String(error)}`);
+        }
         latenciesUs.push(Number(process.hrtime.bigint() - beforeNs) / 1_000);
       }
     }),
@@ -139,8 +156,25 @@ async function drive(side: Side, inFlight: number, durationMs: number): Promise<
     p99Us: percentile(sorted, 0.99),
     decisions: latenciesUs.length,
     admitted,
+    failed,
     serverUs: Number.NaN,
+    serverCpuUs: Number.NaN,
   };
+}
+
+/**
+ * The bench's own redis-server's on-CPU time so far, in ns (Linux `/proc/<pid>/schedstat`), or
+ * undefined for a Redis the bench did not start. Unlike `INFO commandstats` usec (wall time
+ * inside a command), it does not grow when the scheduler takes the CPU away mid-command, which
+ * on a loaded host happens more to long script calls than to short ones; it also counts what
+ * the server spends outside commands (reading requests, writing replies).
+ */
+async function serverCpuReader(admin: Redis, isOwn: boolean): Promise<(() => number) | undefined> {
+  if (!isOwn) return undefined;
+  const pid = /^process_id:(\d+)/m.exec(await admin.info("server"))?.[1];
+  const path = `/proc/${pid}/schedstat`;
+  if (pid === undefined || !existsSync(path)) return undefined;
+  return () => Number(readFileSync(path, "utf8").split(" ")[0]);
 }
 
 /** evalsha + eval calls and microseconds so far, from INFO commandstats. */
@@ -279,6 +313,7 @@ export async function run(): Promise<void> {
 
   try {
     const version = /redis_version:(\S+)/.exec(await admin.info("server"))?.[1] ?? "?";
+    const serverCpuNs = await serverCpuReader(admin, server.isOwn);
 
     // Ours: one script call per decision, batched under load, and unbatched for reference.
     const oursPrefix = `${runPrefix}ours:`;
@@ -418,9 +453,12 @@ export async function run(): Promise<void> {
       for (let trial = 0; trial < TRIALS; trial++) {
         for (const cell of row) {
           const before = await scriptStats(admin);
+          const cpuBeforeNs = serverCpuNs?.() ?? Number.NaN;
           const result = await drive(cell.side, inFlight, TRIAL_MS);
+          const cpuAfterNs = serverCpuNs?.() ?? Number.NaN;
           const after = await scriptStats(admin);
           result.serverUs = (after.usec - before.usec) / result.decisions;
+          result.serverCpuUs = (cpuAfterNs - cpuBeforeNs) / 1_000 / result.decisions;
           cell.trials.push(result);
           cell.serverUsec += after.usec - before.usec;
           cell.scriptCalls += after.calls - before.calls;
@@ -496,7 +534,9 @@ interface Summary {
   readonly p50Us: number;
   readonly p99Us: number;
   readonly serverUsPerDecision: number;
+  readonly serverCpuUsPerDecision: number;
   readonly callsPerDecision: number;
+  readonly failed: number;
   readonly admittedShare: number;
 }
 
@@ -508,6 +548,8 @@ function summarise(cell: Cell): Summary {
     p50Us: median(cell.trials.map((trial) => trial.p50Us)),
     p99Us: median(cell.trials.map((trial) => trial.p99Us)),
     serverUsPerDecision: cell.serverUsec / decisions,
+    serverCpuUsPerDecision: median(cell.trials.map((trial) => trial.serverCpuUs)),
+    failed: cell.trials.reduce((sum, trial) => sum + trial.failed, 0),
     callsPerDecision: cell.scriptCalls / decisions,
     admittedShare: admitted / decisions,
   };
@@ -553,8 +595,9 @@ function report(
           formatNumber(s.p50Us),
           formatNumber(s.p99Us),
           formatNumber(s.serverUsPerDecision),
+          formatNumber(s.serverCpuUsPerDecision),
           s.callsPerDecision.toFixed(2),
-          `${(s.admittedShare * 100).toFixed(1)}%`,
+          `${(s.admittedShare * 100).toFixed(1)}%${s.failed > 0 ? ` (${s.failed} failed)` : ""}`,
           isOurs || oursSummary === undefined
             ? ""
             : `${(oursSummary.perSecond / s.perSecond).toFixed(2)}x`,
@@ -570,6 +613,7 @@ function report(
         "p50 us",
         "p99 us",
         "server us/decision",
+        "server on-CPU us/decision",
         "script calls/decision",
         "admitted",
         "ours/theirs rate",
@@ -655,6 +699,25 @@ function report(
     ">= 90%",
   );
   targets.print("Redis suite targets");
+  console.log(
+    `Redis on-CPU us/decision, ours / rlf, the whole redis-server process (info; not stretched by the scheduler): ${CONCURRENCY.map(
+      (inFlight) =>
+        `${inFlight} in flight: one limit ${summary(
+          pairedRatios(
+            trialsOf(find("ours", "one", inFlight), (t) => t.serverCpuUs),
+            trialsOf(find("rate-limiter-flexible", "one", inFlight), (t) => t.serverCpuUs),
+          ),
+        )}x, three layers ${summary(
+          pairedRatios(
+            trialsOf(find("ours", "three", inFlight), (t) => t.serverCpuUs),
+            trialsOf(
+              find("rate-limiter-flexible (union)", "three", inFlight),
+              (t) => t.serverCpuUs,
+            ),
+          ),
+        )}x`,
+    ).join("; ")}`,
+  );
   console.log(
     `three layers vs one, p50 at each concurrency (info): ${CONCURRENCY.map(
       (inFlight) =>

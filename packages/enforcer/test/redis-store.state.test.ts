@@ -152,4 +152,63 @@ describe("RedisStore state", () => {
       expect(await remaining(subject, "account", window)).toBe(7);
     });
   });
+
+  describe("across a deploy of the script", () => {
+    const clock = new ManualClock(atUtc("12:00:00"));
+    let store: RedisStore;
+    beforeAll(() => {
+      store = new RedisStore({ client, keyPrefix: `${runPrefix}upgrade:`, clock });
+    });
+
+    /** A packed state as every release since packed doubles writes it: code byte, then doubles. */
+    const packed = (code: number, ...numbers: number[]): Buffer => {
+      const value = Buffer.alloc(1 + 8 * numbers.length);
+      value[0] = code;
+      for (const [i, n] of numbers.entries()) value.writeDoubleLE(n, 1 + 8 * i);
+      return value;
+    };
+
+    it.each<[string, LimitSpec, (nowMs: number) => Buffer]>([
+      [
+        "token-bucket",
+        { algorithm: "token-bucket", capacity: 10, refillPerSec: 1 },
+        (t) => packed(4, 3, t),
+      ],
+      [
+        "fixed-window",
+        { algorithm: "fixed-window", limit: 10, windowMs: 60_000 },
+        (t) => packed(1, t, 7),
+      ],
+      [
+        "sliding-window",
+        { algorithm: "sliding-window", limit: 10, windowMs: 60_000 },
+        (t) => packed(3, t, 7, 0),
+      ],
+      [
+        "leaky-meter",
+        { algorithm: "leaky-meter", burst: 10, drainPerSec: 1 },
+        (t) => packed(5, t - 3_000),
+      ],
+    ])(
+      "a %s state written by an earlier release is read as it is: 3 left, 2 after one more",
+      async (name, limit, stateAt) => {
+        const subject = `${name}:${crypto.randomUUID()}`;
+        const nowMs = clock.nowMs();
+        await client.set(store.storageKey(subject, "account"), stateAt(nowMs), "PX", 3_600_000);
+        const decision = await store.decide({ subject, checks: [check("account", limit)] });
+        expect(decision.allowed).toBe(true);
+        expect(decision.remaining).toBe(2);
+      },
+    );
+
+    it("a value in no layout this script writes (old text, a wrong length) is ignored, never an error", async () => {
+      const limit: LimitSpec = { algorithm: "token-bucket", capacity: 10, refillPerSec: 1 };
+      for (const value of ["3 1796083200000", Buffer.from([4, 1, 2, 3])]) {
+        const subject = `foreign:${crypto.randomUUID()}`;
+        await client.set(store.storageKey(subject, "account"), value, "PX", 3_600_000);
+        const decision = await store.decide({ subject, checks: [check("account", limit)] });
+        expect(decision.remaining).toBe(9);
+      }
+    });
+  });
 });

@@ -7,8 +7,8 @@
  * - `packages/enforcer/src/limiter/numeric.ts`: UNIT_TOLERANCE, MS_TOLERANCE, ceilMs, wholeUnits, windowStartOf,
  *   windowsBetween, timeNoiseMs
  * - `fixed-window.ts`, `sliding-log.ts`, `sliding-window.ts`, `token-bucket.ts`, `leaky-meter.ts`,
- *   `leaky-shaper.ts`: one `step_*` function each, same expressions in the same order (doubles are
- *   not associative, so `(a * b) / c` stays `(a * b) / c`)
+ *   `leaky-shaper.ts`: one block each, same expressions in the same order (doubles are not
+ *   associative, so `(a * b) / c` stays `(a * b) / c`)
  * - `arguments.ts`: LIMIT_BOUNDS (checked again here, so that a direct caller cannot hang Redis)
  *   and `numeric.ts`: RETRY_CORRECTION_STEPS
  * - `layered.ts`: admitted only if every enforced check admits; on admission every check writes
@@ -37,8 +37,9 @@
  *   KEYS     each decision's n keys, in order (on Redis Cluster all in one slot: one subject)
  * Reply, flat, per check: `code, remaining, retryAfterMs, resetAfterMs` (code 0 allowed,
  * 1 limit-exceeded, 2 cost-exceeds-capacity, 3 queue-full), plus `delayMs` for a shaper; after a
- * decide or peek's checks, the time it used (`%.17g` text) and its index in the call (0 first).
- * Numbers are integers, or `%.17g` text from 2^53 up.
+ * decide or peek's checks, the time it used and its index in the call (0 first). The time is
+ * Redis `TIME` in whole microseconds (the script's `now` is exactly that / 1000), or the time
+ * argument's own text when one was passed. Numbers are integers, or `%.17g` text from 2^53 up.
  *
  * Stored state: a sliding log is a sorted set (score = instant, member = `<12 hex digits of a
  * per-key sequence>:<cost>`, unique even for equal instants and costs, and ordered as the core's
@@ -48,8 +49,21 @@
  * ignored, so an algorithm switch starts the bucket fresh, as `step-limit.ts` does. (The sequence
  * restarts whenever a log empties; 12 hex digits last for 2^48 admissions to one live log.)
  *
+ * Stored state and upgrades: this layout is the one the script has used since state became packed
+ * doubles, so a deploy of this script reads what the previous one wrote and vice versa (two
+ * versions may run side by side during a rolling deploy, under their own SHA-1s). A future change
+ * of layout must take a new key version (e.g. `rl2:` in `redisStorageKey`), so old keys are never
+ * read and simply expire; a state of the wrong length is already ignored, never misread.
+ *
  * Commands per call: one MGET for every key's string state, a ZRANGE per sliding log, and per
  * check that writes one SET with PX (a log: its ZADD/ZREM and a PEXPIRE), plus TIME once.
+ *
+ * Cost (the hot path, issue 19): what Redis spends per call besides the commands is mostly making
+ * closures, and a closure costs per upvalue it captures. So the algorithms are blocks of the main
+ * loop, not functions; the only closures every call makes are five small helpers capturing
+ * one to three locals each; the sliding log's and the shaper's functions are made on first
+ * use in a call. Arguments are parsed once per distinct text per call (a batch repeats the same
+ * few), and the reply's time is a whole number, so nothing is formatted per decision.
  *
  * Expiry: every write sets a TTL of the time until the state is indistinguishable from no state
  * (window over, bucket full, meter drained, newest log entry out of the window), rounded up, plus
@@ -60,569 +74,591 @@
  * them before Redis sees the script.
  */
 export const REDIS_DECIDE_LUA = `
-local UNIT_TOLERANCE = 1e-9
-local MS_TOLERANCE = 1e-6
-local RETRY_CORRECTION_STEPS = 8
-local MAX_SIZE, MIN_WINDOW_MS, MAX_DURATION_MS = 1e15, 0.001, 1e12
-local MIN_RATE, MAX_RATE, MAX_ABS_TIME_MS = 1e-9, 1e15, 2 ^ 52
-local MAX_COST = 1.7976931348623157e308
-local EPSILON = 2 ^ -52
+local floor, ceil, fmod, min = math.floor, math.ceil, math.fmod, math.min
+local byte, sunpack, pack, fmt = string.byte, struct.unpack, struct.pack, string.format
+local call, KEYS, ARGV = redis.call, KEYS, ARGV
+local UNIT_TOLERANCE, RETRY_CORRECTION_STEPS = 1e-9, 8
 local MAX_TTL_MS = 2 ^ 52
 
-local floor, ceil, fmod, abs, min = math.floor, math.ceil, math.fmod, math.abs, math.min
-local fmt, byte, sub, match = string.format, string.byte, string.sub, string.match
-local pack, sunpack = struct.pack, struct.unpack
-local call, pcall_ = redis.call, redis.pcall
+-- numeric.ts: the only closures every call makes. They capture nothing but math functions (a
+-- closure's upvalues are what makes creating it costly).
 
--- Set for each decision of the call, read by the step functions below.
-local now, cost
-local margin_ms = tonumber(ARGV[1])
-
--- numeric.ts ---------------------------------------------------------------------------------
-
+-- ceilMs (MS_TOLERANCE = 1e-6)
 local function ceil_ms(d)
-  if d <= MS_TOLERANCE then return 0 end
-  return ceil(d - MS_TOLERANCE)
+  if d <= 1e-6 then return 0 end
+  return ceil(d - 1e-6)
 end
 
+-- wholeUnits (UNIT_TOLERANCE = 1e-9)
 local function whole_units(available, limit)
-  local units = floor(available + UNIT_TOLERANCE)
+  local units = floor(available + 1e-9)
   if units <= 0 then return 0 end
   if units < limit then return units end
   return floor(limit)
 end
 
+-- windowStartOf: JS % is C fmod.
 local function window_start_of(t, w)
   local into = fmod(t, w)
   if into < 0 then return t - into - w end
   return t - into
 end
 
--- JS Math.round: nearest, halves towards +Infinity. x - floor(x) is exact for doubles.
-local function js_round(x)
+-- windowsBetween: JS Math.round (nearest, halves towards +Infinity); x - floor(x) is exact.
+local function windows_between(earlier, later, w)
+  local x = (later - earlier) / w
   local f = floor(x)
   if x - f >= 0.5 then return f + 1 end
   return f
 end
 
-local function windows_between(earlier, later, w)
-  return js_round((later - earlier) / w)
-end
 
-local function evaluated_at(t)
-  return t + abs(t) * 8 * EPSILON
-end
+local margin_ms = tonumber(ARGV[1])
+local now, cost
 
-local function drain_ms(units, rate)
-  return (units * 1000) / rate
-end
-
--- fixed-window.ts: state {windowStartMs, count} ---------------------------------------------
-
-local function fw_current(st, w, t)
-  local start = window_start_of(t, w)
-  if st and windows_between(st[1], start, w) <= 0 then return start, st[2] end
-  return start, 0
-end
-
-local function step_fixed_window(st, limit, w)
-  local ws, count = fw_current(st, w, now)
-  local window_end = ws + w
-  local available = limit - count
-  local reset = 0
-  if count > 0 then reset = ceil_ms(window_end - now) end
-  if cost > limit then return 2, whole_units(available, limit), 0, reset, { ws, count } end
-  if cost <= available + UNIT_TOLERANCE then
-    local c = count + cost
-    local r = 0
-    if c > 0 then r = ceil_ms(window_end - now) end
-    return 0, whole_units(available - cost, limit), 0, r, { ws, c }
-  end
-  local current = { ws, count }
-  local retry = ceil_ms(window_end - now)
-  for step = 0, RETRY_CORRECTION_STEPS do
-    local _, c = fw_current(current, w, now + retry)
-    if c + cost <= limit + UNIT_TOLERANCE then break end
-    if step == RETRY_CORRECTION_STEPS then
-      if reset > retry then retry = reset end
-      break
-    end
-    retry = retry + 1
-  end
-  return 1, whole_units(available, limit), retry, reset, current
-end
-
--- sliding-window.ts: state {windowStartMs, currentCount, previousCount} ----------------------
-
-local function sw_current(st, w, t)
-  local start = window_start_of(t, w)
-  if st then
-    local later = windows_between(st[1], start, w)
-    if later <= 0 then return start, st[2], st[3] end
-    if later == 1 then return start, 0, st[2] end
-  end
-  return start, 0, 0
-end
-
-local function sw_estimate(ws, curr, prev, w, t)
-  local elapsed = (t - ws) / w
-  return curr + prev * (1 - elapsed)
-end
-
-local function sw_reset(ws, curr, prev, w)
-  if curr > 0 then return ceil_ms(ws + 2 * w - now) end
-  if prev > 0 then return ceil_ms(ws + w - now) end
-  return 0
-end
-
-local function step_sliding_window(st, limit, w)
-  local ws, curr, prev = sw_current(st, w, now)
-  local available = limit - sw_estimate(ws, curr, prev, w, now)
-  if cost > limit then
-    return 2, whole_units(available, limit), 0, sw_reset(ws, curr, prev, w), { ws, curr, prev }
-  end
-  if cost <= available + UNIT_TOLERANCE then
-    local c = curr + cost
-    return 0, whole_units(available - cost, limit), 0, sw_reset(ws, c, prev, w), { ws, c, prev }
-  end
-  local room_at
-  local room_in_current = limit - cost - curr
-  if room_in_current >= 0 then
-    room_at = ws + w * (1 - room_in_current / prev)
-  else
-    room_at = (ws + w) + w * (1 - (limit - cost) / curr)
-  end
-  local current = { ws, curr, prev }
-  local reset = sw_reset(ws, curr, prev, w)
-  local retry = ceil_ms(room_at - now)
-  for step = 0, RETRY_CORRECTION_STEPS do
-    local at = now + retry
-    local a, b, c = sw_current(current, w, at)
-    if sw_estimate(a, b, c, w, at) + cost <= limit + UNIT_TOLERANCE then break end
-    if step == RETRY_CORRECTION_STEPS then
-      if reset > retry then retry = reset end
-      break
-    end
-    retry = retry + 1
-  end
-  return 1, whole_units(available, limit), retry, reset, current
-end
-
--- token-bucket.ts: state {tokens, lastMs} ----------------------------------------------------
-
-local function tb_tokens_at(st, capacity, rate, t)
-  if not st then return capacity end
-  local elapsed = t - st[2]
-  local refilled = st[1]
-  if elapsed > 0 then refilled = st[1] + (elapsed * rate) / 1000 end
-  return min(refilled, capacity)
-end
-
-local function ms_until(tokens, target, rate)
-  return ceil_ms(((target - tokens) * 1000) / rate)
-end
-
-local function step_token_bucket(st, capacity, rate)
-  local tokens = tb_tokens_at(st, capacity, rate, now)
-  local refilled = { tokens, now }
-  local reset = ms_until(tokens, capacity, rate)
-  if cost > capacity then return 2, whole_units(tokens, capacity), 0, reset, refilled end
-  if cost <= tokens + UNIT_TOLERANCE then
-    local left = 0
-    if tokens > cost then left = tokens - cost end
-    return 0, whole_units(left, capacity), 0, ms_until(left, capacity, rate), { left, now }
-  end
-  local retry = ms_until(tokens, cost, rate)
-  for step = 0, RETRY_CORRECTION_STEPS do
-    if tb_tokens_at(refilled, capacity, rate, now + retry) + UNIT_TOLERANCE >= cost then break end
-    if step == RETRY_CORRECTION_STEPS then
-      if reset > retry then retry = reset end
-      break
-    end
-    retry = retry + 1
-  end
-  return 1, whole_units(tokens, capacity), retry, reset, refilled
-end
-
--- leaky-meter.ts: state {zeroRoomAtMs} ------------------------------------------------------
-
-local function lm_room_at(st, burst, rate, at)
-  if not st then return burst end
-  local room = ((at - st[1]) * rate) / 1000
-  if room <= 0 then return 0 end
-  return min(room, burst)
-end
-
-local function step_leaky_meter(st, burst, rate)
-  local at = evaluated_at(now)
-  local room = lm_room_at(st, burst, rate, at)
-  local full_at = now - drain_ms(burst, rate)
-  local current = { full_at }
-  if st and st[1] >= full_at then current = st end
-  local reset = ceil_ms(drain_ms(burst - room, rate))
-  if cost > burst then return 2, whole_units(room, burst), 0, reset, current end
-  if cost <= room + UNIT_TOLERANCE then
-    local left = 0
-    if room > cost then left = room - cost end
-    return 0, whole_units(left, burst), 0, ceil_ms(drain_ms(burst - left, rate)),
-      { current[1] + drain_ms(cost, rate) }
-  end
-  local retry = ceil_ms(current[1] + drain_ms(cost, rate) - at)
-  for step = 0, RETRY_CORRECTION_STEPS do
-    if lm_room_at(current, burst, rate, evaluated_at(now + retry)) + UNIT_TOLERANCE >= cost then
-      break
-    end
-    if step == RETRY_CORRECTION_STEPS then
-      if reset > retry then retry = reset end
-      break
-    end
-    retry = retry + 1
-  end
-  return 1, whole_units(room, burst), retry, reset, current
-end
-
--- leaky-shaper.ts: state {drainedAtMs}; returns delayMs as a sixth value --------------------
-
-local function sh_queued_at(st, rate, at)
-  if not st or st[1] <= at then return 0 end
-  return ((st[1] - at) * rate) / 1000
-end
-
-local function step_leaky_shaper(st, max_queue, rate)
-  local at = evaluated_at(now)
-  local queued = sh_queued_at(st, rate, at)
-  local current = st or { now }
-  local room = max_queue - queued
-  local reset = ceil_ms(current[1] - at)
-  if cost > max_queue then return 2, whole_units(room, max_queue), 0, reset, current, 0 end
-  if cost <= room + UNIT_TOLERANCE then
-    local release = now
-    if current[1] > at then release = current[1] end
-    local drained = release + drain_ms(cost, rate)
-    return 0, whole_units(room - cost, max_queue), 0, ceil_ms(drained - now), { drained },
-      ceil_ms(release - now)
-  end
-  local room_at = current[1] - drain_ms(max_queue - cost, rate)
-  local retry = ceil_ms(room_at - at)
-  for step = 0, RETRY_CORRECTION_STEPS do
-    if max_queue - sh_queued_at(current, rate, evaluated_at(now + retry)) + UNIT_TOLERANCE
-      >= cost then
-      break
-    end
-    if step == RETRY_CORRECTION_STEPS then
-      if reset > retry then retry = reset end
-      break
-    end
-    retry = retry + 1
-  end
-  return 3, whole_units(room, max_queue), retry, reset, current, 0
-end
-
--- sliding-log.ts: a sorted set -------------------------------------------------------------
--- The state handed around is a table: at[], cost[], seq[] (live entries, oldest first), n, plus
--- what writing it takes: dropped (how many stored entries expired), moved[] (indices whose
--- instant moved back to now after the clock went back), old_member (a merged entry's previous
--- member), next_seq, and foreign (the key holds another algorithm's string).
-
-local function sl_member(seq, c)
-  return fmt("%012x:%.17g", seq, c)
-end
-
-local function sl_read(key)
-  local reply = pcall_("ZRANGE", key, 0, -1, "WITHSCORES")
-  local log = { at = {}, cost = {}, seq = {}, n = 0, dropped = 0, moved = {}, next_seq = 1 }
-  if reply.err then
-    log.foreign = true
-    return log
-  end
-  local n = 0
-  for i = 1, #reply, 2 do
-    n = n + 1
-    local member = reply[i]
-    log.seq[n] = tonumber(sub(member, 1, 12), 16)
-    log.cost[n] = tonumber(sub(member, 14))
-    log.at[n] = tonumber(reply[i + 1])
-  end
-  log.n = n
-  if n > 0 then log.next_seq = log.seq[n] + 1 end
-  return log
-end
-
--- liveEntries: drop entries at or before now - windowMs; move entries after now to now.
-local function sl_live(stored, w)
-  local cutoff = now - w
-  local first = 1
-  while first <= stored.n and stored.at[first] <= cutoff do first = first + 1 end
-  local live = { at = {}, cost = {}, seq = {}, n = 0, dropped = first - 1, moved = {},
-    next_seq = stored.next_seq, foreign = stored.foreign }
-  for i = first, stored.n do
-    local n = live.n + 1
-    local a = stored.at[i]
-    if a > now then
-      a = now
-      live.moved[#live.moved + 1] = n
-    end
-    live.at[n], live.cost[n], live.seq[n], live.n = a, stored.cost[i], stored.seq[i], n
-  end
-  return live
-end
-
--- Sum of the costs of the entries still inside the window ending at t, in order.
-local function sl_used_at(log, w, t)
-  local cutoff = t - w
-  local first = 1
-  while first <= log.n and log.at[first] <= cutoff do first = first + 1 end
-  local used = 0
-  for i = first, log.n do used = used + log.cost[i] end
-  return used
-end
-
-local function sl_reset(log, w)
-  if log.n == 0 then return 0 end
-  return ceil_ms(log.at[log.n] + w - now)
-end
-
-local function step_sliding_log(stored, limit, w)
-  local live = sl_live(stored, w)
-  local used = 0
-  for i = 1, live.n do used = used + live.cost[i] end
-  local available = limit - used
-  if cost > limit then return 2, whole_units(available, limit), 0, sl_reset(live, w), live end
-  if cost <= available + UNIT_TOLERANCE then
-    if cost > 0 then
-      local n = live.n
-      if n > 0 and live.at[n] == now then
-        live.old_member = sl_member(live.seq[n], live.cost[n])
-        live.cost[n] = live.cost[n] + cost
-        live.changed = n
-      else
-        n = n + 1
-        live.at[n], live.cost[n], live.seq[n], live.n = now, cost, live.next_seq, n
-        live.changed = n
-      end
-    end
-    return 0, whole_units(available - cost, limit), 0, sl_reset(live, w), live
-  end
-  local excess = used + cost - limit
-  local expired = 0
-  local i = 1
-  while i < live.n do
-    expired = expired + live.cost[i]
-    if expired >= excess - UNIT_TOLERANCE then break end
-    i = i + 1
-  end
-  local reset = sl_reset(live, w)
-  local retry = ceil_ms(live.at[i] + w - now)
-  for step = 0, RETRY_CORRECTION_STEPS do
-    if sl_used_at(live, w, now + retry) + cost <= limit + UNIT_TOLERANCE then break end
-    if step == RETRY_CORRECTION_STEPS then
-      if reset > retry then retry = reset end
-      break
-    end
-    retry = retry + 1
-  end
-  return 1, whole_units(available, limit), retry, reset, live
-end
-
--- storage -----------------------------------------------------------------------------------
-
-local function ttl_arg(lifetime_ms)
+-- A write's PX: the state's lifetime rounded up, plus the margin, capped at 2^52 ms. Passed as
+-- a number, which Redis turns into its %.17g text: exact, as every value here is whole and below
+-- 2^53.
+local function ttl_of(lifetime_ms)
   local ttl = ceil(lifetime_ms)
   if not (ttl > 0) then ttl = 0 end
   ttl = ttl + margin_ms
   if not (ttl < MAX_TTL_MS) then ttl = MAX_TTL_MS end
-  return fmt("%d", ttl)
+  return ttl
 end
 
--- Byte length of the packed state of each algorithm code (2, the sliding log, is a sorted set).
-local LENGTHS = { [1] = 17, [3] = 25, [4] = 17, [5] = 9, [6] = 9 }
-
 -- Every key's value as the call began, read with MGET (false: absent or not a string, e.g. a
--- sliding log), in chunks that stay below Lua's limit on unpacked values. One MGET costs about
--- what one GET does, so a call reads its strings for the price of one command.
+-- sliding log), in chunks that stay below Lua's limit on unpacked values.
 local initial = {}
-for first = 1, #KEYS, 1000 do
-  local values = call("MGET", unpack(KEYS, first, min(first + 999, #KEYS)))
-  for i = 1, #values do initial[first + i - 1] = values[i] end
+if #KEYS == 0 then
+elseif #KEYS <= 1000 then
+  initial = call("MGET", unpack(KEYS))
+else
+  initial = {}
+  for first = 1, #KEYS, 1000 do
+    local values = call("MGET", unpack(KEYS, first, min(first + 999, #KEYS)))
+    for i = 1, #values do initial[first + i - 1] = values[i] end
+  end
 end
 -- What this call has written so far, by key (false: no longer a string), for a later decision
 -- of the same call on the same key.
 local written = {}
 
--- The stored state of algorithm code at KEYS[index], or nil: no key, or another algorithm's.
-local function read_packed(index, code)
-  local value = written[KEYS[index]]
-  if value == nil then value = initial[index] end
-  if type(value) ~= "string" or byte(value, 1) ~= code or #value ~= LENGTHS[code] then
-    return nil
-  end
-  if code == 3 then
-    local _, a, b, c = sunpack("<Bddd", value)
-    return { a, b, c }
-  elseif code == 1 or code == 4 then
-    local _, a, b = sunpack("<Bdd", value)
-    return { a, b }
-  end
-  local _, a = sunpack("<Bd", value)
-  return { a }
-end
+-- Byte length of the packed state of each algorithm code (2, the sliding log, is a sorted set).
+local LENGTHS = { 17, false, 25, 17, 9, 9 }
 
-local function write_packed(key, code, st, p1, p2)
-  local lifetime, value
-  if code == 1 then
-    lifetime = st[1] + p2 - now
-    value = pack("<Bdd", code, st[1], st[2])
-  elseif code == 3 then
-    lifetime = st[1] + 2 * p2 - now
-    value = pack("<Bddd", code, st[1], st[2], st[3])
-  elseif code == 4 then
-    lifetime = ((p1 - st[1]) * 1000) / p2
-    value = pack("<Bdd", code, st[1], st[2])
-  elseif code == 5 then
-    lifetime = st[1] + drain_ms(p1, p2) - now
-    value = pack("<Bd", code, st[1])
-  else
-    lifetime = st[1] - now
-    value = pack("<Bd", code, st[1])
-  end
-  call("SET", key, value, "PX", ttl_arg(lifetime))
-  written[key] = value
-end
+-- The sliding log and the shaper: their functions are made on first use in a call, so a call
+-- that uses neither does not pay for creating them.
+local step_sliding_log, write_log, step_leaky_shaper, reply_number
 
-local function write_log(key, log, w)
-  written[key] = false
-  if log.foreign then call("DEL", key) end
-  if log.dropped > 0 then call("ZREMRANGEBYRANK", key, 0, log.dropped - 1) end
-  if log.n == 0 then
-    call("DEL", key)
-    return
-  end
-  if log.old_member then call("ZREM", key, log.old_member) end
-  local args = {}
-  for _, i in ipairs(log.moved) do
-    if i ~= log.changed then
-      args[#args + 1] = fmt("%.17g", log.at[i])
-      args[#args + 1] = sl_member(log.seq[i], log.cost[i])
-    end
-  end
-  if log.changed then
-    local i = log.changed
-    args[#args + 1] = fmt("%.17g", log.at[i])
-    args[#args + 1] = sl_member(log.seq[i], log.cost[i])
-  end
-  if #args > 0 then call("ZADD", key, unpack(args)) end
-  call("PEXPIRE", key, ttl_arg(log.at[log.n] + w - now))
-end
+-- arguments.ts: LIMIT_BOUNDS, checked again here so that a direct caller cannot hang Redis.
+local MAX_SIZE, MIN_WINDOW_MS, MAX_DURATION_MS = 1e15, 0.001, 1e12
+local MIN_RATE, MAX_RATE, MAX_ABS_TIME_MS = 1e-9, 1e15, 2 ^ 52
+local MAX_COST = 1.7976931348623157e308
+local match, error_reply = string.match, redis.error_reply
 
--- A reply number: every one is a whole number >= 0. Below 2^53 a Lua number, which Redis sends as
--- an exact integer; above it (a limit of 1e300 units) text, which Redis would otherwise mangle.
-local function num(x)
-  if x < 9007199254740992 then return x end
-  return fmt("%.17g", x)
-end
-
--- arguments.ts: LIMIT_BOUNDS ----------------------------------------------------------------
-
--- Whether a check's parameters are within the limiter's bounds: a size from 0 to 1e15, a window
--- from 0.001 to 1e12 ms, a rate from 1e-9 to 1e15 per second that refills or drains the size
--- within 1e12 ms. (NaN fails every comparison.)
-local function is_valid_check(code, p1, p2, mode)
-  if not (p1 and p2 and (mode == "e" or mode == "d")) then return false end
-  if not (p1 >= 0 and p1 <= MAX_SIZE) then return false end
-  if code == 1 or code == 2 or code == 3 then
-    return p2 >= MIN_WINDOW_MS and p2 <= MAX_DURATION_MS
-  end
-  if code == 4 or code == 5 or code == 6 then
-    return p2 >= MIN_RATE and p2 <= MAX_RATE and (p1 * 1000) / p2 <= MAX_DURATION_MS
-  end
-  return false
-end
-
--- decide / peek / shape, one decision after another ---------------------------------------
+-- Parsed arguments by their text: the decisions of a batch repeat the same few, so each is
+-- parsed and checked once per call.
+local heads, checks = {}, {}
+-- The current decision's checks: parsed argument, reply code and stepped state (s1 to s3 the
+-- state's numbers; a sliding log's table in s1). Reused from one decision to the next.
+local parsed, codes, s1, s2, s3 = {}, {}, {}, {}, {}
 
 local reply = {}
 local r = 0        -- reply fields written
 local k = 0        -- KEYS used by earlier decisions
 local a = 2        -- next ARGV
-local redis_now    -- Redis TIME, read at most once per call
+local argc = #ARGV
+local redis_now, redis_now_us  -- Redis TIME, read at most once per call
+local now_reply    -- the time replied with a decision: TIME in whole us, or the given text
 local d = -1       -- index of the current decision in the call
-while a <= #ARGV do
-  local op, t, c, n = match(ARGV[a], "^(%a) (%S+) (%S+) (%d+)$")
-  if not op then return redis.error_reply("malformed decision " .. tostring(ARGV[a])) end
-  if t == "-" then
+while a <= argc do
+  local text = ARGV[a]
+  local head = heads[text]
+  if not head then
+    local op, t, c, n = match(text, "^(%a) (%S+) (%S+) (%d+)$")
+    if not op then return error_reply("malformed decision " .. text) end
+    local at = false
+    if t ~= "-" then
+      at = tonumber(t)
+      if not (at and at >= -MAX_ABS_TIME_MS and at <= MAX_ABS_TIME_MS) then
+        return error_reply("invalid time " .. t)
+      end
+    end
+    local c_num = tonumber(c)
+    if not (c_num and c_num >= 0 and c_num <= MAX_COST) then
+      return error_reply("invalid cost " .. c)
+    end
+    head = { op, at, c_num, tonumber(n), t }
+    heads[text] = head
+  end
+  local op, count = head[1], head[4]
+  if head[2] then
+    now, now_reply = head[2], head[5]
+  else
     if not redis_now then
       local time = call("TIME")
-      redis_now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+      redis_now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      redis_now = redis_now_us / 1000
     end
-    now = redis_now
-  else
-    now = tonumber(t)
+    now, now_reply = redis_now, redis_now_us
   end
-  cost = tonumber(c)
+  cost = head[3]
   d = d + 1
-  local count = tonumber(n)
-  -- The client validates (arguments.ts); these bounds keep a direct caller from hanging Redis.
-  if not (now and now >= -MAX_ABS_TIME_MS and now <= MAX_ABS_TIME_MS) then
-    return redis.error_reply("invalid time " .. tostring(t))
-  end
-  if not (cost and cost >= 0 and cost <= MAX_COST) then
-    return redis.error_reply("invalid cost " .. tostring(c))
-  end
 
   -- Each check: "<algorithm code> <first parameter> <second parameter> <mode>".
-  local algorithms, firsts, seconds, modes = {}, {}, {}, {}
   for i = 1, count do
-    local code, p1, p2, mode = match(ARGV[a + i], "^(%d) (%S+) (%S+) (%a)$")
-    if not code then return redis.error_reply("malformed check " .. tostring(ARGV[a + i])) end
-    algorithms[i], firsts[i], seconds[i], modes[i] = tonumber(code), tonumber(p1), tonumber(p2), mode
-    if not is_valid_check(algorithms[i], firsts[i], seconds[i], mode) then
-      return redis.error_reply("invalid check " .. tostring(ARGV[a + i]))
+    local check_text = ARGV[a + i]
+    local check = checks[check_text]
+    if not check then
+      local code, p1, p2, mode = match(check_text, "^(%d) (%S+) (%S+) (%a)$")
+      if not code then return error_reply("malformed check " .. tostring(check_text)) end
+      code, p1, p2 = tonumber(code), tonumber(p1), tonumber(p2)
+      -- A size from 0 to 1e15, a window from 0.001 to 1e12 ms, a rate from 1e-9 to 1e15 per
+      -- second that refills or drains the size within 1e12 ms. (NaN fails every comparison.)
+      local is_valid = p1 and p2 and (mode == "e" or mode == "d") and p1 >= 0 and p1 <= MAX_SIZE
+      if is_valid then
+        if code == 1 or code == 2 or code == 3 then
+          is_valid = p2 >= MIN_WINDOW_MS and p2 <= MAX_DURATION_MS
+        elseif code == 4 or code == 5 or code == 6 then
+          is_valid = p2 >= MIN_RATE and p2 <= MAX_RATE and (p1 * 1000) / p2 <= MAX_DURATION_MS
+        else
+          is_valid = false
+        end
+      end
+      if not is_valid then return error_reply("invalid check " .. check_text) end
+      check = { code, p1, p2, mode == "e" }
+      checks[check_text] = check
     end
+    parsed[i] = check
   end
 
   if op == "s" or op == "q" then
-    local key, max_queue, rate = KEYS[k + 1], firsts[1], seconds[1]
-    local code, remaining, retry, reset, st, delay =
-      step_leaky_shaper(read_packed(k + 1, 6), max_queue, rate)
-    if op == "s" and code == 0 then write_packed(key, 6, st, max_queue, rate) end
+    if not step_leaky_shaper then
+      -- leaky-shaper.ts: state drainedAtMs (nil: none); returns delayMs as a sixth value.
+      -- A reply number: whole and >= 0; from 2^53 up as text, which Redis would otherwise mangle.
+      reply_number = function(x)
+        if x < 9007199254740992 then return x end
+        return fmt("%.17g", x)
+      end
+
+      -- timeNoiseMs: t plus 8 units in the last place of 1 (EPSILON = 2^-52), scaled by |t|.
+      local function evaluated_at(t)
+        return t + math.abs(t) * 8 * (2 ^ -52)
+      end
+
+      local function sh_queued_at(drained_at, rate, at)
+        if not drained_at or drained_at <= at then return 0 end
+        return ((drained_at - at) * rate) / 1000
+      end
+
+      step_leaky_shaper = function(st, max_queue, rate)
+        local at = evaluated_at(now)
+        local queued = sh_queued_at(st, rate, at)
+        local current = st or now
+        local room = max_queue - queued
+        local reset = ceil_ms(current - at)
+        if cost > max_queue then return 2, whole_units(room, max_queue), 0, reset, current, 0 end
+        if cost <= room + UNIT_TOLERANCE then
+          local release = now
+          if current > at then release = current end
+          local drained = release + (cost * 1000) / rate
+          return 0, whole_units(room - cost, max_queue), 0, ceil_ms(drained - now), drained,
+            ceil_ms(release - now)
+        end
+        local room_at = current - ((max_queue - cost) * 1000) / rate
+        local retry = ceil_ms(room_at - at)
+        for step = 0, RETRY_CORRECTION_STEPS do
+          if max_queue - sh_queued_at(current, rate, evaluated_at(now + retry)) + UNIT_TOLERANCE
+            >= cost then
+            break
+          end
+          if step == RETRY_CORRECTION_STEPS then
+            if reset > retry then retry = reset end
+            break
+          end
+          retry = retry + 1
+        end
+        return 3, whole_units(room, max_queue), retry, reset, current, 0
+      end
+    end
+    local key, max_queue, rate = KEYS[k + 1], parsed[1][2], parsed[1][3]
+    local value, drained_at = written[key], nil
+    if value == nil then value = initial[k + 1] end
+    if type(value) == "string" and byte(value, 1) == 6 and #value == 9 then
+      drained_at = select(2, sunpack("<Bd", value))
+    end
+    local code, remaining, retry, reset, drained, delay =
+      step_leaky_shaper(drained_at, max_queue, rate)
+    if op == "s" and code == 0 then
+      value = pack("<Bd", 6, drained)
+      call("SET", key, value, "PX", ttl_of(drained - now))
+      written[key] = value
+    end
     reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] =
-      code, num(remaining), num(retry), num(reset), num(delay)
+      code, reply_number(remaining), reply_number(retry), reply_number(reset), reply_number(delay)
     r = r + 5
   else
-    local codes, states = {}, {}
     local is_allowed = true
     for i = 1, count do
-      local algorithm, p1, p2 = algorithms[i], firsts[i], seconds[i]
-      local code, remaining, retry, reset, st
-      if algorithm == 1 then
-        code, remaining, retry, reset, st = step_fixed_window(read_packed(k + i, 1), p1, p2)
-      elseif algorithm == 2 then
-        code, remaining, retry, reset, st = step_sliding_log(sl_read(KEYS[k + i]), p1, p2)
-      elseif algorithm == 3 then
-        code, remaining, retry, reset, st = step_sliding_window(read_packed(k + i, 3), p1, p2)
-      elseif algorithm == 4 then
-        code, remaining, retry, reset, st = step_token_bucket(read_packed(k + i, 4), p1, p2)
-      elseif algorithm == 5 then
-        code, remaining, retry, reset, st = step_leaky_meter(read_packed(k + i, 5), p1, p2)
-      else
-        return redis.error_reply("unknown algorithm code " .. tostring(algorithm))
+      local check = parsed[i]
+      local algorithm, p1, p2 = check[1], check[2], check[3]
+      local code, remaining, retry, reset
+      -- The packed state at the check's key, or nil: no key, or another algorithm's (so an
+      -- algorithm switch starts the bucket fresh, as step-limit.ts does).
+      local value
+      if algorithm ~= 2 then
+        value = written[KEYS[k + i]]
+        if value == nil then value = initial[k + i] end
+        if not (type(value) == "string" and byte(value, 1) == algorithm
+          and #value == LENGTHS[algorithm]) then
+          value = nil
+        end
       end
-      if code ~= 0 and modes[i] == "e" then is_allowed = false end
-      codes[i], states[i] = code, st
-      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] =
-        code, num(remaining), num(retry), num(reset)
+      if algorithm == 4 then
+        -- token-bucket.ts: state {tokens, lastMs}; p1 capacity, p2 refillPerSec.
+        local tokens = p1
+        if value then
+          local _, stored_tokens, last_ms = sunpack("<Bdd", value)
+          local elapsed = now - last_ms
+          tokens = stored_tokens
+          if elapsed > 0 then tokens = stored_tokens + (elapsed * p2) / 1000 end
+          tokens = min(tokens, p1)
+        end
+        local reset_ms = ceil_ms(((p1 - tokens) * 1000) / p2)
+        s1[i], s2[i] = tokens, now
+        if cost > p1 then
+          code, remaining, retry, reset = 2, whole_units(tokens, p1), 0, reset_ms
+        elseif cost <= tokens + UNIT_TOLERANCE then
+          local left = 0
+          if tokens > cost then left = tokens - cost end
+          code, remaining, retry = 0, whole_units(left, p1), 0
+          reset = ceil_ms(((p1 - left) * 1000) / p2)
+          s1[i] = left
+        else
+          retry = ceil_ms(((cost - tokens) * 1000) / p2)
+          for step = 0, RETRY_CORRECTION_STEPS do
+            local elapsed = (now + retry) - now
+            local refilled = tokens
+            if elapsed > 0 then refilled = tokens + (elapsed * p2) / 1000 end
+            if min(refilled, p1) + UNIT_TOLERANCE >= cost then break end
+            if step == RETRY_CORRECTION_STEPS then
+              if reset_ms > retry then retry = reset_ms end
+              break
+            end
+            retry = retry + 1
+          end
+          code, remaining, reset = 1, whole_units(tokens, p1), reset_ms
+        end
+      elseif algorithm == 1 then
+        -- fixed-window.ts: state {windowStartMs, count}; p1 limit, p2 windowMs.
+        local ws = window_start_of(now, p2)
+        local used = 0
+        if value then
+          local _, stored_ws, stored_count = sunpack("<Bdd", value)
+          if windows_between(stored_ws, ws, p2) <= 0 then used = stored_count end
+        end
+        local window_end = ws + p2
+        local available = p1 - used
+        local reset_ms = 0
+        if used > 0 then reset_ms = ceil_ms(window_end - now) end
+        s1[i], s2[i] = ws, used
+        if cost > p1 then
+          code, remaining, retry, reset = 2, whole_units(available, p1), 0, reset_ms
+        elseif cost <= available + UNIT_TOLERANCE then
+          local counted = used + cost
+          reset = 0
+          if counted > 0 then reset = ceil_ms(window_end - now) end
+          code, remaining, retry = 0, whole_units(available - cost, p1), 0
+          s2[i] = counted
+        else
+          retry = ceil_ms(window_end - now)
+          for step = 0, RETRY_CORRECTION_STEPS do
+            local counted = 0
+            if windows_between(ws, window_start_of(now + retry, p2), p2) <= 0 then
+              counted = used
+            end
+            if counted + cost <= p1 + UNIT_TOLERANCE then break end
+            if step == RETRY_CORRECTION_STEPS then
+              if reset_ms > retry then retry = reset_ms end
+              break
+            end
+            retry = retry + 1
+          end
+          code, remaining, reset = 1, whole_units(available, p1), reset_ms
+        end
+      elseif algorithm == 3 then
+        -- sliding-window.ts: state {windowStartMs, currentCount, previousCount}; p1 limit, p2
+        -- windowMs.
+        local ws = window_start_of(now, p2)
+        local curr, prev = 0, 0
+        if value then
+          local _, stored_ws, stored_curr, stored_prev = sunpack("<Bddd", value)
+          local later = windows_between(stored_ws, ws, p2)
+          if later <= 0 then
+            curr, prev = stored_curr, stored_prev
+          elseif later == 1 then
+            prev = stored_curr
+          end
+        end
+        local available = p1 - (curr + prev * (1 - (now - ws) / p2))
+        local reset_ms = 0
+        if curr > 0 then
+          reset_ms = ceil_ms(ws + 2 * p2 - now)
+        elseif prev > 0 then
+          reset_ms = ceil_ms(ws + p2 - now)
+        end
+        s1[i], s2[i], s3[i] = ws, curr, prev
+        if cost > p1 then
+          code, remaining, retry, reset = 2, whole_units(available, p1), 0, reset_ms
+        elseif cost <= available + UNIT_TOLERANCE then
+          local counted = curr + cost
+          reset = 0
+          if counted > 0 then
+            reset = ceil_ms(ws + 2 * p2 - now)
+          elseif prev > 0 then
+            reset = ceil_ms(ws + p2 - now)
+          end
+          code, remaining, retry = 0, whole_units(available - cost, p1), 0
+          s2[i] = counted
+        else
+          local room_at
+          local room_in_current = p1 - cost - curr
+          if room_in_current >= 0 then
+            room_at = ws + p2 * (1 - room_in_current / prev)
+          else
+            room_at = (ws + p2) + p2 * (1 - (p1 - cost) / curr)
+          end
+          retry = ceil_ms(room_at - now)
+          for step = 0, RETRY_CORRECTION_STEPS do
+            local at = now + retry
+            local start = window_start_of(at, p2)
+            local later = windows_between(ws, start, p2)
+            local c, p = 0, 0
+            if later <= 0 then
+              c, p = curr, prev
+            elseif later == 1 then
+              p = curr
+            end
+            if c + p * (1 - (at - start) / p2) + cost <= p1 + UNIT_TOLERANCE then break end
+            if step == RETRY_CORRECTION_STEPS then
+              if reset_ms > retry then retry = reset_ms end
+              break
+            end
+            retry = retry + 1
+          end
+          code, remaining, reset = 1, whole_units(available, p1), reset_ms
+        end
+      elseif algorithm == 5 then
+        -- leaky-meter.ts: state {zeroRoomAtMs}; p1 burst, p2 drainPerSec.
+        local at = now + math.abs(now) * 8 * (2 ^ -52) -- numeric.ts timeNoiseMs
+        local room = p1
+        local full_at = now - (p1 * 1000) / p2
+        local zero_room_at = full_at
+        if value then
+          local _, stored = sunpack("<Bd", value)
+          room = ((at - stored) * p2) / 1000
+          if room <= 0 then room = 0 else room = min(room, p1) end
+          if stored >= full_at then zero_room_at = stored end
+        end
+        local reset_ms = ceil_ms(((p1 - room) * 1000) / p2)
+        s1[i] = zero_room_at
+        if cost > p1 then
+          code, remaining, retry, reset = 2, whole_units(room, p1), 0, reset_ms
+        elseif cost <= room + UNIT_TOLERANCE then
+          local left = 0
+          if room > cost then left = room - cost end
+          code, remaining, retry = 0, whole_units(left, p1), 0
+          reset = ceil_ms(((p1 - left) * 1000) / p2)
+          s1[i] = zero_room_at + (cost * 1000) / p2
+        else
+          retry = ceil_ms(zero_room_at + (cost * 1000) / p2 - at)
+          for step = 0, RETRY_CORRECTION_STEPS do
+            local then_ms = now + retry
+            then_ms = then_ms + math.abs(then_ms) * 8 * (2 ^ -52)
+            local room_then = ((then_ms - zero_room_at) * p2) / 1000
+            if room_then <= 0 then room_then = 0 else room_then = min(room_then, p1) end
+            if room_then + UNIT_TOLERANCE >= cost then break end
+            if step == RETRY_CORRECTION_STEPS then
+              if reset_ms > retry then retry = reset_ms end
+              break
+            end
+            retry = retry + 1
+          end
+          code, remaining, reset = 1, whole_units(room, p1), reset_ms
+        end
+      elseif algorithm == 2 then
+        if not step_sliding_log then
+          -- sliding-log.ts: a sorted set.
+          local sub, pcall_ = string.sub, redis.pcall
+
+          -- The state handed around is a table: at[], cost[], seq[] (live entries, oldest first), n,
+          -- plus what writing it takes: dropped (how many stored entries expired), moved[] (indices
+          -- whose instant moved back to now after the clock went back), old_member (a merged entry's
+          -- previous member), next_seq, and foreign (the key holds another algorithm's string).
+          local function sl_member(seq, c)
+            return fmt("%012x:%.17g", seq, c)
+          end
+
+          local function sl_read(key)
+            local reply = pcall_("ZRANGE", key, 0, -1, "WITHSCORES")
+            local log = { at = {}, cost = {}, seq = {}, n = 0, dropped = 0, moved = {}, next_seq = 1 }
+            if reply.err then
+              log.foreign = true
+              return log
+            end
+            local n = 0
+            for i = 1, #reply, 2 do
+              n = n + 1
+              local member = reply[i]
+              log.seq[n] = tonumber(sub(member, 1, 12), 16)
+              log.cost[n] = tonumber(sub(member, 14))
+              log.at[n] = tonumber(reply[i + 1])
+            end
+            log.n = n
+            if n > 0 then log.next_seq = log.seq[n] + 1 end
+            return log
+          end
+
+          -- liveEntries: drop entries at or before now - windowMs; move entries after now to now.
+          local function sl_live(stored, w)
+            local cutoff = now - w
+            local first = 1
+            while first <= stored.n and stored.at[first] <= cutoff do first = first + 1 end
+            local live = { at = {}, cost = {}, seq = {}, n = 0, dropped = first - 1, moved = {},
+              next_seq = stored.next_seq, foreign = stored.foreign }
+            for i = first, stored.n do
+              local n = live.n + 1
+              local a = stored.at[i]
+              if a > now then
+                a = now
+                live.moved[#live.moved + 1] = n
+              end
+              live.at[n], live.cost[n], live.seq[n], live.n = a, stored.cost[i], stored.seq[i], n
+            end
+            return live
+          end
+
+          -- Sum of the costs of the entries still inside the window ending at t, in order.
+          local function sl_used_at(log, w, t)
+            local cutoff = t - w
+            local first = 1
+            while first <= log.n and log.at[first] <= cutoff do first = first + 1 end
+            local used = 0
+            for i = first, log.n do used = used + log.cost[i] end
+            return used
+          end
+
+          local function sl_reset(log, w)
+            if log.n == 0 then return 0 end
+            return ceil_ms(log.at[log.n] + w - now)
+          end
+
+          step_sliding_log = function(key, limit, w)
+            local live = sl_live(sl_read(key), w)
+            local used = 0
+            for i = 1, live.n do used = used + live.cost[i] end
+            local available = limit - used
+            if cost > limit then return 2, whole_units(available, limit), 0, sl_reset(live, w), live end
+            if cost <= available + UNIT_TOLERANCE then
+              if cost > 0 then
+                local n = live.n
+                if n > 0 and live.at[n] == now then
+                  live.old_member = sl_member(live.seq[n], live.cost[n])
+                  live.cost[n] = live.cost[n] + cost
+                  live.changed = n
+                else
+                  n = n + 1
+                  live.at[n], live.cost[n], live.seq[n], live.n = now, cost, live.next_seq, n
+                  live.changed = n
+                end
+              end
+              return 0, whole_units(available - cost, limit), 0, sl_reset(live, w), live
+            end
+            local excess = used + cost - limit
+            local expired = 0
+            local i = 1
+            while i < live.n do
+              expired = expired + live.cost[i]
+              if expired >= excess - UNIT_TOLERANCE then break end
+              i = i + 1
+            end
+            local reset = sl_reset(live, w)
+            local retry = ceil_ms(live.at[i] + w - now)
+            for step = 0, RETRY_CORRECTION_STEPS do
+              if sl_used_at(live, w, now + retry) + cost <= limit + UNIT_TOLERANCE then break end
+              if step == RETRY_CORRECTION_STEPS then
+                if reset > retry then retry = reset end
+                break
+              end
+              retry = retry + 1
+            end
+            return 1, whole_units(available, limit), retry, reset, live
+          end
+
+          write_log = function(key, log, w)
+            written[key] = false
+            if log.foreign then call("DEL", key) end
+            if log.dropped > 0 then call("ZREMRANGEBYRANK", key, 0, log.dropped - 1) end
+            if log.n == 0 then
+              call("DEL", key)
+              return
+            end
+            if log.old_member then call("ZREM", key, log.old_member) end
+            local args = {}
+            for _, i in ipairs(log.moved) do
+              if i ~= log.changed then
+                args[#args + 1] = fmt("%.17g", log.at[i])
+                args[#args + 1] = sl_member(log.seq[i], log.cost[i])
+              end
+            end
+            if log.changed then
+              local i = log.changed
+              args[#args + 1] = fmt("%.17g", log.at[i])
+              args[#args + 1] = sl_member(log.seq[i], log.cost[i])
+            end
+            if #args > 0 then call("ZADD", key, unpack(args)) end
+            call("PEXPIRE", key, ttl_of(log.at[log.n] + w - now))
+          end
+        end
+        code, remaining, retry, reset, s1[i] = step_sliding_log(KEYS[k + i], p1, p2)
+      else
+        return error_reply("unknown algorithm code " .. tostring(algorithm))
+      end
+      if code ~= 0 and check[4] then is_allowed = false end
+      codes[i] = code
+      -- Reply numbers are whole and >= 0; from 2^53 up as text, which Redis would otherwise
+      -- mangle (remaining is at most the limit, at most 1e15).
+      if retry >= 9007199254740992 then retry = fmt("%.17g", retry) end
+      if reset >= 9007199254740992 then reset = fmt("%.17g", reset) end
+      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = code, remaining, retry, reset
       r = r + 4
     end
     -- The time this decision used and its index in the call: the traffic record's order.
-    reply[r + 1], reply[r + 2] = fmt("%.17g", now), d
+    reply[r + 1], reply[r + 2] = now_reply, d
     r = r + 2
+    -- layered.ts: on admission every check writes its stepped state, on rejection only the
+    -- checks that rejected do, so a rejection consumes from none. One write per check.
     if op == "d" then
       for i = 1, count do
         if is_allowed or codes[i] ~= 0 then
-          if algorithms[i] == 2 then
-            write_log(KEYS[k + i], states[i], seconds[i])
+          local key, check = KEYS[k + i], parsed[i]
+          local algorithm, p1, p2 = check[1], check[2], check[3]
+          if algorithm == 2 then
+            write_log(key, s1[i], p2)
           else
-            write_packed(KEYS[k + i], algorithms[i], states[i], firsts[i], seconds[i])
+            local value, lifetime
+            if algorithm == 4 then
+              value, lifetime = pack("<Bdd", 4, s1[i], s2[i]), ((p1 - s1[i]) * 1000) / p2
+            elseif algorithm == 1 then
+              value, lifetime = pack("<Bdd", 1, s1[i], s2[i]), s1[i] + p2 - now
+            elseif algorithm == 3 then
+              value, lifetime = pack("<Bddd", 3, s1[i], s2[i], s3[i]), s1[i] + 2 * p2 - now
+            else
+              value, lifetime = pack("<Bd", 5, s1[i]), s1[i] + (p1 * 1000) / p2 - now
+            end
+            call("SET", key, value, "PX", ttl_of(lifetime))
+            written[key] = value
           end
         end
       end
@@ -639,4 +675,4 @@ return reply
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "efd049b2e4a05854fd2cb665d0d0af3446f3e089";
+export const REDIS_DECIDE_SHA1 = "42a4b38d45d43c0431fef5860f03851db836672b";

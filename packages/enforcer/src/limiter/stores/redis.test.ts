@@ -69,8 +69,8 @@ const ONE_CHECK: DecideInput = {
   subject: "c:acme",
   checks: [{ scope: "tier:pro", bucket: "account", limit: TOKENS, mode: "enforce" }],
 };
-// One check admitted, then the time the script used and the decision's index in the call.
-const ADMITTED_REPLY = [0, "4", "0", "1000", "1796083200123.456", 0];
+// One check admitted, then the time the script used (Redis TIME in us) and its index in the call.
+const ADMITTED_REPLY = [0, "4", "0", "1000", 1796083200123456, 0];
 
 describe("RedisStore: the script", () => {
   it("is cached by Redis under the SHA-1 the store sends with EVALSHA", () => {
@@ -173,7 +173,7 @@ describe("RedisStore: batching", () => {
         key.replace(/^lp:rl:\{c:(\d+)\}:account$/, "$1"),
         "0",
         "0",
-        "1796083200000.25",
+        1796083200000250,
         index,
       ]);
 

@@ -98,6 +98,21 @@ const REASONS: readonly (RejectReason | null)[] = [
 /** Reply fields per check: code, remaining, retryAfterMs, resetAfterMs. */
 const FIELDS_PER_CHECK = 4;
 
+/**
+ * The leading argument of a decision at Redis TIME and cost 1, by op and number of checks (up to
+ * 16): the same text for nearly every decision, so it is built once.
+ */
+const HEADS_AT_COST_1: Readonly<Record<"d" | "p" | "s" | "q", readonly string[]>> = {
+  d: headsAtCost1("d"),
+  p: headsAtCost1("p"),
+  s: headsAtCost1("s"),
+  q: headsAtCost1("q"),
+};
+
+function headsAtCost1(op: string): readonly string[] {
+  return Array.from({ length: 17 }, (_, checkCount) => `${op} - 1 ${checkCount}`);
+}
+
 /** One decision's share of a script call: its keys, its arguments, and where its reply goes. */
 interface PendingDecision {
   /** The hash slot of its keys on Redis Cluster; 0 on a single Redis. */
@@ -354,11 +369,23 @@ export class RedisStore implements LimiterStore {
   }
 
   /** A decision's leading argument: op, time ("-" = Redis TIME), cost, number of checks. */
-  #headArg(op: string, cost: number, checkCount: number): string {
-    const nowMs = this.#clock?.nowMs();
+  #headArg(op: "d" | "p" | "s" | "q", cost: number, checkCount: number): string {
+    const clock = this.#clock;
+    if (clock === undefined && cost === 1) {
+      // Production's usual decision: the same text every time, made once.
+      const cached = HEADS_AT_COST_1[op][checkCount];
+      if (cached !== undefined) return cached;
+    }
+    const nowMs = clock?.nowMs();
     // Redis's TIME is always a valid time; only an injected clock's reading needs checking.
     assertTimeAndCost(nowMs ?? 0, cost);
     return `${op} ${nowMs === undefined ? "-" : String(nowMs)} ${String(cost)} ${checkCount}`;
+  }
+
+  /** The time in the script's reply: Redis TIME in whole microseconds, or the clock's reading. */
+  #replyNowMs(reply: readonly unknown[], index: number): number {
+    const value = replyNumber(reply, index);
+    return this.#clock === undefined ? value / 1000 : value;
   }
 
   async #layered(op: "d" | "p", input: DecideInput): Promise<LayeredDecision> {
@@ -382,7 +409,7 @@ export class RedisStore implements LimiterStore {
     }
     const decision = combineOutcomes(outcomes);
     setStoreTime(decision, {
-      nowMs: replyNumber(reply, offset),
+      nowMs: this.#replyNowMs(reply, offset),
       indexInCall: replyNumber(reply, offset + 1),
     });
     return decision;
@@ -468,8 +495,8 @@ export class RedisStore implements LimiterStore {
     const args: string[] = [this.#marginMs];
     let replyLength = 0;
     for (const pending of batch) {
-      keys.push(...pending.keys);
-      args.push(...pending.args);
+      for (const key of pending.keys) keys.push(key);
+      for (const arg of pending.args) args.push(arg);
       replyLength += pending.replyLength;
     }
     this.#run(keys, args).then(
@@ -497,7 +524,7 @@ export class RedisStore implements LimiterStore {
    * One script call: EVALSHA, the script's 40-byte name. When Redis answers NOSCRIPT (after
    * `SCRIPT FLUSH`, a restart or a failover to a fresh replica), ONE call re-sends the whole text
    * with EVAL, which also caches it again, and the calls that failed meanwhile wait for it and
-   * retry EVALSHA: a flush under load costs one 16 kB upload, not one per decision in flight.
+   * retry EVALSHA: a flush under load costs one 24 kB upload, not one per decision in flight.
    */
   async #run(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     try {
