@@ -53,7 +53,7 @@ export function BacktestSummary({
       <dl className={`facts ${styles.figures}`}>
         {figures.hasRequests ? (
           <>
-            <dt>Requests ({figures.trafficWords})</dt>
+            <dt>{figures.requestsLabel}</dt>
             <dd data-testid="backtest-requests">{count(figures.requests)}</dd>
           </>
         ) : null}
@@ -112,7 +112,7 @@ export function BacktestSummary({
                       </a>
                     )}
                     {entry.tier === null ? null : (
-                      <span className="muted small"> {entry.tier}</span>
+                      <span className="muted small"> tier {entry.tier}</span>
                     )}
                   </th>
                   <td>{count(entry.requests)}</td>

@@ -6,6 +6,7 @@ import {
   describeBacktestHeadline,
   describeBacktestTrust,
   describeBacktestWindow,
+  describeBinding,
   describeEmptyBacktest,
   formatRequestCount,
   toBacktestChartData,
@@ -200,6 +201,17 @@ describe("backtestFocusOf", () => {
   ] as const)("%j speaks of %j", (draft, focus) => {
     // biome-ignore lint/suspicious/noExplicitAny: table rows are partial drafts by design
     expect(backtestFocusOf(draft as any)).toEqual(focus);
+  });
+});
+
+describe("describeBinding", () => {
+  it.each([
+    [null, "no limit bound"],
+    ["tier:pro", "tier:pro"],
+    ["incident:backtest-draft", "the raise (incident:backtest-draft)"],
+    ["incident:inc-7", "incident:inc-7"],
+  ])("%s reads %s", (scope, words) => {
+    expect(describeBinding(scope)).toBe(words);
   });
 });
 

@@ -65,6 +65,8 @@ export function isSampled(result: Pick<BacktestResult, "trust">): boolean {
 export interface BacktestFigures {
   /** The traffic's name in a sentence: "pro traffic", "globex's requests", "all traffic". */
   readonly trafficWords: string;
+  /** The requests' label: "Requests of tier pro", "Requests of globex", "Requests". */
+  readonly requestsLabel: string;
   readonly requests: number;
   readonly nowRejected: number;
   readonly draftRejected: number;
@@ -101,6 +103,7 @@ export function backtestFigures(result: BacktestResult, focus: BacktestFocus): B
     const draftRejected = Math.round(row?.draftRejected ?? 0);
     return {
       trafficWords: `${focus.tier} traffic`,
+      requestsLabel: `Requests of tier ${focus.tier}`,
       requests,
       nowRejected,
       draftRejected,
@@ -116,6 +119,7 @@ export function backtestFigures(result: BacktestResult, focus: BacktestFocus): B
     const requests = Math.round(row?.requests ?? 0);
     return {
       trafficWords: `${focus.customerId}'s requests`,
+      requestsLabel: `Requests of ${focus.customerId}`,
       requests,
       // Per-customer rejections are not in the result; the changed outcomes are.
       nowRejected: 0,
@@ -132,6 +136,7 @@ export function backtestFigures(result: BacktestResult, focus: BacktestFocus): B
   const draftRejected = Math.round(totals.draftRejected);
   return {
     trafficWords: "all traffic",
+    requestsLabel: "Requests",
     requests,
     nowRejected,
     draftRejected,
@@ -202,9 +207,13 @@ export function describeEmptyBacktest(result: BacktestResult, windowMs: number):
   return `No traffic was recorded in ${window} (the record before it is outside the window), so there is nothing to replay. Recording may be off on the gateways, or the worker has not moved the latest record yet.`;
 }
 
-/** The scope that binds, in words: `tier:pro` or "no limit bound". */
+/** The scope a draft incident binds as (its id is DRAFT_INCIDENT_ID of lib/control/backtest/backtest-draft.ts). */
+const DRAFT_INCIDENT_SCOPE = /^incident:backtest-draft(\/|$)/;
+
+/** The scope that binds, in words: `tier:pro`, "the raise (incident:backtest-draft)" or "no limit bound". */
 export function describeBinding(scope: string | null): string {
-  return scope ?? "no limit bound";
+  if (scope === null) return "no limit bound";
+  return DRAFT_INCIDENT_SCOPE.test(scope) ? `the raise (${scope})` : scope;
 }
 
 /** One line of the trust panel. */
