@@ -14,6 +14,7 @@ import path from "node:path";
 import type { APIRequestContext } from "@playwright/test";
 import { expect, test } from "./fixtures";
 import { BASE_URL, E2E_PORT, runEnvironment } from "./run-env";
+import { seriousViolations } from "./support/axe";
 import { useSession } from "./support/shared-sessions";
 
 const origin = { origin: BASE_URL };
@@ -259,6 +260,7 @@ test.describe("backtest", () => {
       path: testInfo.outputPath("tier-preview-backtest.png"),
       fullPage: true,
     });
+    expect(await seriousViolations(page), "axe on the tier preview with its backtest").toEqual([]);
 
     // The incident raise form: the last hour, in the customer's words; a button, not per keystroke.
     await useSession(page.context(), "operator");
@@ -283,8 +285,9 @@ test.describe("backtest", () => {
     // Capacity 60 instead of 20: all 40 of ann's requests admitted, 20 more than recorded.
     expect(raised.totals).toMatchObject({ moreAdmitted: 20, moreRejected: 0 });
     await expect(raise.getByTestId("backtest-headline")).toHaveText(
-      `The raise would have admitted ${format(raised.totals.moreAdmitted)} more of ${ann}'s requests in the last hour (of its 40 in the window).`,
+      `The raise would have admitted ${format(raised.totals.moreAdmitted)} more of ${ann}'s requests in the last hour (out of 40 in the window).`,
     );
     await page.screenshot({ path: testInfo.outputPath("incident-backtest.png"), fullPage: true });
+    expect(await seriousViolations(page), "axe on the raise form with its backtest").toEqual([]);
   });
 });

@@ -132,7 +132,7 @@ describe("describeBacktestHeadline", () => {
       focus: { kind: "customer", customerId: "globex" } as const,
       windowMs: HOUR_MS,
       expected:
-        "The raise would have admitted 20 more of globex's requests in the last hour (of its 40 in the window).",
+        "The raise would have admitted 20 more of globex's requests in the last hour (out of 40 in the window).",
     },
     {
       name: "a raise that changes nothing says so",
@@ -226,8 +226,8 @@ describe("describeBacktestWindow", () => {
 });
 
 describe("formatRequestCount", () => {
-  it("says about only when an estimate was rounded", () => {
-    expect(formatRequestCount(20, true)).toBe("20");
+  it("an estimate is said as about, rounded to whole requests; a count as is", () => {
+    expect(formatRequestCount(20, true)).toBe("about 20");
     expect(formatRequestCount(20.4, true)).toBe("about 20");
     expect(formatRequestCount(1234, false)).toBe("1,234");
   });

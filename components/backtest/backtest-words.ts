@@ -50,10 +50,10 @@ export function describeBacktestWindow(windowMs: number): string {
   return `the last ${formatDurationMs(windowMs)}`;
 }
 
-/** A count of requests as shown: whole, with "about" when it is an estimate. */
+/** A count of requests as shown: whole, with "about" when it is an estimate (a sampled record). */
 export function formatRequestCount(count: number, isEstimate: boolean): string {
   const rounded = formatNumber(Math.round(count));
-  return isEstimate && Math.round(count) !== count ? `about ${rounded}` : rounded;
+  return isEstimate ? `about ${rounded}` : rounded;
 }
 
 /** Whether any part of the record was sampled (its counts are estimates). */
@@ -163,9 +163,8 @@ export function describeBacktestHeadline(
   windowMs: number,
 ): string {
   const figures = backtestFigures(result, focus);
-  const about = isSampled(result) ? "about " : "";
   const window = describeBacktestWindow(windowMs);
-  const count = (value: number) => `${about}${formatNumber(value)}`;
+  const count = (value: number) => formatRequestCount(value, isSampled(result));
   if (focus.kind === "customer") {
     const { moreAdmitted, moreRejected } = figures;
     if (moreAdmitted === 0 && moreRejected === 0) {
@@ -175,7 +174,7 @@ export function describeBacktestHeadline(
     if (moreAdmitted > 0) parts.push(`admitted ${count(moreAdmitted)} more`);
     if (moreRejected > 0) parts.push(`rejected ${count(moreRejected)} more`);
     const subject = moreRejected === 0 ? "The raise" : "This";
-    const of = figures.hasRequests ? ` (of its ${count(figures.requests)} in the window)` : "";
+    const of = figures.hasRequests ? ` (out of ${count(figures.requests)} in the window)` : "";
     return `${subject} would have ${parts.join(" and ")} of ${figures.trafficWords} in ${window}${of}.`;
   }
   const opening = `Over ${window} this`;
