@@ -261,6 +261,12 @@ test.describe("backtest", () => {
       fullPage: true,
     });
     expect(await seriousViolations(page), "axe on the tier preview with its backtest").toEqual([]);
+    // At phone width the figures, charts and table fit (the table scrolls inside its region).
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect(panel.getByTestId("backtest-headline")).toBeVisible();
+    expect(await seriousViolations(page), "axe on the tier preview at phone width").toEqual([]);
+    await page.screenshot({ path: testInfo.outputPath("tier-preview-phone.png"), fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 720 });
 
     // The incident raise form: the last hour, in the customer's words; a button, not per keystroke.
     await useSession(page.context(), "operator");
