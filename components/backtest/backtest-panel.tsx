@@ -46,6 +46,8 @@ export interface BacktestPanelProps {
   runOn?: "mount" | "button";
   /** @default "Backtest" */
   title?: string;
+  /** The title's heading level, one below the section it sits in. @default 4 */
+  headingLevel?: 2 | 3 | 4;
 }
 
 const DAY_MS = 24 * 3_600_000;
@@ -102,7 +104,9 @@ export function BacktestPanel({
   windowMs = DAY_MS,
   runOn = "button",
   title = "Backtest",
+  headingLevel = 4,
 }: BacktestPanelProps) {
+  const Heading = `h${headingLevel}` as const;
   const key = draft === null ? null : JSON.stringify({ draft, windowMs });
   const [outcome, setOutcome] = useState<Outcome | null>(null);
   const [runningKey, setRunningKey] = useState<string | null>(null);
@@ -148,7 +152,7 @@ export function BacktestPanel({
       }
     >
       <div className={styles.panelHead}>
-        <h4>{title}</h4>
+        <Heading className={styles.title}>{title}</Heading>
         <span className="muted small">
           What this would have done to the traffic recorded in {window}, replayed through the
           limiter.

@@ -170,6 +170,7 @@ export function CreateCandidateForm({
         }
         unavailable="Fix the limit fields to run a backtest."
         title="Backtest: the last 24 h of recorded traffic, had this limit been enforced"
+        headingLevel={3}
       />
       <Field
         id="candidate-id"

@@ -418,6 +418,7 @@ export function IncidentForm({
         unavailable="Fix the change fields to run a backtest."
         windowMs={BACKTEST_WINDOW_MS}
         title="Backtest: the last hour of this customer's recorded traffic with the raise"
+        headingLevel={2}
       />
       {errorOf("form") ? (
         <p className={styles.fieldError} role="alert">
