@@ -4,6 +4,7 @@ import type { TPolicyLimit } from "@limitplane/enforcer/policy";
 import { isRecordId } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
+import { BacktestPanel } from "@/components/backtest/backtest-panel";
 import { readApiError } from "../../policies/_components/api-error";
 import {
   draftOf,
@@ -104,6 +105,8 @@ export function CreateCandidateForm({
   };
 
   const groups = [...new Set(targets.map((item) => item.group))];
+  // The backtest replays the candidate as if promoted, before it starts counting.
+  const backtestLimit = target === null ? null : validateSpecDraft(draft, ["limit"]).limit;
   return (
     <form
       className={formStyles.form}
@@ -160,6 +163,14 @@ export function CreateCandidateForm({
         onChange={setDraft}
         idPrefix="candidate-limit"
         showBehaviour={false}
+      />
+      <BacktestPanel
+        draft={
+          backtestLimit === null ? null : { kind: "candidate", target: scope, limit: backtestLimit }
+        }
+        unavailable="Fix the limit fields to run a backtest."
+        title="Backtest: the last 24 h of recorded traffic, had this limit been enforced"
+        headingLevel={3}
       />
       <Field
         id="candidate-id"

@@ -5,6 +5,7 @@ import { formatDuration, scaleLimit } from "@limitplane/enforcer/policy";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect, useId, useMemo, useState } from "react";
+import { BacktestPanel } from "@/components/backtest/backtest-panel";
 import { readApiError } from "@/components/ops/api-error";
 import type { IncidentScopeOption } from "@/components/ops/incident-scopes";
 import styles from "@/components/ops/ops.module.css";
@@ -37,6 +38,8 @@ export interface IncidentFormProps {
 }
 
 const MINUTE_MS = 60_000;
+/** The raise's backtest looks at the last hour: what an incident is about. */
+const BACKTEST_WINDOW_MS = 60 * MINUTE_MS;
 const PRESETS = [
   { value: "15", label: "15 min", durationMs: 15 * MINUTE_MS },
   { value: "60", label: "1 h", durationMs: 60 * MINUTE_MS },
@@ -400,6 +403,23 @@ export function IncidentForm({
       <p className={styles.summary} data-testid="incident-summary">
         {summary}
       </p>
+      <BacktestPanel
+        draft={
+          after === null || hints.factor !== undefined || hints.limit !== undefined
+            ? null
+            : {
+                kind: "incident",
+                customerId: customer.id,
+                endpointClass: scope.endpointClass,
+                factor: mode === "factor" ? Number(factorText) : null,
+                limit: mode === "limit" ? draftLimit : null,
+              }
+        }
+        unavailable="Fix the change fields to run a backtest."
+        windowMs={BACKTEST_WINDOW_MS}
+        title="Backtest: the last hour of this customer's recorded traffic with the raise"
+        headingLevel={2}
+      />
       {errorOf("form") ? (
         <p className={styles.fieldError} role="alert">
           {errorOf("form")}

@@ -2,6 +2,7 @@
 
 import { useRouter } from "next/navigation";
 import { type ReactNode, useState } from "react";
+import { BacktestPanel } from "@/components/backtest/backtest-panel";
 import { auditEntryHref } from "@/lib/console/chart-series";
 // A direct module import: this is client code, and the change context is pure.
 import { MAX_REASON_LENGTH, reasonProblem } from "@/lib/control/change-context";
@@ -60,6 +61,15 @@ interface Saved {
   readonly auditEntryId: string;
 }
 
+/** A tier, endpoint-class or settings edit: what the backtest replays (creations and deletions are not). */
+function isPolicyEdit(
+  options: PreviewPolicyChangeOptions | PreviewStructureChangeOptions,
+): options is PreviewPolicyChangeOptions {
+  return (
+    options.kind === "tier" || options.kind === "endpoint-class" || options.kind === "settings"
+  );
+}
+
 function checkReason(reason: string): string | null {
   return reasonProblem(reason, "Say why you are making this change: it is kept in the audit log.");
 }
@@ -88,6 +98,8 @@ export function PolicyEditForm({
   const [reason, setReason] = useState("");
   const [preview, setPreview] = useState<{
     key: string;
+    /** The edit previewed: a tier, endpoint-class or settings edit is also backtested. */
+    options: PreviewPolicyChangeOptions | PreviewStructureChangeOptions;
     data: PolicyChangePreview & {
       readonly referrers?: readonly string[];
       readonly isBlocked?: boolean;
@@ -135,7 +147,7 @@ export function PolicyEditForm({
         setPreview(null);
         return;
       }
-      setPreview({ key: JSON.stringify(result.body), data: outcome.preview });
+      setPreview({ key: JSON.stringify(result.body), options, data: outcome.preview });
     } catch {
       setFormError("The preview could not be computed. Check your connection and try again.");
     } finally {
@@ -297,6 +309,13 @@ export function PolicyEditForm({
             </div>
           ) : null}
           <ChangePreview preview={preview.data} />
+          {isPolicyEdit(preview.options) && !preview.data.isNoChange ? (
+            <BacktestPanel
+              draft={preview.options}
+              runOn="mount"
+              title="Backtest: the last 24 h of recorded traffic under this edit"
+            />
+          ) : null}
           <div className={styles.actions}>
             <button
               type="button"
