@@ -9,10 +9,10 @@
  * usually exist; where none does, the tour makes its own through the API and cleans up after.
  */
 import path from "node:path";
-import AxeBuilder from "@axe-core/playwright";
 import type { APIRequestContext, APIResponse, Page } from "@playwright/test";
 import { expect, test } from "./fixtures";
 import { BASE_URL, GATEWAY_URLS } from "./run-env";
+import { seriousViolations } from "./support/axe";
 
 const SCREENSHOTS = path.resolve(import.meta.dirname, "..", "test-results", "e2e", "screenshots");
 const VIEWPORTS = [
@@ -133,20 +133,6 @@ async function tourStops(request: APIRequestContext): Promise<{
       }
     },
   };
-}
-
-/** axe-core's serious and critical violations on the page, one line each (rule, count, where). */
-async function seriousViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).analyze();
-  return results.violations
-    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
-    .map(
-      (violation) =>
-        `${violation.id} (${violation.impact}, ${violation.nodes.length}×): ${violation.nodes
-          .slice(0, 3)
-          .map((node) => node.target.join(" "))
-          .join(" | ")}`,
-    );
 }
 
 /**

@@ -1,4 +1,4 @@
-/** axe-core on a page, for specs that check a state the tour (e2e/tour.spec.ts) does not reach. */
+/** axe-core on a page: the tour (e2e/tour.spec.ts) and specs that check a state the tour does not reach. */
 import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
 
