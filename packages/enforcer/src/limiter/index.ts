@@ -7,7 +7,13 @@
 
 export { LIMIT_BOUNDS, validateLimit } from "./arguments";
 export { type Clock, ManualClock, monotonicClock, wallClock } from "./clock";
-export { decideLayered, peekLayered } from "./layered";
+export {
+  decideLayered,
+  decideLayeredBinding,
+  decideLayeredInto,
+  LayeredScratch,
+  peekLayered,
+} from "./layered";
 export {
   type LeakyShaperState,
   type ShapedDecision,
