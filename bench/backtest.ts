@@ -21,7 +21,11 @@ import { availableParallelism, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { deflateRawSync } from "node:zlib";
-import { decideLayered, type LimitState } from "@limitplane/enforcer/limiter";
+import {
+  decideLayeredBinding,
+  LayeredScratch,
+  type LimitState,
+} from "@limitplane/enforcer/limiter";
 import { prepareSnapshot, type ResolvedCheck, resolveLimits } from "@limitplane/enforcer/policy";
 import { publishSnapshot } from "@limitplane/enforcer/publication";
 import {
@@ -264,9 +268,11 @@ function generateDay(
   const binding = new Uint8Array(n);
   const prepared = prepareSnapshot(snapshot);
   const profiles: TrafficProfile[] = [];
+  // Per profile: its checks, its cost, and per check the slot of its bucket (shared by profiles).
+  const bucketSlots = new Map<string, number>();
   const profileIds = new Map<
     string,
-    { id: number; checks: readonly ResolvedCheck[]; cost: number }
+    { id: number; checks: readonly ResolvedCheck[]; cost: number; slots: number[] }
   >();
   const profileFor = (tier: string, endpointClass: string) => {
     const key = `${tier}/${endpointClass}`;
@@ -278,7 +284,16 @@ function generateDay(
         dayStartMs,
         { trace: false },
       );
-      entry = { id: profiles.length, checks: resolution.checks, cost: resolution.cost };
+      const slots = resolution.checks.map((check) => {
+        const bucket = check.bucket ?? check.scope;
+        let slot = bucketSlots.get(bucket);
+        if (slot === undefined) {
+          slot = bucketSlots.size;
+          bucketSlots.set(bucket, slot);
+        }
+        return slot;
+      });
+      entry = { id: profiles.length, checks: resolution.checks, cost: resolution.cost, slots };
       profiles.push({
         tier,
         endpointClass,
@@ -293,27 +308,34 @@ function generateDay(
   const random = seeded(17);
   const bursts = perCustomer / BURST;
   const starts = new Float64Array(bursts);
+  const scratch = new LayeredScratch();
+  const inputs: (LimitState | undefined)[][] = [];
+  const outputs: (LimitState | undefined)[][] = [];
   for (let c = 0; c < CUSTOMERS; c++) {
     for (let b = 0; b < bursts; b++) starts[b] = random() * (DAY_MS - 1_000);
     starts.sort();
-    const states = new Map<string, LimitState>();
+    const states: (LimitState | undefined)[] = [];
     const tier = tierOf(c);
     let i = c * perCustomer;
     for (let b = 0; b < bursts; b++) {
       const entry = profileFor(tier, random() < 0.8 ? "default" : "search");
+      const n = entry.checks.length;
+      inputs[n] ??= new Array<LimitState | undefined>(n).fill(undefined);
+      outputs[n] ??= new Array<LimitState | undefined>(n).fill(undefined);
+      const input = inputs[n];
+      const output = outputs[n];
       for (let k = 0; k < BURST; k++, i++) {
         // Redis TIME has microseconds: times are whole microseconds, as recorded.
         const t = dayStartMs + Math.round(((starts[b] ?? 0) + k * BURST_SPACING_MS) * 1000) / 1000;
-        const current = entry.checks.map((check) => states.get(check.bucket ?? check.scope));
-        const step = decideLayered(current, entry.checks, t, entry.cost);
-        entry.checks.forEach((check, index) => {
-          const next = step.states[index];
-          if (next !== undefined) states.set(check.bucket ?? check.scope, next);
-        });
+        for (let j = 0; j < n; j++) input[j] = states[entry.slots[j] ?? 0];
+        const bound = decideLayeredBinding(input, entry.checks, t, entry.cost, output, scratch);
+        for (let j = 0; j < n; j++) {
+          const next = output[j];
+          if (next !== undefined) states[entry.slots[j] ?? 0] = next;
+        }
         timeMs[i] = t;
         profile[i] = entry.id;
-        flags[i] = FLAG_STORE_TIME | (step.decision.allowed ? FLAG_ALLOWED : 0);
-        const bound = entry.checks.findIndex((check) => check.scope === step.decision.scope);
+        flags[i] = FLAG_STORE_TIME | (scratch.isAllowed ? FLAG_ALLOWED : 0);
         binding[i] = bound === -1 ? NO_BINDING : bound;
       }
     }
