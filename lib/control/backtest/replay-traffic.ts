@@ -444,6 +444,9 @@ export function replayTraffic(window: TrafficWindow, options: ReplayOptions): Re
   const nowBinding = new Array<string | null>(longest).fill(null);
   const draftBinding = new Array<string | null>(longest).fill(null);
   const bucketStates = new SubjectStates();
+  // Profiles already compared for the current (subject, epoch): `seen[p] === seenStamp`.
+  const seen = new Uint32Array(window.profiles.length);
+  let seenStamp = 0;
 
   for (let s = 0; s < window.subjects.length; s++) {
     const group = indices.subarray(starts[s] as number, starts[s + 1] as number);
@@ -457,6 +460,9 @@ export function replayTraffic(window: TrafficWindow, options: ReplayOptions): Re
       let epoch = 0;
       current.reset();
       draft.reset();
+      seenStamp++;
+      let lastProfileId = -1;
+      let lastMs = 0;
       for (let k = 0; k < group.length; k++) {
         const i = group[k] as number;
         const t = timeMs[i] as number;
@@ -464,17 +470,23 @@ export function replayTraffic(window: TrafficWindow, options: ReplayOptions): Re
           while (epoch < boundaries.length && t >= (boundaries[epoch] as number)) epoch++;
           current.reset();
           draft.reset();
+          seenStamp++;
         }
         const profileId = profileColumn[i] as number;
+        lastProfileId = profileId;
+        lastMs = t;
+        if (seen[profileId] === seenStamp) continue;
+        seen[profileId] = seenStamp;
         const cost = currentCostOf(profileId);
         const now = current.resolve(subject, profileId, t, cost);
-        tier = now.tier;
         if (isChanged) break;
         if (now.signature !== draft.resolve(subject, profileId, t, cost).signature) {
           isChanged = true;
           break;
         }
       }
+      // Resolved in this epoch already: a cache hit.
+      tier = current.resolve(subject, lastProfileId, lastMs, currentCostOf(lastProfileId)).tier;
     }
 
     const n = group.length;
