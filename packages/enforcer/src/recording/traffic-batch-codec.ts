@@ -17,6 +17,8 @@
  * enforcers encode with the same code.
  */
 
+import { TrafficBatchBuilder, trafficProfileKey } from "./traffic-batch-builder";
+
 /** Current format. A batch of another version is refused, never misread. */
 export const TRAFFIC_BATCH_FORMAT = 1;
 
@@ -261,67 +263,36 @@ export function mergeTrafficBatches(
     }
     n += part.to - part.from;
   }
-  const timeMs = new Float64Array(n);
-  const subject = new Uint32Array(n);
-  const profile = new Uint32Array(n);
-  const order = new Uint16Array(n);
-  const flags = new Uint8Array(n);
-  const binding = new Uint8Array(n);
-  const subjects: string[] = [];
-  const subjectIndex = new Map<string, number>();
-  const profiles: TrafficProfile[] = [];
-  const profileIndex = new Map<string, number>();
-  let at = 0;
+  const builder = new TrafficBatchBuilder(n);
   for (const { batch, from, to } of parts) {
     const subjectMap = new Int32Array(batch.subjects.length).fill(-1);
     const profileMap = new Int32Array(batch.profiles.length).fill(-1);
-    for (let i = from; i < to; i++, at++) {
-      const s = batch.subject[i] ?? 0;
-      let ms = subjectMap[s] ?? -1;
+    for (let i = from; i < to; i++) {
+      const s = batch.subject[i] as number;
+      let ms = subjectMap[s] as number;
       if (ms === -1) {
-        const name = batch.subjects[s] ?? "";
-        ms = subjectIndex.get(name) ?? -1;
-        if (ms === -1) {
-          ms = subjects.length;
-          subjects.push(name);
-          subjectIndex.set(name, ms);
-        }
+        ms = builder.subjectIdOf(batch.subjects[s] ?? "");
         subjectMap[s] = ms;
       }
-      const p = batch.profile[i] ?? 0;
-      let mp = profileMap[p] ?? -1;
+      const p = batch.profile[i] as number;
+      let mp = profileMap[p] as number;
       if (mp === -1) {
         const value = batch.profiles[p] as TrafficProfile;
-        const key = JSON.stringify(value);
-        mp = profileIndex.get(key) ?? -1;
-        if (mp === -1) {
-          mp = profiles.length;
-          profiles.push(value);
-          profileIndex.set(key, mp);
-        }
+        mp = builder.profileIdOf(trafficProfileKey(value), () => value);
         profileMap[p] = mp;
       }
-      timeMs[at] = batch.timeMs[i] ?? 0;
-      subject[at] = ms;
-      profile[at] = mp;
-      order[at] = batch.order[i] ?? 0;
-      flags[at] = batch.flags[i] ?? 0;
-      binding[at] = batch.binding[i] ?? 0;
+      builder.append(
+        batch.timeMs[i] as number,
+        ms,
+        mp,
+        batch.order[i] as number,
+        batch.flags[i] as number,
+        batch.binding[i] as number,
+      );
     }
   }
   return {
     format: TRAFFIC_BATCH_FORMAT,
-    gatewayId: first.gatewayId,
-    sampleRate: first.sampleRate,
-    dropped,
-    count: n,
-    subjects,
-    profiles,
-    timeMs,
-    subject,
-    profile,
-    order,
-    flags,
-    binding,
+    ...builder.batch({ gatewayId: first.gatewayId, sampleRate: first.sampleRate, dropped }),
   };
 }
