@@ -1,7 +1,8 @@
 /**
  * The gateway the backtest benchmark drives for the cost of recording: the enforcer (RedisStore,
  * local stage on) in front of one endpoint (`serve-target.ts`, as the enforcer benchmark's
- * target), with the traffic record on or off. `GET /recorded` answers what the recorder wrote.
+ * target), with the traffic record on or off. `GET /recorded` answers what the recorder wrote,
+ * `GET /cpu` this process's CPU time so far (microseconds).
  *
  *   tsx bench/backtest-target.ts --prefix bench:x: --record on|off [--redis-url redis://...]
  *
@@ -33,6 +34,16 @@ await serveTarget({
   middleware: createNodeMiddleware(enforcer, { identify: customerOf }),
   stop: () => enforcer.stop(),
   routes: new Map([
+    [
+      "/cpu",
+      {
+        contentType: "application/json",
+        body: () => {
+          const usage = process.cpuUsage();
+          return JSON.stringify({ micros: usage.user + usage.system });
+        },
+      },
+    ],
     [
       "/recorded",
       {

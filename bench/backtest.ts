@@ -15,7 +15,7 @@
  *    replay are then timed again each on its own, for where the time goes. The same
  *    day sampled at 10 % of subjects is then backtested too, and its estimates are compared with
  *    the full record's (the mismatch rate under sampling). A summary with the load average ends the
- *    run. `BENCH_BACKTEST_SKIP_HTTP=1` skips part 1.
+ *    run. `BENCH_BACKTEST_SKIP_HTTP=1` skips part 1, `BENCH_BACKTEST_SKIP_DAY=1` part 2.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -55,6 +55,7 @@ import { createRedis } from "@/lib/server/redis";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
+import { benchRedis, loadLine, median, pairedRatios, summary } from "./fair";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const REQUESTS = Number(process.env.BENCH_BACKTEST_REQUESTS ?? 10_000_000);
@@ -65,8 +66,8 @@ const CHUNK_MS = 300_000;
 const DAY_MS = 86_400_000;
 const TARGET_S = 10;
 /** Alternating on/off pairs of short rounds: a shared machine's noise moves both alike. */
-const PAIRS = 12;
-const ROUND_MS = 1_500;
+const PAIRS = 15;
+const ROUND_MS = 1_000;
 const IN_FLIGHT = 64;
 
 function load(): string {
@@ -137,10 +138,23 @@ async function stopTarget(target: Target): Promise<void> {
   await exited;
 }
 
-/** Requests per second through `url` over `durationMs`, IN_FLIGHT at a time. */
-async function throughput(url: URL, durationMs: number): Promise<number> {
+/** The target process's CPU time so far (user + system), in microseconds. */
+async function targetCpuMicros(url: URL): Promise<number> {
+  const reply = (await fetch(new URL("/cpu", url)).then((r) => r.json())) as { micros: number };
+  return reply.micros;
+}
+
+/**
+ * One round through `url` over `durationMs`, IN_FLIGHT at a time: requests per second, and the
+ * target's CPU microseconds per request (what the gateway spent, whoever else had the cores).
+ */
+async function throughput(
+  url: URL,
+  durationMs: number,
+): Promise<{ perSec: number; cpuMicrosPerRequest: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
   let done = 0;
+  const cpuBefore = await targetCpuMicros(url);
   const startedAt = performance.now();
   const endAt = startedAt + durationMs;
   const one = (customer: number) =>
@@ -170,8 +184,10 @@ async function throughput(url: URL, durationMs: number): Promise<number> {
       while (performance.now() < endAt) await one((worker + count++ * IN_FLIGHT) % 1000);
     }),
   );
+  const seconds = (performance.now() - startedAt) / 1000;
   agent.destroy();
-  return done / ((performance.now() - startedAt) / 1000);
+  const cpu = (await targetCpuMicros(url)) - cpuBefore;
+  return { perSec: done / seconds, cpuMicrosPerRequest: cpu / Math.max(1, done) };
 }
 
 async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
@@ -183,9 +199,11 @@ async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
   } while (cursor !== "0");
 }
 
-/** Runs the recording-cost rounds; returns the summary line. */
-async function recordingCost(): Promise<string> {
-  const redisUrl = loadEnv().REDIS_URL;
+/** Runs the recording-cost rounds; returns the summary lines. */
+async function recordingCost(): Promise<string[]> {
+  // A Redis of the bench's own unless BENCH_REDIS_URL is set: other clients' traffic is noise.
+  const benchRedisServer = await benchRedis();
+  const redisUrl = benchRedisServer.url;
   const redis = createRedis("control", { url: redisUrl });
   const prefix = `bench:bt:${randomBytes(3).toString("hex")}:`;
   const snapshot = exampleSnapshot(() => {}, { version: 1 });
@@ -203,45 +221,43 @@ async function recordingCost(): Promise<string> {
   try {
     await throughput(off.url, 1_000);
     await throughput(on.url, 1_000);
-    const loadBefore = load();
-    const rounds = { off: [] as number[], on: [] as number[] };
-    const pairRatios: number[] = [];
+    const loadBefore = loadLine("before");
+    const rounds = {
+      off: { perSec: [] as number[], cpu: [] as number[] },
+      on: { perSec: [] as number[], cpu: [] as number[] },
+    };
     for (let pair = 0; pair < PAIRS; pair++) {
       // Alternate which goes first, so neither always follows the other.
       const order = pair % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const);
-      const measured = { off: 0, on: 0 };
       for (const mode of order) {
-        measured[mode] = await throughput(mode === "on" ? on.url : off.url, ROUND_MS);
-        rounds[mode].push(measured[mode]);
+        const round = await throughput(mode === "on" ? on.url : off.url, ROUND_MS);
+        rounds[mode].perSec.push(round.perSec);
+        rounds[mode].cpu.push(round.cpuMicrosPerRequest);
       }
-      pairRatios.push(measured.on / measured.off);
     }
-    const quantile = (values: readonly number[], q: number) => {
-      const sorted = [...values].sort((a, b) => a - b);
-      return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-    };
-    const median = (values: readonly number[]) => quantile(values, 0.5);
-    const spread = (values: readonly number[]) =>
-      `quartiles ${Math.round(quantile(values, 0.25))}-${Math.round(quantile(values, 0.75))}, range ${Math.round(Math.min(...values))}-${Math.round(Math.max(...values))}`;
-    const offMedian = median(rounds.off);
-    const onMedian = median(rounds.on);
-    const ratio = onMedian / offMedian;
-    const costPct = (1 - ratio) * 100;
     const written = await fetch(new URL("/recorded", on.url)).then((r) => r.json());
+    // Throughput on / off per pair, and the same from CPU: requests per CPU-second on / off.
+    const wallRatios = pairedRatios(rounds.on.perSec, rounds.off.perSec);
+    const cpuRatios = pairedRatios(rounds.off.cpu, rounds.on.cpu);
+    const wallRatio = median(rounds.on.perSec) / median(rounds.off.perSec);
+    const cpuRatio = median(rounds.off.cpu) / median(rounds.on.cpu);
+    const lower = (ratio: number) => `${((1 - ratio) * 100).toFixed(1)} % lower`;
     console.log(
-      `\nthe cost of recording: one gateway's HTTP throughput, ${PAIRS} alternating pairs of ${ROUND_MS / 1000} s rounds, ${IN_FLIGHT} in flight (load before ${loadBefore}):`,
+      `\nthe cost of recording: one gateway's HTTP throughput, ${PAIRS} alternating pairs of ${ROUND_MS / 1000} s rounds, ${IN_FLIGHT} in flight; median [min-max]`,
+    );
+    console.log(`  ${loadBefore}`);
+    console.log(
+      `  req/s            off ${summary(rounds.off.perSec, 0)}   on ${summary(rounds.on.perSec, 0)}`,
     );
     console.log(
-      `  recording off  median ${Math.round(offMedian).toString().padStart(6)} req/s   ${spread(rounds.off)}`,
+      `  CPU µs/request   off ${summary(rounds.off.cpu, 1)}   on ${summary(rounds.on.cpu, 1)}   (the gateway process's own CPU per request)`,
     );
     console.log(
-      `  recording on   median ${Math.round(onMedian).toString().padStart(6)} req/s   ${spread(rounds.on)}`,
+      `  on / off, req/s: ${wallRatio.toFixed(3)} of the medians (${lower(wallRatio)}); paired ${summary(wallRatios, 3)}`,
     );
     console.log(
-      `  on / off, of the medians: ${ratio.toFixed(3)} (${costPct.toFixed(1)} % lower); median of the ${PAIRS} paired ratios ${median(pairRatios).toFixed(3)} (quartiles ${quantile(pairRatios, 0.25).toFixed(3)}-${quantile(pairRatios, 0.75).toFixed(3)})`,
+      `  on / off, requests per CPU-second: ${cpuRatio.toFixed(3)} of the medians (${lower(cpuRatio)}); paired ${summary(cpuRatios, 3)}`,
     );
-    const verdict = `recording on against off: ${costPct.toFixed(1)} % lower throughput (medians ${Math.round(onMedian)} / ${Math.round(offMedian)} req/s)   target: under 5 % lower   ${costPct < 5 ? "PASS" : "SHORT"}`;
-    console.log(`  ${verdict}   load ${load()}`);
     const { requests, bytes, batches } = written as {
       requests: number;
       bytes: number;
@@ -252,11 +268,18 @@ async function recordingCost(): Promise<string> {
         `  recorded ${requests.toLocaleString("en")} requests in ${batches} batches, ${(bytes / requests).toFixed(1)} bytes a request in the stream (${(((bytes / requests) * 1e6) / 1024 / 1024).toFixed(1)} MiB per million requests before deflate)`,
       );
     }
-    return verdict;
+    const verdicts = [
+      `recording on against off, HTTP throughput (req/s medians ${Math.round(median(rounds.on.perSec))} / ${Math.round(median(rounds.off.perSec))}): ${lower(wallRatio)}   target: under 5 % lower   ${wallRatio > 0.95 ? "PASS" : "SHORT"}`,
+      `recording on against off, throughput per CPU-second (CPU µs/request medians ${median(rounds.on.cpu).toFixed(1)} / ${median(rounds.off.cpu).toFixed(1)}): ${lower(cpuRatio)}   target: under 5 % lower   ${cpuRatio > 0.95 ? "PASS" : "SHORT"}`,
+    ];
+    for (const verdict of verdicts) console.log(`  ${verdict}`);
+    console.log(`  ${loadLine("after")}`);
+    return verdicts;
   } finally {
     await Promise.all(targets.map(stopTarget));
-    await deleteKeys(redis, prefix);
+    if (!benchRedisServer.isOwn) await deleteKeys(redis, prefix);
     redis.disconnect();
+    await benchRedisServer.stop();
   }
 }
 
@@ -583,9 +606,13 @@ export async function run(): Promise<void> {
   console.log(`machine: ${availableParallelism()} cores, load ${load()}`);
   const recording =
     process.env.BENCH_BACKTEST_SKIP_HTTP === "1"
-      ? "recording cost: skipped (BENCH_BACKTEST_SKIP_HTTP=1)"
+      ? ["recording cost: skipped (BENCH_BACKTEST_SKIP_HTTP=1)"]
       : await recordingCost();
-  const day = await recordedDay();
-  console.log(`\nsummary (load ${load()}):`);
-  for (const line of [...day, recording]) console.log(`  ${line}`);
+  const day =
+    process.env.BENCH_BACKTEST_SKIP_DAY === "1"
+      ? ["recorded day: skipped (BENCH_BACKTEST_SKIP_DAY=1)"]
+      : await recordedDay();
+  console.log("\nsummary:");
+  for (const line of [...day, ...recording]) console.log(`  ${line}`);
+  console.log(`  ${loadLine("at the end")}`);
 }

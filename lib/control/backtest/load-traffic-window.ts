@@ -2,7 +2,8 @@
  * Reads a span of the traffic record from Postgres into one columnar window (`TrafficWindow`):
  * the batches overlapping the span (a batch holds at most an hour, so its `firstAt` is at most an
  * hour before the span), inflated, decoded and concatenated with one subject and one profile
- * dictionary; requests outside the span are left out. Also what the record says about itself:
+ * dictionary, then put in subject order (`orderTrafficWindow`, the order the replay walks);
+ * requests outside the span are left out. Also what the record says about itself:
  * sample rates, requests dropped by full buffers, and gaps where a stream was trimmed unread.
  */
 import { promisify } from "node:util";
@@ -13,6 +14,7 @@ import {
   type TrafficProfile,
 } from "@limitplane/enforcer/recording";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
+import { orderTrafficWindow } from "./order-traffic-window";
 import type { TrafficWindow } from "./replay-traffic";
 
 const HOUR_MS = 3_600_000;
@@ -272,7 +274,8 @@ export async function loadTrafficWindow(
   }
   const n = columns.count;
   return {
-    window: columns.window(),
+    // In subject order, as the replay walks it.
+    window: orderTrafficWindow(columns.window()),
     sampleRates: [...sampleRates].sort((a, b) => a - b),
     dropped,
     gaps: gaps.sort((a, b) => a.fromMs - b.fromMs),

@@ -19,6 +19,7 @@ import {
 } from "@limitplane/enforcer/recording";
 import { exampleSnapshot } from "@limitplane/enforcer/testing";
 import { describe, expect, it } from "vitest";
+import { orderTrafficWindow } from "./order-traffic-window";
 import { type ReplayResult, replayTraffic, type TrafficWindow } from "./replay-traffic";
 
 const MINUTE_MS = 60_000;
@@ -451,5 +452,21 @@ describe("the replay's fast path against a plain reference replay", () => {
 
   it("skipping subjects the draft cannot change gives the reference's figures exactly", () => {
     expect(replayTraffic(window, options)).toEqual(referenceReplay(window, false));
+  });
+
+  it("the window in subject order (as the loader hands it over) gives the same figures", () => {
+    const ordered = orderTrafficWindow(window);
+    expect(ordered.count).toBe(window.count);
+    for (let k = 1; k < ordered.count; k++) {
+      const isInOrder =
+        (ordered.subject[k - 1] ?? 0) < (ordered.subject[k] ?? 0) ||
+        ((ordered.subject[k - 1] ?? 0) === (ordered.subject[k] ?? 0) &&
+          (ordered.timeMs[k - 1] ?? 0) <= (ordered.timeMs[k] ?? 0));
+      expect(isInOrder).toBe(true);
+    }
+    expect(replayTraffic(ordered, options)).toEqual(referenceReplay(window, false));
+    expect(replayTraffic(ordered, { ...options, replayAll: true })).toEqual(
+      referenceReplay(window, true),
+    );
   });
 });

@@ -33,6 +33,7 @@ import {
   NO_BINDING,
   type TrafficProfile,
 } from "@limitplane/enforcer/recording";
+import { groupBySubject } from "./order-traffic-window";
 
 const MINUTE_MS = 60_000;
 
@@ -242,51 +243,6 @@ class PolicyResolver {
     this.#stamps[profileId] = this.#stamp;
     return resolved;
   }
-}
-
-/** Per subject, the indices of its requests ordered by (time, index in call). */
-function groupBySubject(window: TrafficWindow): { starts: Uint32Array; indices: Uint32Array } {
-  const nSubjects = window.subjects.length;
-  const { timeMs, order, subject } = window;
-  const starts = new Uint32Array(nSubjects + 1);
-  for (let i = 0; i < window.count; i++) {
-    const at = (subject[i] as number) + 1;
-    starts[at] = (starts[at] as number) + 1;
-  }
-  for (let s = 0; s < nSubjects; s++)
-    starts[s + 1] = (starts[s + 1] as number) + (starts[s] as number);
-  const fill = starts.slice(0, nSubjects);
-  const indices = new Uint32Array(window.count);
-  for (let i = 0; i < window.count; i++) {
-    const s = subject[i] as number;
-    indices[fill[s] as number] = i;
-    fill[s] = (fill[s] as number) + 1;
-  }
-  for (let s = 0; s < nSubjects; s++) {
-    const from = starts[s] as number;
-    const to = starts[s + 1] as number;
-    let isSorted = true;
-    for (let k = from + 1; k < to; k++) {
-      const a = indices[k - 1] as number;
-      const b = indices[k] as number;
-      const ta = timeMs[a] as number;
-      const tb = timeMs[b] as number;
-      if (ta > tb || (ta === tb && (order[a] as number) > (order[b] as number))) {
-        isSorted = false;
-        break;
-      }
-    }
-    if (!isSorted) {
-      indices
-        .subarray(from, to)
-        .sort(
-          (a, b) =>
-            (timeMs[a] as number) - (timeMs[b] as number) ||
-            (order[a] as number) - (order[b] as number),
-        );
-    }
-  }
-  return { starts, indices };
 }
 
 /**
