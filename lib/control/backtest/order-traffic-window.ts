@@ -58,23 +58,39 @@ export function groupBySubject(window: TrafficWindow): {
 export function orderTrafficWindow(window: TrafficWindow): TrafficWindow {
   const { indices } = groupBySubject(window);
   const n = window.count;
-  const gather = <A extends Float64Array | Uint32Array | Uint16Array | Uint8Array | Float32Array>(
-    from: A,
-    to: A,
-  ): A => {
-    for (let k = 0; k < n; k++) to[k] = from[indices[k] as number] as number;
-    return to;
-  };
+  // One loop per column, each over one typed-array type (a loop shared by several types would
+  // be polymorphic, and many times slower).
+  const timeMs = new Float64Array(n);
+  const fromTime = window.timeMs;
+  for (let k = 0; k < n; k++) timeMs[k] = fromTime[indices[k] as number] as number;
+  const subject = new Uint32Array(n);
+  const fromSubject = window.subject;
+  for (let k = 0; k < n; k++) subject[k] = fromSubject[indices[k] as number] as number;
+  const profile = new Uint32Array(n);
+  const fromProfile = window.profile;
+  for (let k = 0; k < n; k++) profile[k] = fromProfile[indices[k] as number] as number;
+  const order = new Uint16Array(n);
+  const fromOrder = window.order;
+  for (let k = 0; k < n; k++) order[k] = fromOrder[indices[k] as number] as number;
+  const flags = new Uint8Array(n);
+  const fromFlags = window.flags;
+  for (let k = 0; k < n; k++) flags[k] = fromFlags[indices[k] as number] as number;
+  const binding = new Uint8Array(n);
+  const fromBinding = window.binding;
+  for (let k = 0; k < n; k++) binding[k] = fromBinding[indices[k] as number] as number;
+  const weight = new Float32Array(n);
+  const fromWeight = window.weight;
+  for (let k = 0; k < n; k++) weight[k] = fromWeight[indices[k] as number] as number;
   return {
     count: n,
     subjects: window.subjects,
     profiles: window.profiles,
-    timeMs: gather(window.timeMs, new Float64Array(n)),
-    subject: gather(window.subject, new Uint32Array(n)),
-    profile: gather(window.profile, new Uint32Array(n)),
-    order: gather(window.order, new Uint16Array(n)),
-    flags: gather(window.flags, new Uint8Array(n)),
-    binding: gather(window.binding, new Uint8Array(n)),
-    weight: gather(window.weight, new Float32Array(n)),
+    timeMs,
+    subject,
+    profile,
+    order,
+    flags,
+    binding,
+    weight,
   };
 }
