@@ -609,16 +609,24 @@ async function recordedDay(): Promise<string[]> {
     // Where the time goes: the same two parts again, each timed on its own.
     const fromMs = dayEndMs - backtest.windowMs;
     const span = { fromMs: fromMs - backtest.warmUpMs, toMs: dayEndMs };
+    const cpuSeconds = (since: NodeJS.CpuUsage) => {
+      const used = process.cpuUsage(since);
+      return (used.user + used.system) / 1e6;
+    };
     collectGarbage();
     startMs = performance.now();
+    let partCpu = process.cpuUsage();
     const loaded = await loadTrafficWindow(db, span);
     const loadS = (performance.now() - startMs) / 1000;
+    const loadCpuS = cpuSeconds(partCpu);
     const drafted = applyBacktestDraft(current, ZBacktestDraft.parse(draft), span);
     collectGarbage();
     startMs = performance.now();
+    partCpu = process.cpuUsage();
     replayTraffic(loaded.window, { fromMs, toMs: dayEndMs, current, draft: drafted });
     const replayS = (performance.now() - startMs) / 1000;
-    const parts = `parts timed again on their own: loading ${loaded.window.count.toLocaleString("en")} requests from Postgres (${loaded.batchesRead} batches) ${loadS.toFixed(2)} s, replay ${replayS.toFixed(2)} s`;
+    const replayCpuS = cpuSeconds(partCpu);
+    const parts = `parts timed again on their own: loading ${loaded.window.count.toLocaleString("en")} requests from Postgres (${loaded.batchesRead} batches) ${loadS.toFixed(2)} s (this process's CPU ${loadCpuS.toFixed(2)} s, inflating threads included), replay ${replayS.toFixed(2)} s (CPU ${replayCpuS.toFixed(2)} s)`;
     console.log(`    ${parts}   load ${load()}`);
 
     await db.trafficBatch.deleteMany({});

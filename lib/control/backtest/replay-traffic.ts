@@ -20,6 +20,8 @@
 import {
   decideLayeredBinding,
   LayeredScratch,
+  type LimitCheck,
+  type LimitSpec,
   type LimitState,
 } from "@limitplane/enforcer/limiter";
 import {
@@ -135,7 +137,8 @@ export interface ReplayResult {
 }
 
 interface Resolved {
-  readonly checks: readonly ResolvedCheck[];
+  /** The resolution's checks, rebuilt in one shape each (`replayChecks`). */
+  readonly checks: readonly LimitCheck[];
   /** Per check: the state slot (its key within the subject: route suffix + bucket, interned). */
   readonly slots: Int32Array;
   readonly signature: string;
@@ -154,6 +157,43 @@ function signatureOf(checks: readonly ResolvedCheck[]): string {
     signatures.set(checks, signature);
   }
   return signature;
+}
+
+/**
+ * The checks as the core reads them, built here in one shape per algorithm: the policy's limits
+ * come from JSON, zod and spreads, objects of many hidden shapes, and the core's hot loop reading
+ * them all is many times slower than over one. Same values, so the same decisions.
+ */
+function replayChecks(checks: readonly ResolvedCheck[]): LimitCheck[] {
+  return checks.map((check) => ({
+    scope: check.scope,
+    bucket: check.bucket ?? check.scope,
+    limit: replayLimit(check.limit),
+    mode: check.mode,
+  }));
+}
+
+function replayLimit(limit: LimitSpec): LimitSpec {
+  switch (limit.algorithm) {
+    case "token-bucket":
+      return {
+        algorithm: "token-bucket",
+        capacity: limit.capacity,
+        refillPerSec: limit.refillPerSec,
+      };
+    case "fixed-window":
+      return { algorithm: "fixed-window", limit: limit.limit, windowMs: limit.windowMs };
+    case "sliding-log":
+      return { algorithm: "sliding-log", limit: limit.limit, windowMs: limit.windowMs };
+    case "sliding-window":
+      return { algorithm: "sliding-window", limit: limit.limit, windowMs: limit.windowMs };
+    case "leaky-meter":
+      return { algorithm: "leaky-meter", burst: limit.burst, drainPerSec: limit.drainPerSec };
+    default: {
+      const unknown: never = limit;
+      throw new TypeError(`unknown limit algorithm: ${JSON.stringify(unknown)}`);
+    }
+  }
 }
 
 /** Instants at which some incident starts or stops: resolutions change only there. */
@@ -235,7 +275,7 @@ class PolicyResolver {
     const cost =
       currentCost !== null && profile.cost === currentCost ? resolution.cost : profile.cost;
     const resolved: Resolved = {
-      checks: resolution.checks,
+      checks: replayChecks(resolution.checks),
       slots: Int32Array.from(resolution.checks, (check) =>
         this.#slots.idOf(`${suffix}\u0000${check.bucket ?? check.scope}`),
       ),
@@ -326,7 +366,7 @@ function replaySubject(
       }
     }
     allowed[k] = scratch.isAllowed ? 1 : 0;
-    binding[k] = bound === -1 ? null : (checks[bound] as ResolvedCheck).scope;
+    binding[k] = bound === -1 ? null : (checks[bound] as LimitCheck).scope;
   }
 }
 
