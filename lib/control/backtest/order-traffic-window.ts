@@ -4,7 +4,22 @@
  * not already in order); `orderTrafficWindow` rewrites the columns in it, so the replay reads
  * them front to back instead of jumping across the whole window for every request.
  */
-import type { TrafficWindow } from "./replay-traffic";
+import type { TrafficProfile } from "@limitplane/enforcer/recording";
+
+/** A loaded window of the record, columnar (see `load-traffic-window.ts`). */
+export interface TrafficWindow {
+  readonly count: number;
+  readonly subjects: readonly string[];
+  readonly profiles: readonly TrafficProfile[];
+  readonly timeMs: Float64Array;
+  readonly subject: Uint32Array;
+  readonly profile: Uint32Array;
+  readonly order: Uint16Array;
+  readonly flags: Uint8Array;
+  readonly binding: Uint8Array;
+  /** 1 / the sample rate each request was recorded at. */
+  readonly weight: Float32Array;
+}
 
 /** Per subject, the indices of its requests ordered by (time, index in call). */
 export function groupBySubject(window: TrafficWindow): {

@@ -39,24 +39,11 @@ import {
   NO_BINDING,
   type TrafficProfile,
 } from "@limitplane/enforcer/recording";
-import { groupBySubject } from "./order-traffic-window";
+import { groupBySubject, type TrafficWindow } from "./order-traffic-window";
 
 const MINUTE_MS = 60_000;
 
-/** A loaded window of the record, columnar (see `load-traffic-window.ts`). */
-export interface TrafficWindow {
-  readonly count: number;
-  readonly subjects: readonly string[];
-  readonly profiles: readonly TrafficProfile[];
-  readonly timeMs: Float64Array;
-  readonly subject: Uint32Array;
-  readonly profile: Uint32Array;
-  readonly order: Uint16Array;
-  readonly flags: Uint8Array;
-  readonly binding: Uint8Array;
-  /** 1 / the sample rate each request was recorded at. */
-  readonly weight: Float32Array;
-}
+export type { TrafficWindow } from "./order-traffic-window";
 
 export interface ReplayOptions {
   /** Counted span: [fromMs, toMs). Requests before `fromMs` are the warm-up: replayed only. */

@@ -1,10 +1,15 @@
 /**
  * The columns of a traffic batch being put together, with its subject and profile dictionaries:
- * what the recorder fills one decision at a time and what `mergeTrafficBatches` fills from parts.
+ * what the recorder fills one decision at a time and what `mergeTrafficBatches` (here) fills from
+ * parts.
  * Columns are typed arrays that grow by doubling (a recorder sizes them once, to its buffer);
  * `clear` keeps them for the next batch. Pure.
  */
-import type { TrafficBatch, TrafficProfile } from "./traffic-batch-codec";
+import {
+  TRAFFIC_BATCH_FORMAT,
+  type TrafficBatch,
+  type TrafficProfile,
+} from "./traffic-batch-codec";
 
 export class TrafficBatchBuilder {
   count = 0;
@@ -130,4 +135,55 @@ export class TrafficBatchBuilder {
 /** The dictionary key of a profile: equal keys, equal profiles. */
 export function trafficProfileKey(profile: TrafficProfile): string {
   return `${profile.tier}\u0001${profile.endpointClass}\u0001${profile.cost}\u0001${profile.policyVersion}\u0001${profile.scopes.join("\u0000")}`;
+}
+
+/**
+ * One batch of the entries `[from, to)` of each of `parts` (in the order given), with merged
+ * dictionaries. Every part must come from one gateway at one sample rate.
+ */
+export function mergeTrafficBatches(
+  parts: readonly { readonly batch: TrafficBatch; readonly from: number; readonly to: number }[],
+  dropped: number,
+): TrafficBatch {
+  const first = parts[0]?.batch;
+  if (first === undefined) throw new RangeError("mergeTrafficBatches: nothing to merge");
+  let n = 0;
+  for (const part of parts) {
+    if (part.batch.gatewayId !== first.gatewayId || part.batch.sampleRate !== first.sampleRate) {
+      throw new RangeError("mergeTrafficBatches: parts of different gateways or sample rates");
+    }
+    n += part.to - part.from;
+  }
+  const builder = new TrafficBatchBuilder(n);
+  for (const { batch, from, to } of parts) {
+    const subjectMap = new Int32Array(batch.subjects.length).fill(-1);
+    const profileMap = new Int32Array(batch.profiles.length).fill(-1);
+    for (let i = from; i < to; i++) {
+      const s = batch.subject[i] as number;
+      let ms = subjectMap[s] as number;
+      if (ms === -1) {
+        ms = builder.subjectIdOf(batch.subjects[s] ?? "");
+        subjectMap[s] = ms;
+      }
+      const p = batch.profile[i] as number;
+      let mp = profileMap[p] as number;
+      if (mp === -1) {
+        const value = batch.profiles[p] as TrafficProfile;
+        mp = builder.profileIdOf(trafficProfileKey(value), () => value);
+        profileMap[p] = mp;
+      }
+      builder.append(
+        batch.timeMs[i] as number,
+        ms,
+        mp,
+        batch.order[i] as number,
+        batch.flags[i] as number,
+        batch.binding[i] as number,
+      );
+    }
+  }
+  return {
+    format: TRAFFIC_BATCH_FORMAT,
+    ...builder.batch({ gatewayId: first.gatewayId, sampleRate: first.sampleRate, dropped }),
+  };
 }

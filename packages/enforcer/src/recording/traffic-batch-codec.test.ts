@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { setStoreTime } from "../limiter/stores/store-time";
+import { mergeTrafficBatches } from "./traffic-batch-builder";
 import {
   decodeTrafficBatch,
   encodeTrafficBatch,
@@ -7,7 +8,6 @@ import {
   FLAG_LOCAL_STAGE,
   FLAG_STORE_TIME,
   FLAG_WITHOUT_STORE,
-  mergeTrafficBatches,
   NO_BINDING,
 } from "./traffic-batch-codec";
 import { isSampledSubject, TrafficRecorder } from "./traffic-recorder";

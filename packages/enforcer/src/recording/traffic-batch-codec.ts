@@ -17,8 +17,6 @@
  * enforcers encode with the same code.
  */
 
-import { TrafficBatchBuilder, trafficProfileKey } from "./traffic-batch-builder";
-
 /** Current format. A batch of another version is refused, never misread. */
 export const TRAFFIC_BATCH_FORMAT = 1;
 
@@ -244,55 +242,4 @@ function parseHeader(text: string): BatchHeader {
     throw new RangeError("traffic batch: malformed header");
   }
   return h as BatchHeader;
-}
-
-/**
- * One batch of the entries `[from, to)` of each of `parts` (in the order given), with merged
- * dictionaries. Every part must come from one gateway at one sample rate.
- */
-export function mergeTrafficBatches(
-  parts: readonly { readonly batch: TrafficBatch; readonly from: number; readonly to: number }[],
-  dropped: number,
-): TrafficBatch {
-  const first = parts[0]?.batch;
-  if (first === undefined) throw new RangeError("mergeTrafficBatches: nothing to merge");
-  let n = 0;
-  for (const part of parts) {
-    if (part.batch.gatewayId !== first.gatewayId || part.batch.sampleRate !== first.sampleRate) {
-      throw new RangeError("mergeTrafficBatches: parts of different gateways or sample rates");
-    }
-    n += part.to - part.from;
-  }
-  const builder = new TrafficBatchBuilder(n);
-  for (const { batch, from, to } of parts) {
-    const subjectMap = new Int32Array(batch.subjects.length).fill(-1);
-    const profileMap = new Int32Array(batch.profiles.length).fill(-1);
-    for (let i = from; i < to; i++) {
-      const s = batch.subject[i] as number;
-      let ms = subjectMap[s] as number;
-      if (ms === -1) {
-        ms = builder.subjectIdOf(batch.subjects[s] ?? "");
-        subjectMap[s] = ms;
-      }
-      const p = batch.profile[i] as number;
-      let mp = profileMap[p] as number;
-      if (mp === -1) {
-        const value = batch.profiles[p] as TrafficProfile;
-        mp = builder.profileIdOf(trafficProfileKey(value), () => value);
-        profileMap[p] = mp;
-      }
-      builder.append(
-        batch.timeMs[i] as number,
-        ms,
-        mp,
-        batch.order[i] as number,
-        batch.flags[i] as number,
-        batch.binding[i] as number,
-      );
-    }
-  }
-  return {
-    format: TRAFFIC_BATCH_FORMAT,
-    ...builder.batch({ gatewayId: first.gatewayId, sampleRate: first.sampleRate, dropped }),
-  };
 }
