@@ -1,15 +1,16 @@
 /**
- * The gateway the backtest benchmark drives for the cost of recording: node:http with one
- * endpoint behind the enforcer (RedisStore, local stage on), with the traffic record on or off.
+ * The gateway the backtest benchmark drives for the cost of recording: the enforcer (RedisStore,
+ * local stage on) in front of one endpoint (`serve-target.ts`, as the enforcer benchmark's
+ * target), with the traffic record on or off. `GET /recorded` answers what the recorder wrote,
+ * `GET /cpu` this process's CPU time so far (microseconds).
  *
  *   tsx bench/backtest-target.ts --prefix bench:x: --record on|off [--redis-url redis://...]
  *
  * Prints `listening on <url>`.
  */
-import { once } from "node:events";
-import { createServer, type IncomingMessage } from "node:http";
 import { parseArgs } from "node:util";
 import { createEnforcer, createNodeMiddleware } from "@limitplane/enforcer";
+import { customerOf, serveTarget } from "./serve-target";
 
 const { values } = parseArgs({
   options: {
@@ -29,31 +30,26 @@ const enforcer = await createEnforcer({
     : {}),
 });
 if (!enforcer.status().isReady) throw new Error("no policy published under the prefix");
-const identify = (req: IncomingMessage) => {
-  const customerId = req.headers.authorization?.slice("Bearer ".length);
-  return customerId ? { customerId, tier: "enterprise" } : null;
-};
-const limit = createNodeMiddleware(enforcer, { identify });
-const body = JSON.stringify({ ok: true });
-const server = createServer((req, res) => {
-  if (req.url === "/recorded") {
-    res.writeHead(200, { "Content-Type": "application/json" });
-    res.end(JSON.stringify(enforcer.recorder?.written ?? null));
-    return;
-  }
-  limit(req, res, () => {
-    res.writeHead(200, { "Content-Type": "application/json" });
-    res.end(body);
-  });
-});
-server.keepAliveTimeout = 60_000;
-server.listen(0, "127.0.0.1");
-await once(server, "listening");
-const address = server.address();
-if (address === null || typeof address === "string") throw new Error("not listening on TCP");
-console.log(`listening on http://127.0.0.1:${address.port}`);
-process.once("SIGTERM", () => {
-  server.close();
-  server.closeAllConnections();
-  void enforcer.stop().then(() => process.exit(0));
+await serveTarget({
+  middleware: createNodeMiddleware(enforcer, { identify: customerOf }),
+  stop: () => enforcer.stop(),
+  routes: new Map([
+    [
+      "/cpu",
+      {
+        contentType: "application/json",
+        body: () => {
+          const usage = process.cpuUsage();
+          return JSON.stringify({ micros: usage.user + usage.system });
+        },
+      },
+    ],
+    [
+      "/recorded",
+      {
+        contentType: "application/json",
+        body: () => JSON.stringify(enforcer.recorder?.written ?? null),
+      },
+    ],
+  ]),
 });

@@ -20,14 +20,13 @@
  * `GET /metrics` (not limited) answers the enforcer's Prometheus text in the limitplane modes, so
  * the benchmark can count the decisions made without Redis during its run.
  */
-import { once } from "node:events";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { parseArgs } from "node:util";
 import { createEnforcer, createNodeMiddleware, type EnforcerLogger } from "@limitplane/enforcer";
 import { redisOptionsFor } from "@limitplane/enforcer/publication";
 import { Redis } from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { BENCH_LIMITS } from "./http-policy";
+import { customerOf, type Middleware, serveTarget } from "./serve-target";
 
 const silentLogger: EnforcerLogger = { log() {} };
 
@@ -41,15 +40,6 @@ const { values } = parseArgs({
 const mode = values.mode;
 const prefix = values.prefix;
 const redisUrl = values["redis-url"];
-
-type Middleware = (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
-
-function customerOf(req: IncomingMessage): { customerId: string; tier: string } | null {
-  const customerId = req.headers.authorization?.slice("Bearer ".length);
-  if (customerId === undefined || customerId === "") return null;
-  const tier = req.headers["x-tier"];
-  return { customerId, tier: typeof tier === "string" ? tier : "wide" };
-}
 
 interface Target {
   readonly middleware: Middleware;
@@ -153,27 +143,11 @@ async function makeMiddleware(): Promise<Target> {
 }
 
 const { middleware, stop, metrics } = await makeMiddleware();
-const body = JSON.stringify({ ok: true });
-const server = createServer((req, res) => {
-  if (metrics !== undefined && req.url === "/metrics") {
-    res.writeHead(200, { "Content-Type": "text/plain; version=0.0.4" });
-    res.end(metrics());
-    return;
-  }
-  middleware(req, res, () => {
-    res.writeHead(200, { "Content-Type": "application/json" });
-    res.end(body);
-  });
-});
-server.keepAliveTimeout = 60_000;
-server.listen(0, "127.0.0.1");
-await once(server, "listening");
-const address = server.address();
-if (address === null || typeof address === "string") throw new Error("not listening on TCP");
-console.log(`listening on http://127.0.0.1:${address.port}`);
-
-process.once("SIGTERM", () => {
-  server.close();
-  server.closeAllConnections();
-  void stop().finally(() => process.exit(0));
+await serveTarget({
+  middleware,
+  stop,
+  routes:
+    metrics === undefined
+      ? new Map()
+      : new Map([["/metrics", { contentType: "text/plain; version=0.0.4", body: metrics }]]),
 });

@@ -1,19 +1,29 @@
 /**
  * The backtest's replay: recorded requests through the pure limiter core
- * (`decideLayeredInto` of `@limitplane/enforcer/limiter`), at their recorded times and in their
- * recorded order, under the policy in force and under a draft. Pure: no I/O, no clock.
+ * (`decideLayeredBinding` of `@limitplane/enforcer/limiter`, the layered decide without decision
+ * objects), at their recorded times and in their recorded order, under the policy in force and
+ * under a draft. Pure: no I/O, no clock.
  *
  * Every bucket belongs to one subject (`rl:{subject}:bucket`; ceilings too), so subjects replay
- * independently: the window is grouped by subject (a counting sort), each group ordered by
- * (time, index in the script call), and replayed from empty buckets at the window's start (the
- * warm-up's start when there is one: its requests are replayed, not counted).
+ * independently: the window is grouped by subject (`groupBySubject`; the loader hands it over in
+ * that order already), each group ordered by (time, index in the script call), and replayed from
+ * empty buckets at the window's start (the warm-up's start when there is one: its requests are
+ * replayed, not counted). Per request nothing is looked up by string: a profile's resolution is
+ * cached per (subject, incident epoch) in an array indexed by profile id, and its buckets are
+ * small slot numbers into one reused array of states.
  *
  * A subject whose every request resolves to the same checks under both policies cannot decide
  * differently: its outcomes are taken as recorded, under both, without replaying (unless
  * `replayAll`). The others are replayed twice, and the replay of the policy in force is compared
  * with what the store decided: the fidelity.
  */
-import { decideLayered, type LimitState } from "@limitplane/enforcer/limiter";
+import {
+  decideLayeredBinding,
+  LayeredScratch,
+  type LimitCheck,
+  type LimitSpec,
+  type LimitState,
+} from "@limitplane/enforcer/limiter";
 import {
   type PreparedSnapshot,
   prepareSnapshot,
@@ -29,23 +39,11 @@ import {
   NO_BINDING,
   type TrafficProfile,
 } from "@limitplane/enforcer/recording";
+import { groupBySubject, type TrafficWindow } from "./order-traffic-window";
 
 const MINUTE_MS = 60_000;
 
-/** A loaded window of the record, columnar (see `load-traffic-window.ts`). */
-export interface TrafficWindow {
-  readonly count: number;
-  readonly subjects: readonly string[];
-  readonly profiles: readonly TrafficProfile[];
-  readonly timeMs: Float64Array;
-  readonly subject: Uint32Array;
-  readonly profile: Uint32Array;
-  readonly order: Uint16Array;
-  readonly flags: Uint8Array;
-  readonly binding: Uint8Array;
-  /** 1 / the sample rate each request was recorded at. */
-  readonly weight: Float32Array;
-}
+export type { TrafficWindow } from "./order-traffic-window";
 
 export interface ReplayOptions {
   /** Counted span: [fromMs, toMs). Requests before `fromMs` are the warm-up: replayed only. */
@@ -126,9 +124,10 @@ export interface ReplayResult {
 }
 
 interface Resolved {
-  readonly checks: readonly ResolvedCheck[];
-  /** Per check: the state key within the subject (route suffix + bucket). */
-  readonly keys: readonly string[];
+  /** The resolution's checks, rebuilt in one shape each (`replayChecks`). */
+  readonly checks: readonly LimitCheck[];
+  /** Per check: the state slot (its key within the subject: route suffix + bucket, interned). */
+  readonly slots: Int32Array;
   readonly signature: string;
   readonly tier: string | null;
   readonly cost: number;
@@ -147,6 +146,43 @@ function signatureOf(checks: readonly ResolvedCheck[]): string {
   return signature;
 }
 
+/**
+ * The checks as the core reads them, built here in one shape per algorithm: the policy's limits
+ * come from JSON, zod and spreads, objects of many hidden shapes, and the core's hot loop reading
+ * them all is many times slower than over one. Same values, so the same decisions.
+ */
+function replayChecks(checks: readonly ResolvedCheck[]): LimitCheck[] {
+  return checks.map((check) => ({
+    scope: check.scope,
+    bucket: check.bucket ?? check.scope,
+    limit: replayLimit(check.limit),
+    mode: check.mode,
+  }));
+}
+
+function replayLimit(limit: LimitSpec): LimitSpec {
+  switch (limit.algorithm) {
+    case "token-bucket":
+      return {
+        algorithm: "token-bucket",
+        capacity: limit.capacity,
+        refillPerSec: limit.refillPerSec,
+      };
+    case "fixed-window":
+      return { algorithm: "fixed-window", limit: limit.limit, windowMs: limit.windowMs };
+    case "sliding-log":
+      return { algorithm: "sliding-log", limit: limit.limit, windowMs: limit.windowMs };
+    case "sliding-window":
+      return { algorithm: "sliding-window", limit: limit.limit, windowMs: limit.windowMs };
+    case "leaky-meter":
+      return { algorithm: "leaky-meter", burst: limit.burst, drainPerSec: limit.drainPerSec };
+    default: {
+      const unknown: never = limit;
+      throw new TypeError(`unknown limit algorithm: ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
 /** Instants at which some incident starts or stops: resolutions change only there. */
 function incidentBoundaries(snapshots: readonly TSnapshot[]): Float64Array {
   const instants = new Set<number>();
@@ -159,26 +195,53 @@ function incidentBoundaries(snapshots: readonly TSnapshot[]): Float64Array {
   return Float64Array.from([...instants].sort((a, b) => a - b));
 }
 
-/** A resolver for one policy, caching per (subject, profile, incident epoch). */
+/** State keys within a subject (route suffix + bucket) as small numbers, shared by both policies. */
+class SlotNames {
+  readonly #ids = new Map<string, number>();
+  idOf(key: string): number {
+    let id = this.#ids.get(key);
+    if (id === undefined) {
+      id = this.#ids.size;
+      this.#ids.set(key, id);
+    }
+    return id;
+  }
+  get size(): number {
+    return this.#ids.size;
+  }
+}
+
+/**
+ * A resolver for one policy, caching per profile for the current (subject, incident epoch): an
+ * array indexed by profile id, valid while its stamp matches (`reset` bumps the stamp).
+ */
 class PolicyResolver {
   readonly #prepared: PreparedSnapshot;
   readonly #profiles: readonly TrafficProfile[];
-  #cache = new Map<number, Resolved>();
-  constructor(prepared: PreparedSnapshot, profiles: readonly TrafficProfile[]) {
+  readonly #slots: SlotNames;
+  readonly #cache: (Resolved | undefined)[];
+  readonly #stamps: Uint32Array;
+  #stamp = 1;
+  constructor(prepared: PreparedSnapshot, profiles: readonly TrafficProfile[], slots: SlotNames) {
     this.#prepared = prepared;
     this.#profiles = profiles;
+    this.#slots = slots;
+    this.#cache = new Array<Resolved | undefined>(profiles.length);
+    this.#stamps = new Uint32Array(profiles.length);
   }
   /** Forget per-subject resolutions (a new subject or a new incident epoch). */
   reset(): void {
-    this.#cache = new Map();
+    this.#stamp++;
   }
   classCost(endpointClass: string | null): number | null {
     if (endpointClass === null) return null;
     return this.#prepared.endpointClasses.get(endpointClass)?.cost ?? null;
   }
   resolve(subject: string, profileId: number, nowMs: number, currentCost: number | null): Resolved {
-    let resolved = this.#cache.get(profileId);
-    if (resolved !== undefined) return resolved;
+    if (this.#stamps[profileId] === this.#stamp) {
+      const cached = this.#cache[profileId];
+      if (cached !== undefined) return cached;
+    }
     const profile = this.#profiles[profileId] as TrafficProfile;
     const isCustomer = subject.startsWith("c:");
     const resolution = resolveLimits(
@@ -198,56 +261,53 @@ class PolicyResolver {
     // A request charged its class's cost is charged the draft's; a cost the gateway set stays.
     const cost =
       currentCost !== null && profile.cost === currentCost ? resolution.cost : profile.cost;
-    resolved = {
-      checks: resolution.checks,
-      keys: resolution.checks.map((check) => `${suffix}\u0000${check.bucket ?? check.scope}`),
+    const resolved: Resolved = {
+      checks: replayChecks(resolution.checks),
+      slots: Int32Array.from(resolution.checks, (check) =>
+        this.#slots.idOf(`${suffix}\u0000${check.bucket ?? check.scope}`),
+      ),
       signature: `${suffix}\u0001${cost}\u0001${signatureOf(resolution.checks)}`,
       tier: resolution.tier,
       cost,
     };
-    this.#cache.set(profileId, resolved);
+    this.#cache[profileId] = resolved;
+    this.#stamps[profileId] = this.#stamp;
     return resolved;
   }
 }
 
-/** Per subject, the indices of its requests ordered by (time, index in call). */
-function groupBySubject(window: TrafficWindow): { starts: Uint32Array; indices: Uint32Array } {
-  const nSubjects = window.subjects.length;
-  const starts = new Uint32Array(nSubjects + 1);
-  for (let i = 0; i < window.count; i++) {
-    const at = (window.subject[i] ?? 0) + 1;
-    starts[at] = (starts[at] ?? 0) + 1;
-  }
-  for (let s = 0; s < nSubjects; s++) starts[s + 1] = (starts[s + 1] ?? 0) + (starts[s] ?? 0);
-  const fill = starts.slice(0, nSubjects);
-  const indices = new Uint32Array(window.count);
-  for (let i = 0; i < window.count; i++) {
-    const s = window.subject[i] ?? 0;
-    indices[fill[s] ?? 0] = i;
-    fill[s] = (fill[s] ?? 0) + 1;
-  }
-  const { timeMs, order } = window;
-  for (let s = 0; s < nSubjects; s++) {
-    const from = starts[s] ?? 0;
-    const to = starts[s + 1] ?? 0;
-    let isSorted = true;
-    for (let k = from + 1; k < to; k++) {
-      const a = indices[k - 1] ?? 0;
-      const b = indices[k] ?? 0;
-      const ta = timeMs[a] ?? 0;
-      const tb = timeMs[b] ?? 0;
-      if (ta > tb || (ta === tb && (order[a] ?? 0) > (order[b] ?? 0))) {
-        isSorted = false;
-        break;
-      }
+/**
+ * Where one subject's replay keeps its buckets: one state per slot, and the slots it touched (to
+ * empty them for the next subject). Reused across subjects and policies.
+ */
+class SubjectStates {
+  states: (LimitState | undefined)[] = [];
+  readonly touched: number[] = [];
+  readonly #inputs: (LimitState | undefined)[][] = [];
+  readonly #outputs: (LimitState | undefined)[][] = [];
+  readonly scratch = new LayeredScratch();
+  /** Scratch input and output arrays for `length` checks. */
+  inputsFor(length: number): (LimitState | undefined)[] {
+    let inputs = this.#inputs[length];
+    if (inputs === undefined) {
+      inputs = new Array<LimitState | undefined>(length).fill(undefined);
+      this.#inputs[length] = inputs;
     }
-    if (!isSorted) {
-      indices
-        .subarray(from, to)
-        .sort((a, b) => (timeMs[a] ?? 0) - (timeMs[b] ?? 0) || (order[a] ?? 0) - (order[b] ?? 0));
-    }
+    return inputs;
   }
-  return { starts, indices };
+  outputsFor(length: number): (LimitState | undefined)[] {
+    let outputs = this.#outputs[length];
+    if (outputs === undefined) {
+      outputs = new Array<LimitState | undefined>(length).fill(undefined);
+      this.#outputs[length] = outputs;
+    }
+    return outputs;
+  }
+  clear(slotCount: number): void {
+    for (const slot of this.touched) this.states[slot] = undefined;
+    this.touched.length = 0;
+    while (this.states.length < slotCount) this.states.push(undefined);
+  }
 }
 
 /** One subject's requests through the core under one policy; writes outcomes into `allowed`. */
@@ -258,35 +318,42 @@ function replaySubject(
   resolver: PolicyResolver,
   currentCost: (profileId: number) => number | null,
   boundaries: Float64Array,
+  bucketStates: SubjectStates,
   allowed: Uint8Array,
   binding: (string | null)[],
 ): void {
-  const states = new Map<string, LimitState>();
-  let scratchIn: (LimitState | undefined)[] = [];
   resolver.reset();
+  const { timeMs, profile } = window;
+  const { scratch, touched } = bucketStates;
   let nextBoundary = 0;
   for (let k = 0; k < indices.length; k++) {
-    const i = indices[k] ?? 0;
-    const t = window.timeMs[i] ?? 0;
-    if (nextBoundary < boundaries.length && t >= (boundaries[nextBoundary] ?? 0)) {
-      while (nextBoundary < boundaries.length && t >= (boundaries[nextBoundary] ?? 0)) {
+    const i = indices[k] as number;
+    const t = timeMs[i] as number;
+    if (nextBoundary < boundaries.length && t >= (boundaries[nextBoundary] as number)) {
+      while (nextBoundary < boundaries.length && t >= (boundaries[nextBoundary] as number)) {
         nextBoundary++;
       }
       resolver.reset();
     }
-    const profileId = window.profile[i] ?? 0;
+    const profileId = profile[i] as number;
     const resolved = resolver.resolve(subject, profileId, t, currentCost(profileId));
-    const n = resolved.checks.length;
-    if (scratchIn.length !== n) scratchIn = new Array(n);
-    for (let c = 0; c < n; c++) scratchIn[c] = states.get(resolved.keys[c] ?? "");
-    const step = decideLayered(scratchIn, resolved.checks, t, resolved.cost);
-    const decision = step.decision;
+    const { checks, slots } = resolved;
+    const n = checks.length;
+    const states = bucketStates.states;
+    const inputs = bucketStates.inputsFor(n);
+    const outputs = bucketStates.outputsFor(n);
+    for (let c = 0; c < n; c++) inputs[c] = states[slots[c] as number];
+    const bound = decideLayeredBinding(inputs, checks, t, resolved.cost, outputs, scratch);
     for (let c = 0; c < n; c++) {
-      const next = step.states[c];
-      if (next !== undefined) states.set(resolved.keys[c] ?? "", next);
+      const next = outputs[c];
+      if (next !== undefined) {
+        const slot = slots[c] as number;
+        if (states[slot] === undefined) touched.push(slot);
+        states[slot] = next;
+      }
     }
-    allowed[k] = decision.allowed ? 1 : 0;
-    binding[k] = decision.scope;
+    allowed[k] = scratch.isAllowed ? 1 : 0;
+    binding[k] = bound === -1 ? null : (checks[bound] as LimitCheck).scope;
   }
 }
 
@@ -314,13 +381,26 @@ export function replayTraffic(window: TrafficWindow, options: ReplayOptions): Re
     draftAdmitted: new Float64Array(minuteCount),
     draftRejected: new Float64Array(minuteCount),
   };
-  const current = new PolicyResolver(prepareSnapshot(options.current), window.profiles);
-  const draft = new PolicyResolver(prepareSnapshot(options.draft), window.profiles);
-  const currentCostOf = (profileId: number) =>
-    current.classCost(window.profiles[profileId]?.endpointClass ?? null);
-  const boundaries = incidentBoundaries([options.current, options.draft]);
+  const slotNames = new SlotNames();
+  const current = new PolicyResolver(prepareSnapshot(options.current), window.profiles, slotNames);
+  const draft = new PolicyResolver(prepareSnapshot(options.draft), window.profiles, slotNames);
+  // Per profile: its class's cost under the policy in force (NaN: none), and whether it was
+  // recorded under the version in force (only those take part in the fidelity).
+  const classCosts = Float64Array.from(
+    window.profiles,
+    (profile) => current.classCost(profile.endpointClass) ?? Number.NaN,
+  );
+  const currentCostOf = (profileId: number): number | null => {
+    const cost = classCosts[profileId] as number;
+    return Number.isNaN(cost) ? null : cost;
+  };
   const currentVersion = options.current.version;
+  const isCurrentVersion = Uint8Array.from(window.profiles, (profile) =>
+    profile.policyVersion === currentVersion ? 1 : 0,
+  );
+  const boundaries = incidentBoundaries([options.current, options.draft]);
   const { starts, indices } = groupBySubject(window);
+  const { timeMs, profile: profileColumn, flags: flagsColumn, weight } = window;
 
   const byTier = new Map<
     string | null,
@@ -341,45 +421,64 @@ export function replayTraffic(window: TrafficWindow, options: ReplayOptions): Re
   let moreRejectedTotal = 0;
   let moreAdmittedTotal = 0;
 
+  // Per-subject outcome columns, as long as the largest subject's requests; reused.
+  let longest = 0;
   for (let s = 0; s < window.subjects.length; s++) {
-    const group = indices.subarray(starts[s] ?? 0, starts[s + 1] ?? 0);
+    longest = Math.max(longest, (starts[s + 1] as number) - (starts[s] as number));
+  }
+  const nowAllowed = new Uint8Array(longest);
+  const draftAllowed = new Uint8Array(longest);
+  const nowBinding = new Array<string | null>(longest).fill(null);
+  const draftBinding = new Array<string | null>(longest).fill(null);
+  const bucketStates = new SubjectStates();
+  // Profiles already compared for the current (subject, epoch): `seen[p] === seenStamp`.
+  const seen = new Uint32Array(window.profiles.length);
+  let seenStamp = 0;
+
+  for (let s = 0; s < window.subjects.length; s++) {
+    const group = indices.subarray(starts[s] as number, starts[s + 1] as number);
     if (group.length === 0) continue;
     const subject = window.subjects[s] ?? "";
-    // Does the draft change this subject's checks anywhere in the span?
+    // Does the draft change this subject's checks anywhere in the span? Each (profile, incident
+    // epoch) is compared once; the tier is the resolution's for the last request looked at.
     let isChanged = options.replayAll === true;
     let tier: string | null = null;
     {
-      let nextBoundary = -1;
+      let epoch = 0;
       current.reset();
       draft.reset();
+      seenStamp++;
+      let lastProfileId = -1;
+      let lastMs = 0;
       for (let k = 0; k < group.length; k++) {
-        const i = group[k] ?? 0;
-        const t = window.timeMs[i] ?? 0;
-        let epoch = 0;
-        while (epoch < boundaries.length && t >= (boundaries[epoch] ?? 0)) epoch++;
-        if (epoch !== nextBoundary) {
-          nextBoundary = epoch;
+        const i = group[k] as number;
+        const t = timeMs[i] as number;
+        if (epoch < boundaries.length && t >= (boundaries[epoch] as number)) {
+          while (epoch < boundaries.length && t >= (boundaries[epoch] as number)) epoch++;
           current.reset();
           draft.reset();
+          seenStamp++;
         }
-        const profileId = window.profile[i] ?? 0;
+        const profileId = profileColumn[i] as number;
+        lastProfileId = profileId;
+        lastMs = t;
+        if (seen[profileId] === seenStamp) continue;
+        seen[profileId] = seenStamp;
         const cost = currentCostOf(profileId);
         const now = current.resolve(subject, profileId, t, cost);
-        tier = now.tier;
         if (isChanged) break;
         if (now.signature !== draft.resolve(subject, profileId, t, cost).signature) {
           isChanged = true;
           break;
         }
       }
+      // Resolved in this epoch already: a cache hit.
+      tier = current.resolve(subject, lastProfileId, lastMs, currentCostOf(lastProfileId)).tier;
     }
 
     const n = group.length;
-    const nowAllowed = new Uint8Array(n);
-    const draftAllowed = new Uint8Array(n);
-    const nowBinding = new Array<string | null>(n).fill(null);
-    const draftBinding = new Array<string | null>(n).fill(null);
     if (isChanged) {
+      bucketStates.clear(slotNames.size);
       replaySubject(
         window,
         subject,
@@ -387,9 +486,11 @@ export function replayTraffic(window: TrafficWindow, options: ReplayOptions): Re
         current,
         currentCostOf,
         boundaries,
+        bucketStates,
         nowAllowed,
         nowBinding,
       );
+      bucketStates.clear(slotNames.size);
       replaySubject(
         window,
         subject,
@@ -397,16 +498,10 @@ export function replayTraffic(window: TrafficWindow, options: ReplayOptions): Re
         draft,
         currentCostOf,
         boundaries,
+        bucketStates,
         draftAllowed,
         draftBinding,
       );
-    } else {
-      for (let k = 0; k < n; k++) {
-        const i = group[k] ?? 0;
-        const isAllowed = ((window.flags[i] ?? 0) & FLAG_ALLOWED) !== 0 ? 1 : 0;
-        nowAllowed[k] = isAllowed;
-        draftAllowed[k] = isAllowed;
-      }
     }
 
     let requests = 0;
@@ -417,36 +512,38 @@ export function replayTraffic(window: TrafficWindow, options: ReplayOptions): Re
     const bindNow = new Map<string | null, number>();
     const bindDraft = new Map<string | null, number>();
     for (let k = 0; k < n; k++) {
-      const i = group[k] ?? 0;
-      const t = window.timeMs[i] ?? 0;
+      const i = group[k] as number;
+      const t = timeMs[i] as number;
       if (t < fromMs) {
         warmUpRequests++;
         continue;
       }
       if (t >= toMs) continue;
-      const w = window.weight[i] ?? 1;
-      const flags = window.flags[i] ?? 0;
+      const w = weight[i] as number;
+      const flags = flagsColumn[i] as number;
       const isRecordedAllowed = (flags & FLAG_ALLOWED) !== 0;
       recordedRequests++;
       if ((flags & FLAG_WITHOUT_STORE) !== 0) withoutStore++;
       if ((flags & FLAG_LOCAL_STAGE) !== 0) localStage++;
       const minute = Math.floor((t - fromMs) / MINUTE_MS);
       requests += w;
-      if (isRecordedAllowed) fig.recordedAdmitted[minute] = (fig.recordedAdmitted[minute] ?? 0) + w;
+      if (isRecordedAllowed)
+        fig.recordedAdmitted[minute] = (fig.recordedAdmitted[minute] as number) + w;
       else {
-        fig.recordedRejected[minute] = (fig.recordedRejected[minute] ?? 0) + w;
+        fig.recordedRejected[minute] = (fig.recordedRejected[minute] as number) + w;
         recordedRejected += w;
       }
-      const a = nowAllowed[k] === 1;
-      const b = draftAllowed[k] === 1;
-      if (a) fig.nowAdmitted[minute] = (fig.nowAdmitted[minute] ?? 0) + w;
+      // A subject the draft does not change keeps its recorded outcomes under both.
+      const a = isChanged ? nowAllowed[k] === 1 : isRecordedAllowed;
+      const b = isChanged ? draftAllowed[k] === 1 : isRecordedAllowed;
+      if (a) fig.nowAdmitted[minute] = (fig.nowAdmitted[minute] as number) + w;
       else {
-        fig.nowRejected[minute] = (fig.nowRejected[minute] ?? 0) + w;
+        fig.nowRejected[minute] = (fig.nowRejected[minute] as number) + w;
         nowRejected += w;
       }
-      if (b) fig.draftAdmitted[minute] = (fig.draftAdmitted[minute] ?? 0) + w;
+      if (b) fig.draftAdmitted[minute] = (fig.draftAdmitted[minute] as number) + w;
       else {
-        fig.draftRejected[minute] = (fig.draftRejected[minute] ?? 0) + w;
+        fig.draftRejected[minute] = (fig.draftRejected[minute] as number) + w;
         draftRejected += w;
       }
       if (a && !b) moreRejected += w;
@@ -457,15 +554,17 @@ export function replayTraffic(window: TrafficWindow, options: ReplayOptions): Re
         const db = draftBinding[k] ?? null;
         bindNow.set(nb, (bindNow.get(nb) ?? 0) + 1);
         bindDraft.set(db, (bindDraft.get(db) ?? 0) + 1);
-        const profile = window.profiles[window.profile[i] ?? 0];
+        const profileId = profileColumn[i] as number;
         const isStoreDecided =
           (flags & FLAG_STORE_TIME) !== 0 &&
           (flags & (FLAG_WITHOUT_STORE | FLAG_LOCAL_STAGE)) === 0;
-        if (isStoreDecided && profile?.policyVersion === currentVersion) {
+        if (isStoreDecided && isCurrentVersion[profileId] === 1) {
           compared++;
           const recordedBinding = window.binding[i] ?? NO_BINDING;
           const recordedScope =
-            recordedBinding === NO_BINDING ? null : (profile.scopes[recordedBinding] ?? null);
+            recordedBinding === NO_BINDING
+              ? null
+              : (window.profiles[profileId]?.scopes[recordedBinding] ?? null);
           if (a === isRecordedAllowed && nb === recordedScope) matched++;
         }
       }

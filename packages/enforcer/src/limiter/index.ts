@@ -2,12 +2,21 @@
  * `@limitplane/enforcer/limiter`: the pure limiter core and its stores, for advanced users who
  * decide without the enforcer runtime. `decideLayered` / `peekLayered` are the reference every
  * store agrees with (`(state, checks, nowMs, cost) -> decision`); `stepLeakyShaper` is the one
- * algorithm that delays instead of rejecting. Modules not exported here are internal.
+ * algorithm that delays instead of rejecting. `decideLayeredInto` and `decideLayeredBinding` are
+ * the same decision for hot loops (reused output arrays; the latter without decision objects, for
+ * replays that read only the admission and the binding check). Modules not exported here are
+ * internal.
  */
 
 export { LIMIT_BOUNDS, validateLimit } from "./arguments";
 export { type Clock, ManualClock, monotonicClock, wallClock } from "./clock";
-export { decideLayered, peekLayered } from "./layered";
+export {
+  decideLayered,
+  decideLayeredBinding,
+  decideLayeredInto,
+  LayeredScratch,
+  peekLayered,
+} from "./layered";
 export {
   type LeakyShaperState,
   type ShapedDecision,

@@ -1,6 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { combineOutcomes, decideLayered, peekLayered, UNLIMITED } from "./layered";
+import {
+  combineOutcomes,
+  decideLayered,
+  decideLayeredBinding,
+  LayeredScratch,
+  peekLayered,
+  UNLIMITED,
+} from "./layered";
 import type { LimitState } from "./step-limit";
 import type { LimitCheck, LimitMode, LimitSpec } from "./types";
 
@@ -315,6 +322,26 @@ describe("layered decisions: properties", () => {
           const { decision, states: next } = decideLayered(states, checks, nowMs, cost);
           expect(combineOutcomes(decision.outcomes)).toEqual(decision);
           states = next;
+        }
+      }),
+    );
+  });
+
+  it("decideLayeredBinding writes the states decideLayered returns and names its binding check", () => {
+    const scratch = new LayeredScratch();
+    fc.assert(
+      fc.property(checksArbitrary, requestsArbitrary, (checks, requests) => {
+        let states: readonly (LimitState | undefined)[] = checks.map(() => undefined);
+        let nowMs = T0;
+        for (const [gapMs, cost] of requests) {
+          nowMs += gapMs;
+          const { decision, states: expected } = decideLayered(states, checks, nowMs, cost);
+          const next = new Array<LimitState | undefined>(checks.length);
+          const bound = decideLayeredBinding(states, checks, nowMs, cost, next, scratch);
+          expect(next).toEqual(expected);
+          expect(scratch.isAllowed).toBe(decision.allowed);
+          expect(bound === -1 ? null : checks[bound]?.scope).toBe(decision.scope);
+          states = expected;
         }
       }),
     );

@@ -168,6 +168,100 @@ export function decideLayeredInto(
   return layeredDecisionOf(outcomes, isAllowed);
 }
 
+/** One check's outcome in a {@link LayeredScratch}: rewritten by every decision, never kept. */
+interface ScratchOutcome {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  retryAfterMs: number;
+  resetAfterMs: number;
+  reason: LimitOutcome["reason"];
+  scope: string;
+  mode: LimitMode;
+  /** The check's index in its list. */
+  readonly index: number;
+}
+
+/**
+ * Reusable space for {@link decideLayeredBinding}: per-check outcomes and the admission of the
+ * last decision, allocated once per list length rather than once per decision. One scratch serves
+ * one caller at a time.
+ */
+export class LayeredScratch {
+  /** Whether the last decision admitted its request. */
+  isAllowed = true;
+  readonly #byLength: ScratchOutcome[][] = [];
+
+  /** The outcomes for a list of `length` checks (exactly that long). */
+  outcomesFor(length: number): ScratchOutcome[] {
+    let outcomes = this.#byLength[length];
+    if (outcomes === undefined) {
+      outcomes = Array.from({ length }, (_, index) => ({
+        allowed: true,
+        limit: 0,
+        remaining: 0,
+        retryAfterMs: 0,
+        resetAfterMs: 0,
+        reason: null,
+        scope: "",
+        mode: "enforce" as LimitMode,
+        index,
+      }));
+      this.#byLength[length] = outcomes;
+    }
+    return outcomes;
+  }
+}
+
+/**
+ * `decideLayeredInto` for replays that read only whether a request was admitted and which check
+ * bound it: the same steps, the same states written into `next`, the same binding rule
+ * (`bindingOutcome`), but no decision object and no outcome objects (they live in `scratch`).
+ * Returns the index of the binding check, -1 when no enforced limit bound; `scratch.isAllowed`
+ * is the admission. Throws exactly when `decideLayeredInto` does.
+ */
+export function decideLayeredBinding(
+  states: readonly (LimitState | undefined)[],
+  checks: readonly LimitCheck[],
+  nowMs: number,
+  cost: number,
+  next: (LimitState | undefined)[],
+  scratch: LayeredScratch,
+): number {
+  assertTimeAndCost(nowMs, cost);
+  assertValidChecks(checks);
+  const n = checks.length;
+  if (states.length !== n || next.length !== n || next === states) {
+    throw new RangeError(`got ${states.length} states and ${next.length} slots for ${n} checks`);
+  }
+  const outcomes = scratch.outcomesFor(n);
+  let isAllowed = true;
+  for (let index = 0; index < n; index++) {
+    const check = checks[index] as LimitCheck;
+    const step = stepLimit(states[index], check.limit, nowMs, cost);
+    const decision = step.decision;
+    const outcome = outcomes[index] as ScratchOutcome;
+    outcome.allowed = decision.allowed;
+    outcome.limit = decision.limit;
+    outcome.remaining = decision.remaining;
+    outcome.retryAfterMs = decision.retryAfterMs;
+    outcome.resetAfterMs = decision.resetAfterMs;
+    outcome.reason = decision.reason;
+    outcome.scope = check.scope;
+    outcome.mode = check.mode;
+    if (!decision.allowed && check.mode === "enforce") isAllowed = false;
+    next[index] = step.state;
+  }
+  // As in decideLayeredInto: on rejection a check that would have admitted keeps its state.
+  if (!isAllowed) {
+    for (let index = 0; index < n; index++) {
+      if ((outcomes[index] as ScratchOutcome).allowed) next[index] = states[index];
+    }
+  }
+  scratch.isAllowed = isAllowed;
+  return bindingOutcome(outcomes, isAllowed)?.index ?? -1;
+}
+
 function layeredDecisionOf<O extends CombinableOutcome>(
   outcomes: readonly O[],
   isAllowed: boolean,

@@ -4,6 +4,8 @@
  * (`TrafficRecorder`); the control plane's worker moves them into Postgres and its backtest
  * decodes them (`decodeTrafficBatch`). See README.md ("The traffic record").
  */
+
+export { mergeTrafficBatches } from "./traffic-batch-builder";
 export {
   decodeTrafficBatch,
   encodeTrafficBatch,
@@ -12,7 +14,6 @@ export {
   FLAG_NO_POLICY,
   FLAG_STORE_TIME,
   FLAG_WITHOUT_STORE,
-  mergeTrafficBatches,
   NO_BINDING,
   TRAFFIC_BATCH_FORMAT,
   type TrafficBatch,

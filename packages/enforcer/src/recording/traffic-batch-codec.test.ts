@@ -1,10 +1,14 @@
 import { describe, expect, it } from "vitest";
+import { setStoreTime } from "../limiter/stores/store-time";
+import { mergeTrafficBatches } from "./traffic-batch-builder";
 import {
   decodeTrafficBatch,
   encodeTrafficBatch,
   FLAG_ALLOWED,
+  FLAG_LOCAL_STAGE,
   FLAG_STORE_TIME,
-  mergeTrafficBatches,
+  FLAG_WITHOUT_STORE,
+  NO_BINDING,
 } from "./traffic-batch-codec";
 import { isSampledSubject, TrafficRecorder } from "./traffic-recorder";
 
@@ -131,5 +135,102 @@ describe("sampling by subject", () => {
           redis: { xadd: async () => 1, sadd: async () => 1, pexpire: async () => 1 },
         }),
     ).toThrow(/at least 16 characters/);
+  });
+
+  it("what the decision path appends comes back decoded: columns, one entry per stored subject and profile", async () => {
+    const sent: unknown[][] = [];
+    const recorder = new TrafficRecorder({
+      addressHashKey: "a-test-key-of-16-chars",
+      gatewayId: "gw",
+      prefix: "lp:",
+      redis: {
+        xadd: async (...args) => void sent.push(args),
+        sadd: async () => 1,
+        pexpire: async () => 1,
+      },
+    });
+    const checks = [{ scope: "tier:pro" }, { scope: "ceiling" }];
+    const sameScopes = [{ scope: "tier:pro" }, { scope: "ceiling" }];
+    const decided = (
+      allowed: boolean,
+      scope: string | null,
+      source = "store",
+      degraded = false,
+    ) => ({
+      allowed,
+      scope,
+      source,
+      degraded,
+    });
+    const stored = decided(true, "tier:pro");
+    setStoreTime(stored, { nowMs: 1_000.25, indexInCall: 2 });
+    const base = {
+      tier: "pro",
+      endpointClass: "default",
+      cost: 1,
+      policyVersion: 3,
+      wallTimeMs: 5,
+    };
+    const records = [
+      { ...base, subject: "c:acme", checks, decision: stored },
+      { ...base, subject: "a:198.51.100.7", checks, decision: decided(false, "ceiling") },
+      // Another list with the same scopes: the same profile.
+      {
+        ...base,
+        subject: "a:198.51.100.7/endpoint:sign-in",
+        checks: sameScopes,
+        decision: decided(true, null, "fallback", true),
+      },
+      {
+        ...base,
+        subject: "c:acme",
+        checks,
+        cost: 2,
+        decision: decided(false, "tier:pro", "denial-cache"),
+      },
+    ];
+    for (const record of records) recorder.record(record);
+    await recorder.flush();
+    const payload = sent[0]?.at(-1);
+    if (!(payload instanceof Uint8Array)) throw new Error("no payload");
+    const decoded = decodeTrafficBatch(payload);
+    expect(decoded.count).toBe(4);
+    expect(decoded.subjects).toEqual(["c:acme", decoded.subjects[1]]);
+    expect(decoded.subjects[1]).toMatch(/^h:[0-9a-f]{32}$/);
+    expect([...decoded.subject]).toEqual([0, 1, 1, 0]);
+    expect(decoded.profiles).toEqual([
+      {
+        tier: "pro",
+        endpointClass: "default",
+        cost: 1,
+        policyVersion: 3,
+        scopes: ["tier:pro", "ceiling"],
+      },
+      {
+        tier: "pro",
+        endpointClass: "default",
+        cost: 2,
+        policyVersion: 3,
+        scopes: ["tier:pro", "ceiling"],
+      },
+    ]);
+    expect([...decoded.profile]).toEqual([0, 0, 0, 1]);
+    expect([...decoded.timeMs]).toEqual([1_000.25, 5, 5, 5]);
+    expect([...decoded.order]).toEqual([2, 0, 0, 0]);
+    expect([...decoded.flags]).toEqual([
+      FLAG_ALLOWED | FLAG_STORE_TIME,
+      0,
+      FLAG_ALLOWED | FLAG_WITHOUT_STORE,
+      FLAG_LOCAL_STAGE,
+    ]);
+    expect([...decoded.binding]).toEqual([0, 1, NO_BINDING, 0]);
+    // The next batch starts empty, with its own dictionaries.
+    recorder.record({ ...base, subject: "c:globex", checks, decision: decided(true, "ceiling") });
+    await recorder.flush();
+    const next = sent[1]?.at(-1);
+    if (!(next instanceof Uint8Array)) throw new Error("no second payload");
+    const second = decodeTrafficBatch(next);
+    expect(second.subjects).toEqual(["c:globex"]);
+    expect([...second.binding]).toEqual([1]);
   });
 });

@@ -115,7 +115,10 @@ export function encodeTrafficBatch(batch: Omit<TrafficBatch, "format">): Uint8Ar
   return out;
 }
 
-/** Decodes a batch; throws a RangeError naming what is wrong with a malformed one. */
+/**
+ * Decodes a batch; throws a RangeError naming what is wrong with a malformed one. The columns may
+ * be views of `bytes` (when aligned): do not reuse `bytes` while the batch is in use.
+ */
 export function decodeTrafficBatch(bytes: Uint8Array): TrafficBatch {
   if (bytes.length < 4) throw new RangeError("traffic batch: shorter than its header length");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -131,33 +134,49 @@ export function decodeTrafficBatch(bytes: Uint8Array): TrafficBatch {
   let subject: Uint32Array;
   let profile: Uint32Array;
   let order: Uint16Array;
-  if (IS_LITTLE_ENDIAN) {
-    // One aligned copy, then typed views of the columns (the header pads to 8 bytes).
-    // A fresh buffer (a Node Buffer's slice is a view into a shared pool, never aligned).
-    const copy = new Uint8Array(bytes.length - at);
-    copy.set(bytes.subarray(at));
-    timeMs = new Float64Array(copy.buffer, 0, n);
-    subject = new Uint32Array(copy.buffer, n * 8, n);
-    profile = new Uint32Array(copy.buffer, n * 12, n);
-    order = new Uint16Array(copy.buffer, n * 16, n);
-    at += n * 18;
+  let flags: Uint8Array;
+  let binding: Uint8Array;
+  if (IS_LITTLE_ENDIAN && (bytes.byteOffset + at) % 8 === 0) {
+    // Aligned (the header pads to 8 bytes; a freshly inflated buffer starts aligned): typed
+    // views of the columns in `bytes` itself, no copy.
+    const base = bytes.byteOffset + at;
+    timeMs = new Float64Array(bytes.buffer, base, n);
+    subject = new Uint32Array(bytes.buffer, base + n * 8, n);
+    profile = new Uint32Array(bytes.buffer, base + n * 12, n);
+    order = new Uint16Array(bytes.buffer, base + n * 16, n);
+    flags = bytes.subarray(at + n * 18, at + n * 19);
+    binding = bytes.subarray(at + n * 19, at + n * 20);
   } else {
-    timeMs = new Float64Array(n);
-    for (let i = 0; i < n; i++, at += 8) timeMs[i] = view.getFloat64(at, true);
-    subject = new Uint32Array(n);
-    for (let i = 0; i < n; i++, at += 4) subject[i] = view.getUint32(at, true);
-    profile = new Uint32Array(n);
-    for (let i = 0; i < n; i++, at += 4) profile[i] = view.getUint32(at, true);
-    order = new Uint16Array(n);
-    for (let i = 0; i < n; i++, at += 2) order[i] = view.getUint16(at, true);
+    if (IS_LITTLE_ENDIAN) {
+      // One aligned copy, then typed views of the columns: a fresh buffer (a Node Buffer's slice
+      // is a view into a shared pool, rarely aligned).
+      const copy = new Uint8Array(bytes.length - at);
+      copy.set(bytes.subarray(at));
+      timeMs = new Float64Array(copy.buffer, 0, n);
+      subject = new Uint32Array(copy.buffer, n * 8, n);
+      profile = new Uint32Array(copy.buffer, n * 12, n);
+      order = new Uint16Array(copy.buffer, n * 16, n);
+      at += n * 18;
+    } else {
+      timeMs = new Float64Array(n);
+      for (let i = 0; i < n; i++, at += 8) timeMs[i] = view.getFloat64(at, true);
+      subject = new Uint32Array(n);
+      for (let i = 0; i < n; i++, at += 4) subject[i] = view.getUint32(at, true);
+      profile = new Uint32Array(n);
+      for (let i = 0; i < n; i++, at += 4) profile[i] = view.getUint32(at, true);
+      order = new Uint16Array(n);
+      for (let i = 0; i < n; i++, at += 2) order[i] = view.getUint16(at, true);
+    }
+    flags = new Uint8Array(n);
+    flags.set(bytes.subarray(at, at + n));
+    at += n;
+    binding = new Uint8Array(n);
+    binding.set(bytes.subarray(at, at + n));
   }
-  const flags = new Uint8Array(n);
-  flags.set(bytes.subarray(at, at + n));
-  at += n;
-  const binding = new Uint8Array(n);
-  binding.set(bytes.subarray(at, at + n));
+  const subjectCount = header.s.length;
+  const profileCount = header.p.length;
   for (let i = 0; i < n; i++) {
-    if ((subject[i] ?? 0) >= header.s.length || (profile[i] ?? 0) >= header.p.length) {
+    if ((subject[i] as number) >= subjectCount || (profile[i] as number) >= profileCount) {
       throw new RangeError(`traffic batch: entry ${i} refers past the dictionaries`);
     }
   }
@@ -223,86 +242,4 @@ function parseHeader(text: string): BatchHeader {
     throw new RangeError("traffic batch: malformed header");
   }
   return h as BatchHeader;
-}
-
-/**
- * One batch of the entries `[from, to)` of each of `parts` (in the order given), with merged
- * dictionaries. Every part must come from one gateway at one sample rate.
- */
-export function mergeTrafficBatches(
-  parts: readonly { readonly batch: TrafficBatch; readonly from: number; readonly to: number }[],
-  dropped: number,
-): TrafficBatch {
-  const first = parts[0]?.batch;
-  if (first === undefined) throw new RangeError("mergeTrafficBatches: nothing to merge");
-  let n = 0;
-  for (const part of parts) {
-    if (part.batch.gatewayId !== first.gatewayId || part.batch.sampleRate !== first.sampleRate) {
-      throw new RangeError("mergeTrafficBatches: parts of different gateways or sample rates");
-    }
-    n += part.to - part.from;
-  }
-  const timeMs = new Float64Array(n);
-  const subject = new Uint32Array(n);
-  const profile = new Uint32Array(n);
-  const order = new Uint16Array(n);
-  const flags = new Uint8Array(n);
-  const binding = new Uint8Array(n);
-  const subjects: string[] = [];
-  const subjectIndex = new Map<string, number>();
-  const profiles: TrafficProfile[] = [];
-  const profileIndex = new Map<string, number>();
-  let at = 0;
-  for (const { batch, from, to } of parts) {
-    const subjectMap = new Int32Array(batch.subjects.length).fill(-1);
-    const profileMap = new Int32Array(batch.profiles.length).fill(-1);
-    for (let i = from; i < to; i++, at++) {
-      const s = batch.subject[i] ?? 0;
-      let ms = subjectMap[s] ?? -1;
-      if (ms === -1) {
-        const name = batch.subjects[s] ?? "";
-        ms = subjectIndex.get(name) ?? -1;
-        if (ms === -1) {
-          ms = subjects.length;
-          subjects.push(name);
-          subjectIndex.set(name, ms);
-        }
-        subjectMap[s] = ms;
-      }
-      const p = batch.profile[i] ?? 0;
-      let mp = profileMap[p] ?? -1;
-      if (mp === -1) {
-        const value = batch.profiles[p] as TrafficProfile;
-        const key = JSON.stringify(value);
-        mp = profileIndex.get(key) ?? -1;
-        if (mp === -1) {
-          mp = profiles.length;
-          profiles.push(value);
-          profileIndex.set(key, mp);
-        }
-        profileMap[p] = mp;
-      }
-      timeMs[at] = batch.timeMs[i] ?? 0;
-      subject[at] = ms;
-      profile[at] = mp;
-      order[at] = batch.order[i] ?? 0;
-      flags[at] = batch.flags[i] ?? 0;
-      binding[at] = batch.binding[i] ?? 0;
-    }
-  }
-  return {
-    format: TRAFFIC_BATCH_FORMAT,
-    gatewayId: first.gatewayId,
-    sampleRate: first.sampleRate,
-    dropped,
-    count: n,
-    subjects,
-    profiles,
-    timeMs,
-    subject,
-    profile,
-    order,
-    flags,
-    binding,
-  };
 }

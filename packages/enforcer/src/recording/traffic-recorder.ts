@@ -1,10 +1,12 @@
 /**
- * The traffic record, enforcer side: the decision path hands each decision over as a plain
- * object ({@link DecisionRecord}) and it is appended to a bounded in-memory buffer, nothing else
- * (no I/O, no hashing, no await). A timer ({@link TrafficRecorder.flush}) takes the buffer,
- * hashes client addresses with a keyed hash (HMAC-SHA256 with the installation's secret), encodes
- * one compact batch (`traffic-batch-codec.ts`) and appends it to this gateway's Redis Stream,
- * bounded by MAXLEN. The worker moves the batches into Postgres.
+ * The traffic record, enforcer side: the decision path hands each decision over
+ * ({@link DecisionRecord}) and its fields are appended to bounded typed-array columns, nothing
+ * else: no object is kept, no I/O, no hashing, no await (the subject and the profile become small
+ * dictionary indices; the last few profiles are recognised by identity, without building a key).
+ * A timer ({@link TrafficRecorder.flush}) takes the columns, hashes client addresses with a keyed
+ * hash (HMAC-SHA256 with the installation's secret, cached per address), encodes one compact
+ * batch (`traffic-batch-codec.ts`) and appends it to this gateway's Redis Stream, bounded by
+ * MAXLEN. The worker moves the batches into Postgres.
  *
  * Sampling is by subject (a customer, or a hashed address), never by request: a sampled subject
  * has every one of its requests recorded, so its buckets replay exactly; the rate travels with
@@ -15,6 +17,7 @@ import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { storeTimeOf } from "../limiter/stores/store-time";
+import { TrafficBatchBuilder, trafficProfileKey } from "./traffic-batch-builder";
 import {
   encodeTrafficBatch,
   FLAG_ALLOWED,
@@ -24,6 +27,21 @@ import {
   NO_BINDING,
   type TrafficProfile,
 } from "./traffic-batch-codec";
+
+/** A profile recently appended, recognised by the identity of its checks and its fields. */
+interface RecentProfile {
+  readonly checks: readonly { readonly scope: string }[];
+  readonly tier: string | null;
+  readonly endpointClass: string;
+  readonly cost: number;
+  readonly policyVersion: number;
+  readonly id: number;
+}
+
+/** Profiles recognised without a key: a gateway's traffic has few, and they repeat. */
+const RECENT_PROFILES = 8;
+/** Columns preallocated up to this many decisions; beyond, they grow (to the buffer's bound). */
+const PREALLOCATED_DECISIONS = 16_384;
 
 /** One decision as the decision path hands it over: references only, nothing computed. */
 export interface DecisionRecord {
@@ -137,7 +155,8 @@ export class TrafficRecorder implements DecisionRecorder {
   readonly #maxStreamBatches: number;
   readonly #streamTtlMs: number;
   readonly #key: Uint8Array;
-  #buffer: DecisionRecord[] = [];
+  readonly #columns: TrafficBatchBuilder;
+  #recent: RecentProfile[] = [];
   #dropped = 0;
   readonly #hashes = new Map<string, string>();
   /** Batches written and requests in them, since start. */
@@ -172,16 +191,77 @@ export class TrafficRecorder implements DecisionRecorder {
     this.#maxStreamBatches = options.maxStreamBatches ?? 3_600;
     this.#streamTtlMs = options.streamTtlMs ?? 21_600_000;
     this.#key = utf8ToBytes(options.addressHashKey);
+    this.#columns = new TrafficBatchBuilder(Math.min(max, PREALLOCATED_DECISIONS));
   }
 
   /** The decision path's call: append, or count as dropped when the buffer is full. */
   record(record: DecisionRecord): void {
     if (this.sampleRate < 1 && !isSampledSubject(record.subject, this.sampleRate)) return;
-    if (this.#buffer.length >= this.#max) {
+    const columns = this.#columns;
+    if (columns.count >= this.#max) {
       this.#dropped++;
       return;
     }
-    this.#buffer.push(record);
+    const decision = record.decision;
+    const storeTime = storeTimeOf(decision);
+    const checks = record.checks;
+    let bound = NO_BINDING;
+    if (decision.scope !== null) {
+      for (let c = 0; c < checks.length && c < NO_BINDING; c++) {
+        if ((checks[c] as { readonly scope: string }).scope === decision.scope) {
+          bound = c;
+          break;
+        }
+      }
+    }
+    columns.append(
+      storeTime === undefined ? record.wallTimeMs : storeTime.nowMs,
+      // As the decision path named it; the stored form (addresses hashed) is made at flush.
+      columns.subjectIdOf(record.subject),
+      this.#profileIdOf(record),
+      storeTime === undefined ? 0 : storeTime.indexInCall,
+      (decision.allowed ? FLAG_ALLOWED : 0) |
+        (storeTime === undefined ? 0 : FLAG_STORE_TIME) |
+        (decision.degraded ? FLAG_WITHOUT_STORE : 0) |
+        (decision.source === "denial-cache" || decision.source === "flood-guard"
+          ? FLAG_LOCAL_STAGE
+          : 0),
+      bound,
+    );
+  }
+
+  #profileIdOf(record: DecisionRecord): number {
+    const recent = this.#recent;
+    for (let r = 0; r < recent.length; r++) {
+      const seen = recent[r] as RecentProfile;
+      if (
+        seen.checks === record.checks &&
+        seen.tier === record.tier &&
+        seen.endpointClass === record.endpointClass &&
+        seen.cost === record.cost &&
+        seen.policyVersion === record.policyVersion
+      ) {
+        return seen.id;
+      }
+    }
+    const profile: TrafficProfile = {
+      tier: record.tier,
+      endpointClass: record.endpointClass,
+      cost: record.cost,
+      policyVersion: record.policyVersion,
+      scopes: record.checks.map((check) => check.scope),
+    };
+    const id = this.#columns.profileIdOf(trafficProfileKey(profile), () => profile);
+    if (recent.length >= RECENT_PROFILES) recent.shift();
+    recent.push({
+      checks: record.checks,
+      tier: record.tier,
+      endpointClass: record.endpointClass,
+      cost: record.cost,
+      policyVersion: record.policyVersion,
+      id,
+    });
+    return id;
   }
 
   /** The keyed hash of an address: 16 bytes of HMAC-SHA256, hex. */
@@ -197,12 +277,13 @@ export class TrafficRecorder implements DecisionRecorder {
 
   /** Takes what is buffered and writes it as one batch; off the decision path (a timer). */
   async flush(): Promise<void> {
-    const records = this.#buffer;
+    const requests = this.#columns.count;
     const dropped = this.#dropped;
-    if (records.length === 0 && dropped === 0) return;
-    this.#buffer = [];
+    if (requests === 0 && dropped === 0) return;
+    const payload = this.#encodeBuffered(dropped);
+    this.#columns.clear();
+    this.#recent = [];
     this.#dropped = 0;
-    const payload = this.encode(records, dropped);
     const stream = this.#names.stream(this.#gatewayId);
     await this.#redis.xadd(
       stream,
@@ -217,83 +298,39 @@ export class TrafficRecorder implements DecisionRecorder {
     await this.#redis.sadd(this.#names.gateways, this.#gatewayId);
     this.written = {
       batches: this.written.batches + 1,
-      requests: this.written.requests + records.length,
+      requests: this.written.requests + requests,
       bytes: this.written.bytes + payload.byteLength,
     };
   }
 
-  /** One batch of `records` (exposed for tests and the bench). */
-  encode(records: readonly DecisionRecord[], dropped: number): Uint8Array {
-    const n = records.length;
-    const timeMs = new Float64Array(n);
-    const subject = new Uint32Array(n);
-    const profile = new Uint32Array(n);
-    const order = new Uint16Array(n);
-    const flags = new Uint8Array(n);
-    const binding = new Uint8Array(n);
-    const subjects: string[] = [];
-    const subjectIndex = new Map<string, number>();
-    const profiles: TrafficProfile[] = [];
-    const profileIndex = new Map<string, number>();
-    const scopesKey = new WeakMap<object, string>();
+  /** One batch of what is buffered, subjects in their stored form (one entry per stored name). */
+  #encodeBuffered(dropped: number): Uint8Array {
+    const columns = this.#columns;
+    const names = columns.subjects;
+    const stored: string[] = [];
+    const storedIndex = new Map<string, number>();
+    const remap = new Uint32Array(names.length);
+    let isSame = true;
     const hash = (address: string) => this.hashAddress(address);
-    for (let i = 0; i < n; i++) {
-      const record = records[i] as DecisionRecord;
-      const stored = recordedSubjectOf(record.subject, hash);
-      let s = subjectIndex.get(stored);
-      if (s === undefined) {
-        s = subjects.length;
-        subjects.push(stored);
-        subjectIndex.set(stored, s);
+    for (let s = 0; s < names.length; s++) {
+      const name = recordedSubjectOf(names[s] as string, hash);
+      let id = storedIndex.get(name);
+      if (id === undefined) {
+        id = stored.length;
+        stored.push(name);
+        storedIndex.set(name, id);
       }
-      let scopes = scopesKey.get(record.checks);
-      if (scopes === undefined) {
-        scopes = record.checks.map((check) => check.scope).join("\u0000");
-        scopesKey.set(record.checks, scopes);
-      }
-      const key = `${record.tier}\u0001${record.endpointClass}\u0001${record.cost}\u0001${record.policyVersion}\u0001${scopes}`;
-      let p = profileIndex.get(key);
-      if (p === undefined) {
-        p = profiles.length;
-        profiles.push({
-          tier: record.tier,
-          endpointClass: record.endpointClass,
-          cost: record.cost,
-          policyVersion: record.policyVersion,
-          scopes: record.checks.map((check) => check.scope),
-        });
-        profileIndex.set(key, p);
-      }
-      const decision = record.decision;
-      const storeTime = storeTimeOf(decision);
-      timeMs[i] = storeTime === undefined ? record.wallTimeMs : storeTime.nowMs;
-      order[i] = storeTime === undefined ? 0 : storeTime.indexInCall;
-      subject[i] = s;
-      profile[i] = p;
-      flags[i] =
-        (decision.allowed ? FLAG_ALLOWED : 0) |
-        (storeTime === undefined ? 0 : FLAG_STORE_TIME) |
-        (decision.degraded ? FLAG_WITHOUT_STORE : 0) |
-        (decision.source === "denial-cache" || decision.source === "flood-guard"
-          ? FLAG_LOCAL_STAGE
-          : 0);
-      const bound =
-        decision.scope === null ? -1 : record.checks.findIndex((c) => c.scope === decision.scope);
-      binding[i] = bound === -1 || bound > 254 ? NO_BINDING : bound;
+      remap[s] = id;
+      if (id !== s) isSame = false;
+    }
+    // Two names for one stored subject (an address with and without a route suffix): one entry.
+    if (!isSame) {
+      const subject = columns.subject;
+      for (let i = 0; i < columns.count; i++) subject[i] = remap[subject[i] as number] as number;
     }
     return encodeTrafficBatch({
-      gatewayId: this.#gatewayId,
-      sampleRate: this.sampleRate,
-      dropped,
-      count: n,
-      subjects,
-      profiles,
-      timeMs,
-      subject,
-      profile,
-      order,
-      flags,
-      binding,
+      ...columns.batch({ gatewayId: this.#gatewayId, sampleRate: this.sampleRate, dropped }),
+      subjects: stored,
     });
   }
 }
