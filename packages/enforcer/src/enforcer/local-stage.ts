@@ -57,8 +57,21 @@ function limitKeyOf(spec: LimitSpec): string {
  * length-prefixed so no two different triples spell the same key.
  */
 export function denialKeyOf(subject: string, check: LimitCheck): string {
+  return `${subject.length}:${subject}${checkKeyOf(check)}`;
+}
+
+/** The check's part of a denial key, made once per check object (the policy's are frozen). */
+const checkKeys = new WeakMap<LimitCheck, string>();
+
+function checkKeyOf(check: LimitCheck): string {
+  if (Object.isFrozen(check)) {
+    const cached = checkKeys.get(check);
+    if (cached !== undefined) return cached;
+  }
   const bucket = bucketOf(check);
-  return `${subject.length}:${subject}${bucket.length}:${bucket}${limitKeyOf(check.limit)}`;
+  const key = `${bucket.length}:${bucket}${limitKeyOf(check.limit)}`;
+  if (Object.isFrozen(check)) checkKeys.set(check, key);
+  return key;
 }
 
 interface Denial {

@@ -77,6 +77,13 @@ export class BoundedLru<K, V> {
     return true;
   }
 
+  /** Forgets every entry. */
+  clear(): void {
+    this.#nodes.clear();
+    this.#newest = null;
+    this.#oldest = null;
+  }
+
   /** Entries from least to most recently used. Walks the list; for tests and small snapshots. */
   *entries(): IterableIterator<[K, V]> {
     for (let node = this.#oldest; node !== null; node = node.newer) yield [node.key, node.value];
