@@ -77,6 +77,12 @@ export class BoundedLru<K, V> {
     return true;
   }
 
+  /** The least recently used entry, without touching its recency; undefined when empty. */
+  oldest(): [K, V] | undefined {
+    const node = this.#oldest;
+    return node === null ? undefined : [node.key, node.value];
+  }
+
   /** Forgets every entry. */
   clear(): void {
     this.#nodes.clear();
