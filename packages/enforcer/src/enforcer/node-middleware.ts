@@ -63,30 +63,31 @@ export function createNodeMiddleware(
   };
   return (req, res, next) => {
     // `next` is called outside the try: an error thrown by the route after it is not the
-    // limiter's, and must not reach `next` a second time.
-    const proceed = (mayProceed: boolean) => {
-      if (mayProceed) next();
-    };
-    const fail = (error: unknown) => next(error);
+    // limiter's, and must not reach `next` a second time. (The callbacks are written inline, not
+    // bound to names: a named closure costs a property definition per request under tsx.)
     let identified: Identity | null | Promise<Identity | null>;
     try {
       identified = identify === undefined ? null : identify(req);
     } catch (error: unknown) {
-      fail(error);
+      next(error);
       return;
     }
     // A synchronous `identify` (an in-memory key lookup) costs no extra turn of the microtask queue.
-    if (isPromiseLike(identified)) {
-      Promise.resolve(identified)
-        .then((identity) => decide(req, res, identity))
-        .then(proceed, fail);
+    let decided: Promise<boolean>;
+    try {
+      decided = isPromiseLike(identified)
+        ? Promise.resolve(identified).then((identity) => decide(req, res, identity))
+        : decide(req, res, identified);
+    } catch (error: unknown) {
+      next(error);
       return;
     }
-    try {
-      decide(req, res, identified).then(proceed, fail);
-    } catch (error: unknown) {
-      fail(error);
-    }
+    decided.then(
+      (mayProceed) => {
+        if (mayProceed) next();
+      },
+      (error: unknown) => next(error),
+    );
   };
 }
 
