@@ -189,6 +189,11 @@ interface Row {
   readonly minRatio?: number;
 }
 
+/** a[i] - b[i] for two series measured in the same rounds. */
+function differences(a: readonly number[], b: readonly number[]): number[] {
+  return a.map((value, index) => value - (b[index] ?? Number.NaN));
+}
+
 function perSecond(nsPerOp: number): number {
   return 1e9 / nsPerOp;
 }
@@ -344,6 +349,9 @@ export async function run(): Promise<void> {
   // Random key order at 10k and 1M keys (a store big enough for all): ns per layered decision,
   // TRIALS rounds alternating the two sizes. The order is drawn beforehand.
   const randomNs = new Map<number, number[]>(RANDOM_KEY_COUNTS.map((count) => [count, []]));
+  // The floor under it: one `Map.get` of the same subject strings in the same order (what any
+  // store keyed by subject pays before it does anything), measured in the same rounds.
+  const floorNs = new Map<number, number[]>(RANDOM_KEY_COUNTS.map((count) => [count, []]));
   {
     const stores = RANDOM_KEY_COUNTS.map((count) => {
       const inputs = Array.from(
@@ -355,16 +363,25 @@ export async function run(): Promise<void> {
       const order = Uint32Array.from({ length: RANDOM_OPS }, () =>
         Math.floor(Math.random() * count),
       );
-      return { count, inputs, store, order };
+      const bySubject = new Map(inputs.map((input, i) => [input.subject, i]));
+      return { count, inputs, store, order, bySubject };
     });
+    let sink = 0;
     for (let trial = -1; trial < TRIALS; trial++) {
-      for (const { count, inputs, store, order } of stores) {
+      for (const { count, inputs, store, order, bySubject } of stores) {
         const ns = nsPerOpSync(RANDOM_OPS, (i) =>
           store.decideSync(inputs[order[i] ?? 0] ?? hotRoomy),
         );
-        if (trial >= 0) randomNs.get(count)?.push(ns);
+        const floor = nsPerOpSync(RANDOM_OPS, (i) => {
+          sink += bySubject.get((inputs[order[i] ?? 0] ?? hotRoomy).subject) ?? 0;
+        });
+        if (trial >= 0) {
+          randomNs.get(count)?.push(ns);
+          floorNs.get(count)?.push(floor);
+        }
       }
     }
+    if (sink < 0) throw new Error("unreachable: keeps the floor loop from being optimized away");
   }
 
   // Flood: a million unique keys into a store bounded at 100k (900k evictions). The subjects
@@ -456,6 +473,11 @@ export async function run(): Promise<void> {
     `random key order, layered decideSync: ${summary(smallNs, 0)} ns/decision at ${small.toLocaleString("en-US")} keys, ${summary(largeNs, 0)} at ${large.toLocaleString("en-US")} keys (median [min-max] of ${TRIALS} alternating rounds of ${RANDOM_OPS.toLocaleString("en-US")})`,
   );
 
+  const smallFloor = floorNs.get(small) ?? [];
+  const largeFloor = floorNs.get(large) ?? [];
+  console.log(
+    `  floor (a bare Map.get of the same subjects in the same order, same rounds): ${summary(smallFloor, 0)} ns at ${small.toLocaleString("en-US")} keys, ${summary(largeFloor, 0)} at ${large.toLocaleString("en-US")} keys; ratio ${summary(pairedRatios(largeFloor, smallFloor))}x. the store's own part (decision minus floor, per round): ${summary(differences(smallNs, smallFloor), 0)} ns at ${small.toLocaleString("en-US")}, ${summary(differences(largeNs, largeFloor), 0)} ns at ${large.toLocaleString("en-US")}`,
+  );
   const targets = new Targets();
   for (const row of rows) {
     if (row.ratios !== undefined && row.minRatio !== undefined) {

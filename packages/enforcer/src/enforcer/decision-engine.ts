@@ -13,7 +13,7 @@ import { UNLIMITED } from "../limiter/layered";
 import type { LimiterStore } from "../limiter/types";
 import { isCustomerId } from "../policy/names";
 import type { PreparedSnapshot } from "../policy/prepare";
-import { type ResolvedCheck, resolveLimits } from "../policy/resolve";
+import type { ResolvedCheck } from "../policy/resolve";
 import type { DecisionRecorder } from "../recording/traffic-recorder";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker";
 import { DecisionMetrics, type DecisionMetricsOptions } from "./decision-metrics";
@@ -22,6 +22,7 @@ import { GuardedStore } from "./guarded-store";
 import { buildRateLimitResponse, type RateLimitHttpResult } from "./http-headers";
 import { LocalStage, type LocalStageOptions } from "./local-stage";
 import { RecentRejections, type RecentRejectionsOptions } from "./recent-rejections";
+import { ResolutionCache, type ResolutionCacheOptions } from "./resolution-cache";
 import { systemTimers, type Timers } from "./timers";
 import type { EnforcerDecision, EnforcerInput } from "./types";
 
@@ -110,6 +111,12 @@ export interface DecisionEngineOptions {
   readonly localStage?: LocalStageOptions | false;
   /** @default {} */
   readonly metrics?: Omit<DecisionMetricsOptions, "wallClock">;
+  /**
+   * The memo of resolutions of customers without overrides, per snapshot (see
+   * `resolution-cache.ts`).
+   * @default {}: at most 10 000 resolutions
+   */
+  readonly resolutionCache?: ResolutionCacheOptions;
   /** @default {} */
   readonly recentRejections?: Omit<RecentRejectionsOptions, "clock" | "wallClock">;
   /** Durations (timeouts, breaker, local quotas, latency). @default monotonicClock */
@@ -140,11 +147,16 @@ export class DecisionEngine implements RequestChecker {
   readonly #clock: Clock;
   readonly #wallClock: Clock;
   readonly #recorder: DecisionRecorder | undefined;
+  readonly #resolutions: ResolutionCache;
+  readonly #wallNowMs: () => number;
 
   constructor(options: DecisionEngineOptions) {
+    this.#resolutions = new ResolutionCache(options.resolutionCache);
     this.#recorder = options.recorder;
     this.#clock = options.clock ?? monotonicClock;
     this.#wallClock = options.wallClock ?? defaultWallClock;
+    const wall = this.#wallClock;
+    this.#wallNowMs = () => wall.nowMs();
     this.#snapshot = options.snapshot;
     this.breaker = new CircuitBreaker({ ...options.breaker, clock: this.#clock });
     this.#guarded = new GuardedStore({
@@ -191,7 +203,7 @@ export class DecisionEngine implements RequestChecker {
     const prepared = this.#snapshot();
     if (prepared === null) return this.#withoutPolicy(request, startedAtMs);
 
-    const resolution = resolveLimits(
+    const resolution = this.#resolutions.resolve(
       prepared,
       {
         customerId,
@@ -201,16 +213,16 @@ export class DecisionEngine implements RequestChecker {
         clientAddress: request.clientAddress ?? null,
         endpointClass: request.endpointClass ?? null,
       },
-      this.#wallClock.nowMs(),
-      { trace: false },
+      this.#wallNowMs,
     );
     const cost = request.cost ?? resolution.cost;
     const input: EnforcerInput = { subject: resolution.subject, checks: resolution.checks, cost };
 
-    const sentAtMs = this.#clock.nowMs();
+    // `startedAtMs` serves as the instant the store call is sent: it is read before it, which is
+    // all the denial cache needs (an earlier instant only makes a denial expire sooner).
     const local = this.#localStage?.check(input) ?? null;
     const decision = local ?? (await this.#guarded.decide(input));
-    if (local === null) this.#localStage?.recordSharedDecision(input, decision, sentAtMs);
+    if (local === null) this.#localStage?.recordSharedDecision(input, decision, startedAtMs);
 
     this.metrics.record(decision, (this.#clock.nowMs() - startedAtMs) * 1000);
     if (!decision.allowed && customerId !== null && decision.scope !== null) {

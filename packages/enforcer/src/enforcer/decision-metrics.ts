@@ -109,29 +109,26 @@ class Accumulator {
     this.#latencyCounts = new Array<number>(boundsMicros.length + 1).fill(0);
   }
 
-  add(
-    decision: MetricsDecision,
-    scopeNames: readonly string[],
-    latencyMicros: number,
-    bucketIndex: number,
-  ): void {
-    decision.outcomes.forEach((outcome, index) => {
-      const name = scopeNames[index] ?? OTHER_SCOPE;
-      let counts = this.#scopes.get(name);
-      if (counts === undefined) {
-        counts = { allowed: 0, rejected: 0, wouldReject: 0, degraded: 0 };
-        this.#scopes.set(name, counts);
-      }
-      if (outcome.mode === "enforce") {
-        if (decision.allowed) counts.allowed++;
-        else if (!outcome.allowed) counts.rejected++;
-      } else if (outcome.allowed) {
-        counts.allowed++;
-      } else {
-        counts.wouldReject++;
-      }
-      if (outcome.fallback !== undefined && outcome.fallback !== null) counts.degraded++;
-    });
+  /** Counts one outcome of a decision (admitted or not) under the scope name `name`. */
+  addOutcome(isAllowed: boolean, outcome: MetricsDecision["outcomes"][number], name: string): void {
+    let counts = this.#scopes.get(name);
+    if (counts === undefined) {
+      counts = { allowed: 0, rejected: 0, wouldReject: 0, degraded: 0 };
+      this.#scopes.set(name, counts);
+    }
+    if (outcome.mode === "enforce") {
+      if (isAllowed) counts.allowed++;
+      else if (!outcome.allowed) counts.rejected++;
+    } else if (outcome.allowed) {
+      counts.allowed++;
+    } else {
+      counts.wouldReject++;
+    }
+    if (outcome.fallback !== undefined && outcome.fallback !== null) counts.degraded++;
+  }
+
+  /** Counts the decision itself (after its outcomes): source, failure and latency. */
+  addDecision(decision: MetricsDecision, latencyMicros: number, bucketIndex: number): void {
     const failure = decision.failure ?? null;
     if (failure !== null) this.#degradedByFailure[failure]++;
     this.#decisionsBySource[decision.source ?? "store"]++;
@@ -196,6 +193,10 @@ export class DecisionMetrics {
   readonly #totals: Accumulator;
   /** Undrained buckets by start time, in insertion order. */
   #pending = new Map<number, Accumulator>();
+  /** The bucket the last decision went to and its span, or null after a drain. */
+  #current: Accumulator | null = null;
+  #currentStartMs = 0;
+  #currentEndMs = 0;
   #droppedBucketCount = 0;
 
   constructor(options: DecisionMetricsOptions = {}) {
@@ -235,10 +236,20 @@ export class DecisionMetrics {
   /** Counts one decision that took `latencyMicros` to make. */
   record(decision: MetricsDecision, latencyMicros: number): void {
     const latency = latencyMicros >= 0 && Number.isFinite(latencyMicros) ? latencyMicros : 0;
-    const scopeNames = decision.outcomes.map((outcome) => this.#scopeName(outcome.scope));
     const bucketIndex = this.#latencyBucketOf(latency);
-    this.#totals.add(decision, scopeNames, latency, bucketIndex);
-    this.#currentBucket().add(decision, scopeNames, latency, bucketIndex);
+    const totals = this.#totals;
+    const current = this.#currentBucket();
+    // Plain loops over plain counters: this runs for every request.
+    const { outcomes, allowed } = decision;
+    for (let index = 0; index < outcomes.length; index++) {
+      const outcome = outcomes[index];
+      if (outcome === undefined) continue;
+      const name = this.#scopeName(outcome.scope);
+      totals.addOutcome(allowed, outcome, name);
+      current.addOutcome(allowed, outcome, name);
+    }
+    totals.addDecision(decision, latency, bucketIndex);
+    current.addDecision(decision, latency, bucketIndex);
   }
 
   /**
@@ -256,6 +267,7 @@ export class DecisionMetrics {
         ...accumulator.figures(),
       }));
     this.#pending = new Map();
+    this.#current = null;
     return drained;
   }
 
@@ -284,7 +296,20 @@ export class DecisionMetrics {
 
   #currentBucket(): Accumulator {
     const nowMs = this.#wallClock.nowMs();
+    // The bucket of the previous decision, most often this one's too: two comparisons, no lookup.
+    const current = this.#current;
+    if (current !== null && nowMs >= this.#currentStartMs && nowMs < this.#currentEndMs) {
+      return current;
+    }
     const startMs = nowMs - (((nowMs % this.#bucketMs) + this.#bucketMs) % this.#bucketMs);
+    const bucket = this.#bucketAt(startMs);
+    this.#current = bucket;
+    this.#currentStartMs = startMs;
+    this.#currentEndMs = startMs + this.#bucketMs;
+    return bucket;
+  }
+
+  #bucketAt(startMs: number): Accumulator {
     let bucket = this.#pending.get(startMs);
     if (bucket !== undefined) return bucket;
     if (this.#pending.size >= this.#maxPendingBuckets) {

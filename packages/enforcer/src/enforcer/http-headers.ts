@@ -49,6 +49,7 @@
 import type { LimitCheck, LimitMode, LimitSpec } from "../limiter/types";
 import {
   SF_INTEGER_MAX,
+  serializeSfInteger,
   serializeSfIntegerParameters,
   serializeSfList,
   serializeSfString,
@@ -224,13 +225,23 @@ function computeRateLimitPolicy(checks: readonly LimitCheck[]): string | null {
 
 /** The `RateLimit` value for one outcome: `"<scope>";r=<remaining>;t=<seconds>`. */
 export function formatRateLimit(outcome: HttpOutcome, resetSec: number): string {
-  return (
-    serializeSfString(outcome.scope) +
-    serializeSfIntegerParameters([
-      ["r", clampSfInteger(Math.floor(outcome.remaining))],
-      ["t", clampSfInteger(resetSec)],
-    ])
-  );
+  // Per response: the quoted scope comes from a cache, and the two parameters, whose keys are
+  // constants and whose values are clamped whole numbers, are written directly.
+  const remaining = clampSfInteger(Math.floor(outcome.remaining));
+  // `resetSec` is the caller's: a fraction fails serialization, as the RFC says it must.
+  return `${quotedScopeOf(outcome.scope)};r=${remaining};t=${serializeSfInteger(clampSfInteger(resetSec))}`;
+}
+
+/** Serialized scopes. Scopes come from the policy, so few; bounded all the same. */
+const quotedScopes = new Map<string, string>();
+const MAX_QUOTED_SCOPES = 4_096;
+
+function quotedScopeOf(scope: string): string {
+  const cached = quotedScopes.get(scope);
+  if (cached !== undefined) return cached;
+  const quoted = serializeSfString(scope);
+  if (quotedScopes.size < MAX_QUOTED_SCOPES) quotedScopes.set(scope, quoted);
+  return quoted;
 }
 
 /** The outcome the response reports: the binding one, which the decision names by scope. */

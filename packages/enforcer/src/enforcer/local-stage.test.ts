@@ -194,6 +194,30 @@ describe("DenialCache", () => {
     expect(cache.size).toBe(0);
   });
 
+  it.each([
+    [1, 1],
+    [2, 2],
+    [3, 2],
+    [4, 4],
+  ])(
+    "is bounded per denial, not per subject: maxEntries %i holds %i of two subjects' two denials each",
+    (maxEntries, held) => {
+      const { clock, cache, shared } = setup(maxEntries);
+      const one: LimitSpec = { algorithm: "fixed-window", limit: 1, windowMs: 60_000 };
+      const checks = [enforce("first", one), enforce("second", one)];
+      for (const subject of ["a:1", "a:2"]) {
+        const input: EnforcerInput = { subject, checks };
+        shared.decideSync(input);
+        cache.record(input, fromStoreDecision(shared.decideSync(input)), clock.nowMs());
+        expect(cache.size).toBeLessThanOrEqual(maxEntries);
+      }
+      expect(cache.size).toBe(held);
+      // The most recently rejected subject is always still rejected locally.
+      expect(cache.find({ subject: "a:2", checks })).not.toBeNull();
+      if (maxEntries < 4) expect(cache.find({ subject: "a:1", checks })).toBeNull();
+    },
+  );
+
   it("is bounded: 100k distinct rejected subjects leave at most maxEntries denials", () => {
     const { clock, cache, shared } = setup(1_000);
     const tight: EnforcerCheck = enforce("address", {

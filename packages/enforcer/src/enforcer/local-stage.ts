@@ -53,12 +53,26 @@ function limitKeyOf(spec: LimitSpec): string {
 }
 
 /**
- * Which cached denial a check looks up: subject, bucket and the limit's exact parameters, each
- * length-prefixed so no two different triples spell the same key.
+ * The identity of a cached denial: subject, bucket and the limit's exact parameters, each
+ * length-prefixed so no two different triples spell the same key. (The cache holds the subject
+ * and the check's part apart, so a lookup joins nothing.)
  */
 export function denialKeyOf(subject: string, check: LimitCheck): string {
+  return `${subject.length}:${subject}${checkKeyOf(check)}`;
+}
+
+/** The check's part of a denial key, made once per check object (the policy's are frozen). */
+const checkKeys = new WeakMap<LimitCheck, string>();
+
+function checkKeyOf(check: LimitCheck): string {
+  if (Object.isFrozen(check)) {
+    const cached = checkKeys.get(check);
+    if (cached !== undefined) return cached;
+  }
   const bucket = bucketOf(check);
-  return `${subject.length}:${subject}${bucket.length}:${bucket}${limitKeyOf(check.limit)}`;
+  const key = `${bucket.length}:${bucket}${limitKeyOf(check.limit)}`;
+  if (Object.isFrozen(check)) checkKeys.set(check, key);
+  return key;
 }
 
 interface Denial {
@@ -112,16 +126,25 @@ export interface DenialCacheOptions {
  * store behind its back (a flushed Redis) within the few hundred milliseconds a denial lives.
  */
 export class DenialCache {
-  readonly #entries: BoundedLru<string, Denial>;
+  /**
+   * Per subject, its live denials, each under its check's key ({@link checkKeyOf}): one map
+   * lookup by subject (whose string the policy's resolution reuses, hash included), then a scan
+   * of a handful of entries, so finding builds no string. Least recently used subjects go first.
+   */
+  readonly #bySubject: BoundedLru<string, SubjectDenial[]>;
+  readonly #maxEntries: number;
   readonly #clock: Clock;
+  #count = 0;
 
   constructor(options: DenialCacheOptions = {}) {
-    this.#entries = new BoundedLru(options.maxEntries ?? 10_000);
+    this.#maxEntries = options.maxEntries ?? 10_000;
+    this.#bySubject = new BoundedLru(this.#maxEntries);
     this.#clock = options.clock ?? monotonicClock;
   }
 
+  /** Denials held; at most `maxEntries`. */
   get size(): number {
-    return this.#entries.size;
+    return this.#count;
   }
 
   /**
@@ -132,6 +155,7 @@ export class DenialCache {
   record(input: EnforcerInput, decision: EnforcerDecision, sentAtMs: number): void {
     if (decision.allowed || decision.source !== "store") return;
     const cost = input.cost ?? 1;
+    const { subject } = input;
     input.checks.forEach((check, index) => {
       const outcome = decision.outcomes[index];
       if (check.mode !== "enforce" || outcome === undefined || outcome.scope !== check.scope) {
@@ -140,7 +164,7 @@ export class DenialCache {
       if (outcome.allowed || outcome.reason !== "limit-exceeded") return;
       const livesMs = Math.min(outcome.retryAfterMs, outcome.resetAfterMs);
       if (!(livesMs > 0)) return;
-      this.#entries.set(denialKeyOf(input.subject, check), {
+      this.#set(subject, checkKeyOf(check), {
         cost,
         expiresAtMs: sentAtMs + livesMs,
         resetAtMs: sentAtMs + outcome.resetAfterMs,
@@ -156,21 +180,26 @@ export class DenialCache {
    * null otherwise (ask the shared store). Expired denials found on the way are dropped.
    */
   find(input: EnforcerInput): EnforcerDecision | null {
-    if (this.#entries.size === 0) return null;
+    if (this.#count === 0) return null;
+    const denials = this.#bySubject.get(input.subject);
+    if (denials === undefined) return null;
     const nowMs = this.#clock.nowMs();
     const cost = input.cost ?? 1;
-    const outcomes: EnforcerOutcome[] = [];
+    let outcomes: EnforcerOutcome[] | null = null;
     for (const check of input.checks) {
       if (check.mode !== "enforce") continue;
-      const key = denialKeyOf(input.subject, check);
-      const denial = this.#entries.get(key);
+      const key = checkKeyOf(check);
+      const index = indexOfKey(denials, key);
+      const denial = denials[index]?.denial;
       if (denial === undefined) continue;
       if (nowMs >= denial.expiresAtMs) {
-        this.#entries.delete(key);
+        denials.splice(index, 1);
+        this.#count--;
         continue;
       }
       if (cost < denial.cost) continue;
       const retryAfterMs = Math.ceil(denial.expiresAtMs - nowMs);
+      outcomes ??= [];
       outcomes.push({
         allowed: false,
         limit: denial.limit,
@@ -183,9 +212,53 @@ export class DenialCache {
         fallback: null,
       });
     }
-    if (outcomes.length === 0) return null;
+    if (denials.length === 0) this.#bySubject.delete(input.subject);
+    if (outcomes === null) return null;
     return enforcerDecisionOf(outcomes, { source: "denial-cache", degraded: false, failure: null });
   }
+
+  #set(subject: string, key: string, denial: Denial): void {
+    let denials = this.#bySubject.get(subject);
+    if (denials === undefined) {
+      denials = [];
+      const evicted = this.#bySubject.set(subject, denials);
+      if (evicted !== null) this.#count -= evicted.value.length;
+    }
+    const existing = denials[indexOfKey(denials, key)];
+    if (existing !== undefined) {
+      existing.denial = denial;
+      return;
+    }
+    denials.push({ key, denial });
+    this.#count++;
+    // Over the bound (a subject with several denials): the least recently used subjects go, and
+    // if only this one is left, its oldest denials.
+    while (this.#count > this.#maxEntries) {
+      const oldest = this.#bySubject.oldest();
+      if (oldest === undefined) break;
+      const [oldestSubject, oldestDenials] = oldest;
+      if (oldestDenials === denials) {
+        denials.shift();
+        this.#count--;
+      } else {
+        this.#bySubject.delete(oldestSubject);
+        this.#count -= oldestDenials.length;
+      }
+    }
+  }
+}
+
+function indexOfKey(denials: readonly SubjectDenial[], key: string): number {
+  for (let index = 0; index < denials.length; index++) {
+    if (denials[index]?.key === key) return index;
+  }
+  return -1;
+}
+
+/** One live denial of a subject, under its check's key. */
+interface SubjectDenial {
+  readonly key: string;
+  denial: Denial;
 }
 
 export interface FloodGuardOptions {

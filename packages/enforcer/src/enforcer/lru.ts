@@ -77,6 +77,19 @@ export class BoundedLru<K, V> {
     return true;
   }
 
+  /** The least recently used entry, without touching its recency; undefined when empty. */
+  oldest(): [K, V] | undefined {
+    const node = this.#oldest;
+    return node === null ? undefined : [node.key, node.value];
+  }
+
+  /** Forgets every entry. */
+  clear(): void {
+    this.#nodes.clear();
+    this.#newest = null;
+    this.#oldest = null;
+  }
+
   /** Entries from least to most recently used. Walks the list; for tests and small snapshots. */
   *entries(): IterableIterator<[K, V]> {
     for (let node = this.#oldest; node !== null; node = node.newer) yield [node.key, node.value];

@@ -48,6 +48,13 @@ export interface SeenSighting {
 
 const HOUR_MS = 3_600_000;
 
+/** A tier a customer was reported with this hour. */
+interface ReportedTier {
+  /** As given to `record` (`""` for none). */
+  readonly tier: string;
+  lastMs: number;
+}
+
 function wholeAtLeastOne(name: string, value: number): number {
   if (!(Number.isInteger(value) && value >= 1)) {
     throw new RangeError(`seenCustomers.${name} must be a whole number >= 1, got ${value}`);
@@ -61,11 +68,15 @@ export class SeenCustomers {
   readonly #reportIntervalMs: number;
   readonly #wallClock: Clock;
   #hour = -1;
-  /** This hour's reported `customer\ntier` pairs -> when each was last queued. */
-  readonly #reported = new Map<string, number>();
-  /** Tiers reported this hour, per customer. */
-  readonly #tierCounts = new Map<string, number>();
-  readonly #pending = new Map<string, SeenSighting>();
+  /**
+   * This hour's reported customers: per customer id, each tier it was reported with (as given,
+   * `""` for none) and when that pair was last queued. Keyed by the id as it arrives, so the hot
+   * path (a pair already vetted this hour) builds no string.
+   */
+  readonly #reported = new Map<string, ReportedTier[]>();
+  /** Pending sightings, by customer id, then by tier field. */
+  readonly #pending = new Map<string, Map<string, SeenSighting>>();
+  #pendingCount = 0;
   #overflowThisHour = 0;
   #overflowPending = 0;
   #overflowPendingHour = -1;
@@ -90,7 +101,7 @@ export class SeenCustomers {
 
   /** Sightings waiting for the flush (at most the hour's cap). */
   get pendingCount(): number {
-    return this.#pending.size;
+    return this.#pendingCount;
   }
 
   /**
@@ -102,35 +113,54 @@ export class SeenCustomers {
     const nowMs = this.#wallClock.nowMs();
     const hour = Math.floor(nowMs / HOUR_MS);
     if (hour !== this.#hour) this.#startHour(hour);
-    const key = `${customerId}\n${tier ?? ""}`;
-    const lastMs = this.#reported.get(key);
-    if (lastMs !== undefined) {
-      // The hot path: a pair already vetted this hour.
-      if (nowMs - lastMs < this.#reportIntervalMs) return;
-      this.#reported.set(key, nowMs);
-      this.#pending.set(key, { customerId, tierField: tierField(tier), atMs: nowMs });
+    const given = tier ?? "";
+    const tiers = this.#reported.get(customerId);
+    if (tiers !== undefined) {
+      for (const reported of tiers) {
+        if (reported.tier !== given) continue;
+        // The hot path: a pair already vetted this hour.
+        if (nowMs - reported.lastMs < this.#reportIntervalMs) return;
+        reported.lastMs = nowMs;
+        this.#queue(customerId, given, nowMs);
+        return;
+      }
+      if (tiers.length >= this.#maxTiers) {
+        this.#countOverflow(hour);
+        return;
+      }
+      tiers.push({ tier: given, lastMs: nowMs });
+      this.#queue(customerId, given, nowMs);
       return;
     }
     if (!isCustomerId(customerId)) return;
-    const tiers = this.#tierCounts.get(customerId);
-    if (
-      (tiers === undefined && this.#tierCounts.size >= this.#maxCustomers) ||
-      (tiers ?? 0) >= this.#maxTiers
-    ) {
-      this.#overflowThisHour++;
-      this.#overflowPending++;
-      this.#overflowPendingHour = hour;
+    if (this.#reported.size >= this.#maxCustomers) {
+      this.#countOverflow(hour);
       return;
     }
-    this.#tierCounts.set(customerId, (tiers ?? 0) + 1);
-    this.#reported.set(key, nowMs);
-    this.#pending.set(key, { customerId, tierField: tierField(tier), atMs: nowMs });
+    this.#reported.set(customerId, [{ tier: given, lastMs: nowMs }]);
+    this.#queue(customerId, given, nowMs);
+  }
+
+  #queue(customerId: string, tier: string, atMs: number): void {
+    const field = tierField(tier);
+    let byField = this.#pending.get(customerId);
+    if (byField === undefined) {
+      byField = new Map();
+      this.#pending.set(customerId, byField);
+    }
+    if (!byField.has(field)) this.#pendingCount++;
+    byField.set(field, { customerId, tierField: field, atMs });
+  }
+
+  #countOverflow(hour: number): void {
+    this.#overflowThisHour++;
+    this.#overflowPending++;
+    this.#overflowPendingHour = hour;
   }
 
   #startHour(hour: number): void {
     this.#hour = hour;
     this.#reported.clear();
-    this.#tierCounts.clear();
     this.#overflowThisHour = 0;
   }
 
@@ -139,8 +169,12 @@ export class SeenCustomers {
     readonly sightings: readonly SeenSighting[];
     readonly overflow: { readonly hour: number; readonly count: number } | null;
   } {
-    const sightings = [...this.#pending.values()];
+    const sightings: SeenSighting[] = [];
+    for (const byField of this.#pending.values()) {
+      for (const sighting of byField.values()) sightings.push(sighting);
+    }
     this.#pending.clear();
+    this.#pendingCount = 0;
     const overflow =
       this.#overflowPending === 0
         ? null
