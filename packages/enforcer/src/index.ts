@@ -51,6 +51,7 @@ export {
 } from "./enforcer/node-middleware";
 export type { AppliedSnapshot, SnapshotErrorReport } from "./enforcer/policy-follower";
 export type { RecentRejectionsOptions } from "./enforcer/recent-rejections";
+export type { ResolutionCacheOptions } from "./enforcer/resolution-cache";
 export type {
   DecisionSource,
   EnforcerDecision,

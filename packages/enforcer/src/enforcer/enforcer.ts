@@ -42,6 +42,7 @@ import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "
 import { escapeLabelValue, renderPrometheus } from "./prometheus";
 import type { RecentRejectionsOptions } from "./recent-rejections";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
+import type { ResolutionCacheOptions } from "./resolution-cache";
 import { SeenCustomers, type SeenCustomersOptions, SeenCustomersReporter } from "./seen-customers";
 import { systemTimers, type TimerHandle, type Timers } from "./timers";
 import { STORE_FAILURES, type StoreFailure } from "./types";
@@ -130,6 +131,11 @@ export interface EnforcerOptions {
   readonly closedRetryAfterMs?: number;
   /** The local first stage, or false. See `DecisionEngineOptions.localStage`. @default {} */
   readonly localStage?: LocalStageOptions | false;
+  /**
+   * The memo of resolutions of customers without overrides, per snapshot (one per customer, tier
+   * and route seen while one snapshot is in force). @default { maxEntries: 10_000 }
+   */
+  readonly resolutionCache?: ResolutionCacheOptions;
   /** How often the stored policy version is checked, healing missed announcements. @default 2_000 */
   readonly pollIntervalMs?: number;
   /**
@@ -309,6 +315,7 @@ export class Enforcer implements RequestChecker {
       breaker: options.breaker,
       closedRetryAfterMs: options.closedRetryAfterMs,
       localStage: options.localStage,
+      resolutionCache: options.resolutionCache,
       metrics: options.metrics,
       recentRejections: options.recentRejections,
       clock,

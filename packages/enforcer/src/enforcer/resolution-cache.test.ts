@@ -132,4 +132,10 @@ describe("ResolutionCache", () => {
     ).toThrow(TypeError);
     expect(cache.size).toBe(0);
   });
+
+  it.each([0, -1, 1.5, Number.NaN])("refuses maxEntries %s, naming the option", (maxEntries) => {
+    expect(() => new ResolutionCache({ maxEntries })).toThrow(
+      /resolutionCache\.maxEntries must be a whole number >= 1/,
+    );
+  });
 });

@@ -41,7 +41,13 @@ export class ResolutionCache {
   #hitCount = 0;
 
   constructor(options: ResolutionCacheOptions = {}) {
-    this.#entries = new BoundedLru(options.maxEntries ?? 10_000);
+    const maxEntries = options.maxEntries ?? 10_000;
+    if (!Number.isInteger(maxEntries) || maxEntries < 1) {
+      throw new RangeError(
+        `resolutionCache.maxEntries must be a whole number >= 1, got ${maxEntries}`,
+      );
+    }
+    this.#entries = new BoundedLru(maxEntries);
   }
 
   /** Resolutions held now; at most `maxEntries`. */
