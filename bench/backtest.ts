@@ -17,13 +17,10 @@
  *    the full record's (the mismatch rate under sampling). A summary with the load average ends the
  *    run. `BENCH_BACKTEST_SKIP_HTTP=1` skips part 1, `BENCH_BACKTEST_SKIP_DAY=1` part 2.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { once } from "node:events";
 import { Agent, request } from "node:http";
 import { availableParallelism, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { deflateRawSync } from "node:zlib";
 import {
   decideLayeredBinding,
@@ -57,8 +54,8 @@ import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databa
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
 import { benchRedis, loadLine, median, pairedRatios, summary } from "./fair";
+import { startTargetProcess, stopTargetProcess, type TargetProcess } from "./target-process";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const REQUESTS = Number(process.env.BENCH_BACKTEST_REQUESTS ?? 10_000_000);
 const CUSTOMERS = 10_000;
 const BURST = 25;
@@ -97,51 +94,11 @@ function seeded(seed: number): () => number {
 // ---------------------------------------------------------------------------------------------
 // 1. The cost of recording
 
-interface Target {
-  readonly url: URL;
-  readonly child: ChildProcess;
-}
+type Target = TargetProcess;
 
-async function startTarget(
-  prefix: string,
-  redisUrl: string,
-  record: "on" | "off",
-): Promise<Target> {
-  const child = spawn(
-    process.execPath,
-    [
-      "--conditions=react-server",
-      "--import",
-      "tsx",
-      "bench/backtest-target.ts",
-      "--prefix",
-      prefix,
-      "--record",
-      record,
-      "--redis-url",
-      redisUrl,
-    ],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
-  );
-  let stdout = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  const deadline = performance.now() + 60_000;
-  for (;;) {
-    const url = /listening on (\S+)/.exec(stdout)?.[1];
-    if (url !== undefined) return { url: new URL(url), child };
-    if (child.exitCode !== null) throw new Error(`recording ${record} target exited`);
-    if (performance.now() > deadline) throw new Error(`recording ${record} target did not start`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function stopTarget(target: Target): Promise<void> {
-  if (target.child.exitCode !== null) return;
-  const exited = once(target.child, "exit");
-  target.child.kill("SIGTERM");
-  await exited;
+function startTarget(prefix: string, redisUrl: string, record: "on" | "off"): Promise<Target> {
+  const args = ["--prefix", prefix, "--record", record, "--redis-url", redisUrl];
+  return startTargetProcess("backtest-target.ts", args, `recording ${record}`);
 }
 
 /** The target process's CPU time so far (user + system), in microseconds. */
@@ -319,7 +276,7 @@ async function recordingCost(): Promise<string[]> {
     console.log(`  ${loadLine("after")}`);
     return verdicts;
   } finally {
-    await Promise.all(targets.map(stopTarget));
+    await Promise.all(targets.map(stopTargetProcess));
     if (!benchRedisServer.isOwn) await deleteKeys(redis, prefix);
     redis.disconnect();
     await benchRedisServer.stop();

@@ -25,11 +25,8 @@
  * Figures from a small, noisy machine (2 cores shared by Redis, the server and the load): read them
  * as ratios, not absolutes.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { once } from "node:events";
 import { Agent, request } from "node:http";
-import path from "node:path";
 import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/enforcer";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
 import type { TSnapshot } from "@limitplane/enforcer/policy";
@@ -57,9 +54,10 @@ import {
 } from "./fair";
 import { BENCH_LIMITS, benchSnapshot } from "./http-policy";
 
+import { startTargetProcess, stopTargetProcess, type TargetProcess } from "./target-process";
+
 const silentLogger: EnforcerLogger = { log() {} };
 
-const ROOT = path.resolve(import.meta.dirname, "..");
 const ENFORCERS = 10;
 const CHANGES = 50;
 /** Changes before the measured ones, so the first measured one is not also the first JIT pass. */
@@ -209,48 +207,13 @@ async function propagation(redis: Redis, redisUrl: string): Promise<void> {
   }
 }
 
-interface Target {
+interface Target extends TargetProcess {
   readonly mode: string;
-  readonly url: URL;
-  readonly child: ChildProcess;
 }
 
 async function startTarget(mode: string, prefix: string, redisUrl: string): Promise<Target> {
-  const child = spawn(
-    process.execPath,
-    [
-      "--conditions=react-server",
-      "--import",
-      "tsx",
-      "bench/http-target.ts",
-      "--mode",
-      mode,
-      "--prefix",
-      prefix,
-      "--redis-url",
-      redisUrl,
-    ],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
-  );
-  let stdout = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  const deadline = performance.now() + 60_000;
-  for (;;) {
-    const url = /listening on (\S+)/.exec(stdout)?.[1];
-    if (url !== undefined) return { mode, url: new URL(url), child };
-    if (child.exitCode !== null) throw new Error(`${mode} target exited`);
-    if (performance.now() > deadline) throw new Error(`${mode} target did not start`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function stopTarget(target: Target): Promise<void> {
-  if (target.child.exitCode !== null) return;
-  const exited = once(target.child, "exit");
-  target.child.kill("SIGTERM");
-  await exited;
+  const args = ["--mode", mode, "--prefix", prefix, "--redis-url", redisUrl];
+  return { mode, ...(await startTargetProcess("http-target.ts", args, mode)) };
 }
 
 /** Decisions an enforcer target made without Redis, by reason, and those it waited for. */
@@ -472,7 +435,7 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
           }
         }
       } finally {
-        for (const target of targets.values()) await stopTarget(target);
+        for (const target of targets.values()) await stopTargetProcess(target);
       }
     }
   } finally {
