@@ -78,6 +78,10 @@ export function checkPolicyCore(policy: PolicyCore, add: AddIssue): void {
   );
   const tierExists = (name: string) => tiers.has(name);
   const classExists = (name: string) => classes.has(name);
+  /** An endpoint class a rule names (null: all endpoints) must be defined. */
+  const requireClass = (path: (string | number)[], name: string | null) => {
+    if (name !== null && !classExists(name)) add(path, `there is no endpoint class "${name}"`);
+  };
 
   if (!tierExists(policy.defaultTier)) {
     add(["defaultTier"], `defaultTier names tier "${policy.defaultTier}", which is not defined`);
@@ -125,12 +129,7 @@ export function checkPolicyCore(policy: PolicyCore, add: AddIssue): void {
       ),
   );
   policy.customerOverrides.forEach((override, index) => {
-    if (override.endpointClass !== null && !classExists(override.endpointClass)) {
-      add(
-        ["customerOverrides", index, "endpointClass"],
-        `there is no endpoint class "${override.endpointClass}"`,
-      );
-    }
+    requireClass(["customerOverrides", index, "endpointClass"], override.endpointClass);
   });
 
   indexUnique(
@@ -143,12 +142,7 @@ export function checkPolicyCore(policy: PolicyCore, add: AddIssue): void {
       ),
   );
   policy.incidentOverrides.forEach((incident, index) => {
-    if (incident.endpointClass !== null && !classExists(incident.endpointClass)) {
-      add(
-        ["incidentOverrides", index, "endpointClass"],
-        `there is no endpoint class "${incident.endpointClass}"`,
-      );
-    }
+    requireClass(["incidentOverrides", index, "endpointClass"], incident.endpointClass);
   });
 
   indexUnique(
@@ -166,15 +160,8 @@ export function checkPolicyCore(policy: PolicyCore, add: AddIssue): void {
     if (scope.kind === "tier" && !tierExists(scope.tier)) {
       add(["dryRunCandidates", index, "target"], `there is no tier "${scope.tier}"`);
     }
-    if (
-      "endpointClass" in scope &&
-      scope.endpointClass !== null &&
-      !classExists(scope.endpointClass)
-    ) {
-      add(
-        ["dryRunCandidates", index, "target"],
-        `there is no endpoint class "${scope.endpointClass}"`,
-      );
+    if ("endpointClass" in scope) {
+      requireClass(["dryRunCandidates", index, "target"], scope.endpointClass);
     }
   });
 }
