@@ -1,5 +1,5 @@
 import { assertTimeAndCost, assertValidLimit } from "./arguments";
-import { admit, reject } from "./decision";
+import { decisionOf, StepNumbers } from "./decision";
 import {
   ceilMs,
   RETRY_CORRECTION_STEPS,
@@ -18,33 +18,54 @@ export interface FixedWindowState {
   readonly count: number;
 }
 
+/** The kernel's output for the object-returning step, reused (steps never nest). */
+const STEP = new StepNumbers();
+
 /**
- * The window containing `nowMs` and what it has admitted so far. A stored window that the clock
- * has left behind counts as empty. A stored window *after* the current one means the clock went
+ * The start of the window containing `nowMs` (`currentCount`: what it has admitted so far). A
+ * stored window that the clock has left behind counts as empty. A stored window *after* the current one means the clock went
  * back: its count is kept and re-anchored on the current window, so a backwards step grants no
  * fresh budget and leaves the key waiting no longer than the end of the current window.
  */
-function currentWindow(
-  state: FixedWindowState | undefined,
+function currentWindowStartMs(
+  hasState: boolean,
+  stateWindowStartMs: number,
   windowMs: number,
   nowMs: number,
-): FixedWindowState {
+): number {
   const windowStartMs = windowStartOf(nowMs, windowMs);
-  if (state !== undefined && windowsBetween(state.windowStartMs, windowStartMs, windowMs) <= 0) {
-    return state.windowStartMs === windowStartMs
-      ? state
-      : { algorithm: "fixed-window", windowStartMs, count: state.count };
-  }
-  return { algorithm: "fixed-window", windowStartMs, count: 0 };
+  return hasState &&
+    windowsBetween(stateWindowStartMs, windowStartMs, windowMs) <= 0 &&
+    stateWindowStartMs === windowStartMs
+    ? stateWindowStartMs
+    : windowStartMs;
+}
+
+/** The count of the window containing `nowMs` (see `currentWindowStartMs`). */
+function currentCount(
+  hasState: boolean,
+  stateWindowStartMs: number,
+  stateCount: number,
+  windowMs: number,
+  nowMs: number,
+): number {
+  return hasState &&
+    windowsBetween(stateWindowStartMs, windowStartOf(nowMs, windowMs), windowMs) <= 0
+    ? stateCount
+    : 0;
 }
 
 function fitsAt(
-  state: FixedWindowState,
+  windowStartMs: number,
+  count: number,
   limit: FixedWindowLimit,
   atMs: number,
   cost: number,
 ): boolean {
-  return currentWindow(state, limit.windowMs, atMs).count + cost <= limit.limit + UNIT_TOLERANCE;
+  return (
+    currentCount(true, windowStartMs, count, limit.windowMs, atMs) + cost <=
+    limit.limit + UNIT_TOLERANCE
+  );
 }
 
 /**
@@ -83,37 +104,65 @@ export function stepFixedWindowUnchecked(
   nowMs: number,
   cost: number,
 ): Step<FixedWindowState> {
-  const current = currentWindow(state, limit.windowMs, nowMs);
-  const windowEndMs = current.windowStartMs + limit.windowMs;
-  const available = limit.limit - current.count;
-  const resetAfterMs = current.count > 0 ? ceilMs(windowEndMs - nowMs) : 0;
+  const out = STEP;
+  if (state === undefined) stepFixedWindowInto(false, 0, 0, limit, nowMs, cost, out);
+  else stepFixedWindowInto(true, state.windowStartMs, state.count, limit, nowMs, cost, out);
+  return {
+    decision: decisionOf(out, limit.limit),
+    // A rejection within the stored window hands back the stored state itself.
+    state:
+      !out.allowed &&
+      state !== undefined &&
+      out.first === state.windowStartMs &&
+      out.second === state.count
+        ? state
+        : { algorithm: "fixed-window", windowStartMs: out.first, count: out.second },
+  };
+}
+
+/**
+ * The fixed window's step as numbers, for callers that validated the limit, time and cost: the
+ * stored state is `hasState`, `stateWindowStartMs`, `stateCount`, and `out` receives the
+ * decision's numbers and the state to store (`first` = windowStartMs, `second` = count). What
+ * {@link stepFixedWindowUnchecked} runs, without building objects.
+ */
+export function stepFixedWindowInto(
+  hasState: boolean,
+  stateWindowStartMs: number,
+  stateCount: number,
+  limit: FixedWindowLimit,
+  nowMs: number,
+  cost: number,
+  out: StepNumbers,
+): void {
+  const windowStartMs = currentWindowStartMs(hasState, stateWindowStartMs, limit.windowMs, nowMs);
+  const count = currentCount(hasState, stateWindowStartMs, stateCount, limit.windowMs, nowMs);
+  const windowEndMs = windowStartMs + limit.windowMs;
+  const available = limit.limit - count;
+  const resetAfterMs = count > 0 ? ceilMs(windowEndMs - nowMs) : 0;
+  out.first = windowStartMs;
+  out.second = count;
 
   if (cost > limit.limit) {
-    return {
-      decision: reject("cost-exceeds-capacity", limit.limit, available, 0, resetAfterMs),
-      state: current,
-    };
+    out.reject("cost-exceeds-capacity", available, 0, resetAfterMs);
+    return;
   }
   if (cost <= available + UNIT_TOLERANCE) {
-    const count = current.count + cost;
-    return {
-      decision: admit(limit.limit, available - cost, count > 0 ? ceilMs(windowEndMs - nowMs) : 0),
-      state: { algorithm: "fixed-window", windowStartMs: current.windowStartMs, count },
-    };
+    const counted = count + cost;
+    out.admit(available - cost, counted > 0 ? ceilMs(windowEndMs - nowMs) : 0);
+    out.second = counted;
+    return;
   }
   // The next window starts empty and cost <= limit fits there; the check absorbs rounding.
   let retryAfterMs = ceilMs(windowEndMs - nowMs);
-  for (let step = 0; !fitsAt(current, limit, nowMs + retryAfterMs, cost); step++) {
+  for (let step = 0; !fitsAt(windowStartMs, count, limit, nowMs + retryAfterMs, cost); step++) {
     if (step === RETRY_CORRECTION_STEPS) {
       retryAfterMs = Math.max(retryAfterMs, resetAfterMs);
       break;
     }
     retryAfterMs += 1;
   }
-  return {
-    decision: reject("limit-exceeded", limit.limit, available, retryAfterMs, resetAfterMs),
-    state: current,
-  };
+  out.reject("limit-exceeded", available, retryAfterMs, resetAfterMs);
 }
 
 /** The decision a request of `cost` would get now; computes, writes nothing. */

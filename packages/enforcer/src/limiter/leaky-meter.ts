@@ -1,5 +1,5 @@
 import { assertTimeAndCost, assertValidLimit } from "./arguments";
-import { admit, reject } from "./decision";
+import { decisionOf, StepNumbers } from "./decision";
 import { ceilMs, RETRY_CORRECTION_STEPS, timeNoiseMs, UNIT_TOLERANCE } from "./numeric";
 import type { Decision, LeakyMeterLimit, Step } from "./types";
 
@@ -15,6 +15,9 @@ export interface LeakyMeterState {
   readonly zeroRoomAtMs: number;
 }
 
+/** The kernel's output for the object-returning step, reused (steps never nest). */
+const STEP = new StepNumbers();
+
 /** How long `units` of cost take to drain, in (fractional) milliseconds. */
 function drainMs(units: number, drainPerSec: number): number {
   return (units * 1000) / drainPerSec;
@@ -28,9 +31,14 @@ function evaluatedAtMs(nowMs: number): number {
   return nowMs + timeNoiseMs(nowMs);
 }
 
-function roomAt(state: LeakyMeterState | undefined, limit: LeakyMeterLimit, atMs: number): number {
-  if (state === undefined) return limit.burst;
-  const room = ((atMs - state.zeroRoomAtMs) * limit.drainPerSec) / 1000;
+function roomAt(
+  hasState: boolean,
+  zeroRoomAtMs: number,
+  limit: LeakyMeterLimit,
+  atMs: number,
+): number {
+  if (!hasState) return limit.burst;
+  const room = ((atMs - zeroRoomAtMs) * limit.drainPerSec) / 1000;
   if (room <= 0) return 0;
   return Math.min(room, limit.burst);
 }
@@ -77,37 +85,56 @@ export function stepLeakyMeterUnchecked(
   nowMs: number,
   cost: number,
 ): Step<LeakyMeterState> {
+  const out = STEP;
+  if (state === undefined) stepLeakyMeterInto(false, 0, limit, nowMs, cost, out);
+  else stepLeakyMeterInto(true, state.zeroRoomAtMs, limit, nowMs, cost, out);
+  return {
+    decision: decisionOf(out, limit.burst),
+    // A rejection that changed nothing hands back the stored state itself.
+    state:
+      !out.allowed && state !== undefined && out.first === state.zeroRoomAtMs
+        ? state
+        : { algorithm: "leaky-meter", zeroRoomAtMs: out.first },
+  };
+}
+
+/**
+ * The leaky meter's step as numbers, for callers that validated the limit, time and cost: the
+ * stored state is `hasState`, `stateZeroRoomAtMs`, and `out` receives the decision's numbers and
+ * the state to store (`first` = zeroRoomAtMs). What {@link stepLeakyMeterUnchecked} runs, without
+ * building objects.
+ */
+export function stepLeakyMeterInto(
+  hasState: boolean,
+  stateZeroRoomAtMs: number,
+  limit: LeakyMeterLimit,
+  nowMs: number,
+  cost: number,
+  out: StepNumbers,
+): void {
   const atMs = evaluatedAtMs(nowMs);
-  const room = roomAt(state, limit, atMs);
+  const room = roomAt(hasState, stateZeroRoomAtMs, limit, atMs);
   // The clamp anchors on nowMs itself, so the evaluation's slack is never written into the state.
   const fullAtMs = nowMs - drainMs(limit.burst, limit.drainPerSec);
-  const current: LeakyMeterState =
-    state !== undefined && state.zeroRoomAtMs >= fullAtMs
-      ? state
-      : { algorithm: "leaky-meter", zeroRoomAtMs: fullAtMs };
+  const zeroRoomAtMs = hasState && stateZeroRoomAtMs >= fullAtMs ? stateZeroRoomAtMs : fullAtMs;
   const resetAfterMs = ceilMs(drainMs(limit.burst - room, limit.drainPerSec));
 
   if (cost > limit.burst) {
-    return {
-      decision: reject("cost-exceeds-capacity", limit.burst, room, 0, resetAfterMs),
-      state: current,
-    };
+    out.reject("cost-exceeds-capacity", room, 0, resetAfterMs);
+    out.first = zeroRoomAtMs;
+    return;
   }
   if (cost <= room + UNIT_TOLERANCE) {
     const left = room > cost ? room - cost : 0;
-    return {
-      decision: admit(limit.burst, left, ceilMs(drainMs(limit.burst - left, limit.drainPerSec))),
-      state: {
-        algorithm: "leaky-meter",
-        zeroRoomAtMs: current.zeroRoomAtMs + drainMs(cost, limit.drainPerSec),
-      },
-    };
+    out.admit(left, ceilMs(drainMs(limit.burst - left, limit.drainPerSec)));
+    out.first = zeroRoomAtMs + drainMs(cost, limit.drainPerSec);
+    return;
   }
   // Room grows with time up to burst >= cost; the check absorbs rounding.
-  let retryAfterMs = ceilMs(current.zeroRoomAtMs + drainMs(cost, limit.drainPerSec) - atMs);
+  let retryAfterMs = ceilMs(zeroRoomAtMs + drainMs(cost, limit.drainPerSec) - atMs);
   for (
     let step = 0;
-    roomAt(current, limit, evaluatedAtMs(nowMs + retryAfterMs)) + UNIT_TOLERANCE < cost;
+    roomAt(true, zeroRoomAtMs, limit, evaluatedAtMs(nowMs + retryAfterMs)) + UNIT_TOLERANCE < cost;
     step++
   ) {
     if (step === RETRY_CORRECTION_STEPS) {
@@ -116,10 +143,8 @@ export function stepLeakyMeterUnchecked(
     }
     retryAfterMs += 1;
   }
-  return {
-    decision: reject("limit-exceeded", limit.burst, room, retryAfterMs, resetAfterMs),
-    state: current,
-  };
+  out.reject("limit-exceeded", room, retryAfterMs, resetAfterMs);
+  out.first = zeroRoomAtMs;
 }
 
 /** The decision a request of `cost` would get now; computes, writes nothing. */

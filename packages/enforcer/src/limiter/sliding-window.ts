@@ -1,5 +1,5 @@
 import { assertTimeAndCost, assertValidLimit } from "./arguments";
-import { admit, reject } from "./decision";
+import { decisionOf, StepNumbers } from "./decision";
 import {
   ceilMs,
   RETRY_CORRECTION_STEPS,
@@ -20,56 +20,86 @@ export interface SlidingWindowState {
   readonly previousCount: number;
 }
 
+/** The three counters, as the helpers below read them. */
+interface WindowCounts {
+  readonly windowStartMs: number;
+  readonly currentCount: number;
+  readonly previousCount: number;
+}
+
+/** Counters the kernel works in, reused (steps never nest): no object per step. */
+class Windows implements WindowCounts {
+  windowStartMs = 0;
+  currentCount = 0;
+  previousCount = 0;
+}
+
+/** The kernel's output for the object-returning step, and its working counters. */
+const STEP = new StepNumbers();
+const CURRENT = new Windows();
+const NEXT = new Windows();
+const AT = new Windows();
+
 /**
- * The counters as of `nowMs`. The window just left becomes the previous one only if it really
+ * The counters as of `nowMs`, written into `into`. The window just left becomes the previous one only if it really
  * was the immediately preceding window; an older one counts as zero. A stored window after the
  * current one means the clock went back: its counts are kept and re-anchored on the current
  * window, so a backwards step grants no fresh budget.
  */
-function currentWindows(
-  state: SlidingWindowState | undefined,
+function currentWindowsInto(
+  hasState: boolean,
+  stateWindowStartMs: number,
+  stateCurrentCount: number,
+  statePreviousCount: number,
   windowMs: number,
   nowMs: number,
-): SlidingWindowState {
+  into: Windows,
+): void {
   const windowStartMs = windowStartOf(nowMs, windowMs);
-  if (state !== undefined) {
-    const windowsLater = windowsBetween(state.windowStartMs, windowStartMs, windowMs);
+  if (hasState) {
+    const windowsLater = windowsBetween(stateWindowStartMs, windowStartMs, windowMs);
     if (windowsLater <= 0) {
-      return state.windowStartMs === windowStartMs
-        ? state
-        : {
-            algorithm: "sliding-window",
-            windowStartMs,
-            currentCount: state.currentCount,
-            previousCount: state.previousCount,
-          };
+      into.windowStartMs =
+        stateWindowStartMs === windowStartMs ? stateWindowStartMs : windowStartMs;
+      into.currentCount = stateCurrentCount;
+      into.previousCount = statePreviousCount;
+      return;
     }
     if (windowsLater === 1) {
-      return {
-        algorithm: "sliding-window",
-        windowStartMs,
-        currentCount: 0,
-        previousCount: state.currentCount,
-      };
+      into.windowStartMs = windowStartMs;
+      into.currentCount = 0;
+      into.previousCount = stateCurrentCount;
+      return;
     }
   }
-  return { algorithm: "sliding-window", windowStartMs, currentCount: 0, previousCount: 0 };
+  into.windowStartMs = windowStartMs;
+  into.currentCount = 0;
+  into.previousCount = 0;
 }
 
 /** `curr + prev * (1 - elapsed fraction of the current window)`. */
-function estimateAt(windows: SlidingWindowState, windowMs: number, nowMs: number): number {
+function estimateAt(windows: WindowCounts, windowMs: number, nowMs: number): number {
   const elapsedFraction = (nowMs - windows.windowStartMs) / windowMs;
   return windows.currentCount + windows.previousCount * (1 - elapsedFraction);
 }
 
 function fitsAt(
-  state: SlidingWindowState,
+  windows: WindowCounts,
   limit: SlidingWindowLimit,
   atMs: number,
   cost: number,
 ): boolean {
-  const windows = currentWindows(state, limit.windowMs, atMs);
-  return estimateAt(windows, limit.windowMs, atMs) + cost <= limit.limit + UNIT_TOLERANCE;
+  const at = AT;
+  currentWindowsInto(
+    true,
+    windows.windowStartMs,
+    windows.currentCount,
+    windows.previousCount,
+    limit.windowMs,
+    atMs,
+    at,
+  );
+  return estimateAt(at, limit.windowMs, atMs) + cost <= limit.limit + UNIT_TOLERANCE;
 }
 
 /**
@@ -78,7 +108,7 @@ function fitsAt(
  * alone leaves no room, the earliest chance is in the next window, where the current count
  * becomes the previous one and decays in turn (so a wait can reach up to two window ends away).
  */
-function roomAtMs(windows: SlidingWindowState, limit: SlidingWindowLimit, cost: number): number {
+function roomAtMs(windows: WindowCounts, limit: SlidingWindowLimit, cost: number): number {
   const windowMs = limit.windowMs;
   const roomInCurrent = limit.limit - cost - windows.currentCount;
   if (roomInCurrent >= 0) {
@@ -88,7 +118,7 @@ function roomAtMs(windows: SlidingWindowState, limit: SlidingWindowLimit, cost: 
   return nextStartMs + windowMs * (1 - (limit.limit - cost) / windows.currentCount);
 }
 
-function resetAfterMs(windows: SlidingWindowState, windowMs: number, nowMs: number): number {
+function resetAfterMs(windows: WindowCounts, windowMs: number, nowMs: number): number {
   if (windows.currentCount > 0) return ceilMs(windows.windowStartMs + 2 * windowMs - nowMs);
   if (windows.previousCount > 0) return ceilMs(windows.windowStartMs + windowMs - nowMs);
   return 0;
@@ -135,32 +165,82 @@ export function stepSlidingWindowUnchecked(
   nowMs: number,
   cost: number,
 ): Step<SlidingWindowState> {
-  const windows = currentWindows(state, limit.windowMs, nowMs);
+  const out = STEP;
+  if (state === undefined) stepSlidingWindowInto(false, 0, 0, 0, limit, nowMs, cost, out);
+  else {
+    stepSlidingWindowInto(
+      true,
+      state.windowStartMs,
+      state.currentCount,
+      state.previousCount,
+      limit,
+      nowMs,
+      cost,
+      out,
+    );
+  }
+  return {
+    decision: decisionOf(out, limit.limit),
+    // A rejection within the stored window hands back the stored state itself.
+    state:
+      !out.allowed &&
+      state !== undefined &&
+      out.first === state.windowStartMs &&
+      out.second === state.currentCount &&
+      out.third === state.previousCount
+        ? state
+        : {
+            algorithm: "sliding-window",
+            windowStartMs: out.first,
+            currentCount: out.second,
+            previousCount: out.third,
+          },
+  };
+}
+
+/**
+ * The sliding window counter's step as numbers, for callers that validated the limit, time and
+ * cost: the stored state is `hasState` and its three counters, and `out` receives the decision's
+ * numbers and the state to store (`first` = windowStartMs, `second` = currentCount, `third` =
+ * previousCount). What {@link stepSlidingWindowUnchecked} runs, without building objects.
+ */
+export function stepSlidingWindowInto(
+  hasState: boolean,
+  stateWindowStartMs: number,
+  stateCurrentCount: number,
+  statePreviousCount: number,
+  limit: SlidingWindowLimit,
+  nowMs: number,
+  cost: number,
+  out: StepNumbers,
+): void {
+  const windows = CURRENT;
+  currentWindowsInto(
+    hasState,
+    stateWindowStartMs,
+    stateCurrentCount,
+    statePreviousCount,
+    limit.windowMs,
+    nowMs,
+    windows,
+  );
   const available = limit.limit - estimateAt(windows, limit.windowMs, nowMs);
+  out.first = windows.windowStartMs;
+  out.second = windows.currentCount;
+  out.third = windows.previousCount;
 
   if (cost > limit.limit) {
-    return {
-      decision: reject(
-        "cost-exceeds-capacity",
-        limit.limit,
-        available,
-        0,
-        resetAfterMs(windows, limit.windowMs, nowMs),
-      ),
-      state: windows,
-    };
+    out.reject("cost-exceeds-capacity", available, 0, resetAfterMs(windows, limit.windowMs, nowMs));
+    return;
   }
   if (cost <= available + UNIT_TOLERANCE) {
-    const next: SlidingWindowState = {
-      algorithm: "sliding-window",
-      windowStartMs: windows.windowStartMs,
-      currentCount: windows.currentCount + cost,
-      previousCount: windows.previousCount,
-    };
-    return {
-      decision: admit(limit.limit, available - cost, resetAfterMs(next, limit.windowMs, nowMs)),
-      state: next,
-    };
+    const next = NEXT;
+    next.windowStartMs = windows.windowStartMs;
+    next.currentCount = windows.currentCount + cost;
+    next.previousCount = windows.previousCount;
+    out.admit(available - cost, resetAfterMs(next, limit.windowMs, nowMs));
+    out.second = next.currentCount;
+    return;
   }
   // Two windows on, both counters have decayed to zero and cost <= limit fits; the check
   // absorbs rounding.
@@ -173,10 +253,7 @@ export function stepSlidingWindowUnchecked(
     }
     retryAfterMs += 1;
   }
-  return {
-    decision: reject("limit-exceeded", limit.limit, available, retryAfterMs, resetMs),
-    state: windows,
-  };
+  out.reject("limit-exceeded", available, retryAfterMs, resetMs);
 }
 
 /** The decision a request of `cost` would get now; computes, writes nothing. */

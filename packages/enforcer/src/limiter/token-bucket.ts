@@ -1,5 +1,5 @@
 import { assertTimeAndCost, assertValidLimit } from "./arguments";
-import { admit, reject } from "./decision";
+import { decisionOf, StepNumbers } from "./decision";
 import { ceilMs, RETRY_CORRECTION_STEPS, UNIT_TOLERANCE } from "./numeric";
 import type { Decision, Step, TokenBucketLimit } from "./types";
 
@@ -14,22 +14,27 @@ export interface TokenBucketState {
 
 /**
  * The balance at `nowMs`: lazily refilled from the elapsed time and capped at the capacity, so a
- * key idle for a day holds no more than `capacity`. A new key starts full. Elapsed time below zero
- * (the clock went back) counts as zero. The cap is today's capacity: a lowered capacity clamps the
- * stored balance, a raised one adds nothing until time refills it (an edit neither resets nor
- * refills).
+ * key idle for a day holds no more than `capacity`. A new key (`hasState` false) starts full.
+ * Elapsed time below zero (the clock went back) counts as zero. The cap is today's capacity: a
+ * lowered capacity clamps the stored balance, a raised one adds nothing until time refills it (an
+ * edit neither resets nor refills).
  */
 function tokensAt(
-  state: TokenBucketState | undefined,
+  hasState: boolean,
+  stateTokens: number,
+  stateLastMs: number,
   limit: TokenBucketLimit,
   nowMs: number,
 ): number {
-  if (state === undefined) return limit.capacity;
-  const elapsedMs = nowMs - state.lastMs;
+  if (!hasState) return limit.capacity;
+  const elapsedMs = nowMs - stateLastMs;
   const refilled =
-    elapsedMs > 0 ? state.tokens + (elapsedMs * limit.refillPerSec) / 1000 : state.tokens;
+    elapsedMs > 0 ? stateTokens + (elapsedMs * limit.refillPerSec) / 1000 : stateTokens;
   return Math.min(refilled, limit.capacity);
 }
+
+/** The kernel's output for the object-returning step, reused (steps never nest). */
+const STEP = new StepNumbers();
 
 /** Milliseconds until `tokens` refill to `target` at `refillPerSec`, rounded up. */
 function msUntil(tokens: number, target: number, refillPerSec: number): number {
@@ -76,28 +81,51 @@ export function stepTokenBucketUnchecked(
   nowMs: number,
   cost: number,
 ): Step<TokenBucketState> {
-  const tokens = tokensAt(state, limit, nowMs);
+  const out = STEP;
+  if (state === undefined) stepTokenBucketInto(false, 0, 0, limit, nowMs, cost, out);
+  else stepTokenBucketInto(true, state.tokens, state.lastMs, limit, nowMs, cost, out);
+  return {
+    decision: decisionOf(out, limit.capacity),
+    state: { algorithm: "token-bucket", tokens: out.first, lastMs: out.second },
+  };
+}
+
+/**
+ * The token bucket's step as numbers, for callers that validated the limit, time and cost: the
+ * stored state is `hasState`, `stateTokens`, `stateLastMs`, and `out` receives the decision's
+ * numbers and the state to store (`first` = tokens, `second` = lastMs). What
+ * {@link stepTokenBucketUnchecked} runs, without building objects.
+ */
+export function stepTokenBucketInto(
+  hasState: boolean,
+  stateTokens: number,
+  stateLastMs: number,
+  limit: TokenBucketLimit,
+  nowMs: number,
+  cost: number,
+  out: StepNumbers,
+): void {
+  const tokens = tokensAt(hasState, stateTokens, stateLastMs, limit, nowMs);
+  out.second = nowMs;
   if (cost <= tokens + UNIT_TOLERANCE && cost <= limit.capacity) {
     const left = tokens > cost ? tokens - cost : 0;
-    return {
-      decision: admit(limit.capacity, left, msUntil(left, limit.capacity, limit.refillPerSec)),
-      state: { algorithm: "token-bucket", tokens: left, lastMs: nowMs },
-    };
+    out.admit(left, msUntil(left, limit.capacity, limit.refillPerSec));
+    out.first = left;
+    return;
   }
 
-  const refilled: TokenBucketState = { algorithm: "token-bucket", tokens, lastMs: nowMs };
+  // The refilled balance is written back on rejection.
+  out.first = tokens;
   const resetAfterMs = msUntil(tokens, limit.capacity, limit.refillPerSec);
   if (cost > limit.capacity) {
-    return {
-      decision: reject("cost-exceeds-capacity", limit.capacity, tokens, 0, resetAfterMs),
-      state: refilled,
-    };
+    out.reject("cost-exceeds-capacity", tokens, 0, resetAfterMs);
+    return;
   }
   // The balance grows with time up to capacity >= cost; the check absorbs rounding.
   let retryAfterMs = msUntil(tokens, cost, limit.refillPerSec);
   for (
     let step = 0;
-    tokensAt(refilled, limit, nowMs + retryAfterMs) + UNIT_TOLERANCE < cost;
+    tokensAt(true, tokens, nowMs, limit, nowMs + retryAfterMs) + UNIT_TOLERANCE < cost;
     step++
   ) {
     if (step === RETRY_CORRECTION_STEPS) {
@@ -106,10 +134,7 @@ export function stepTokenBucketUnchecked(
     }
     retryAfterMs += 1;
   }
-  return {
-    decision: reject("limit-exceeded", limit.capacity, tokens, retryAfterMs, resetAfterMs),
-    state: refilled,
-  };
+  out.reject("limit-exceeded", tokens, retryAfterMs, resetAfterMs);
 }
 
 /** The decision a request of `cost` would get now; computes, writes nothing. */
