@@ -41,6 +41,7 @@ export {
   type RateLimitProblem,
   TEMPORARY_REDUCED_CAPACITY_TYPE,
 } from "./enforcer/http-headers";
+export type { LeaseFigures, LeaseOptions } from "./enforcer/lease-table";
 export type { LocalStageOptions } from "./enforcer/local-stage";
 export type { EnforcerLogger, LogLevel } from "./enforcer/logger";
 export {

@@ -20,6 +20,7 @@ import { DecisionMetrics, type DecisionMetricsOptions } from "./decision-metrics
 import { FailurePolicy } from "./failure-policy";
 import { GuardedStore } from "./guarded-store";
 import { buildRateLimitResponse, type RateLimitHttpResult } from "./http-headers";
+import { type LeaseOptions, type LeaseRequest, LeaseTable } from "./lease-table";
 import { LocalStage, type LocalStageOptions } from "./local-stage";
 import { RecentRejections, type RecentRejectionsOptions } from "./recent-rejections";
 import { ResolutionCache, type ResolutionCacheOptions } from "./resolution-cache";
@@ -109,6 +110,13 @@ export interface DecisionEngineOptions {
    * @default {}
    */
   readonly localStage?: LocalStageOptions | false;
+  /**
+   * Leases (`lease-table.ts`): slices of a busy subject's budget the store reserves for this
+   * gateway, spent here without a store call, exactly. Only with a store that leases (the Redis
+   * store), or false.
+   * @default {}
+   */
+  readonly leases?: Omit<LeaseOptions, "clock"> | false;
   /** @default {} */
   readonly metrics?: Omit<DecisionMetricsOptions, "wallClock">;
   /**
@@ -144,6 +152,13 @@ export class DecisionEngine implements RequestChecker {
     return this.#guarded.slowDecisionCount;
   }
   readonly #localStage: LocalStage | null;
+  /** Leases held, when the store leases and they are not turned off. */
+  readonly leases: LeaseTable | null;
+  /** The policy version the leases were granted under. */
+  #leaseVersion: number | null = null;
+  readonly #refiller = {
+    refill: (input: EnforcerInput, lease: LeaseRequest) => this.#refill(input, lease),
+  };
   readonly #clock: Clock;
   readonly #wallClock: Clock;
   readonly #recorder: DecisionRecorder | undefined;
@@ -178,6 +193,10 @@ export class DecisionEngine implements RequestChecker {
       options.localStage === false
         ? null
         : new LocalStage({ clock: this.#clock, ...options.localStage });
+    this.leases =
+      options.leases === false || options.store.decideLeasing === undefined
+        ? null
+        : new LeaseTable({ ...options.leases, clock: this.#clock });
     this.metrics = new DecisionMetrics({ ...options.metrics, wallClock: this.#wallClock });
     this.recentRejections = new RecentRejections({
       ...options.recentRejections,
@@ -219,10 +238,25 @@ export class DecisionEngine implements RequestChecker {
     const input: EnforcerInput = { subject: resolution.subject, checks: resolution.checks, cost };
 
     // `startedAtMs` serves as the instant the store call is sent: it is read before it, which is
-    // all the denial cache needs (an earlier instant only makes a denial expire sooner).
-    const local = this.#localStage?.check(input) ?? null;
-    const decision = local ?? (await this.#guarded.decide(input));
-    if (local === null) this.#localStage?.recordSharedDecision(input, decision, startedAtMs);
+    // all the denial cache and the leases need (an earlier instant only makes a denial or a
+    // lease end sooner).
+    const leases = this.leases;
+    let decision: EnforcerDecision | null = null;
+    if (leases !== null) {
+      if (prepared.version !== this.#leaseVersion) {
+        leases.clear();
+        this.#leaseVersion = prepared.version;
+      }
+      decision = leases.take(input, this.#refiller);
+    }
+    if (decision === null) {
+      decision = this.#localStage?.check(input) ?? null;
+      if (decision === null) {
+        decision = await this.#decideShared(input, startedAtMs);
+        this.#localStage?.recordSharedDecision(input, decision, startedAtMs);
+        decision = this.#fromLeaseInstead(input, decision);
+      }
+    }
 
     this.metrics.record(decision, (this.#clock.nowMs() - startedAtMs) * 1000);
     if (!decision.allowed && customerId !== null && decision.scope !== null) {
@@ -247,6 +281,56 @@ export class DecisionEngine implements RequestChecker {
       checks: resolution.checks,
       policyVersion: prepared.version,
     };
+  }
+
+  /** The shared store's decision (or the failure policy's), with a lease when one is wanted. */
+  async #decideShared(input: EnforcerInput, sentAtMs: number): Promise<EnforcerDecision> {
+    const leases = this.leases;
+    const wanted = leases === null ? null : leases.want(input);
+    if (leases === null || wanted === null || wanted.units === 0) {
+      return this.#guarded.decide(input);
+    }
+    const answer = await this.#guarded.decideLeasing(input, wanted);
+    const decision = answer.decision;
+    if (decision.source !== "store") {
+      leases.refillFailed(input);
+      return decision;
+    }
+    leases.granted(input, decision, answer.units, answer.lifeMs, sentAtMs);
+    return decision;
+  }
+
+  /**
+   * A store rejection of a request sent before this gateway's lease of the same checks arrived
+   * (a burst): the lease pays for it instead, exactly as if the request had come a moment later.
+   * Otherwise the lease's units could end unspent while the requests that wanted them were
+   * rejected.
+   */
+  #fromLeaseInstead(input: EnforcerInput, decision: EnforcerDecision): EnforcerDecision {
+    if (decision.allowed || decision.source !== "store" || this.leases === null) return decision;
+    return this.leases.take(input, this.#refiller, false) ?? decision;
+  }
+
+  /**
+   * More units for a busy lease, asked for before it runs out: a store call of cost 0 (it
+   * admits nothing) that only leases. Its answer is not a request's decision, so it is not
+   * counted as one.
+   */
+  #refill(input: EnforcerInput, lease: LeaseRequest): void {
+    const leases = this.leases;
+    if (leases === null) return;
+    const sentAtMs = this.#clock.nowMs();
+    const refill: EnforcerInput = { subject: input.subject, checks: input.checks, cost: 0 };
+    this.#guarded.decideLeasing(refill, lease).then(
+      (answer) => {
+        if (answer.decision.source === "store") {
+          leases.granted(refill, answer.decision, answer.units, answer.lifeMs, sentAtMs);
+        } else {
+          leases.refillFailed(refill);
+        }
+      },
+      () => leases.refillFailed(refill),
+    );
   }
 
   /** No snapshot yet: there is no limit to check, so the request is admitted and counted. */

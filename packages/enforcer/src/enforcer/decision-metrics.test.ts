@@ -114,6 +114,7 @@ describe("DecisionMetrics: what each decision adds", () => {
       fallback: 2,
       "denial-cache": 1,
       "flood-guard": 0,
+      lease: 0,
       "no-policy": 0,
     });
   });
@@ -342,6 +343,7 @@ describe("renderPrometheus", () => {
         'limitplane_decision_sources_total{gateway="gw-1",source="fallback"} 1',
         'limitplane_decision_sources_total{gateway="gw-1",source="denial-cache"} 0',
         'limitplane_decision_sources_total{gateway="gw-1",source="flood-guard"} 0',
+        'limitplane_decision_sources_total{gateway="gw-1",source="lease"} 0',
         'limitplane_decision_sources_total{gateway="gw-1",source="no-policy"} 0',
         "# HELP limitplane_decision_latency_seconds Time to decide one request.",
         "# TYPE limitplane_decision_latency_seconds histogram",

@@ -36,6 +36,7 @@ import {
 } from "./decision-engine";
 import type { DecisionMetricsOptions, MetricsFigures } from "./decision-metrics";
 import { type EventLoopDelay, EventLoopDelayMonitor } from "./event-loop-delay";
+import type { LeaseFigures, LeaseOptions } from "./lease-table";
 import type { LocalStageOptions } from "./local-stage";
 import { describeError, type EnforcerLogger, jsonLineLogger } from "./logger";
 import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "./policy-follower";
@@ -131,6 +132,13 @@ export interface EnforcerOptions {
   readonly closedRetryAfterMs?: number;
   /** The local first stage, or false. See `DecisionEngineOptions.localStage`. @default {} */
   readonly localStage?: LocalStageOptions | false;
+  /**
+   * Leases: a busy subject's budget reserved in Redis in slices for this gateway, spent here
+   * without a Redis call and never beyond the limit (see README "Leases"), or false to ask Redis
+   * for every admission. Only with the default RedisStore (or a store that leases).
+   * @default {}: at most 256 units and 1 s a lease, 10 000 subjects
+   */
+  readonly leases?: Omit<LeaseOptions, "clock"> | false;
   /**
    * The memo of resolutions of customers without overrides, per snapshot (one per customer, tier
    * and route seen while one snapshot is in force). @default { maxEntries: 10_000 }
@@ -315,6 +323,7 @@ export class Enforcer implements RequestChecker {
       breaker: options.breaker,
       closedRetryAfterMs: options.closedRetryAfterMs,
       localStage: options.localStage,
+      leases: options.leases,
       resolutionCache: options.resolutionCache,
       metrics: options.metrics,
       recentRejections: options.recentRejections,
@@ -468,6 +477,19 @@ export class Enforcer implements RequestChecker {
     return this.#follower.refresh("poll");
   }
 
+  /** What the leases did since start (all zero when leases are off or the store cannot lease). */
+  leaseFigures(): LeaseFigures {
+    return (
+      this.#engine.leases?.figures() ?? {
+        admitted: 0,
+        grantedUnits: 0,
+        expiredUnits: 0,
+        subjects: 0,
+        inFlight: 0,
+      }
+    );
+  }
+
   /** Counts since start, for Prometheus or a status page. */
   metricsTotals(): MetricsFigures {
     return this.#engine.metrics.totals();
@@ -504,6 +526,7 @@ export class Enforcer implements RequestChecker {
     const label = `{enforcer="${id}"}`;
     const status = this.status();
     const delay = status.eventLoopDelay;
+    const leases = this.leaseFigures();
     const extra = [
       "# HELP limitplane_decisions_without_store_total Decisions made without Redis, by why: store-error (down or refusing), timeout (no answer in time), circuit-open (the breaker answered). Each was decided by its limits' failure policies; 0 while Redis is healthy.",
       "# TYPE limitplane_decisions_without_store_total counter",
@@ -519,6 +542,10 @@ export class Enforcer implements RequestChecker {
       `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="0.5"} ${delay.p50Ms / 1000}`,
       `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="0.99"} ${delay.p99Ms / 1000}`,
       `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="1"} ${delay.maxMs / 1000}`,
+      "# HELP limitplane_lease_units_total Units of cost leased from Redis for this gateway alone, by what became of them: granted, or expired (the lease ended, was dropped or outlived its policy before they were spent; another gateway may have been rejected slightly early meanwhile).",
+      "# TYPE limitplane_lease_units_total counter",
+      `limitplane_lease_units_total{enforcer="${id}",state="granted"} ${leases.grantedUnits}`,
+      `limitplane_lease_units_total{enforcer="${id}",state="expired"} ${leases.expiredUnits}`,
       "# HELP limitplane_policy_version The policy snapshot version in force (0: none yet).",
       "# TYPE limitplane_policy_version gauge",
       `limitplane_policy_version${label} ${status.policy?.version ?? 0}`,

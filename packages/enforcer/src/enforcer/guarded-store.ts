@@ -17,7 +17,7 @@
  */
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
-import type { LimiterStore } from "../limiter/types";
+import type { LeaseWanted, LimiterStore } from "../limiter/types";
 import { type BreakerPermit, CircuitBreaker } from "./circuit-breaker";
 import type { FailurePolicy } from "./failure-policy";
 import { callWithTimeout, systemTimers, type Timers } from "./timers";
@@ -61,6 +61,13 @@ export interface GuardedStoreOptions {
    * log the cause once. The decision is already made when it is called.
    */
   readonly onStoreError?: (error: unknown) => void;
+}
+
+/** A guarded decision and the lease that came with it (0 units: none). */
+export interface GuardedLease {
+  readonly decision: EnforcerDecision;
+  readonly units: number;
+  readonly lifeMs: number;
 }
 
 /** Longest `maxWaitMs` accepted: a minute (a request waiting longer has been given up on). */
@@ -125,11 +132,52 @@ export class GuardedStore {
    * policy refuses too (two checks sharing a bucket).
    */
   async decide(input: EnforcerInput): Promise<EnforcerDecision> {
+    const answer = await this.#call(input, () => this.#store.decide(input));
+    return answer.kind === "store" ? fromStoreDecision(answer.value) : answer.decision;
+  }
+
+  /**
+   * {@link decide}, asking the store for a lease with the decision (`LimiterStore.decideLeasing`)
+   * when `lease.units` > 0 and the store can lease. No lease (0 units) whenever the failure
+   * policy answered.
+   */
+  async decideLeasing(input: EnforcerInput, lease: LeaseWanted): Promise<GuardedLease> {
+    const store = this.#store;
+    if (lease.units === 0 || store.decideLeasing === undefined) {
+      return { decision: await this.decide(input), units: 0, lifeMs: 0 };
+    }
+    const answer = await this.#call(input, () =>
+      (store.decideLeasing as NonNullable<LimiterStore["decideLeasing"]>)(input, lease),
+    );
+    if (answer.kind === "policy") return { decision: answer.decision, units: 0, lifeMs: 0 };
+    const leased = answer.value;
+    return {
+      decision: fromStoreDecision(leased.decision),
+      units: leased.units,
+      lifeMs: leased.lifeMs,
+    };
+  }
+
+  /** The store's answer, or the failure policy's decision when the store gave none. */
+  async #call<T>(
+    input: EnforcerInput,
+    call: () => Promise<T>,
+  ): Promise<
+    | { readonly kind: "store"; readonly value: T }
+    | { readonly kind: "policy"; readonly decision: EnforcerDecision }
+  > {
     const permit = this.#breaker.tryAcquire();
     if (permit === null) {
-      return this.#failurePolicy.decide(input, "circuit-open", this.#breaker.coolDownRemainingMs());
+      return {
+        kind: "policy",
+        decision: this.#failurePolicy.decide(
+          input,
+          "circuit-open",
+          this.#breaker.coolDownRemainingMs(),
+        ),
+      };
     }
-    const result = await callWithTimeout(() => this.#store.decide(input), {
+    const result = await callWithTimeout(call, {
       timeoutMs: this.#timeoutMs,
       maxWaitMs: this.#maxWaitMs,
       isWorthWaiting: this.#isStoreReachable,
@@ -140,10 +188,17 @@ export class GuardedStore {
       case "ok":
         if (result.elapsedMs > this.#timeoutMs) this.#slowDecisionCount++;
         this.#report(permit, false);
-        return fromStoreDecision(result.value);
+        return { kind: "store", value: result.value };
       case "timeout":
         this.#report(permit, true);
-        return this.#failurePolicy.decide(input, "timeout", this.#breaker.coolDownRemainingMs());
+        return {
+          kind: "policy",
+          decision: this.#failurePolicy.decide(
+            input,
+            "timeout",
+            this.#breaker.coolDownRemainingMs(),
+          ),
+        };
       case "error": {
         this.#report(permit, true);
         const decision = this.#failurePolicy.decide(
@@ -156,7 +211,7 @@ export class GuardedStore {
         } catch {
           // A logger that throws must not fail a request whose decision is already made.
         }
-        return decision;
+        return { kind: "policy", decision };
       }
       default: {
         const unknown: never = result;

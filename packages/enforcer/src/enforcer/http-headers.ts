@@ -195,11 +195,12 @@ export function formatRateLimitPolicy(checks: readonly LimitCheck[]): string | n
   // The policy's resolutions are frozen and shared by every request of a tier and endpoint class:
   // their field is computed once. Frozen checks in a frozen array cannot change, so the cache
   // cannot go stale.
+  // Looked up first: a list cached was frozen then and so still is.
+  const cached = policyFieldCache.get(checks);
+  if (cached !== undefined) return cached;
   if (!(Object.isFrozen(checks) && checks.every(Object.isFrozen))) {
     return computeRateLimitPolicy(checks);
   }
-  const cached = policyFieldCache.get(checks);
-  if (cached !== undefined) return cached;
   const value = computeRateLimitPolicy(checks);
   policyFieldCache.set(checks, value);
   return value;

@@ -52,16 +52,25 @@ export type EnforcerRejectReason = RejectReason | "store-unavailable";
  * - `fallback`: the failure policy, because the store failed (`degraded` is true).
  * - `denial-cache`: the local stage's cache of a recent shared rejection (rejections only).
  * - `flood-guard`: the local stage's generous in-process limiter (rejections only).
+ * - `lease`: a lease this gateway holds, units the shared store reserved for it (admissions
+ *   only; see `lease-table.ts`).
  * - `no-policy`: nothing decided: the enforcer had no policy snapshot yet, so there was no limit
  *   to check (admissions only; see the runtime's startup rules).
  */
-export type DecisionSource = "store" | "fallback" | "denial-cache" | "flood-guard" | "no-policy";
+export type DecisionSource =
+  | "store"
+  | "fallback"
+  | "denial-cache"
+  | "flood-guard"
+  | "lease"
+  | "no-policy";
 
 export const DECISION_SOURCES: readonly DecisionSource[] = [
   "store",
   "fallback",
   "denial-cache",
   "flood-guard",
+  "lease",
   "no-policy",
 ];
 

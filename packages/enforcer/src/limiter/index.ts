@@ -35,6 +35,8 @@ export type {
   LayeredDecision,
   LeakyMeterLimit,
   LeakyShaperLimit,
+  LeasedDecision,
+  LeaseWanted,
   LimitCheck,
   LimiterStore,
   LimitMode,

@@ -177,4 +177,27 @@ export interface LimiterStore {
   decide(input: DecideInput): Promise<LayeredDecision>;
   /** The decision a request of `cost` would get now, consuming and writing nothing. */
   peek(input: DecideInput): Promise<LayeredDecision>;
+  /**
+   * Optional: `decide`, and on admission a lease of up to `lease.units` more units on every
+   * check, for the caller alone to spend until `lifeMs` has passed (the Redis store has it; see
+   * `RedisStore.decideLeasing`). A store without it is never asked for leases.
+   */
+  decideLeasing?(input: DecideInput, lease: LeaseWanted): Promise<LeasedDecision>;
+}
+
+/** What a caller asks to lease with a decision (see `LimiterStore.decideLeasing`). */
+export interface LeaseWanted {
+  /** Most units of cost to reserve beyond the request's own: a whole number, 0 to 1e9. */
+  readonly units: number;
+  /** Longest lifetime of the lease in ms: a whole number, 0 to 3 600 000. */
+  readonly lifeMs: number;
+}
+
+/** A decision and the lease that came with it (0 units: none). */
+export interface LeasedDecision {
+  readonly decision: LayeredDecision;
+  /** Units of cost reserved for the caller on every check, beyond the request's own. */
+  readonly units: number;
+  /** How long the units may be spent, in ms from before the call was sent (0: no lease). */
+  readonly lifeMs: number;
 }

@@ -145,7 +145,29 @@ end
 local written = {}
 
 -- Byte length of the packed state of each algorithm code (2, the sliding log, is a sorted set).
+-- A token bucket with reservations (leases out) is 49 bytes.
 local LENGTHS = { 17, false, 25, 17, 9, 9 }
+
+-- A leased token bucket's tokens now, from its stored tokens at last_ms: refilled at rate up to
+-- the capacity less the reservations alive at each moment (each cuts it until its end; ta <= tb).
+local function reserved_refill(tokens, last_ms, size, rate, ra, ta, rb, tb)
+  local t = last_ms
+  if ra > 0 and ta > t and ta < now then
+    local cap = size - ra
+    if rb > 0 and tb > t then cap = cap - rb end
+    tokens = min(tokens + ((ta - t) * rate) / 1000, cap)
+    t = ta
+  end
+  if rb > 0 and tb > t and tb < now then
+    tokens = min(tokens + ((tb - t) * rate) / 1000, size - rb)
+    t = tb
+  end
+  local cap = size
+  if ra > 0 and ta > t and ta >= now then cap = cap - ra end
+  if rb > 0 and tb > t and tb >= now then cap = cap - rb end
+  if now > t then tokens = tokens + ((now - t) * rate) / 1000 end
+  return min(tokens, cap)
+end
 
 -- The sliding log and the shaper: their functions are made on first use in a call, so a call
 -- that uses neither does not pay for creating them.
@@ -155,6 +177,7 @@ local step_sliding_log, write_log, step_leaky_shaper, reply_number
 local MAX_SIZE, MIN_WINDOW_MS, MAX_DURATION_MS = 1e15, 0.001, 1e12
 local MIN_RATE, MAX_RATE, MAX_ABS_TIME_MS = 1e-9, 1e15, 2 ^ 52
 local MAX_COST = 1.7976931348623157e308
+local MAX_LEASE_UNITS, MAX_LEASE_MS = 1e9, 3600000
 local match, error_reply = string.match, redis.error_reply
 
 -- Parsed arguments by their text: the decisions of a batch repeat the same few, so each is
@@ -163,6 +186,9 @@ local heads, checks = {}, {}
 -- The current decision's checks: parsed argument, reply code and stepped state (s1 to s3 the
 -- state's numbers; a sliding log's table in s1). Reused from one decision to the next.
 local parsed, codes, s1, s2, s3 = {}, {}, {}, {}, {}
+-- A token bucket's reservations as read (r1 units until r2, r3 units until r4), and whether a
+-- lease joins the later one.
+local r1, r2, r3, r4, joins = {}, {}, {}, {}, {}
 
 local reply = {}
 local r = 0        -- reply fields written
@@ -176,8 +202,19 @@ while a <= argc do
   local text = ARGV[a]
   local head = heads[text]
   if not head then
-    local op, t, c, n = match(text, "^(%a) (%S+) (%S+) (%d+)$")
+    local op, t, c, n, rest = match(text, "^(%a) (%S+) (%S+) (%d+)(.*)$")
     if not op then return error_reply("malformed decision " .. text) end
+    -- A lease ("l") adds "<units wanted> <lifetime wanted in ms>"; no other op has more.
+    local want, life = 0, 0
+    if op == "l" then
+      want, life = match(rest, "^ (%d+) (%d+)$")
+      want, life = tonumber(want), tonumber(life)
+      if not (want and life and want <= MAX_LEASE_UNITS and life <= MAX_LEASE_MS) then
+        return error_reply("malformed decision " .. text)
+      end
+    elseif rest ~= "" then
+      return error_reply("malformed decision " .. text)
+    end
     local at = false
     if t ~= "-" then
       at = tonumber(t)
@@ -189,7 +226,7 @@ while a <= argc do
     if not (c_num and c_num >= 0 and c_num <= MAX_COST) then
       return error_reply("invalid cost " .. c)
     end
-    head = { op, at, c_num, tonumber(n), t }
+    head = { op, at, c_num, tonumber(n), t, want, life }
     heads[text] = head
   end
   local op, count = head[1], head[4]
@@ -311,20 +348,31 @@ while a <= argc do
         value = written[KEYS[k + i]]
         if value == nil then value = initial[k + i] end
         if not (type(value) == "string" and byte(value, 1) == algorithm
-          and #value == LENGTHS[algorithm]) then
+          and (#value == LENGTHS[algorithm] or (algorithm == 4 and #value == 49))) then
           value = nil
         end
       end
       if algorithm == 4 then
-        -- token-bucket.ts: state {tokens, lastMs}; p1 capacity, p2 refillPerSec.
+        -- token-bucket.ts: state {tokens, lastMs}; p1 capacity, p2 refillPerSec. While leases
+        -- are out (see the lease below), the state also holds up to two reservations (units,
+        -- until): the capacity is short of each until it ends.
         local tokens = p1
-        if value then
+        local ra, ta, rb, tb = 0, 0, 0, 0
+        if value and #value == 49 then
+          local _, stored_tokens, last_ms
+          _, stored_tokens, last_ms, ra, ta, rb, tb = sunpack("<Bdddddd", value)
+          tokens = reserved_refill(stored_tokens, last_ms, p1, p2, ra, ta, rb, tb)
+          if ta <= now then ra, ta = 0, 0 end
+          if tb <= now then rb, tb = 0, 0 end
+          if ra == 0 then ra, ta, rb, tb = rb, tb, 0, 0 end
+        elseif value then
           local _, stored_tokens, last_ms = sunpack("<Bdd", value)
           local elapsed = now - last_ms
           tokens = stored_tokens
           if elapsed > 0 then tokens = stored_tokens + (elapsed * p2) / 1000 end
           tokens = min(tokens, p1)
         end
+        r1[i], r2[i], r3[i], r4[i] = ra, ta, rb, tb
         local reset_ms = ceil_ms(((p1 - tokens) * 1000) / p2)
         s1[i], s2[i] = tokens, now
         if cost > p1 then
@@ -341,7 +389,10 @@ while a <= argc do
             local elapsed = (now + retry) - now
             local refilled = tokens
             if elapsed > 0 then refilled = tokens + (elapsed * p2) / 1000 end
-            if min(refilled, p1) + UNIT_TOLERANCE >= cost then break end
+            local cap = p1
+            if ra > 0 and ta > now + retry then cap = cap - ra end
+            if rb > 0 and tb > now + retry then cap = cap - rb end
+            if min(refilled, cap) + UNIT_TOLERANCE >= cost then break end
             if step == RETRY_CORRECTION_STEPS then
               if reset_ms > retry then retry = reset_ms end
               break
@@ -637,9 +688,74 @@ while a <= argc do
     -- The time this decision used and its index in the call: the traffic record's order.
     reply[r + 1], reply[r + 2] = now_reply, d
     r = r + 2
+    if op == "l" then
+      -- A lease (lease-table.ts): once the request is admitted, up to the wanted units more are
+      -- charged now on every check, for one gateway alone to spend until the lease ends. Every
+      -- check grants the same units (a local admission spends from every check): the least of
+      -- the checks' grants, each at most half of what the check has left (so it shrinks to
+      -- nothing near the limit), and the lease lives as long as spending a unit later is exact
+      -- on every check:
+      -- - fixed and sliding window: until the current window ends (a unit counted in this
+      --   window and spent later in it is what the window counts anyway);
+      -- - token bucket: the units are taken from the tokens and RESERVED: until the lease ends
+      --   the capacity is short of them, so the bucket cannot refill into room the lease
+      --   holds, and a burst can never exceed the capacity, whenever the units are spent. Two
+      --   reservations at most (a new lease joins the later one and ends with it, or is not
+      --   granted if that is under a quarter of the lifetime wanted);
+      -- - sliding log and leaky meter: never.
+      local grant, lifetime = head[6], head[7]
+      if not is_allowed then grant = 0 end
+      for i = 1, count do
+        if grant <= 0 then break end
+        local check = parsed[i]
+        local algorithm, p1, p2 = check[1], check[2], check[3]
+        local room, life_i = 0, 0
+        if codes[i] ~= 0 then
+          room = 0
+        elseif algorithm == 1 then
+          room, life_i = p1 - s2[i], floor(s1[i] + p2 - now)
+        elseif algorithm == 3 then
+          room = p1 - (s2[i] + s3[i] * (1 - (now - s1[i]) / p2))
+          life_i = floor(s1[i] + p2 - now)
+        elseif algorithm == 4 then
+          room, life_i, joins[i] = s1[i], lifetime, false
+          if r3[i] > 0 then
+            joins[i] = true
+            life_i = floor(r4[i] - now)
+            if life_i * 4 < lifetime then life_i = 0 end
+          end
+        end
+        local units = floor(room / 2 + UNIT_TOLERANCE)
+        if units < grant then grant = units end
+        if life_i < lifetime then lifetime = life_i end
+      end
+      if not (grant >= 1 and lifetime >= 1) then grant, lifetime = 0, 0 end
+      if grant > 0 then
+        for i = 1, count do
+          local algorithm = parsed[i][1]
+          if algorithm == 1 or algorithm == 3 then
+            s2[i] = s2[i] + grant
+          elseif algorithm == 4 then
+            s1[i] = s1[i] - grant
+            if joins[i] then
+              r3[i] = r3[i] + grant
+            elseif r1[i] > 0 and r2[i] <= now + lifetime then
+              r3[i], r4[i] = grant, now + lifetime
+            elseif r1[i] > 0 then
+              -- Ends before the one held (a window cut it short): it goes first.
+              r3[i], r4[i], r1[i], r2[i] = r1[i], r2[i], grant, now + lifetime
+            else
+              r1[i], r2[i] = grant, now + lifetime
+            end
+          end
+        end
+      end
+      reply[r + 1], reply[r + 2] = grant, lifetime
+      r = r + 2
+    end
     -- layered.ts: on admission every check writes its stepped state, on rejection only the
     -- checks that rejected do, so a rejection consumes from none. One write per check.
-    if op == "d" then
+    if op ~= "p" then
       for i = 1, count do
         if is_allowed or codes[i] ~= 0 then
           local key, check = KEYS[k + i], parsed[i]
@@ -648,7 +764,12 @@ while a <= argc do
             write_log(key, s1[i], p2)
           else
             local value, lifetime
-            if algorithm == 4 then
+            if algorithm == 4 and (r1[i] > 0 or r3[i] > 0) then
+              value = pack("<Bdddddd", 4, s1[i], s2[i], r1[i], r2[i], r3[i], r4[i])
+              local till = r2[i]
+              if r4[i] > till then till = r4[i] end
+              lifetime = (till - now) + ((p1 - s1[i]) * 1000) / p2
+            elseif algorithm == 4 then
               value, lifetime = pack("<Bdd", 4, s1[i], s2[i]), ((p1 - s1[i]) * 1000) / p2
             elseif algorithm == 1 then
               value, lifetime = pack("<Bdd", 1, s1[i], s2[i]), s1[i] + p2 - now
@@ -675,4 +796,4 @@ return reply
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "42a4b38d45d43c0431fef5860f03851db836672b";
+export const REDIS_DECIDE_SHA1 = "34b6de21b9ac583d6751b3561788f83120d8024a";

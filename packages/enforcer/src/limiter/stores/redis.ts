@@ -8,6 +8,8 @@ import type {
   DecideInput,
   LayeredDecision,
   LeakyShaperLimit,
+  LeasedDecision,
+  LeaseWanted,
   LimitCheck,
   LimiterStore,
   LimitMode,
@@ -66,6 +68,17 @@ export interface RedisStoreOptions {
    * @default 1
    */
   readonly maxBatchSize?: number;
+}
+
+function assertLeaseWanted(lease: LeaseWanted): void {
+  if (!(Number.isInteger(lease.units) && lease.units >= 0 && lease.units <= 1e9)) {
+    throw new RangeError(`lease.units must be a whole number from 0 to 1e9, got ${lease.units}`);
+  }
+  if (!(Number.isInteger(lease.lifeMs) && lease.lifeMs >= 0 && lease.lifeMs <= 3_600_000)) {
+    throw new RangeError(
+      `lease.lifeMs must be a whole number of ms from 0 to 3600000, got ${lease.lifeMs}`,
+    );
+  }
 }
 
 /** One request to a shaper: it has a single key, and is never part of a layered decision. */
@@ -350,6 +363,30 @@ export class RedisStore implements LimiterStore {
     return this.#layered("d", input);
   }
 
+  /**
+   * {@link decide}, and when the request is admitted, a lease of up to `lease.units` more units
+   * of cost on every check, charged now, for this caller alone to spend without asking Redis
+   * again until `lifeMs` (measured from before this call was sent) has passed. The grant is 0
+   * near a limit (each check grants at most half of what it has left), for a sliding log, and
+   * on rejection; see the script for why spending a granted unit within its lifetime never
+   * admits more than the limit. `remaining` in the decision does not count the leased units.
+   */
+  async decideLeasing(input: DecideInput, lease: LeaseWanted): Promise<LeasedDecision> {
+    assertLeaseWanted(lease);
+    const { decision, reply, offset } = await this.#layeredReply(
+      "l",
+      input,
+      ` ${lease.units} ${lease.lifeMs}`,
+      2,
+    );
+    if (reply === null) return { decision, units: 0, lifeMs: 0 };
+    return {
+      decision,
+      units: replyNumber(reply, offset + 2),
+      lifeMs: replyNumber(reply, offset + 3),
+    };
+  }
+
   /** The decision a request of `cost` would get now. Reads only: it writes and refreshes nothing. */
   peek(input: DecideInput): Promise<LayeredDecision> {
     return this.#layered("p", input);
@@ -389,18 +426,34 @@ export class RedisStore implements LimiterStore {
   }
 
   async #layered(op: "d" | "p", input: DecideInput): Promise<LayeredDecision> {
+    return (await this.#layeredReply(op, input, "", 0)).decision;
+  }
+
+  /** A layered call's decision, with its reply and where the checks' fields end (null: no checks). */
+  async #layeredReply(
+    op: "d" | "p" | "l",
+    input: DecideInput,
+    headTail: string,
+    extraFields: number,
+  ): Promise<{ decision: LayeredDecision; reply: readonly unknown[] | null; offset: number }> {
     const checks = input.checks;
     assertName("subject", input.subject);
     assertValidChecks(checks);
-    const args = [this.#headArg(op, input.cost === undefined ? 1 : input.cost, checks.length)];
-    if (checks.length === 0) return combineOutcomes([]);
+    const cost = input.cost === undefined ? 1 : input.cost;
+    const head = this.#headArg(op === "l" ? "d" : op, cost, checks.length);
+    const args = [op === "l" ? `l${head.slice(1)}${headTail}` : head];
+    if (checks.length === 0) return { decision: combineOutcomes([]), reply: null, offset: 0 };
     const keys: string[] = [];
     const keyPrefix = subjectKeyPrefix(this.#keyPrefix, input.subject);
     for (const check of checks) {
       keys.push(keyPrefix + (check.bucket ?? check.scope));
       args.push(checkArg(check.limit, check.mode));
     }
-    const reply = await this.#submit(keys, args, checks.length * FIELDS_PER_CHECK + 2);
+    const reply = await this.#submit(
+      keys,
+      args,
+      checks.length * FIELDS_PER_CHECK + 2 + extraFields,
+    );
     const outcomes: LimitOutcome[] = [];
     let offset = 0;
     for (const check of checks) {
@@ -412,7 +465,7 @@ export class RedisStore implements LimiterStore {
       nowMs: this.#replyNowMs(reply, offset),
       indexInCall: replyNumber(reply, offset + 1),
     });
-    return decision;
+    return { decision, reply, offset };
   }
 
   async #shaped(op: "s" | "q", input: ShapeInput): Promise<ShapedDecision> {

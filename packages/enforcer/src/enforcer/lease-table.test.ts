@@ -1,0 +1,209 @@
+import { describe, expect, it } from "vitest";
+import { LeaseTable } from "./lease-table";
+import { ManualTimers } from "./timers";
+import type { EnforcerCheck, EnforcerDecision, EnforcerInput } from "./types";
+
+const account: EnforcerCheck = Object.freeze({
+  scope: "tier:pro",
+  bucket: "account",
+  limit: { algorithm: "token-bucket", capacity: 100, refillPerSec: 10 },
+  mode: "enforce",
+  onStoreFailure: "local",
+} as const);
+const ceiling: EnforcerCheck = Object.freeze({
+  scope: "ceiling",
+  bucket: "ceiling",
+  limit: { algorithm: "fixed-window", limit: 1_000, windowMs: 60_000 },
+  mode: "enforce",
+  onStoreFailure: "open",
+} as const);
+const CHECKS: readonly EnforcerCheck[] = Object.freeze([account, ceiling]);
+
+function input(checks = CHECKS, cost?: number): EnforcerInput {
+  return cost === undefined ? { subject: "c:acme", checks } : { subject: "c:acme", checks, cost };
+}
+
+/** The store's admission as the table receives it: `remaining` per check. */
+function storeDecision(remaining: readonly number[]): EnforcerDecision {
+  return {
+    allowed: true,
+    limit: 100,
+    remaining: Math.min(...remaining),
+    retryAfterMs: 0,
+    resetAfterMs: 0,
+    reason: null,
+    scope: "tier:pro",
+    outcomes: CHECKS.map((check, i) => ({
+      allowed: true,
+      limit: 100,
+      remaining: remaining[i] ?? 0,
+      retryAfterMs: 0,
+      resetAfterMs: 5_000,
+      reason: null,
+      scope: check.scope,
+      mode: check.mode,
+      fallback: null,
+    })),
+    source: "store",
+    degraded: false,
+    failure: null,
+  };
+}
+
+function setup(options: { maxUnits?: number; lifeMs?: number; maxEntries?: number } = {}) {
+  const clock = new ManualTimers(10_000);
+  const table = new LeaseTable({ ...options, clock });
+  const refills: number[] = [];
+  const refiller = {
+    refill: (_: EnforcerInput, lease: { units: number }) => refills.push(lease.units),
+  };
+  return { clock, table, refills, refiller };
+}
+
+/** Two requests seen (the second asks for a lease), and the store's grant of `units`. */
+function leaseOf(ctx: ReturnType<typeof setup>, units: number, lifeMs = 1_000): void {
+  const { table, refiller, clock } = ctx;
+  expect(table.take(input(), refiller)).toBeNull();
+  expect(table.want(input()).units).toBe(0);
+  expect(table.take(input(), refiller)).toBeNull();
+  const wanted = table.want(input());
+  expect(wanted.units).toBeGreaterThan(0);
+  table.granted(input(), storeDecision([90, 900]), units, lifeMs, clock.nowMs());
+}
+
+describe("LeaseTable", () => {
+  it("asks for nothing on a list's first request, then for about twice the demand seen", () => {
+    const ctx = setup();
+    expect(ctx.table.want(input())).toEqual({ units: 0, lifeMs: 0 });
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.table.want(input())).toEqual({ units: 4, lifeMs: 1_000 });
+    // A refill is in flight: nobody else asks until it is answered.
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.table.want(input()).units).toBe(0);
+  });
+
+  it("admits from a grant until its units are spent, then asks the store again", () => {
+    const ctx = setup();
+    leaseOf(ctx, 3);
+    const admitted = [1, 2, 3].map(() => ctx.table.take(input(), ctx.refiller));
+    expect(admitted.map((decision) => decision?.source)).toEqual(["lease", "lease", "lease"]);
+    expect(admitted.map((decision) => decision?.allowed)).toEqual([true, true, true]);
+    // `remaining` counts down from what the store reported, per check.
+    expect(admitted.map((decision) => decision?.outcomes.map((o) => o.remaining))).toEqual([
+      [89, 899],
+      [88, 898],
+      [87, 897],
+    ]);
+    expect(admitted[0]?.scope).toBe("tier:pro");
+    expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
+    expect(ctx.table.figures()).toMatchObject({ admitted: 3, grantedUnits: 3, expiredUnits: 0 });
+  });
+
+  it("never spends a grant at or after its lifetime ends, and counts its unspent units", () => {
+    const ctx = setup();
+    leaseOf(ctx, 10, 500);
+    expect(ctx.table.take(input(), ctx.refiller)?.source).toBe("lease");
+    ctx.clock.advance(499);
+    expect(ctx.table.take(input(), ctx.refiller)?.source).toBe("lease");
+    ctx.clock.advance(1);
+    expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
+    expect(ctx.table.figures()).toMatchObject({ admitted: 2, grantedUnits: 10, expiredUnits: 8 });
+  });
+
+  it("measures the lifetime from before the call was sent, not from the answer", () => {
+    const ctx = setup();
+    const { table, refiller, clock } = ctx;
+    table.want(input());
+    table.take(input(), refiller);
+    table.want(input());
+    const sentAtMs = clock.nowMs();
+    clock.advance(300); // the store call took 300 ms
+    table.granted(input(), storeDecision([90, 900]), 5, 400, sentAtMs);
+    expect(table.take(input(), refiller)?.source).toBe("lease");
+    clock.advance(100);
+    expect(table.take(input(), refiller)).toBeNull();
+  });
+
+  it("spends only on the very list of checks it was granted for, and only at most its units", () => {
+    const ctx = setup();
+    leaseOf(ctx, 5);
+    const otherList = Object.freeze([account]);
+    expect(ctx.table.take(input(otherList), ctx.refiller)).toBeNull();
+    expect(ctx.table.take({ ...input(), subject: "c:globex" }, ctx.refiller)).toBeNull();
+    expect(ctx.table.take(input(CHECKS, 6), ctx.refiller)).toBeNull();
+    expect(ctx.table.take(input(CHECKS, 5), ctx.refiller)?.source).toBe("lease");
+    expect(ctx.table.take(input(CHECKS, 0.5), ctx.refiller)).toBeNull();
+  });
+
+  it("asks for a refill, once, when a grant is half spent, and spends the older grant first", () => {
+    const ctx = setup();
+    leaseOf(ctx, 4);
+    ctx.table.take(input(), ctx.refiller);
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.refills).toEqual([]);
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.refills).toHaveLength(1);
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.refills).toHaveLength(1);
+    ctx.table.granted(input(), storeDecision([80, 800]), 6, 1_000, ctx.clock.nowMs());
+    const spent = Array.from({ length: 7 }, () => ctx.table.take(input(), ctx.refiller)?.source);
+    expect(spent).toEqual(["lease", "lease", "lease", "lease", "lease", "lease", undefined]);
+    expect(ctx.table.figures()).toMatchObject({ admitted: 10, grantedUnits: 10, expiredUnits: 0 });
+  });
+
+  it("a refill that failed lets the next request ask again", () => {
+    const ctx = setup();
+    ctx.table.want(input());
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.table.want(input()).units).toBeGreaterThan(0);
+    expect(ctx.table.want(input()).units).toBe(0);
+    ctx.table.refillFailed(input());
+    expect(ctx.table.want(input()).units).toBeGreaterThan(0);
+  });
+
+  it("clear() drops every lease (a new policy) and counts their units expired", () => {
+    const ctx = setup();
+    leaseOf(ctx, 7);
+    ctx.table.take(input(), ctx.refiller);
+    ctx.table.clear();
+    expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
+    expect(ctx.table.figures()).toMatchObject({ grantedUnits: 7, expiredUnits: 6, subjects: 0 });
+  });
+
+  it("holds at most maxEntries subjects, counting an evicted subject's units expired", () => {
+    const ctx = setup({ maxEntries: 2 });
+    leaseOf(ctx, 3);
+    ctx.table.want({ ...input(), subject: "c:globex" });
+    // Two subjects: both held.
+    expect(ctx.table.figures()).toMatchObject({ subjects: 2, expiredUnits: 0 });
+    expect(ctx.table.take(input(), ctx.refiller)?.source).toBe("lease");
+    // acme was just used: a third subject drops globex, not acme.
+    ctx.table.want({ ...input(), subject: "c:initech" });
+    expect(ctx.table.figures()).toMatchObject({ subjects: 2, expiredUnits: 0 });
+    expect(ctx.table.take(input(), ctx.refiller)?.source).toBe("lease");
+    ctx.table.want({ ...input(), subject: "c:globex" });
+    ctx.table.want({ ...input(), subject: "c:umbrella" });
+    expect(ctx.table.figures()).toMatchObject({ subjects: 2, expiredUnits: 1 });
+    expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
+  });
+
+  it("caps what it asks for at maxUnits, and leases nothing on a sliding log", () => {
+    const ctx = setup({ maxUnits: 3 });
+    ctx.table.want(input());
+    for (let i = 0; i < 10; i++) ctx.table.take(input(), ctx.refiller);
+    expect(ctx.table.want(input()).units).toBe(3);
+    const log = Object.freeze([
+      { ...account, limit: { algorithm: "sliding-log", limit: 10, windowMs: 1_000 } } as const,
+    ]);
+    for (let i = 0; i < 3; i++) expect(ctx.table.want(input(log)).units).toBe(0);
+  });
+
+  it("refuses options out of range, naming the option", () => {
+    expect(() => new LeaseTable({ maxUnits: 0 })).toThrow(/leases\.maxUnits/);
+    expect(() => new LeaseTable({ maxUnits: 1.5 })).toThrow(/leases\.maxUnits/);
+    expect(() => new LeaseTable({ lifeMs: 0 })).toThrow(/leases\.lifeMs/);
+    expect(() => new LeaseTable({ lifeMs: Number.NaN })).toThrow(/leases\.lifeMs/);
+    expect(() => new LeaseTable({ maxEntries: -1 })).toThrow(/leases\.maxEntries/);
+    expect(() => new LeaseTable({ maxEntries: 1 })).toThrow(/leases\.maxEntries/);
+  });
+});

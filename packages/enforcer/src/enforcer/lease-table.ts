@@ -1,0 +1,416 @@
+/**
+ * Leases: a slice of a subject's budget reserved in the shared store for this gateway alone,
+ * spent here without a network call (issue 19; the seed's "explicitly divide its budget among
+ * instances" and "local buckets plus reconciliation" are the two ends of it).
+ *
+ * A store decision may ask for a lease (`RedisStore.decideLeasing`): once the request is
+ * admitted, the script charges up to the wanted units more on every check of the request, at
+ * most half of what each check has left, and answers how many it granted and for how long they
+ * may be spent (see the script for why spending them within that lifetime never admits more than
+ * the limit). This table holds the grants, per subject and list of checks, and admits a request
+ * locally while a live grant of that very list has units for its cost.
+ *
+ * - Exact: a unit is charged in the shared store before it is spent here, and spent at most
+ *   once; a grant is never spent after its lifetime, measured from before the store call was sent
+ *   (the store's instant is later, so the lifetime ends here no later than the store allowed).
+ * - Never across policies: grants are kept per check list object, which the policy makes anew
+ *   for every snapshot, and the table is emptied when the snapshot changes, so a lowered limit is
+ *   never spent at its old size.
+ * - The cost: units leased here and not spent are unavailable to other gateways until the lease
+ *   ends (window end, or the bucket refilling); a request elsewhere may be rejected slightly
+ *   early. That is bounded (a grant is at most half of what is left, and at most `maxUnits`) and
+ *   counted: `expiredUnits` are the units that ended unspent.
+ * - Demand first: a list is leased only once this gateway has seen it at least twice within a
+ *   lifetime, and asks for about twice what it spent over the last lifetime, so a quiet subject
+ *   holds nothing and a busy one rarely waits on the store.
+ */
+import type { Clock } from "../limiter/clock";
+import { monotonicClock } from "../limiter/clock";
+import { limitSize } from "../policy/limit-math";
+import {
+  type EnforcerCheck,
+  type EnforcerDecision,
+  type EnforcerInput,
+  type EnforcerOutcome,
+  enforcerDecisionOf,
+} from "./types";
+
+export interface LeaseOptions {
+  /**
+   * Most units one lease reserves. Larger means fewer store calls for a busy subject and more
+   * units another gateway may find reserved; each grant is also at most half of what is left.
+   * @default 256
+   */
+  readonly maxUnits?: number;
+  /**
+   * Longest lifetime of a lease in ms. A token bucket or leaky meter also caps it at a quarter
+   * of the time its limit takes to fill, and a window at the window's end.
+   * @default 1_000
+   */
+  readonly lifeMs?: number;
+  /**
+   * Most subjects holding leases; those unused longest are dropped, their units counted expired.
+   * @default 10_000
+   */
+  readonly maxEntries?: number;
+  /** @default monotonicClock */
+  readonly clock?: Clock;
+}
+
+/** What a store call should ask for: 0 units when no lease is wanted. */
+export interface LeaseRequest {
+  readonly units: number;
+  readonly lifeMs: number;
+}
+
+export const NO_LEASE: LeaseRequest = Object.freeze({ units: 0, lifeMs: 0 });
+
+/** Asks the store for more units of a lease, off the request's path (the runtime). */
+export interface LeaseRefiller {
+  refill(input: EnforcerInput, lease: LeaseRequest): void;
+}
+
+/** One grant: units to spend until `expiresAtMs`, and what the store said was left besides. */
+interface Grant {
+  units: number;
+  readonly expiresAtMs: number;
+  /** Per check, the store's `remaining` after the request that came with the grant. */
+  readonly remaining: readonly number[];
+  readonly resetAfterMs: readonly number[];
+  readonly grantedAtMs: number;
+  spent: number;
+}
+
+/** A subject's lease on one list of checks. */
+interface Lease {
+  readonly checks: readonly EnforcerCheck[];
+  /** The grant being spent, then the one that came after it (a refill asked for in advance). */
+  current: Grant | null;
+  next: Grant | null;
+  /** Requests seen since `seenSinceMs`, and over the lifetime before. */
+  seen: number;
+  seenSinceMs: number;
+  seenBefore: number;
+  /** A refill is in flight: nobody else asks for one. */
+  isRefilling: boolean;
+}
+
+/** Counts, for metrics and tests. */
+export interface LeaseFigures {
+  /** Requests admitted from a lease, without the store. */
+  readonly admitted: number;
+  /** Units granted by the store. */
+  readonly grantedUnits: number;
+  /** Units whose lease ended (or was dropped) before they were spent. */
+  readonly expiredUnits: number;
+  /** Subjects holding leases now. */
+  readonly subjects: number;
+  /** Store calls asking for a lease that have not been answered yet. */
+  readonly inFlight: number;
+}
+
+export class LeaseTable {
+  readonly maxUnits: number;
+  readonly lifeMs: number;
+  readonly #clock: Clock;
+  /**
+   * Leases by subject, in two generations: a lookup finds a subject in `#young` (one Map.get)
+   * or moves it there from `#old`; when `#young` holds half the bound, `#old` is dropped (its
+   * units counted expired) and `#young` becomes it. So at most `maxEntries` subjects are held,
+   * a subject in use is never dropped, and the hot path pays no linked-list upkeep (a plain LRU's
+   * move-to-front was a tenth of a leased decision's time).
+   */
+  #young = new Map<string, Lease[]>();
+  #old = new Map<string, Lease[]>();
+  readonly #generationSize: number;
+  #admitted = 0;
+  #grantedUnits = 0;
+  #expiredUnits = 0;
+  /** Units granted and neither spent nor expired. */
+  #heldUnits = 0;
+  /** Leases asked for (`want`, a refill) and not yet `granted` or `refillFailed`. */
+  #inFlight = 0;
+
+  constructor(options: LeaseOptions = {}) {
+    this.maxUnits = options.maxUnits ?? 256;
+    if (!(Number.isInteger(this.maxUnits) && this.maxUnits >= 1 && this.maxUnits <= 1e9)) {
+      throw new RangeError(
+        `leases.maxUnits must be a whole number from 1 to 1e9, got ${this.maxUnits}`,
+      );
+    }
+    this.lifeMs = options.lifeMs ?? 1_000;
+    if (!(Number.isInteger(this.lifeMs) && this.lifeMs >= 1 && this.lifeMs <= 3_600_000)) {
+      throw new RangeError(
+        `leases.lifeMs must be a whole number of ms from 1 to 3600000, got ${this.lifeMs}`,
+      );
+    }
+    const maxEntries = options.maxEntries ?? 10_000;
+    if (!(Number.isInteger(maxEntries) && maxEntries >= 2)) {
+      throw new RangeError(`leases.maxEntries must be a whole number >= 2, got ${maxEntries}`);
+    }
+    this.#generationSize = Math.floor(maxEntries / 2);
+    this.#clock = options.clock ?? monotonicClock;
+  }
+
+  figures(): LeaseFigures {
+    return {
+      admitted: this.#admitted,
+      grantedUnits: this.#grantedUnits,
+      expiredUnits: this.#expiredUnits,
+      subjects: this.#young.size + this.#old.size,
+      inFlight: this.#inFlight,
+    };
+  }
+
+  /**
+   * A local admission when a live grant of `input`'s checks holds units for its cost (spent
+   * now); null otherwise (ask the store, with {@link want}). Counts the request as demand either
+   * way. `refiller.refill` is called (once, until {@link granted} or {@link refillFailed}) when the units
+   * left fall to half of the grant, so a busy subject's next grant is on its way before this one
+   * runs out. `isNewRequest` false: a request already counted (the store rejected it), not
+   * counted again.
+   */
+  take(
+    input: EnforcerInput,
+    refiller: LeaseRefiller,
+    isNewRequest = true,
+  ): EnforcerDecision | null {
+    const lease = this.#leaseOf(input.subject, input.checks);
+    if (lease === null) return null;
+    const nowMs = this.#clock.nowMs();
+    if (isNewRequest) this.#countDemand(lease, nowMs);
+    const cost = input.cost ?? 1;
+    let grant = this.#liveGrant(lease, nowMs);
+    if (grant !== null && grant.units < cost && lease.next !== null) {
+      // What is left of the older grant cannot pay for this request: the newer one does.
+      this.#expire(lease, grant);
+      grant = this.#liveGrant(lease, nowMs);
+    }
+    if (grant === null || grant.units < cost) return null;
+    grant.units -= cost;
+    grant.spent += cost;
+    this.#heldUnits -= cost;
+    this.#admitted++;
+    if (!lease.isRefilling && lease.next === null && grant.units * 2 < grant.units + grant.spent) {
+      const wanted = this.#wanted(lease);
+      if (wanted > 0) {
+        lease.isRefilling = true;
+        this.#inFlight++;
+        refiller.refill(input, { units: wanted, lifeMs: this.lifeMs });
+      }
+    }
+    return localDecision(input.checks, grant, nowMs);
+  }
+
+  /**
+   * What a store call for `input` should lease: nothing until this gateway has seen the list at
+   * least twice within a lifetime, or while a refill is in flight; then about twice what one
+   * lifetime took, at most `maxUnits`.
+   */
+  want(input: EnforcerInput): LeaseRequest {
+    if (!isLeasable(input.checks)) return NO_LEASE;
+    const nowMs = this.#clock.nowMs();
+    let lease = this.#leaseOf(input.subject, input.checks);
+    if (lease === null) {
+      lease = this.#newLease(input.subject, input.checks, nowMs);
+      lease.seen = 1;
+      return NO_LEASE;
+    }
+    // `take` counted this request already when it found the lease.
+    if (lease.isRefilling) return NO_LEASE;
+    const wanted = this.#wanted(lease);
+    if (wanted === 0) return NO_LEASE;
+    lease.isRefilling = true;
+    this.#inFlight++;
+    return { units: wanted, lifeMs: this.lifeMs };
+  }
+
+  /**
+   * The store's grant for `input`'s checks (0 units: none), `sentAtMs` read on this table's
+   * clock before the call was sent. Ends the refill in flight. Called once for every lease
+   * asked for ({@link want} or a refill), or {@link refillFailed} instead.
+   */
+  granted(
+    input: EnforcerInput,
+    decision: EnforcerDecision,
+    units: number,
+    lifeMs: number,
+    sentAtMs: number,
+  ): void {
+    this.#inFlight--;
+    const lease = this.#leaseOf(input.subject, input.checks);
+    if (lease === null) {
+      // Dropped meanwhile (evicted, or the table emptied by a new snapshot): the units are lost.
+      this.#grantedUnits += units;
+      this.#expiredUnits += units;
+      return;
+    }
+    lease.isRefilling = false;
+    if (!(units > 0 && lifeMs > 0)) return;
+    this.#grantedUnits += units;
+    this.#heldUnits += units;
+    const grant: Grant = {
+      units,
+      expiresAtMs: sentAtMs + lifeMs,
+      remaining: decision.outcomes.map((outcome) => outcome.remaining),
+      resetAfterMs: decision.outcomes.map((outcome) => outcome.resetAfterMs),
+      grantedAtMs: sentAtMs,
+      spent: 0,
+    };
+    const nowMs = this.#clock.nowMs();
+    this.#liveGrant(lease, nowMs);
+    if (lease.current === null) lease.current = grant;
+    else {
+      if (lease.next !== null) this.#expire(lease, lease.current);
+      if (lease.current === null) lease.current = grant;
+      else lease.next = grant;
+    }
+  }
+
+  /** A refill or leasing call that got no answer: another may be asked for. */
+  refillFailed(input: EnforcerInput): void {
+    this.#inFlight--;
+    const lease = this.#leaseOf(input.subject, input.checks);
+    if (lease !== null) lease.isRefilling = false;
+  }
+
+  /** Drops every lease (a new policy snapshot): their units are counted expired. */
+  clear(): void {
+    this.#expiredUnits += this.#heldUnits;
+    this.#heldUnits = 0;
+    this.#young = new Map();
+    this.#old = new Map();
+  }
+
+  /** A subject's leases, moved to the young generation; undefined when it has none. */
+  #leasesOf(subject: string): Lease[] | undefined {
+    const young = this.#young.get(subject);
+    if (young !== undefined) return young;
+    const old = this.#old.get(subject);
+    if (old === undefined) return undefined;
+    this.#old.delete(subject);
+    this.#keepYoung(subject, old);
+    return old;
+  }
+
+  #keepYoung(subject: string, leases: Lease[]): void {
+    if (this.#young.size >= this.#generationSize) {
+      for (const dropped of this.#old.values()) {
+        for (const lease of dropped) {
+          const units = (lease.current?.units ?? 0) + (lease.next?.units ?? 0);
+          this.#expiredUnits += units;
+          this.#heldUnits -= units;
+        }
+      }
+      this.#old = this.#young;
+      this.#young = new Map();
+    }
+    this.#young.set(subject, leases);
+  }
+
+  #leaseOf(subject: string, checks: readonly EnforcerCheck[]): Lease | null {
+    const leases = this.#leasesOf(subject);
+    if (leases === undefined) return null;
+    for (let i = 0; i < leases.length; i++) {
+      const lease = leases[i] as Lease;
+      if (lease.checks === checks) return lease;
+    }
+    return null;
+  }
+
+  #newLease(subject: string, checks: readonly EnforcerCheck[], nowMs: number): Lease {
+    const lease: Lease = {
+      checks,
+      current: null,
+      next: null,
+      seen: 0,
+      seenSinceMs: nowMs,
+      seenBefore: 0,
+      isRefilling: false,
+    };
+    let leases = this.#leasesOf(subject);
+    if (leases === undefined) {
+      leases = [];
+      this.#keepYoung(subject, leases);
+    }
+    leases.push(lease);
+    return lease;
+  }
+
+  #countDemand(lease: Lease, nowMs: number): void {
+    if (nowMs - lease.seenSinceMs >= this.lifeMs) {
+      // A whole lifetime or more has passed: what it saw becomes the last lifetime's demand
+      // (nothing, if more than one passed).
+      lease.seenBefore = nowMs - lease.seenSinceMs < 2 * this.lifeMs ? lease.seen : 0;
+      lease.seen = 0;
+      lease.seenSinceMs = nowMs;
+    }
+    lease.seen++;
+  }
+
+  #wanted(lease: Lease): number {
+    const demand = Math.max(lease.seen, lease.seenBefore);
+    if (demand < 2) return 0;
+    return Math.min(this.maxUnits, 2 * demand);
+  }
+
+  /** The grant to spend now (expired ones dropped on the way), or null. */
+  #liveGrant(lease: Lease, nowMs: number): Grant | null {
+    let grant = lease.current;
+    while (grant !== null && (nowMs >= grant.expiresAtMs || grant.units <= 0)) {
+      this.#expire(lease, grant);
+      grant = lease.current;
+    }
+    return grant;
+  }
+
+  /** Ends `grant` (the current one), counting what it left unspent; the next one moves up. */
+  #expire(lease: Lease, grant: Grant): void {
+    this.#expiredUnits += grant.units;
+    this.#heldUnits -= grant.units;
+    grant.units = 0;
+    lease.current = lease.next;
+    lease.next = null;
+  }
+}
+
+/** Whether a store could lease on every check of the list (never on a sliding log). */
+const leasable = new WeakMap<readonly EnforcerCheck[], boolean>();
+
+function isLeasable(checks: readonly EnforcerCheck[]): boolean {
+  const known = leasable.get(checks);
+  if (known !== undefined) return known;
+  const result =
+    checks.length > 0 && checks.every((check) => check.limit.algorithm !== "sliding-log");
+  leasable.set(checks, result);
+  return result;
+}
+
+/**
+ * A request admitted from `grant`: each check's outcome as the store last reported it, less
+ * what this lease has spent since (the units leased out are not counted in `remaining`).
+ */
+function localDecision(
+  checks: readonly EnforcerCheck[],
+  grant: Grant,
+  nowMs: number,
+): EnforcerDecision {
+  const outcomes: EnforcerOutcome[] = new Array(checks.length);
+  const elapsedMs = nowMs - grant.grantedAtMs;
+  for (let i = 0; i < checks.length; i++) {
+    const check = checks[i] as EnforcerCheck;
+    const remaining = (grant.remaining[i] ?? 0) - grant.spent;
+    outcomes[i] = {
+      allowed: true,
+      limit: limitSize(check.limit),
+      remaining: remaining > 0 ? Math.floor(remaining) : 0,
+      retryAfterMs: 0,
+      resetAfterMs: Math.max(0, Math.ceil((grant.resetAfterMs[i] ?? 0) - elapsedMs)),
+      reason: null,
+      scope: check.scope,
+      mode: check.mode,
+      fallback: null,
+    };
+  }
+  return enforcerDecisionOf(outcomes, { source: "lease", degraded: false, failure: null });
+}

@@ -1,0 +1,20 @@
+/** What redis-lease.race.test.ts and its workers (redis-lease-worker.ts) exchange. */
+
+/** A round: the customer, this worker's share of requests, and how many loops send them. */
+export interface LeaseRound {
+  readonly customerId: string;
+  readonly share: number;
+  readonly loops: number;
+}
+
+/** The worker's report of a round. */
+export interface LeaseReport {
+  readonly admitted: number;
+  readonly fromLeases: number;
+  readonly grantedUnits: number;
+  readonly expiredUnits: number;
+  readonly error?: string;
+}
+
+/** The pro tier's capacity in these rounds; its refill (1 per 1,000 s) cannot interfere. */
+export const LEASE_RACE_CAPACITY = 300;

@@ -1,0 +1,100 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface, type Interface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { LEASE_RACE_CAPACITY, type LeaseReport, type LeaseRound } from "./redis-lease-rounds";
+
+/*
+ * Leases under races across processes: three OS processes, each a gateway's DecisionEngine on
+ * its own Redis connection with leases on, send 200 requests each for one customer (600 in all)
+ * from 8 concurrent loops, against a tier of 300 whose refill cannot interfere. Leases spend
+ * units the store charged, so in every round:
+ * - no more than 300 are admitted, however the leases were spread;
+ * - admitted + units still unspent in leases = 300 exactly: every unit of the limit was either
+ *   admitted or is held by a lease (the bounded, counted early rejections), none lost or
+ *   counted twice;
+ * - leases did admit requests (the rounds exercise them).
+ */
+
+const WORKERS = 3;
+const SHARE = 200;
+const LOOPS = 8;
+const ROUNDS = 8;
+const WORKER_PATH = fileURLToPath(new URL("./redis-lease-worker.ts", import.meta.url));
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+interface Worker {
+  readonly process: ChildProcess;
+  readonly lines: Interface;
+  readonly next: () => Promise<string>;
+}
+
+function startWorker(prefix: string): Worker {
+  const child = spawn(process.execPath, ["--import", "tsx", WORKER_PATH], {
+    cwd: ROOT,
+    env: { ...process.env, LEASE_PREFIX: prefix },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout as NonNullable<typeof child.stdout> });
+  const queue: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  lines.on("line", (line) => {
+    const waiter = waiting.shift();
+    if (waiter === undefined) queue.push(line);
+    else waiter(line);
+  });
+  const next = () => {
+    const line = queue.shift();
+    return line === undefined
+      ? new Promise<string>((resolve) => waiting.push(resolve))
+      : Promise.resolve(line);
+  };
+  return { process: child, lines, next };
+}
+
+describe("leases under races across processes", () => {
+  const prefix = `${inject("redisKeyPrefix")}lease-race:`;
+  const workers: Worker[] = [];
+
+  beforeAll(async () => {
+    for (let index = 0; index < WORKERS; index++) workers.push(startWorker(prefix));
+    for (const worker of workers) expect(JSON.parse(await worker.next())).toEqual({ ready: true });
+  });
+
+  afterAll(async () => {
+    for (const worker of workers) {
+      worker.process.stdin?.end("stop\n");
+      if (worker.process.exitCode === null) {
+        await new Promise((resolve) => worker.process.once("exit", resolve));
+      }
+    }
+  });
+
+  it(`600 requests from 3 gateways on a tier of ${LEASE_RACE_CAPACITY}: never more admitted, every unit accounted for, in each of ${ROUNDS} rounds`, async () => {
+    const rounds: { admitted: number; unspent: number; fromLeases: number }[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const message: LeaseRound = { customerId: `lease-race-${round}`, share: SHARE, loops: LOOPS };
+      for (const worker of workers) worker.process.stdin?.write(`${JSON.stringify(message)}\n`);
+      const reports = await Promise.all(
+        workers.map(async (worker) => JSON.parse(await worker.next()) as LeaseReport),
+      );
+      expect(reports.filter((report) => report.error !== undefined)).toEqual([]);
+      const sum = (pick: (report: LeaseReport) => number) =>
+        reports.reduce((total, report) => total + pick(report), 0);
+      rounds.push({
+        admitted: sum((report) => report.admitted),
+        unspent: sum((report) => report.grantedUnits - report.fromLeases),
+        fromLeases: sum((report) => report.fromLeases),
+      });
+    }
+    const summary = JSON.stringify(rounds);
+    for (const round of rounds) {
+      expect(round.admitted, summary).toBeLessThanOrEqual(LEASE_RACE_CAPACITY);
+      expect(round.admitted + round.unspent, summary).toBe(LEASE_RACE_CAPACITY);
+    }
+    expect(
+      rounds.reduce((total, round) => total + round.fromLeases, 0),
+      summary,
+    ).toBeGreaterThan(0);
+  });
+});

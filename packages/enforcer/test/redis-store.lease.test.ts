@@ -1,0 +1,221 @@
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ManualClock } from "../src/limiter/clock";
+import { RedisStore } from "../src/limiter/stores/redis";
+import { REDIS_DECIDE_SHA1 } from "../src/limiter/stores/redis-decide-script";
+import type { LimitCheck, LimitMode, LimitSpec } from "../src/limiter/types";
+import { atUtc } from "../src/testing/times";
+import { readyRedis } from "./support/redis";
+
+/*
+ * Leases in the decide script (`RedisStore.decideLeasing`), on the real Redis with the tests'
+ * clock: what a lease grants, for how long, and that spending it can never admit more than the
+ * limit, whenever within its lifetime the units are spent.
+ */
+
+const check = (bucket: string, limit: LimitSpec, mode: LimitMode = "enforce"): LimitCheck => ({
+  scope: bucket,
+  bucket,
+  limit,
+  mode,
+});
+const tokens = (capacity: number, refillPerSec: number): LimitSpec => ({
+  algorithm: "token-bucket",
+  capacity,
+  refillPerSec,
+});
+
+describe("RedisStore leases", () => {
+  let client: Redis;
+  const runPrefix = inject("redisKeyPrefix");
+  let clock: ManualClock;
+  let store: RedisStore;
+  let subjects = 0;
+  const subject = () => `c:lease-${++subjects}`;
+
+  beforeAll(async () => {
+    client = await readyRedis("decisions");
+    clock = new ManualClock(atUtc("10:00:00"));
+    store = new RedisStore({ client, keyPrefix: `${runPrefix}lease:`, clock });
+  });
+
+  afterAll(async () => {
+    await client.quit();
+  });
+
+  /** Plain decisions of cost 1 until one is rejected: how many were admitted. */
+  async function admitAll(who: string, checks: readonly LimitCheck[]): Promise<number> {
+    let admitted = 0;
+    while ((await store.decide({ subject: who, checks })).allowed) admitted++;
+    return admitted;
+  }
+
+  it("grants at most half of what is left on every check, and at most what was wanted", async () => {
+    const who = subject();
+    const checks = [check("account", tokens(100, 0.001)), check("ceiling", tokens(30, 0.001))];
+    const first = await store.decideLeasing({ subject: who, checks }, { units: 50, lifeMs: 1_000 });
+    expect(first.decision.allowed).toBe(true);
+    // The ceiling has 29 left after the request: half is 14.
+    expect(first).toMatchObject({ units: 14, lifeMs: 1_000 });
+    // `remaining` is after the request, before the lease.
+    expect(first.decision.outcomes.map((o) => o.remaining)).toEqual([99, 29]);
+    const second = await store.decideLeasing({ subject: who, checks }, { units: 3, lifeMs: 500 });
+    expect(second).toMatchObject({ units: 3, lifeMs: 500 });
+    expect(second.decision.outcomes.map((o) => o.remaining)).toEqual([84, 14]);
+  });
+
+  it("shrinks to nothing near the limit: the units leased and admitted never exceed it", async () => {
+    const who = subject();
+    const checks = [check("account", tokens(40, 0.001))];
+    let admitted = 0;
+    let leased = 0;
+    const grants: number[] = [];
+    for (;;) {
+      const answer = await store.decideLeasing(
+        { subject: who, checks },
+        { units: 8, lifeMs: 60_000 },
+      );
+      if (!answer.decision.allowed) break;
+      admitted++;
+      leased += answer.units;
+      grants.push(answer.units);
+    }
+    expect(admitted + leased).toBe(40);
+    expect(grants[0]).toBe(8);
+    expect(grants.at(-1)).toBe(0);
+    // Never more than half of what was left after the request.
+    let left = 40;
+    for (const units of grants) {
+      left -= 1;
+      expect(units).toBeLessThanOrEqual(Math.floor(left / 2));
+      left -= units;
+    }
+  });
+
+  it("token bucket: while a lease lives the capacity is short of it, so no burst exceeds the capacity", async () => {
+    const who = subject();
+    const checks = [check("account", tokens(10, 10))];
+    const lease = await store.decideLeasing({ subject: who, checks }, { units: 4, lifeMs: 1_000 });
+    expect(lease).toMatchObject({ units: 4, lifeMs: 1_000 });
+    // 5 tokens left, and the bucket refills only up to 10 - 4 while the lease lives.
+    clock.advance(500);
+    const burst = await admitAll(who, checks);
+    // With the lease's 4 spent now too, 10 in one instant: the capacity, never more.
+    expect(burst).toBe(6);
+    // From empty at t+500: 5 more by the time the lease ends, then the whole capacity again.
+    clock.advance(500);
+    expect(await admitAll(who, checks)).toBe(5);
+    clock.advance(1_000);
+    expect(await admitAll(who, checks)).toBe(10);
+  });
+
+  it("token bucket: a second lease takes a second reservation, a third joins the later one", async () => {
+    const who = subject();
+    const checks = [check("account", tokens(1_000, 0.001))];
+    const leased = { subject: who, checks };
+    const a = await store.decideLeasing(leased, { units: 100, lifeMs: 1_000 });
+    clock.advance(200);
+    const b = await store.decideLeasing(leased, { units: 100, lifeMs: 1_000 });
+    clock.advance(300);
+    // Both reservations live: it joins the later one, which ends 700 ms from now.
+    const c = await store.decideLeasing(leased, { units: 100, lifeMs: 1_000 });
+    expect([a.lifeMs, b.lifeMs, c.lifeMs]).toEqual([1_000, 1_000, 700]);
+    clock.advance(460);
+    // Under a quarter of the lifetime wanted is left of the later reservation: no lease.
+    const d = await store.decideLeasing(leased, { units: 100, lifeMs: 1_000 });
+    expect(d.units).toBe(0);
+    expect(d.decision.allowed).toBe(true);
+    // Refill is negligible: everything leased or admitted adds up to the capacity.
+    clock.advance(1_000);
+    const rest = await admitAll(who, checks);
+    expect(4 + a.units + b.units + c.units + rest).toBe(1_000);
+  });
+
+  it("fixed and sliding window: the lease ends with the window, and its units count in it", async () => {
+    const who = subject();
+    // 10:00:00 + the clock's advances so far; put the request 4 s before a minute ends.
+    const minute = 60_000;
+    clock.advance(minute - (clock.nowMs() % minute) - 4_000);
+    const checks = [
+      check("fixed", { algorithm: "fixed-window", limit: 100, windowMs: minute }),
+      check("window", { algorithm: "sliding-window", limit: 1_000, windowMs: minute }),
+    ];
+    const answer = await store.decideLeasing(
+      { subject: who, checks },
+      { units: 20, lifeMs: 10_000 },
+    );
+    expect(answer).toMatchObject({ units: 20, lifeMs: 4_000 });
+    expect(await admitAll(who, checks)).toBe(100 - 1 - 20);
+  });
+
+  it("grants nothing on a rejection, a sliding log, a leaky meter, or a dry-run limit that would reject", async () => {
+    const leaseOf = async (checks: readonly LimitCheck[]) =>
+      (await store.decideLeasing({ subject: subject(), checks }, { units: 5, lifeMs: 1_000 }))
+        .units;
+    expect(
+      await leaseOf([check("log", { algorithm: "sliding-log", limit: 100, windowMs: 60_000 })]),
+    ).toBe(0);
+    expect(
+      await leaseOf([check("meter", { algorithm: "leaky-meter", burst: 100, drainPerSec: 1 })]),
+    ).toBe(0);
+    expect(
+      await leaseOf([
+        check("account", tokens(100, 1)),
+        check("candidate", tokens(0, 1), "dry-run"),
+      ]),
+    ).toBe(0);
+    const who = subject();
+    const tight = [check("account", tokens(1, 0.001))];
+    await store.decide({ subject: who, checks: tight });
+    const rejected = await store.decideLeasing(
+      { subject: who, checks: tight },
+      { units: 5, lifeMs: 1_000 },
+    );
+    expect(rejected.decision.allowed).toBe(false);
+    expect(rejected.units).toBe(0);
+  });
+
+  it("a plain decision keeps the reservations, and reads a bucket written before leases existed", async () => {
+    const who = subject();
+    const checks = [check("account", tokens(10, 10))];
+    await store.decideLeasing({ subject: who, checks }, { units: 4, lifeMs: 1_000 });
+    // A plain decision (no lease) in between must not drop the reservation.
+    await store.decide({ subject: who, checks });
+    clock.advance(500);
+    expect(await admitAll(who, checks)).toBe(6);
+    // The state as the release before leases wrote it: 17 bytes, tokens and time.
+    const old = subject();
+    const key = store.storageKey(old, "account");
+    const packed = Buffer.alloc(17);
+    packed.writeUInt8(4, 0);
+    packed.writeDoubleLE(3, 1);
+    packed.writeDoubleLE(clock.nowMs(), 9);
+    await client.set(key, packed, "PX", 60_000);
+    expect(await admitAll(old, checks)).toBe(3);
+  });
+
+  it("refuses a lease request out of range, naming the field, and the script refuses a malformed one", async () => {
+    const input = { subject: subject(), checks: [check("account", tokens(10, 1))] };
+    await expect(store.decideLeasing(input, { units: -1, lifeMs: 1_000 })).rejects.toThrow(
+      /lease\.units/,
+    );
+    await expect(store.decideLeasing(input, { units: 1.5, lifeMs: 1_000 })).rejects.toThrow(
+      /lease\.units/,
+    );
+    await expect(store.decideLeasing(input, { units: 1, lifeMs: 3_600_001 })).rejects.toThrow(
+      /lease\.lifeMs/,
+    );
+    const key = store.storageKey(input.subject, "account");
+    for (const head of [
+      "l - 1 1",
+      "l - 1 1 5",
+      "l - 1 1 5 -1",
+      "l - 1 1 2000000000 5",
+      "d - 1 1 5 5",
+    ]) {
+      await expect(
+        client.evalsha(REDIS_DECIDE_SHA1, 1, key, "1000", head, "4 10 1 e"),
+      ).rejects.toThrow(/malformed decision/);
+    }
+  });
+});
