@@ -1,5 +1,14 @@
 import { assertTimeAndCost, assertValidChecks } from "./arguments";
-import { type LimitState, stepLimit } from "./step-limit";
+import { StepNumbers } from "./decision";
+import { wholeUnits } from "./numeric";
+import {
+  algorithmCodeOf,
+  type LimitState,
+  limitSizeOf,
+  SLIDING_LOG,
+  stepLimit,
+  stepNumbersInto,
+} from "./step-limit";
 import type { Decision, LayeredDecision, LimitCheck, LimitMode, LimitOutcome } from "./types";
 
 /**
@@ -319,4 +328,204 @@ export function peekLayered(
   cost = 1,
 ): LayeredDecision {
   return decideLayeredInto(states, checks, nowMs, cost, new Array(checks.length));
+}
+
+/**
+ * A list of checks validated once and laid out for a store that keeps numbers: each check's
+ * bucket, algorithm code, size and mode, and the working space of its `decide`. Made by
+ * {@link prepareChecks}, which remembers it per list, so that a store deciding against the same
+ * list (a policy's compiled checks) validates and reads nothing of it per decision.
+ *
+ * The working space is rewritten by every decision: a store fills `hasState` and `numbers` (three
+ * per check, in each algorithm's order; see `stepNumbersInto`) with what it holds, calls
+ * `decide`, then stores `numbers` for every check whose `writes` is 1. Decisions never
+ * nest, so one space per list serves every store.
+ */
+export class PreparedChecks {
+  readonly checks: readonly LimitCheck[];
+  readonly length: number;
+  /** Per check, the bucket its state lives in under the decision's subject. */
+  readonly buckets: readonly string[];
+  /** Per check, its algorithm's code (`step-limit.ts`). */
+  readonly codes: Int32Array;
+  /** Every check has a kernel (no sliding log), so `decide` applies. */
+  readonly isNumeric: boolean;
+  /** Per check, 1 when the store holds a state of the check's algorithm. */
+  readonly hasState: Uint8Array;
+  /** Per check, three numbers: the stored state in, the state to store out. */
+  readonly numbers: Float64Array;
+  /** Per check, set by `decide`: 1 when `numbers` must be stored. */
+  readonly writes: Uint8Array;
+  readonly #sizes: Float64Array;
+  readonly #steps: StepNumbers[];
+  /**
+   * The last rejection returned for this list, and whether it is the shared frozen copy: a
+   * rejection that repeats the one before it (a client retrying within the same millisecond) is
+   * answered with one frozen object instead of a new one each time.
+   */
+  #rejection: LayeredDecision | undefined;
+  #isRejectionShared = false;
+
+  constructor(checks: readonly LimitCheck[]) {
+    const length = checks.length;
+    this.checks = checks;
+    this.length = length;
+    this.buckets = checks.map(bucketOf);
+    this.codes = Int32Array.from(checks, (check) => algorithmCodeOf(check.limit));
+    this.isNumeric = this.codes.every((code) => code !== SLIDING_LOG);
+    this.hasState = new Uint8Array(length);
+    this.numbers = new Float64Array(length * 3);
+    this.writes = new Uint8Array(length);
+    this.#sizes = Float64Array.from(checks, (check) => limitSizeOf(check.limit));
+    this.#steps = Array.from(checks, () => new StepNumbers());
+  }
+
+  /**
+   * The layered decision for the numbers in the working space, exactly as `decideLayeredInto`
+   * makes it (same kernels, same combination, same states written), from the working space, into it: `numbers` becomes the
+   * states to store and `writes` says which to store. Throws on a time or cost out of bounds.
+   */
+  decide(nowMs: number, cost: number): LayeredDecision {
+    assertTimeAndCost(nowMs, cost);
+    const { checks, length, codes, hasState, numbers, writes } = this;
+    const steps = this.#steps;
+    let isAllowed = true;
+    for (let index = 0; index < length; index++) {
+      const check = checks[index] as LimitCheck;
+      const step = steps[index] as StepNumbers;
+      const at = index * 3;
+      stepNumbersInto(
+        codes[index] as number,
+        hasState[index] === 1,
+        numbers[at] as number,
+        numbers[at + 1] as number,
+        numbers[at + 2] as number,
+        check.limit,
+        nowMs,
+        cost,
+        step,
+      );
+      if (!step.allowed && check.mode === "enforce") isAllowed = false;
+      numbers[at] = step.first;
+      numbers[at + 1] = step.second;
+      numbers[at + 2] = step.third;
+    }
+    // As in decideLayeredInto: on admission every stepped state is stored; on rejection a check
+    // that would have admitted keeps its stored state untouched.
+    for (let index = 0; index < length; index++) {
+      writes[index] = isAllowed || !(steps[index] as StepNumbers).allowed ? 1 : 0;
+    }
+    if (isAllowed) {
+      this.#rejection = undefined;
+      return layeredDecisionOf(this.#outcomes(), true);
+    }
+    return this.#rejectionDecision();
+  }
+
+  #outcomes(): LimitOutcome[] {
+    const { checks, length } = this;
+    const steps = this.#steps;
+    const sizes = this.#sizes;
+    const outcomes = new Array<LimitOutcome>(length);
+    for (let index = 0; index < length; index++) {
+      const check = checks[index] as LimitCheck;
+      const step = steps[index] as StepNumbers;
+      const size = sizes[index] as number;
+      outcomes[index] = {
+        allowed: step.allowed,
+        limit: size,
+        remaining: wholeUnits(step.available, size),
+        retryAfterMs: step.retryAfterMs,
+        resetAfterMs: step.resetAfterMs,
+        reason: step.reason,
+        scope: check.scope,
+        mode: check.mode,
+      };
+    }
+    return outcomes;
+  }
+
+  /** A rejection: the shared frozen one when it repeats the last, else a new one. */
+  #rejectionDecision(): LayeredDecision {
+    const last = this.#rejection;
+    if (last !== undefined && this.#repeats(last)) {
+      if (this.#isRejectionShared) return last;
+      const shared = freezeDecision(layeredDecisionOf(this.#outcomes(), false));
+      this.#rejection = shared;
+      this.#isRejectionShared = true;
+      return shared;
+    }
+    const fresh = layeredDecisionOf(this.#outcomes(), false);
+    this.#rejection = fresh;
+    this.#isRejectionShared = false;
+    return fresh;
+  }
+
+  /** Whether the steps just taken give exactly the outcomes of `decision`. */
+  #repeats(decision: LayeredDecision): boolean {
+    const outcomes = decision.outcomes;
+    const steps = this.#steps;
+    const sizes = this.#sizes;
+    for (let index = 0; index < this.length; index++) {
+      const outcome = outcomes[index] as LimitOutcome;
+      const step = steps[index] as StepNumbers;
+      if (
+        outcome.allowed !== step.allowed ||
+        outcome.reason !== step.reason ||
+        outcome.retryAfterMs !== step.retryAfterMs ||
+        outcome.resetAfterMs !== step.resetAfterMs ||
+        outcome.remaining !== wholeUnits(step.available, sizes[index] as number)
+      ) {
+        return false;
+      }
+    }
+    return true;
+  }
+}
+
+function freezeDecision(decision: LayeredDecision): LayeredDecision {
+  for (const outcome of decision.outcomes) Object.freeze(outcome);
+  Object.freeze(decision.outcomes);
+  return Object.freeze(decision);
+}
+
+const NO_CHECKS = new PreparedChecks([]);
+const preparedByList = new WeakMap<object, PreparedChecks>();
+/** The list prepared last: a gateway deciding against one list over and over pays a comparison. */
+let lastPrepared = NO_CHECKS;
+
+/**
+ * `checks` validated (as `decideLayered` validates them, throwing the same errors) and prepared,
+ * once per list. A different list holding the same check objects in the same order as the last
+ * one prepared shares its preparation (a caller that builds `[check]` per request pays a few
+ * comparisons, not a validation). Treat prepared lists and their checks as immutable, as every
+ * validated list.
+ */
+export function prepareChecks(checks: readonly LimitCheck[]): PreparedChecks {
+  const last = lastPrepared;
+  if (checks === last.checks) return last;
+  return prepareOther(checks, last);
+}
+
+function prepareOther(checks: readonly LimitCheck[], last: PreparedChecks): PreparedChecks {
+  let prepared = preparedByList.get(checks);
+  if (prepared === undefined) {
+    if (Array.isArray(checks) && hasSameChecks(checks, last.checks)) {
+      prepared = last;
+    } else {
+      assertValidChecks(checks);
+      prepared = new PreparedChecks(checks);
+      preparedByList.set(checks, prepared);
+    }
+  }
+  lastPrepared = prepared;
+  return prepared;
+}
+
+function hasSameChecks(a: readonly LimitCheck[], b: readonly LimitCheck[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let index = 0; index < a.length; index++) {
+    if (a[index] !== b[index]) return false;
+  }
+  return true;
 }

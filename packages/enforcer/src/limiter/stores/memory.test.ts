@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../clock";
+import { decideLayered } from "../layered";
+import type { LimitState } from "../step-limit";
 import type { DecideInput, LimitCheck, LimitSpec } from "../types";
 import { MemoryStore } from "./memory";
 
@@ -260,5 +262,180 @@ describe("MemoryStore: consumeSync, the single-limit fast path", () => {
     store.consumeSync("b", "api", limit);
     store.consumeSync("c", "api", limit);
     expect(store.keyCount).toBe(2);
+  });
+});
+
+describe("MemoryStore: prepared lists and repeated rejections", () => {
+  const exhausted: LimitCheck = { scope: "api", limit: SLOW, mode: "enforce" };
+
+  it("a rejection that repeats the last one exactly is the same frozen decision", () => {
+    const clock = new ManualClock(T0);
+    const store = new MemoryStore({ clock });
+    const checks = [exhausted];
+    for (let i = 0; i < 3; i++) store.decideSync({ subject: "s", checks });
+    const first = store.decideSync({ subject: "s", checks });
+    const second = store.decideSync({ subject: "s", checks });
+    const third = store.decideSync({ subject: "s", checks });
+    expect(first).toEqual(second);
+    expect(first).not.toBe(second); // the first was handed out unfrozen: never shared
+    expect(third).toBe(second);
+    expect(Object.isFrozen(second)).toBe(true);
+    expect(Object.isFrozen(second.outcomes)).toBe(true);
+    expect(Object.isFrozen(second.outcomes[0])).toBe(true);
+    expect(Object.isFrozen(first)).toBe(false);
+    // Time moves on: a different rejection, a new object.
+    clock.advance(1);
+    const later = store.decideSync({ subject: "s", checks });
+    expect(later).not.toBe(third);
+    expect(later.retryAfterMs).toBe(third.retryAfterMs - 1);
+  });
+
+  it("a repeated rejection for one subject is shared with another only when identical", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0) });
+    const checks = [exhausted];
+    for (let i = 0; i < 3; i++) {
+      store.decideSync({ subject: "a", checks });
+      store.decideSync({ subject: "b", checks, cost: i === 2 ? 0.5 : 1 });
+    }
+    const a = [1, 2].map(() => store.decideSync({ subject: "a", checks }));
+    const b = store.decideSync({ subject: "b", checks, cost: 1 });
+    expect(a[0]).toMatchObject({ allowed: false, remaining: 0 });
+    expect(b).toMatchObject({ allowed: false, remaining: 0 });
+    expect(b).not.toBe(a[1]); // b holds half a token more: another retryAfterMs
+    expect(b.retryAfterMs).toBeLessThan(a[1]?.retryAfterMs ?? 0);
+  });
+
+  it("consumeSync shares a repeated rejection the same way, and never an admission", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0) });
+    const admitted = [1, 2, 3].map(() => store.consumeSync("s", "api", SLOW));
+    expect(new Set(admitted).size).toBe(3);
+    const rejected = [1, 2, 3].map(() => store.consumeSync("s", "api", SLOW));
+    expect(rejected[0]).toEqual(rejected[1]);
+    expect(rejected[0]).not.toBe(rejected[1]);
+    expect(rejected[2]).toBe(rejected[1]);
+    expect(Object.isFrozen(rejected[2])).toBe(true);
+    expect(store.consumeSync("s", "api", SLOW, 4)).toMatchObject({
+      reason: "cost-exceeds-capacity",
+    });
+  });
+
+  it("a list built per request with the same checks decides as the list it repeats", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0) });
+    const endpoint: LimitCheck = { scope: "endpoint", limit: SLOW, mode: "enforce" };
+    const decisions = [1, 2, 3, 4].map(() =>
+      store.decideSync({ subject: "s", checks: [endpoint, exhausted] }),
+    );
+    expect(decisions.map((decision) => decision.remaining)).toEqual([2, 1, 0, 0]);
+    expect(decisions[3]?.allowed).toBe(false);
+  });
+
+  it("a list that differs from the last one by a check is validated: a shared bucket throws", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0) });
+    const first: LimitCheck = { scope: "a", bucket: "same", limit: SLOW, mode: "enforce" };
+    const second: LimitCheck = { scope: "b", bucket: "other", limit: SLOW, mode: "enforce" };
+    const clash: LimitCheck = { scope: "c", bucket: "same", limit: SLOW, mode: "enforce" };
+    store.decideSync({ subject: "s", checks: [first, second] });
+    expect(() => store.decideSync({ subject: "s", checks: [first, clash] })).toThrow(
+      /share the bucket "same"/,
+    );
+    expect(() =>
+      store.decideSync({
+        subject: "s",
+        checks: [first, { ...second, mode: "off" as "enforce" }],
+      }),
+    ).toThrow(RangeError);
+    expect(store.peekSync({ subject: "s", checks: [first], cost: 0 }).remaining).toBe(2);
+  });
+
+  it("moves a key between a sliding log and a numeric algorithm, either way, starting afresh", () => {
+    const store = new MemoryStore({ clock: new ManualClock(T0), maxKeys: 4 });
+    const log: LimitCheck = {
+      scope: "api",
+      limit: { algorithm: "sliding-log", limit: 2, windowMs: 60_000 },
+      mode: "enforce",
+    };
+    const window: LimitCheck = {
+      scope: "api",
+      limit: { algorithm: "sliding-window", limit: 5, windowMs: 60_000 },
+      mode: "enforce",
+    };
+    expect(store.decideSync({ subject: "s", checks: [log] }).remaining).toBe(1);
+    expect(store.decideSync({ subject: "s", checks: [window] }).remaining).toBe(4);
+    expect(store.decideSync({ subject: "s", checks: [window] }).remaining).toBe(3);
+    expect(store.decideSync({ subject: "s", checks: [log] }).remaining).toBe(1);
+    expect(store.decideSync({ subject: "s", checks: [window] }).remaining).toBe(4);
+    expect(store.keyCount).toBe(1);
+  });
+});
+
+describe("MemoryStore: agrees with the reference store under eviction", () => {
+  it("every decision equals a reference store's that forgets the keys the LRU evicted", () => {
+    // A tiny bound over many subjects and layered lists of every algorithm: keys are evicted all
+    // the time. An evicted key starts afresh, so the reference is rebuilt without it: a store
+    // that tracks which keys MemoryStore still holds (the most recently used maxKeys).
+    const clock = new ManualClock(T0);
+    const maxKeys = 6;
+    const store = new MemoryStore({ clock, maxKeys });
+    const limits: LimitSpec[] = [
+      { algorithm: "token-bucket", capacity: 3, refillPerSec: 5 },
+      { algorithm: "leaky-meter", burst: 2, drainPerSec: 3 },
+      { algorithm: "fixed-window", limit: 3, windowMs: 700 },
+      { algorithm: "sliding-window", limit: 4, windowMs: 900 },
+      { algorithm: "sliding-log", limit: 2, windowMs: 500 },
+    ];
+    const lists: LimitCheck[][] = [
+      [{ scope: "a", limit: limits[0] as LimitSpec, mode: "enforce" }],
+      [
+        { scope: "a", limit: limits[0] as LimitSpec, mode: "enforce" },
+        { scope: "b", limit: limits[1] as LimitSpec, mode: "dry-run" },
+      ],
+      [
+        { scope: "c", limit: limits[2] as LimitSpec, mode: "enforce" },
+        { scope: "d", limit: limits[3] as LimitSpec, mode: "enforce" },
+      ],
+      [
+        { scope: "d", limit: limits[3] as LimitSpec, mode: "enforce" },
+        { scope: "e", limit: limits[4] as LimitSpec, mode: "enforce" },
+      ],
+      [{ scope: "b", limit: limits[1] as LimitSpec, mode: "enforce" }],
+    ];
+    // The reference: states by key, in recency order, trimmed to maxKeys after each decision.
+    const states = new Map<string, LimitState>();
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed % n;
+    };
+    for (let i = 0; i < 3000; i++) {
+      clock.advance([0, 0, 1, 37, 250, 1000][next(6)] ?? 0);
+      const subject = `s${next(4)}`;
+      const checks = lists[next(lists.length)] ?? [];
+      const cost = [1, 1, 1, 0, 2][next(5)] ?? 1;
+      const keys = checks.map((check) => `${subject}/${check.scope}`);
+      const expected = decideLayered(
+        keys.map((key) => states.get(key)),
+        checks,
+        clock.nowMs(),
+        cost,
+      );
+      // Touch existing keys first, then add new ones (the store's order), then trim the oldest.
+      keys.forEach((key, k) => {
+        const held = states.get(key);
+        const state = expected.states[k];
+        if (held !== undefined) {
+          states.delete(key);
+          states.set(key, state ?? held);
+        }
+      });
+      keys.forEach((key, k) => {
+        const state = expected.states[k];
+        if (!states.has(key) && state !== undefined) {
+          states.set(key, state);
+          if (states.size > maxKeys) states.delete(states.keys().next().value as string);
+        }
+      });
+      expect(store.decideSync({ subject, checks, cost })).toEqual(expected.decision);
+      expect(store.keyCount).toBe(states.size);
+    }
   });
 });

@@ -1,8 +1,28 @@
 import { assertName, assertTimeAndCost, assertValidChecks, assertValidLimit } from "../arguments";
 import { type Clock, monotonicClock } from "../clock";
-import { bucketOf, decideLayeredInto, peekLayered } from "../layered";
-import { type LimitState, stepLimit } from "../step-limit";
-import type { DecideInput, Decision, LayeredDecision, LimiterStore, LimitSpec } from "../types";
+import { decisionOf, StepNumbers } from "../decision";
+import { bucketOf, decideLayeredInto, peekLayered, prepareChecks } from "../layered";
+import { wholeUnits } from "../numeric";
+import {
+  algorithmCodeOf,
+  FIXED_WINDOW,
+  LEAKY_METER,
+  type LimitState,
+  limitSizeOf,
+  SLIDING_LOG,
+  SLIDING_WINDOW,
+  stepLimit,
+  stepNumbersInto,
+  TOKEN_BUCKET,
+} from "../step-limit";
+import type {
+  DecideInput,
+  Decision,
+  LayeredDecision,
+  LimitCheck,
+  LimiterStore,
+  LimitSpec,
+} from "../types";
 
 export interface MemoryStoreOptions {
   /**
@@ -20,13 +40,6 @@ export interface MemoryStoreOptions {
    */
   readonly clock?: Clock;
 }
-
-/** Which algorithm a slot holds; 0 never appears in a live slot. */
-const FIXED_WINDOW = 1;
-const SLIDING_LOG = 2;
-const SLIDING_WINDOW = 3;
-const TOKEN_BUCKET = 4;
-const LEAKY_METER = 5;
 
 /** Working arrays for one decision: its checks' slots, stored states and states to store. */
 interface Scratch {
@@ -107,6 +120,12 @@ export class MemoryStore implements LimiterStore {
   #oldest = NO_SLOT;
   /** Per number of checks, arrays reused by every decision of that size (decisions never nest). */
   readonly #scratchByLength: (Scratch | undefined)[] = [];
+  /** The slots of a prepared decision's checks, grown to the longest list seen. */
+  #slots = new Int32Array(8);
+  /** consumeSync's kernel output, and its last rejection (see `#rejectionOf`). */
+  readonly #step = new StepNumbers();
+  #rejection: Decision | undefined;
+  #isRejectionShared = false;
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 100_000;
@@ -144,17 +163,76 @@ export class MemoryStore implements LimiterStore {
     }
   }
 
-  /** `decide` without the promise, for the hot path: evaluate and, when admitted, consume. */
+  /**
+   * `decide` without the promise, for the hot path: evaluate and, when admitted, consume. The
+   * list of checks is prepared once (`prepareChecks`); a decision then reads the stored numbers
+   * of its keys, runs the algorithms' kernels on them and writes numbers back, building no state
+   * object. A rejection that repeats the previous one for the same list exactly is returned as
+   * the same frozen decision.
+   */
   decideSync(input: DecideInput): LayeredDecision {
     const nowMs = this.#clock.nowMs();
-    const { subject, checks } = input;
+    const subject = input.subject;
     assertName("subject", subject);
-    assertValidChecks(checks);
-    if (checks.length > this.#maxKeys) {
+    const prepared = prepareChecks(input.checks);
+    const length = prepared.length;
+    if (length > this.#maxKeys) {
       throw new RangeError(
-        `a decision with ${checks.length} checks cannot fit a store of ${this.#maxKeys} keys`,
+        `a decision with ${length} checks cannot fit a store of ${this.#maxKeys} keys`,
       );
     }
+    const cost = input.cost === undefined ? 1 : input.cost;
+    if (!prepared.isNumeric) return this.#decideStates(subject, prepared.checks, nowMs, cost);
+
+    const firstSlot = this.#firstSlotBySubject.get(subject) ?? NO_SLOT;
+    if (this.#slots.length < length) this.#slots = new Int32Array(length);
+    const slots = this.#slots;
+    const { buckets, codes, hasState, numbers, writes } = prepared;
+    const ints = this.#ints;
+    const floats = this.#floats;
+    for (let index = 0; index < length; index++) {
+      const slot = this.#findSlot(firstSlot, buckets[index] as string);
+      slots[index] = slot;
+      const code = codes[index] as number;
+      if (slot !== NO_SLOT && ints[slot * INTS_PER_SLOT + ALGORITHM] === code) {
+        const at = slot * FLOATS_PER_SLOT;
+        hasState[index] = 1;
+        numbers[index * 3] = floats[at + FIRST] as number;
+        numbers[index * 3 + 1] = floats[at + SECOND] as number;
+        numbers[index * 3 + 2] = code === SLIDING_WINDOW ? this.#thirdAt(slot) : 0;
+      } else {
+        hasState[index] = 0;
+      }
+    }
+
+    const decision = prepared.decide(nowMs, cost);
+
+    // Existing keys first, each moved to the recent end, so that evictions made room for new
+    // keys below can only take keys outside this decision (it has at most maxKeys checks).
+    for (let index = 0; index < length; index++) {
+      const slot = slots[index] as number;
+      if (slot !== NO_SLOT) {
+        this.#touch(slot);
+        if (writes[index] === 1) this.#writeNumbers(slot, codes[index] as number, numbers, index);
+      }
+    }
+    let anchorSlot = firstSlot;
+    for (let index = 0; index < length; index++) {
+      if (slots[index] === NO_SLOT && writes[index] === 1) {
+        anchorSlot = this.#allocate(subject, buckets[index] as string, anchorSlot);
+        this.#writeNumbers(anchorSlot, codes[index] as number, numbers, index);
+      }
+    }
+    return decision;
+  }
+
+  /** `decideSync` for lists with a sliding log: states as objects, through the combiner. */
+  #decideStates(
+    subject: string,
+    checks: readonly LimitCheck[],
+    nowMs: number,
+    cost: number,
+  ): LayeredDecision {
     const firstSlot = this.#firstSlotBySubject.get(subject) ?? NO_SLOT;
     const { slots, states, next } = this.#scratchFor(checks.length);
     let index = 0;
@@ -165,16 +243,8 @@ export class MemoryStore implements LimiterStore {
       index++;
     }
 
-    const decision = decideLayeredInto(
-      states,
-      checks,
-      nowMs,
-      input.cost === undefined ? 1 : input.cost,
-      next,
-    );
+    const decision = decideLayeredInto(states, checks, nowMs, cost, next);
 
-    // Existing keys first, each moved to the recent end, so that evictions made room for new
-    // keys below can only take keys outside this decision (it has at most maxKeys checks).
     index = 0;
     for (const slot of slots) {
       const state = next[index];
@@ -202,7 +272,8 @@ export class MemoryStore implements LimiterStore {
    * key (and the operation single-limit libraries offer). The same algorithms and the same stored
    * state as `decideSync` with one enforced check, so the two can be mixed on one key; it only
    * skips building a layered decision. A rejection writes back what the algorithm writes (a token
-   * bucket's refill), nothing else. The limit is validated the first time it is seen.
+   * bucket's refill), nothing else, and one that repeats the previous rejection exactly is
+   * returned as the same frozen decision. The limit is validated the first time it is seen.
    */
   consumeSync(subject: string, bucket: string, limit: LimitSpec, cost = 1): Decision {
     const nowMs = this.#clock.nowMs();
@@ -210,16 +281,69 @@ export class MemoryStore implements LimiterStore {
     assertName("bucket", bucket);
     assertTimeAndCost(nowMs, cost);
     assertValidLimit(limit);
+    const code = algorithmCodeOf(limit);
     const firstSlot = this.#firstSlotBySubject.get(subject) ?? NO_SLOT;
     const slot = this.#findSlot(firstSlot, bucket);
-    const step = stepLimit(slot === NO_SLOT ? undefined : this.#read(slot), limit, nowMs, cost);
+    if (code === SLIDING_LOG) {
+      const step = stepLimit(slot === NO_SLOT ? undefined : this.#read(slot), limit, nowMs, cost);
+      if (slot === NO_SLOT) {
+        this.#write(this.#allocate(subject, bucket, firstSlot), step.state);
+      } else {
+        this.#touch(slot);
+        this.#write(slot, step.state);
+      }
+      return step.decision;
+    }
+
+    const out = this.#step;
+    if (slot !== NO_SLOT && intAt(this.#ints, slot, ALGORITHM) === code) {
+      const floats = this.#floats;
+      const at = slot * FLOATS_PER_SLOT;
+      stepNumbersInto(
+        code,
+        true,
+        floats[at + FIRST] as number,
+        floats[at + SECOND] as number,
+        code === SLIDING_WINDOW ? this.#thirdAt(slot) : 0,
+        limit,
+        nowMs,
+        cost,
+        out,
+      );
+    } else {
+      stepNumbersInto(code, false, 0, 0, 0, limit, nowMs, cost, out);
+    }
     if (slot === NO_SLOT) {
-      this.#write(this.#allocate(subject, bucket, firstSlot), step.state);
+      this.#writeStep(this.#allocate(subject, bucket, firstSlot), code, out);
     } else {
       this.#touch(slot);
-      this.#write(slot, step.state);
+      this.#writeStep(slot, code, out);
     }
-    return step.decision;
+    return out.allowed ? decisionOf(out, limitSizeOf(limit)) : this.#rejectionOf(out, limit);
+  }
+
+  /** consumeSync's rejection: the shared frozen one when it repeats the last, else a new one. */
+  #rejectionOf(out: StepNumbers, limit: LimitSpec): Decision {
+    const size = limitSizeOf(limit);
+    const last = this.#rejection;
+    if (
+      last !== undefined &&
+      last.limit === size &&
+      last.reason === out.reason &&
+      last.retryAfterMs === out.retryAfterMs &&
+      last.resetAfterMs === out.resetAfterMs &&
+      last.remaining === wholeUnits(out.available, size)
+    ) {
+      if (this.#isRejectionShared) return last;
+      const shared = Object.freeze(decisionOf(out, size));
+      this.#rejection = shared;
+      this.#isRejectionShared = true;
+      return shared;
+    }
+    const fresh = decisionOf(out, size);
+    this.#rejection = fresh;
+    this.#isRejectionShared = false;
+    return fresh;
   }
 
   /**
@@ -335,6 +459,40 @@ export class MemoryStore implements LimiterStore {
         const unknown: never = state;
         throw new TypeError(`unknown limit state: ${JSON.stringify(unknown)}`);
       }
+    }
+  }
+
+  /** A sliding window's third number (its previous window's count). */
+  #thirdAt(slot: number): number {
+    return this.#third === undefined ? 0 : (this.#third[slot] ?? 0);
+  }
+
+  /** Stores check `index`'s numbers from a prepared decision (`PreparedChecks.numbers`). */
+  #writeNumbers(slot: number, code: number, numbers: Float64Array, index: number): void {
+    this.#writeState(
+      slot,
+      code,
+      numbers[index * 3] as number,
+      numbers[index * 3 + 1] as number,
+      numbers[index * 3 + 2] as number,
+    );
+  }
+
+  #writeStep(slot: number, code: number, out: StepNumbers): void {
+    this.#writeState(slot, code, out.first, out.second, out.third);
+  }
+
+  /** Stores a kernel's state (`code` is never SLIDING_LOG): what `#write` stores for its object. */
+  #writeState(slot: number, code: number, first: number, second: number, third: number): void {
+    const algorithmAt = slot * INTS_PER_SLOT + ALGORITHM;
+    if (this.#ints[algorithmAt] === SLIDING_LOG) this.#logs[slot] = undefined;
+    this.#ints[algorithmAt] = code;
+    const at = slot * FLOATS_PER_SLOT;
+    this.#floats[at + FIRST] = first;
+    if (code !== LEAKY_METER) this.#floats[at + SECOND] = second;
+    if (code === SLIDING_WINDOW) {
+      this.#third ??= new Float64Array(this.#capacity);
+      this.#third[slot] = third;
     }
   }
 
