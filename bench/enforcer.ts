@@ -9,7 +9,7 @@
  *    it. The enforcers share this process's one event loop, so they apply one after another: with
  *    one enforcer per process, as deployed, the last one would not wait for the other nine.
  * 2. HTTP through a gateway: a node:http server in a child process per target, protected by the
- *    enforcer (RedisStore, local stage on), by rate-limiter-flexible at its best (ioredis
+ *    enforcer (RedisStore, local stage and leases on), by rate-limiter-flexible at its best (ioredis
  *    autopipelining, one limiter per check ours makes, chained, `inMemoryBlockOnConsumed`), or by
  *    nothing (the server's own ceiling), driven from this process by a keep-alive client with 64
  *    requests in flight. Four workloads (1,000 keys admitted; 1,000 keys, half rejected; one hot
@@ -221,7 +221,11 @@ interface WithoutRedis {
   readonly byReason: Readonly<Record<string, number>>;
   readonly total: number;
   readonly slow: number;
+  /** Decisions by who answered (`limitplane_decision_sources_total`): lease, store, ... */
+  readonly bySource: Readonly<Record<string, number>>;
 }
+
+const DECISION_SOURCES = ["store", "lease", "denial-cache", "flood-guard", "fallback"];
 
 const WITHOUT_REDIS_REASONS = ["store-error", "timeout", "circuit-open"];
 
@@ -237,10 +241,15 @@ async function withoutRedisOf(target: Target): Promise<WithoutRedis | null> {
   for (const reason of WITHOUT_REDIS_REASONS) {
     byReason[reason] = sample("limitplane_decisions_without_store_total", `reason="${reason}"`);
   }
+  const bySource: Record<string, number> = {};
+  for (const source of DECISION_SOURCES) {
+    bySource[source] = sample("limitplane_decision_sources_total", `source="${source}"`);
+  }
   return {
     byReason,
     total: Object.values(byReason).reduce((sum, count) => sum + count, 0),
     slow: sample("limitplane_store_slow_decisions_total", "enforcer="),
+    bySource,
   };
 }
 
@@ -250,7 +259,27 @@ function withoutRedisBetween(before: WithoutRedis, after: WithoutRedis): Without
   for (const reason of WITHOUT_REDIS_REASONS) {
     byReason[reason] = (after.byReason[reason] ?? 0) - (before.byReason[reason] ?? 0);
   }
-  return { byReason, total: after.total - before.total, slow: after.slow - before.slow };
+  const bySource: Record<string, number> = {};
+  for (const source of DECISION_SOURCES) {
+    bySource[source] = (after.bySource[source] ?? 0) - (before.bySource[source] ?? 0);
+  }
+  return { byReason, total: after.total - before.total, slow: after.slow - before.slow, bySource };
+}
+
+/** "lease 97.1 %, store 2.9 %": who decided the measured requests, over every run. */
+function sourcesLine(runs: readonly LoadResult[]): string {
+  const totals = new Map<string, number>();
+  for (const run of runs) {
+    for (const [source, count] of Object.entries(run.withoutRedis?.bySource ?? {})) {
+      totals.set(source, (totals.get(source) ?? 0) + count);
+    }
+  }
+  const all = [...totals.values()].reduce((sum, count) => sum + count, 0);
+  if (all === 0) return "";
+  return [...totals]
+    .filter(([, count]) => count > 0)
+    .map(([source, count]) => `${source} ${((count / all) * 100).toFixed(1)} %`)
+    .join(", ");
 }
 
 /** A workload: which customer (and tier) each request is for. */
@@ -446,7 +475,7 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
     `\nHTTP through a gateway: a node:http server per target in a child process, ${IN_FLIGHT} keep-alive requests in flight from this process, ${RUNS} runs (targets restarted each run; workloads and targets alternating within it), ${WARMUP_MS / 1000} s warm-up + ${MEASURE_MS / 1000} s measured each; median [min-max] over the runs:`,
   );
   console.log(
-    "  limitplane: the enforcer (RedisStore, batching, local stage on), ceiling + tier per request; flexible: rate-limiter-flexible RateLimiterRedis on ioredis with enableAutoPipelining, the tier limiter then the ceiling limiter chained, inMemoryBlockOnConsumed on both",
+    "  limitplane: the enforcer (RedisStore, batching, local stage and leases on: its defaults), ceiling + tier per request; flexible: rate-limiter-flexible RateLimiterRedis on ioredis with enableAutoPipelining, the tier limiter then the ceiling limiter chained, inMemoryBlockOnConsumed on both",
   );
   const targets = new Targets();
   for (const [index, workload] of WORKLOADS.entries()) {
@@ -477,6 +506,8 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
     }
     const ours = byMode.get("limitplane") ?? [];
     const theirs = byMode.get("flexible") ?? [];
+    const sources = sourcesLine(ours);
+    if (sources !== "") console.log(`    limitplane decided by: ${sources}`);
     const bare = byMode.get("bare") ?? [];
     const perSec = (runs: readonly LoadResult[]) => runs.map((r) => r.perSec);
     const p99 = (runs: readonly LoadResult[]) => runs.map((r) => r.p99Ms);

@@ -2,7 +2,7 @@
  * The server the enforcer benchmark drives from another process: node:http with one endpoint,
  * protected by one of
  *
- * - `limitplane`: the enforcer (RedisStore, local stage on) through `createNodeMiddleware`;
+ * - `limitplane`: the enforcer (RedisStore, local stage and leases on: the defaults) through `createNodeMiddleware`;
  * - `limitplane-no-local`: the same without the local first stage;
  * - `flexible`: rate-limiter-flexible's `RateLimiterRedis` at its best documented configuration
  *   and doing the work ours does: an ioredis client with `enableAutoPipelining`, one limiter per

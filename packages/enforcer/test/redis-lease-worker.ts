@@ -30,6 +30,9 @@ const engine = new DecisionEngine({
   snapshot: () => snapshot,
   expectedGateways: 3,
   localStage: false,
+  // Short lifetimes, so a round of a fraction of a second sees leases granted, spent, refilled
+  // and ended (a subject is leased only after a whole lifetime of demand).
+  leases: { lifeMs: 20 },
 });
 
 async function run(round: LeaseRound): Promise<LeaseReport> {

@@ -6,8 +6,9 @@ import { LEASE_RACE_CAPACITY, type LeaseReport, type LeaseRound } from "./redis-
 
 /*
  * Leases under races across processes: three OS processes, each a gateway's DecisionEngine on
- * its own Redis connection with leases on, send 200 requests each for one customer (600 in all)
- * from 8 concurrent loops, against a tier of 300 whose refill cannot interfere. Leases spend
+ * its own Redis connection with leases on (20 ms lifetimes, so a round sees them granted, spent,
+ * refilled and ended), send 200 requests each for one customer (600 in all) from 8 concurrent
+ * loops, against a tier of 300 whose refill cannot interfere. Leases spend
  * units the store charged, so in every round:
  * - no more than 300 are admitted, however the leases were spread;
  * - admitted + units still unspent in leases = 300 exactly: every unit of the limit was either

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
 import { LeaseTable } from "./lease-table";
 import { ManualTimers } from "./timers";
 import type { EnforcerCheck, EnforcerDecision, EnforcerInput } from "./types";
@@ -60,11 +61,18 @@ function setup(options: { maxUnits?: number; lifeMs?: number; maxEntries?: numbe
   return { clock, table, refills, refiller };
 }
 
-/** Two requests seen (the second asks for a lease), and the store's grant of `units`. */
+/** Requests for the list: the first through `want` (as the engine does), the rest through `take`. */
+function see(ctx: ReturnType<typeof setup>, count: number): void {
+  for (let i = 0; i < count; i++) {
+    if (ctx.table.take(input(), ctx.refiller) === null && i === 0) ctx.table.want(input());
+  }
+}
+
+/** Demand over a whole lifetime (4 requests), then a request that asks for a lease, granted. */
 function leaseOf(ctx: ReturnType<typeof setup>, units: number, lifeMs = 1_000): void {
   const { table, refiller, clock } = ctx;
-  expect(table.take(input(), refiller)).toBeNull();
-  expect(table.want(input()).units).toBe(0);
+  see(ctx, 4);
+  clock.advance(1_000);
   expect(table.take(input(), refiller)).toBeNull();
   const wanted = table.want(input());
   expect(wanted.units).toBeGreaterThan(0);
@@ -72,14 +80,29 @@ function leaseOf(ctx: ReturnType<typeof setup>, units: number, lifeMs = 1_000): 
 }
 
 describe("LeaseTable", () => {
-  it("asks for nothing on a list's first request, then for about twice the demand seen", () => {
+  it("asks for nothing until a whole lifetime saw 4 requests, then for twice that", () => {
     const ctx = setup();
     expect(ctx.table.want(input())).toEqual({ units: 0, lifeMs: 0 });
+    // A burst on a quiet subject: never leased, however many requests.
+    see(ctx, 50);
+    expect(ctx.table.want(input()).units).toBe(0);
+    ctx.clock.advance(1_000);
     ctx.table.take(input(), ctx.refiller);
-    expect(ctx.table.want(input())).toEqual({ units: 4, lifeMs: 1_000 });
+    // 51 requests in that lifetime (the first one above, then 50).
+    expect(ctx.table.want(input())).toEqual({ units: 102, lifeMs: 1_000 });
     // A refill is in flight: nobody else asks until it is answered.
     ctx.table.take(input(), ctx.refiller);
     expect(ctx.table.want(input()).units).toBe(0);
+    // 3 in a lifetime is too few; and a lifetime with nothing forgets what came before.
+    const quiet = setup();
+    see(quiet, 3);
+    quiet.clock.advance(1_000);
+    quiet.table.take(input(), quiet.refiller);
+    expect(quiet.table.want(input()).units).toBe(0);
+    see(quiet, 10);
+    quiet.clock.advance(2_500);
+    quiet.table.take(input(), quiet.refiller);
+    expect(quiet.table.want(input()).units).toBe(0);
   });
 
   it("admits from a grant until its units are spent, then asks the store again", () => {
@@ -99,6 +122,20 @@ describe("LeaseTable", () => {
     expect(ctx.table.figures()).toMatchObject({ admitted: 3, grantedUnits: 3, expiredUnits: 0 });
   });
 
+  it("reports a leased admission at the time Redis charged its unit (the traffic record's time)", () => {
+    const ctx = setup();
+    see(ctx, 4);
+    ctx.clock.advance(1_000);
+    ctx.table.take(input(), ctx.refiller);
+    ctx.table.want(input());
+    const granting = storeDecision([90, 900]);
+    setStoreTime(granting, { nowMs: 1_765_000_000_123.456, indexInCall: 3 });
+    ctx.table.granted(input(), granting, 2, 1_000, ctx.clock.nowMs());
+    const leased = ctx.table.take(input(), ctx.refiller);
+    expect(leased?.source).toBe("lease");
+    expect(storeTimeOf(leased as object)).toEqual({ nowMs: 1_765_000_000_123.456, indexInCall: 3 });
+  });
+
   it("never spends a grant at or after its lifetime ends, and counts its unspent units", () => {
     const ctx = setup();
     leaseOf(ctx, 10, 500);
@@ -113,9 +150,10 @@ describe("LeaseTable", () => {
   it("measures the lifetime from before the call was sent, not from the answer", () => {
     const ctx = setup();
     const { table, refiller, clock } = ctx;
-    table.want(input());
+    see(ctx, 4);
+    clock.advance(1_000);
     table.take(input(), refiller);
-    table.want(input());
+    expect(table.want(input()).units).toBeGreaterThan(0);
     const sentAtMs = clock.nowMs();
     clock.advance(300); // the store call took 300 ms
     table.granted(input(), storeDecision([90, 900]), 5, 400, sentAtMs);
@@ -153,7 +191,8 @@ describe("LeaseTable", () => {
 
   it("a refill that failed lets the next request ask again", () => {
     const ctx = setup();
-    ctx.table.want(input());
+    see(ctx, 4);
+    ctx.clock.advance(1_000);
     ctx.table.take(input(), ctx.refiller);
     expect(ctx.table.want(input()).units).toBeGreaterThan(0);
     expect(ctx.table.want(input()).units).toBe(0);
@@ -187,15 +226,22 @@ describe("LeaseTable", () => {
     expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
   });
 
-  it("caps what it asks for at maxUnits, and leases nothing on a sliding log", () => {
+  it("caps what it asks for at maxUnits, and leases no list with a sliding log, a leaky meter or a dry-run limit", () => {
     const ctx = setup({ maxUnits: 3 });
-    ctx.table.want(input());
-    for (let i = 0; i < 10; i++) ctx.table.take(input(), ctx.refiller);
+    see(ctx, 10);
+    ctx.clock.advance(1_000);
+    ctx.table.take(input(), ctx.refiller);
     expect(ctx.table.want(input()).units).toBe(3);
     const log = Object.freeze([
       { ...account, limit: { algorithm: "sliding-log", limit: 10, windowMs: 1_000 } } as const,
     ]);
-    for (let i = 0; i < 3; i++) expect(ctx.table.want(input(log)).units).toBe(0);
+    const meter = Object.freeze([
+      { ...account, limit: { algorithm: "leaky-meter", burst: 10, drainPerSec: 1 } } as const,
+    ]);
+    const withDryRun = Object.freeze([account, { ...ceiling, mode: "dry-run" } as const]);
+    for (const list of [log, meter, withDryRun]) {
+      for (let i = 0; i < 3; i++) expect(ctx.table.want(input(list)).units).toBe(0);
+    }
   });
 
   it("refuses options out of range, naming the option", () => {

@@ -20,12 +20,13 @@
  *   ends (window end, or the bucket refilling); a request elsewhere may be rejected slightly
  *   early. That is bounded (a grant is at most half of what is left, and at most `maxUnits`) and
  *   counted: `expiredUnits` are the units that ended unspent.
- * - Demand first: a list is leased only once this gateway has seen it at least twice within a
- *   lifetime, and asks for about twice what it spent over the last lifetime, so a quiet subject
- *   holds nothing and a busy one rarely waits on the store.
+ * - Demand first: a list is leased only once this gateway has seen it at least 4 times over the
+ *   last whole lifetime, and asks for about twice that, so a quiet subject (or the first burst of
+ *   a new one) holds nothing and a busy one rarely waits on the store.
  */
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
+import { type StoreTime, setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
 import { limitSize } from "../policy/limit-math";
 import {
   type EnforcerCheck,
@@ -63,6 +64,9 @@ export interface LeaseRequest {
   readonly lifeMs: number;
 }
 
+/** Requests over the last lifetime below which a list is not leased. */
+const MIN_DEMAND = 4;
+
 export const NO_LEASE: LeaseRequest = Object.freeze({ units: 0, lifeMs: 0 });
 
 /** Asks the store for more units of a lease, off the request's path (the runtime). */
@@ -79,6 +83,11 @@ interface Grant {
   readonly resetAfterMs: readonly number[];
   readonly grantedAtMs: number;
   spent: number;
+  /**
+   * When Redis charged the units (`store-time.ts`): what a leased admission reports as its
+   * time and order, for the traffic record, so a backtest replays it where Redis counted it.
+   */
+  readonly storeTime: StoreTime | undefined;
 }
 
 /** A subject's lease on one list of checks. */
@@ -204,8 +213,8 @@ export class LeaseTable {
 
   /**
    * What a store call for `input` should lease: nothing until this gateway has seen the list at
-   * least twice within a lifetime, or while a refill is in flight; then about twice what one
-   * lifetime took, at most `maxUnits`.
+   * least 4 times over the last whole lifetime, or while a refill is in flight; then about twice
+   * that, at most `maxUnits`.
    */
   want(input: EnforcerInput): LeaseRequest {
     if (!isLeasable(input.checks)) return NO_LEASE;
@@ -256,6 +265,7 @@ export class LeaseTable {
       resetAfterMs: decision.outcomes.map((outcome) => outcome.resetAfterMs),
       grantedAtMs: sentAtMs,
       spent: 0,
+      storeTime: storeTimeOf(decision),
     };
     const nowMs = this.#clock.nowMs();
     this.#liveGrant(lease, nowMs);
@@ -348,10 +358,15 @@ export class LeaseTable {
     lease.seen++;
   }
 
+  /**
+   * About twice what the last whole lifetime saw, so a grant outlasts the refill it triggers;
+   * nothing below MIN_DEMAND. Only whole lifetimes count: a burst on a quiet subject (a client's
+   * first few requests at once) is never leased, so it is decided by the store exactly as without
+   * leases, and no units are left unspent behind it.
+   */
   #wanted(lease: Lease): number {
-    const demand = Math.max(lease.seen, lease.seenBefore);
-    if (demand < 2) return 0;
-    return Math.min(this.maxUnits, 2 * demand);
+    if (lease.seenBefore < MIN_DEMAND) return 0;
+    return Math.min(this.maxUnits, 2 * lease.seenBefore);
   }
 
   /** The grant to spend now (expired ones dropped on the way), or null. */
@@ -374,14 +389,24 @@ export class LeaseTable {
   }
 }
 
-/** Whether a store could lease on every check of the list (never on a sliding log). */
+/**
+ * Whether the list is leased: every check enforced (a dry-run limit's would-rejects stay exactly
+ * what the store counts, which a lease's local admissions could not reproduce) and of an
+ * algorithm the store leases (never a sliding log or a leaky meter).
+ */
 const leasable = new WeakMap<readonly EnforcerCheck[], boolean>();
 
 function isLeasable(checks: readonly EnforcerCheck[]): boolean {
   const known = leasable.get(checks);
   if (known !== undefined) return known;
   const result =
-    checks.length > 0 && checks.every((check) => check.limit.algorithm !== "sliding-log");
+    checks.length > 0 &&
+    checks.every(
+      (check) =>
+        check.mode === "enforce" &&
+        check.limit.algorithm !== "sliding-log" &&
+        check.limit.algorithm !== "leaky-meter",
+    );
   leasable.set(checks, result);
   return result;
 }
@@ -412,5 +437,11 @@ function localDecision(
       fallback: null,
     };
   }
-  return enforcerDecisionOf(outcomes, { source: "lease", degraded: false, failure: null });
+  const decision = enforcerDecisionOf(outcomes, {
+    source: "lease",
+    degraded: false,
+    failure: null,
+  });
+  if (grant.storeTime !== undefined) setStoreTime(decision, grant.storeTime);
+  return decision;
 }

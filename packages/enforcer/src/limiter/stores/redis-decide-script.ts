@@ -26,7 +26,9 @@
  * one after another (a later decision sees what an earlier one wrote), atomically as a whole:
  *   ARGV[1]  expiry margin in ms added to every key's lifetime
  *   then per decision one argument "<op> <now> <cost> <n>": op "d" decide, "p" peek (writes
- *            nothing), "s" shape, "q" peek a shaper; now in ms, or "-" for Redis `TIME`
+ *            nothing), "s" shape, "q" peek a shaper, or "<op> <now> <cost> <n> <units> <lifeMs>"
+ *            with op "l": decide, and lease up to <units> more for up to <lifeMs> (see the lease
+ *            block below; `RedisStore.decideLeasing`); now in ms, or "-" for Redis `TIME`
  *            (production; read once per call); n checks, each one argument
  *            "<algorithm code> <first parameter> <second parameter> <mode>", mode "e" enforce or
  *            "d" dry-run. (Few, short arguments: the client encodes and Redis parses less.)
@@ -37,21 +39,27 @@
  *   KEYS     each decision's n keys, in order (on Redis Cluster all in one slot: one subject)
  * Reply, flat, per check: `code, remaining, retryAfterMs, resetAfterMs` (code 0 allowed,
  * 1 limit-exceeded, 2 cost-exceeds-capacity, 3 queue-full), plus `delayMs` for a shaper; after a
- * decide or peek's checks, the time it used and its index in the call (0 first). The time is
+ * decide or peek's checks, the time it used and its index in the call (0 first); after a lease's,
+ * those two, then the units granted and their lifetime in whole ms (0 0: none). The time is
  * Redis `TIME` in whole microseconds (the script's `now` is exactly that / 1000), or the time
  * argument's own text when one was passed. Numbers are integers, or `%.17g` text from 2^53 up.
  *
  * Stored state: a sliding log is a sorted set (score = instant, member = `<12 hex digits of a
  * per-key sequence>:<cost>`, unique even for equal instants and costs, and ordered as the core's
  * array is). Every other algorithm is a string `struct.pack("<B d...")`: a byte naming the
- * algorithm (the code above), then its numbers as raw doubles, exact and 9 to 25 bytes. A state of
+ * algorithm (the code above), then its numbers as raw doubles, exact and 9 to 25 bytes; a token
+ * bucket with leases out is 49 bytes: tokens, time, then two reservations (units, until). A state of
  * another algorithm (another byte, or a sorted set where a string is expected and vice versa) is
  * ignored, so an algorithm switch starts the bucket fresh, as `step-limit.ts` does. (The sequence
  * restarts whenever a log empties; 12 hex digits last for 2^48 admissions to one live log.)
  *
  * Stored state and upgrades: this layout is the one the script has used since state became packed
  * doubles, so a deploy of this script reads what the previous one wrote and vice versa (two
- * versions may run side by side during a rolling deploy, under their own SHA-1s). A future change
+ * versions may run side by side during a rolling deploy, under their own SHA-1s). One exception:
+ * a script from before leases reads a 49-byte token bucket (one with leases out, for at most a
+ * lease's lifetime after the last grant) as another algorithm's state, so as a full bucket.
+ * Upgrading from such a release, deploy with leases off (`leases: false`) and turn them on once
+ * no gateway runs the older script (README "Leases"). A future change
  * of layout must take a new key version (e.g. `rl2:` in `redisStorageKey`), so old keys are never
  * read and simply expire; a state of the wrong length is already ignored, never misread.
  *
@@ -60,7 +68,7 @@
  *
  * Cost (the hot path, issue 19): what Redis spends per call besides the commands is mostly making
  * closures, and a closure costs per upvalue it captures. So the algorithms are blocks of the main
- * loop, not functions; the only closures every call makes are five small helpers capturing
+ * loop, not functions; the only closures every call makes are six small helpers capturing
  * one to three locals each; the sliding log's and the shaper's functions are made on first
  * use in a call. Arguments are parsed once per distinct text per call (a batch repeats the same
  * few), and the reply's time is a whole number, so nothing is formatted per decision.
