@@ -382,7 +382,7 @@ export class PreparedChecks {
 
   /**
    * The layered decision for the numbers in the working space, exactly as `decideLayeredInto`
-   * makes it (same kernels, same combination, same states written), from the working space, into it: `numbers` becomes the
+   * makes it (same kernels, same combination, same states written). `numbers` then holds the
    * states to store and `writes` says which to store. Throws on a time or cost out of bounds.
    */
   decide(nowMs: number, cost: number): LayeredDecision {
@@ -417,32 +417,89 @@ export class PreparedChecks {
     }
     if (isAllowed) {
       this.#rejection = undefined;
-      return layeredDecisionOf(this.#outcomes(), true);
+      return this.#decision(true);
     }
     return this.#rejectionDecision();
   }
 
-  #outcomes(): LimitOutcome[] {
-    const { checks, length } = this;
-    const steps = this.#steps;
-    const sizes = this.#sizes;
-    const outcomes = new Array<LimitOutcome>(length);
-    for (let index = 0; index < length; index++) {
-      const check = checks[index] as LimitCheck;
-      const step = steps[index] as StepNumbers;
-      const size = sizes[index] as number;
-      outcomes[index] = {
-        allowed: step.allowed,
-        limit: size,
-        remaining: wholeUnits(step.available, size),
-        retryAfterMs: step.retryAfterMs,
-        resetAfterMs: step.resetAfterMs,
-        reason: step.reason,
-        scope: check.scope,
-        mode: check.mode,
-      };
+  /**
+   * `decide` for a list of exactly one check, without the working space: its stored state is
+   * given as arguments, and the state to store is left in {@link onlyStep} (`first`, `second`,
+   * `third`). With one check that state is always stored: an admission consumes, and a
+   * rejection is the check's own, whose non-consuming state is written back.
+   */
+  decideOne(
+    hasState: boolean,
+    first: number,
+    second: number,
+    third: number,
+    nowMs: number,
+    cost: number,
+  ): LayeredDecision {
+    assertTimeAndCost(nowMs, cost);
+    const check = this.checks[0] as LimitCheck;
+    const step = this.onlyStep;
+    stepNumbersInto(
+      this.codes[0] as number,
+      hasState,
+      first,
+      second,
+      third,
+      check.limit,
+      nowMs,
+      cost,
+      step,
+    );
+    if (step.allowed || check.mode !== "enforce") {
+      this.#rejection = undefined;
+      return this.#decision(true);
     }
-    return outcomes;
+    return this.#rejectionDecision();
+  }
+
+  /** The step of the first check: after `decideOne`, the state to store. */
+  get onlyStep(): StepNumbers {
+    return this.#steps[0] as StepNumbers;
+  }
+
+  /** The layered decision of the steps just taken, as `layeredDecisionOf` makes it. */
+  #decision(isAllowed: boolean): LayeredDecision {
+    const length = this.length;
+    if (length !== 1) {
+      const outcomes = new Array<LimitOutcome>(length);
+      for (let index = 0; index < length; index++) outcomes[index] = this.#outcomeAt(index);
+      return layeredDecisionOf(outcomes, isAllowed);
+    }
+    // One check: it binds exactly when it is enforced (a rejection then is its own).
+    const outcome = this.#outcomeAt(0);
+    const outcomes = [outcome];
+    if (outcome.mode !== "enforce") return layeredDecisionOf(outcomes, isAllowed);
+    return {
+      allowed: isAllowed,
+      limit: outcome.limit,
+      remaining: outcome.remaining,
+      retryAfterMs: outcome.retryAfterMs,
+      resetAfterMs: outcome.resetAfterMs,
+      reason: outcome.reason,
+      scope: outcome.scope,
+      outcomes,
+    };
+  }
+
+  #outcomeAt(index: number): LimitOutcome {
+    const check = this.checks[index] as LimitCheck;
+    const step = this.#steps[index] as StepNumbers;
+    const size = this.#sizes[index] as number;
+    return {
+      allowed: step.allowed,
+      limit: size,
+      remaining: wholeUnits(step.available, size),
+      retryAfterMs: step.retryAfterMs,
+      resetAfterMs: step.resetAfterMs,
+      reason: step.reason,
+      scope: check.scope,
+      mode: check.mode,
+    };
   }
 
   /** A rejection: the shared frozen one when it repeats the last, else a new one. */
@@ -450,12 +507,12 @@ export class PreparedChecks {
     const last = this.#rejection;
     if (last !== undefined && this.#repeats(last)) {
       if (this.#isRejectionShared) return last;
-      const shared = freezeDecision(layeredDecisionOf(this.#outcomes(), false));
+      const shared = freezeDecision(this.#decision(false));
       this.#rejection = shared;
       this.#isRejectionShared = true;
       return shared;
     }
-    const fresh = layeredDecisionOf(this.#outcomes(), false);
+    const fresh = this.#decision(false);
     this.#rejection = fresh;
     this.#isRejectionShared = false;
     return fresh;
@@ -508,15 +565,13 @@ export function prepareChecks(checks: readonly LimitCheck[]): PreparedChecks {
 }
 
 function prepareOther(checks: readonly LimitCheck[], last: PreparedChecks): PreparedChecks {
+  // The same checks as the last list first: a comparison per check, no lookup.
+  if (Array.isArray(checks) && hasSameChecks(checks, last.checks)) return last;
   let prepared = preparedByList.get(checks);
   if (prepared === undefined) {
-    if (Array.isArray(checks) && hasSameChecks(checks, last.checks)) {
-      prepared = last;
-    } else {
-      assertValidChecks(checks);
-      prepared = new PreparedChecks(checks);
-      preparedByList.set(checks, prepared);
-    }
+    assertValidChecks(checks);
+    prepared = new PreparedChecks(checks);
+    preparedByList.set(checks, prepared);
   }
   lastPrepared = prepared;
   return prepared;

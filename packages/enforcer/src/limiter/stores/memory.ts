@@ -1,7 +1,13 @@
 import { assertName, assertTimeAndCost, assertValidChecks, assertValidLimit } from "../arguments";
 import { type Clock, monotonicClock } from "../clock";
 import { decisionOf, StepNumbers } from "../decision";
-import { bucketOf, decideLayeredInto, peekLayered, prepareChecks } from "../layered";
+import {
+  bucketOf,
+  decideLayeredInto,
+  type PreparedChecks,
+  peekLayered,
+  prepareChecks,
+} from "../layered";
 import { wholeUnits } from "../numeric";
 import {
   algorithmCodeOf,
@@ -185,6 +191,7 @@ export class MemoryStore implements LimiterStore {
     if (!prepared.isNumeric) return this.#decideStates(subject, prepared.checks, nowMs, cost);
 
     const firstSlot = this.#firstSlotBySubject.get(subject) ?? NO_SLOT;
+    if (length === 1) return this.#decideOne(prepared, subject, firstSlot, nowMs, cost);
     if (this.#slots.length < length) this.#slots = new Int32Array(length);
     const slots = this.#slots;
     const { buckets, codes, hasState, numbers, writes } = prepared;
@@ -222,6 +229,41 @@ export class MemoryStore implements LimiterStore {
         anchorSlot = this.#allocate(subject, buckets[index] as string, anchorSlot);
         this.#writeNumbers(anchorSlot, codes[index] as number, numbers, index);
       }
+    }
+    return decision;
+  }
+
+  /** `decideSync` for a list of one check with a kernel: no working space, no loops. */
+  #decideOne(
+    prepared: PreparedChecks,
+    subject: string,
+    firstSlot: number,
+    nowMs: number,
+    cost: number,
+  ): LayeredDecision {
+    const bucket = prepared.buckets[0] as string;
+    const code = prepared.codes[0] as number;
+    const slot = this.#findSlot(firstSlot, bucket);
+    let decision: LayeredDecision;
+    if (slot !== NO_SLOT && intAt(this.#ints, slot, ALGORITHM) === code) {
+      const floats = this.#floats;
+      const at = slot * FLOATS_PER_SLOT;
+      decision = prepared.decideOne(
+        true,
+        floats[at + FIRST] as number,
+        floats[at + SECOND] as number,
+        code === SLIDING_WINDOW ? this.#thirdAt(slot) : 0,
+        nowMs,
+        cost,
+      );
+    } else {
+      decision = prepared.decideOne(false, 0, 0, 0, nowMs, cost);
+    }
+    if (slot === NO_SLOT) {
+      this.#writeStep(this.#allocate(subject, bucket, firstSlot), code, prepared.onlyStep);
+    } else {
+      this.#touch(slot);
+      this.#writeStep(slot, code, prepared.onlyStep);
     }
     return decision;
   }
