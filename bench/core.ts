@@ -6,7 +6,14 @@
  * Rows marked "sync vs promise" time our synchronous call against their promise (how each is
  * meant to be called); the "awaited on both sides" row beside each awaits ours too. A rejection
  * of theirs (a rejected promise) is caught by the harness, which catches for both sides alike.
- * Random key order: ns per layered decision at 10k and at 1M keys, alternating.
+ * Random key order: ns per layered decision at 10k and at 1M keys, alternating. After each group
+ * of rows both sides are asked once more and must still admit (allow rows) or reject (reject
+ * rows), so that no row times a path other than the one it names.
+ *
+ * Both sides compute every decision in full. Ours returns one frozen decision object for a
+ * rejection that repeats the previous one exactly (same list, same numbers: the hot-key reject
+ * rows, within each millisecond), which saves an allocation, never the computation; in the 100k
+ * rows each key's wait differs, so nearly every rejection there is a new object.
  *
  * Figures are medians of the trials; the machine is small and noisy, so read them as orders of
  * magnitude and ratios, not as exact numbers. The targets at the end are the issue's.
@@ -75,6 +82,28 @@ async function nsPerOpAsync(ops: number, body: (i: number) => Promise<unknown>):
 
 /** One side of a comparison: runs `ops` decisions and returns nanoseconds per decision. */
 type Side = (ops: number) => Promise<number>;
+
+/**
+ * Fails the run unless both sides still decide as the row says: `isAllowed` for ours, and for
+ * theirs a resolved promise (admitted) or a rejected one (rejected).
+ */
+async function expectBoth(
+  what: string,
+  isAllowed: boolean,
+  ours: () => { readonly allowed: boolean },
+  theirs: () => Promise<unknown>,
+): Promise<void> {
+  const oursAllowed = ours().allowed;
+  const theirsAllowed = await theirs().then(
+    () => true,
+    () => false,
+  );
+  if (oursAllowed !== isAllowed || theirsAllowed !== isAllowed) {
+    throw new Error(
+      `${what}: expected both sides to ${isAllowed ? "admit" : "reject"}, ours admitted: ${oursAllowed}, theirs admitted: ${theirsAllowed}`,
+    );
+  }
+}
 
 const syncSide =
   (body: (i: number) => void): Side =>
@@ -285,6 +314,19 @@ export async function run(): Promise<void> {
     asyncSide(() => theirsRoomy.consume("hot")),
   );
 
+  await expectBoth(
+    "allow, hot key",
+    true,
+    () => ours.decideSync(hotRoomy),
+    () => theirsRoomy.consume("hot"),
+  );
+  await expectBoth(
+    "allow, hot key (consumeSync)",
+    true,
+    () => oursSingle.consumeSync("hot", "api", ROOMY.limit),
+    () => theirsRoomy.consume("hot"),
+  );
+
   // Hot key, reject path. Their rejection is a rejected promise, caught by the harness for both.
   const oursRejecting = new MemoryStore({ maxKeys: KEY_COUNT });
   oursRejecting.decideSync(hotExhausted);
@@ -303,6 +345,19 @@ export async function run(): Promise<void> {
   const rejectHotSingle = await compare(
     syncSide(() => oursSingleRejecting.consumeSync("hot", "api", EXHAUSTED.limit)),
     asyncSide(() => theirsExhausted.consume("hot")),
+  );
+
+  await expectBoth(
+    "reject, hot key",
+    false,
+    () => oursRejecting.decideSync(hotExhausted),
+    () => theirsExhausted.consume("hot"),
+  );
+  await expectBoth(
+    "reject, hot key (consumeSync)",
+    false,
+    () => oursSingleRejecting.consumeSync("hot", "api", EXHAUSTED.limit),
+    () => theirsExhausted.consume("hot"),
   );
 
   // 100k keys, round robin: allow, then reject once every key is exhausted.
@@ -345,6 +400,33 @@ export async function run(): Promise<void> {
     ),
     asyncSide((i) => theirsManyExhausted.consume(subjectAt(i % KEY_COUNT))),
   );
+
+  for (const i of [0, KEY_COUNT - 1]) {
+    await expectBoth(
+      `allow, 100k keys, key ${i}`,
+      true,
+      () => oursMany.decideSync(roomyAt(i)),
+      () => theirsMany.consume(subjectAt(i)),
+    );
+    await expectBoth(
+      `allow, 100k keys (consumeSync), key ${i}`,
+      true,
+      () => oursManySingle.consumeSync(subjectAt(i), "api", ROOMY.limit),
+      () => theirsMany.consume(subjectAt(i)),
+    );
+    await expectBoth(
+      `reject, 100k keys, key ${i}`,
+      false,
+      () => oursManyRejecting.decideSync(exhaustedAt(i)),
+      () => theirsManyExhausted.consume(subjectAt(i)),
+    );
+    await expectBoth(
+      `reject, 100k keys (consumeSync), key ${i}`,
+      false,
+      () => oursManySingleRejecting.consumeSync(subjectAt(i), "api", EXHAUSTED.limit),
+      () => theirsManyExhausted.consume(subjectAt(i)),
+    );
+  }
 
   // Random key order at 10k and 1M keys (a store big enough for all): ns per layered decision,
   // TRIALS rounds alternating the two sizes. The order is drawn beforehand.

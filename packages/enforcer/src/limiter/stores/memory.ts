@@ -83,8 +83,17 @@ const NEWER = 7;
 const OLDER = 8;
 
 /**
- * The in-process store: every decision is computed by the pure layered combiner, and this class
- * only keeps state, bounded and cheap.
+ * The in-process store: every decision is computed by the limiter's own algorithms and layered
+ * combination, and this class only keeps state, bounded and cheap.
+ *
+ * Hot path: a list of checks is prepared once (`prepareChecks`: validated, buckets and algorithm
+ * codes laid out), so a decision validates nothing but its subject, time and cost. The stored
+ * numbers of its keys go straight from the slab into the algorithms' kernels (`stepNumbersInto`,
+ * the same arithmetic as the object steps) and back, with no state object built; a one-check
+ * list skips even the prepared list's working space. What a decision allocates is what it
+ * returns: a rejection that repeats the previous one for the same list exactly (a client retrying
+ * within the same millisecond) is answered with one frozen decision, so it allocates nothing.
+ * Sliding logs, whose state is a list, go through the layered combiner with state objects.
  *
  * A key is one check's bucket under one subject. Layout: a `Map` from subject to the first slot
  * of that subject's chain of keys, and a slab of fixed-size records indexed by slot, each holding
