@@ -339,7 +339,9 @@ export function peekLayered(
  * The working space is rewritten by every decision: a store fills `hasState` and `numbers` (three
  * per check, in each algorithm's order; see `stepNumbersInto`) with what it holds, calls
  * `decide`, then stores `numbers` for every check whose `writes` is 1. Decisions never
- * nest, so one space per list serves every store.
+ * nest, so one space per list serves every store. It is made of plain arrays, not typed ones, so
+ * that a list prepared for one decision only (the enforcer's degraded path builds one per
+ * request) costs little to make.
  */
 export class PreparedChecks {
   readonly checks: readonly LimitCheck[];
@@ -347,16 +349,16 @@ export class PreparedChecks {
   /** Per check, the bucket its state lives in under the decision's subject. */
   readonly buckets: readonly string[];
   /** Per check, its algorithm's code (`step-limit.ts`). */
-  readonly codes: Int32Array;
+  readonly codes: readonly number[];
   /** Every check has a kernel (no sliding log), so `decide` applies. */
   readonly isNumeric: boolean;
   /** Per check, 1 when the store holds a state of the check's algorithm. */
-  readonly hasState: Uint8Array;
+  readonly hasState: number[];
   /** Per check, three numbers: the stored state in, the state to store out. */
-  readonly numbers: Float64Array;
+  readonly numbers: number[];
   /** Per check, set by `decide`: 1 when `numbers` must be stored. */
-  readonly writes: Uint8Array;
-  readonly #sizes: Float64Array;
+  readonly writes: number[];
+  readonly #sizes: readonly number[];
   readonly #steps: StepNumbers[];
   /**
    * The last rejection returned for this list, and whether it is the shared frozen copy: a
@@ -371,12 +373,12 @@ export class PreparedChecks {
     this.checks = checks;
     this.length = length;
     this.buckets = checks.map(bucketOf);
-    this.codes = Int32Array.from(checks, (check) => algorithmCodeOf(check.limit));
+    this.codes = checks.map((check) => algorithmCodeOf(check.limit));
     this.isNumeric = this.codes.every((code) => code !== SLIDING_LOG);
-    this.hasState = new Uint8Array(length);
-    this.numbers = new Float64Array(length * 3);
-    this.writes = new Uint8Array(length);
-    this.#sizes = Float64Array.from(checks, (check) => limitSizeOf(check.limit));
+    this.hasState = new Array<number>(length).fill(0);
+    this.numbers = new Array<number>(length * 3).fill(0);
+    this.writes = new Array<number>(length).fill(0);
+    this.#sizes = checks.map((check) => limitSizeOf(check.limit));
     this.#steps = Array.from(checks, () => new StepNumbers());
   }
 

@@ -519,7 +519,7 @@ export class MemoryStore implements LimiterStore {
   }
 
   /** Stores check `index`'s numbers from a prepared decision (`PreparedChecks.numbers`). */
-  #writeNumbers(slot: number, code: number, numbers: Float64Array, index: number): void {
+  #writeNumbers(slot: number, code: number, numbers: readonly number[], index: number): void {
     this.#writeState(
       slot,
       code,
