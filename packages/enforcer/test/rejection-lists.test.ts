@@ -1,0 +1,103 @@
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { DecisionMetrics } from "../src/enforcer/decision-metrics";
+import { RecentRejections } from "../src/enforcer/recent-rejections";
+import { MetricsFlusher } from "../src/enforcer/reporters";
+import { ManualTimers } from "../src/enforcer/timers";
+import { enforcerRedisNames } from "../src/publication/redis-keys";
+import { readyRedis } from "./support/redis";
+
+/*
+ * The customers' recent-rejection lists a gateway flushes for the console, on the real Redis:
+ * newest first, trimmed, expiring, for many customers at once (several script calls and turns of
+ * the event loop), and the set of rejected customers beside them.
+ */
+
+const KEEP = 50;
+const TTL_MS = 60_000;
+
+describe("MetricsFlusher rejection lists", () => {
+  let redis: Redis;
+  const prefix = `${inject("redisKeyPrefix")}rejections:`;
+  const names = enforcerRedisNames(prefix);
+  const wall = new ManualTimers(Date.parse("2026-12-01T12:00:00.000Z"));
+  const rejections = new RecentRejections({ wallClock: wall, clock: wall, maxPending: 100_000 });
+  let flusher: MetricsFlusher;
+
+  beforeAll(async () => {
+    redis = await readyRedis("control");
+    flusher = new MetricsFlusher({
+      redis,
+      names,
+      enforcerId: 'gw-"1"',
+      metrics: new DecisionMetrics({ wallClock: wall }),
+      recentRejections: rejections,
+      secondBucketTtlMs: TTL_MS,
+      minuteBucketTtlMs: TTL_MS,
+      rejectionsPerCustomer: KEEP,
+      rejectionsTtlMs: TTL_MS,
+      logger: { log() {} },
+    });
+  });
+
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  const listOf = async (customerId: string) =>
+    (await redis.lrange(names.rejections(customerId), 0, -1)).map(
+      (entry) => JSON.parse(entry) as Record<string, unknown>,
+    );
+
+  it("keeps the newest rejectionsPerCustomer, newest first, with an expiry, across flushes", async () => {
+    for (let i = 0; i < 120; i++) {
+      wall.advance(1);
+      rejections.record(
+        "acme",
+        i % 2 === 0 ? "tier:pro" : "ceiling",
+        i % 3 === 0 ? null : "search",
+      );
+    }
+    await flusher.flush();
+    let list = await listOf("acme");
+    expect(list).toHaveLength(KEEP);
+    const times = list.map((entry) => entry.atMs as number);
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+    expect(times[0]).toBe(wall.nowMs());
+    expect(list[0]).toEqual({
+      atMs: wall.nowMs(),
+      scope: "ceiling",
+      endpointClass: "search",
+      enforcerId: 'gw-"1"',
+    });
+    expect(list.some((entry) => entry.endpointClass === null)).toBe(true);
+    expect(await redis.pttl(names.rejections("acme"))).toBeGreaterThan(TTL_MS - 10_000);
+
+    wall.advance(1_000);
+    rejections.record("acme", "tier:pro", "reports");
+    await flusher.flush();
+    list = await listOf("acme");
+    expect(list).toHaveLength(KEEP);
+    expect(list[0]).toMatchObject({ atMs: wall.nowMs(), endpointClass: "reports" });
+    expect(list[1]?.atMs).toBe(times[0]);
+  });
+
+  it("writes every rejected customer's list when hundreds are rejected in one flush", async () => {
+    const customers = Array.from({ length: 237 }, (_, i) => `many-${i}`);
+    for (let round = 0; round < 3; round++) {
+      for (const customerId of customers) {
+        wall.advance(1);
+        rejections.record(customerId, "tier:free", null);
+      }
+    }
+    await flusher.flush();
+    const lengths = await Promise.all(
+      customers.map((customerId) => redis.llen(names.rejections(customerId))),
+    );
+    expect(lengths).toEqual(customers.map(() => 3));
+    const listed = await redis.zrange(names.rejectedCustomers, "0", "-1");
+    expect(listed).toEqual(expect.arrayContaining(customers));
+    // The newest rejection's time is each customer's score.
+    expect(Number(await redis.zscore(names.rejectedCustomers, "many-236"))).toBe(wall.nowMs());
+  });
+});
