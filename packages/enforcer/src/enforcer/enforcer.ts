@@ -136,7 +136,7 @@ export interface EnforcerOptions {
    * Leases: a busy subject's budget reserved in Redis in slices for this gateway, spent here
    * without a Redis call and never beyond the limit (see README "Leases"), or false to ask Redis
    * for every admission. Only with the default RedisStore (or a store that leases).
-   * @default {}: at most 256 units and 1 s a lease, 10 000 subjects
+   * @default {}: at most 1 000 units and 1 s a lease, 10 000 subjects
    */
   readonly leases?: Omit<LeaseOptions, "clock"> | false;
   /**

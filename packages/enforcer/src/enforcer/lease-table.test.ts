@@ -189,6 +189,18 @@ describe("LeaseTable", () => {
     expect(ctx.table.figures()).toMatchObject({ admitted: 10, grantedUnits: 10, expiredUnits: 0 });
   });
 
+  it("asks for the next grant once half a grant's lifetime has passed, however few were spent", () => {
+    const ctx = setup();
+    leaseOf(ctx, 100);
+    ctx.table.take(input(), ctx.refiller);
+    ctx.clock.advance(499);
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.refills).toEqual([]);
+    ctx.clock.advance(1);
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.refills).toHaveLength(1);
+  });
+
   it("a refill that failed lets the next request ask again", () => {
     const ctx = setup();
     see(ctx, 4);

@@ -40,7 +40,7 @@ export interface LeaseOptions {
   /**
    * Most units one lease reserves. Larger means fewer store calls for a busy subject and more
    * units another gateway may find reserved; each grant is also at most half of what is left.
-   * @default 256
+   * @default 1_000
    */
   readonly maxUnits?: number;
   /**
@@ -82,6 +82,8 @@ interface Grant {
   readonly remaining: readonly number[];
   readonly resetAfterMs: readonly number[];
   readonly grantedAtMs: number;
+  /** Half its lifetime: past it, the next grant is asked for. */
+  readonly halfLifeMs: number;
   spent: number;
   /**
    * When Redis charged the units (`store-time.ts`): what a leased admission reports as its
@@ -141,7 +143,7 @@ export class LeaseTable {
   #inFlight = 0;
 
   constructor(options: LeaseOptions = {}) {
-    this.maxUnits = options.maxUnits ?? 256;
+    this.maxUnits = options.maxUnits ?? 1_000;
     if (!(Number.isInteger(this.maxUnits) && this.maxUnits >= 1 && this.maxUnits <= 1e9)) {
       throw new RangeError(
         `leases.maxUnits must be a whole number from 1 to 1e9, got ${this.maxUnits}`,
@@ -175,8 +177,8 @@ export class LeaseTable {
    * A local admission when a live grant of `input`'s checks holds units for its cost (spent
    * now); null otherwise (ask the store, with {@link want}). Counts the request as demand either
    * way. `refiller.refill` is called (once, until {@link granted} or {@link refillFailed}) when the units
-   * left fall to half of the grant, so a busy subject's next grant is on its way before this one
-   * runs out. `isNewRequest` false: a request already counted (the store rejected it), not
+   * left fall under half of the grant or half its lifetime has passed, so a busy subject's next
+   * grant is on its way before this one runs out or ends. `isNewRequest` false: a request already counted (the store rejected it), not
    * counted again.
    */
   take(
@@ -200,7 +202,11 @@ export class LeaseTable {
     grant.spent += cost;
     this.#heldUnits -= cost;
     this.#admitted++;
-    if (!lease.isRefilling && lease.next === null && grant.units * 2 < grant.units + grant.spent) {
+    if (
+      !lease.isRefilling &&
+      lease.next === null &&
+      (grant.units < grant.spent || nowMs - grant.grantedAtMs >= grant.halfLifeMs)
+    ) {
       const wanted = this.#wanted(lease);
       if (wanted > 0) {
         lease.isRefilling = true;
@@ -264,6 +270,7 @@ export class LeaseTable {
       remaining: decision.outcomes.map((outcome) => outcome.remaining),
       resetAfterMs: decision.outcomes.map((outcome) => outcome.resetAfterMs),
       grantedAtMs: sentAtMs,
+      halfLifeMs: lifeMs / 2,
       spent: 0,
       storeTime: storeTimeOf(decision),
     };
