@@ -68,7 +68,7 @@
  *
  * Cost (the hot path, issue 19): what Redis spends per call besides the commands is mostly making
  * closures, and a closure costs per upvalue it captures. So the algorithms are blocks of the main
- * loop, not functions; the only closures every call makes are six small helpers capturing
+ * loop, not functions; the only closures every call makes are six small helpers (one of them makes a leased bucket's refill on first use) capturing
  * one to three locals each; the sliding log's and the shaper's functions are made on first
  * use in a call. Arguments are parsed once per distinct text per call (a batch repeats the same
  * few), and the reply's time is a whole number, so nothing is formatted per decision.
@@ -158,7 +158,9 @@ local LENGTHS = { 17, false, 25, 17, 9, 9 }
 
 -- A leased token bucket's tokens now, from its stored tokens at last_ms: refilled at rate up to
 -- the capacity less the reservations alive at each moment (each cuts it until its end; ta <= tb).
-local function reserved_refill(tokens, last_ms, size, rate, ra, ta, rb, tb)
+-- Made on first use in a call (a call that reads no leased bucket does not pay for it).
+local reserved_refill
+local function make_reserved_refill() return function(tokens, last_ms, size, rate, ra, ta, rb, tb)
   local t = last_ms
   if ra > 0 and ta > t and ta < now then
     local cap = size - ra
@@ -175,7 +177,7 @@ local function reserved_refill(tokens, last_ms, size, rate, ra, ta, rb, tb)
   if rb > 0 and tb > t and tb >= now then cap = cap - rb end
   if now > t then tokens = tokens + ((now - t) * rate) / 1000 end
   return min(tokens, cap)
-end
+end end
 
 -- The sliding log and the shaper: their functions are made on first use in a call, so a call
 -- that uses neither does not pay for creating them.
@@ -194,9 +196,9 @@ local heads, checks = {}, {}
 -- The current decision's checks: parsed argument, reply code and stepped state (s1 to s3 the
 -- state's numbers; a sliding log's table in s1). Reused from one decision to the next.
 local parsed, codes, s1, s2, s3 = {}, {}, {}, {}, {}
--- A token bucket's reservations as read (r1 units until r2, r3 units until r4), and whether a
--- lease joins the later one.
-local r1, r2, r3, r4, joins = {}, {}, {}, {}, {}
+-- A token bucket's reservations, per check: { units, until, units, until } as read and then as
+-- leased (nil: none). Made on first use in a call.
+local res
 
 local reply = {}
 local r = 0        -- reply fields written
@@ -366,13 +368,19 @@ while a <= argc do
         -- until): the capacity is short of each until it ends.
         local tokens = p1
         local ra, ta, rb, tb = 0, 0, 0, 0
+        if res then res[i] = nil end
         if value and #value == 49 then
           local _, stored_tokens, last_ms
           _, stored_tokens, last_ms, ra, ta, rb, tb = sunpack("<Bdddddd", value)
+          reserved_refill = reserved_refill or make_reserved_refill()
           tokens = reserved_refill(stored_tokens, last_ms, p1, p2, ra, ta, rb, tb)
           if ta <= now then ra, ta = 0, 0 end
           if tb <= now then rb, tb = 0, 0 end
           if ra == 0 then ra, ta, rb, tb = rb, tb, 0, 0 end
+          if ra > 0 then
+            res = res or {}
+            res[i] = { ra, ta, rb, tb }
+          end
         elseif value then
           local _, stored_tokens, last_ms = sunpack("<Bdd", value)
           local elapsed = now - last_ms
@@ -380,7 +388,6 @@ while a <= argc do
           if elapsed > 0 then tokens = stored_tokens + (elapsed * p2) / 1000 end
           tokens = min(tokens, p1)
         end
-        r1[i], r2[i], r3[i], r4[i] = ra, ta, rb, tb
         local reset_ms = ceil_ms(((p1 - tokens) * 1000) / p2)
         s1[i], s2[i] = tokens, now
         if cost > p1 then
@@ -726,10 +733,10 @@ while a <= argc do
           room = p1 - (s2[i] + s3[i] * (1 - (now - s1[i]) / p2))
           life_i = floor(s1[i] + p2 - now)
         elseif algorithm == 4 then
-          room, life_i, joins[i] = s1[i], lifetime, false
-          if r3[i] > 0 then
-            joins[i] = true
-            life_i = floor(r4[i] - now)
+          room, life_i = s1[i], lifetime
+          local held = res and res[i]
+          if held and held[3] > 0 then
+            life_i = floor(held[4] - now)
             if life_i * 4 < lifetime then life_i = 0 end
           end
         end
@@ -745,15 +752,17 @@ while a <= argc do
             s2[i] = s2[i] + grant
           elseif algorithm == 4 then
             s1[i] = s1[i] - grant
-            if joins[i] then
-              r3[i] = r3[i] + grant
-            elseif r1[i] > 0 and r2[i] <= now + lifetime then
-              r3[i], r4[i] = grant, now + lifetime
-            elseif r1[i] > 0 then
-              -- Ends before the one held (a window cut it short): it goes first.
-              r3[i], r4[i], r1[i], r2[i] = r1[i], r2[i], grant, now + lifetime
+            res = res or {}
+            local held = res[i]
+            if not held then
+              res[i] = { grant, now + lifetime, 0, 0 }
+            elseif held[3] > 0 then
+              held[3] = held[3] + grant
+            elseif held[2] <= now + lifetime then
+              held[3], held[4] = grant, now + lifetime
             else
-              r1[i], r2[i] = grant, now + lifetime
+              -- Ends before the one held (a window cut it short): it goes first.
+              held[1], held[2], held[3], held[4] = grant, now + lifetime, held[1], held[2]
             end
           end
         end
@@ -772,10 +781,11 @@ while a <= argc do
             write_log(key, s1[i], p2)
           else
             local value, lifetime
-            if algorithm == 4 and (r1[i] > 0 or r3[i] > 0) then
-              value = pack("<Bdddddd", 4, s1[i], s2[i], r1[i], r2[i], r3[i], r4[i])
-              local till = r2[i]
-              if r4[i] > till then till = r4[i] end
+            local held = algorithm == 4 and res and res[i]
+            if held then
+              value = pack("<Bdddddd", 4, s1[i], s2[i], held[1], held[2], held[3], held[4])
+              local till = held[2]
+              if held[4] > till then till = held[4] end
               lifetime = (till - now) + ((p1 - s1[i]) * 1000) / p2
             elseif algorithm == 4 then
               value, lifetime = pack("<Bdd", 4, s1[i], s2[i]), ((p1 - s1[i]) * 1000) / p2
@@ -804,4 +814,4 @@ return reply
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "34b6de21b9ac583d6751b3561788f83120d8024a";
+export const REDIS_DECIDE_SHA1 = "b2b5d7e927704648e236799cfb41b90608ec36d1";
