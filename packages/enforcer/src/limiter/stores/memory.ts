@@ -183,7 +183,8 @@ export class MemoryStore implements LimiterStore {
    * list of checks is prepared once (`prepareChecks`); a decision then reads the stored numbers
    * of its keys, runs the algorithms' kernels on them and writes numbers back, building no state
    * object. A rejection that repeats the previous one for the same list exactly is returned as
-   * the same frozen decision.
+   * the same frozen decision. As with every validated list, do not change a list (or its checks)
+   * once it has been used: pass a new list instead.
    */
   decideSync(input: DecideInput): LayeredDecision {
     const nowMs = this.#clock.nowMs();
