@@ -26,7 +26,8 @@
  * listens: `gateway <id> listening on http://<host>:<port> policy=<version|none>`.
  * `--record` keeps the traffic record for backtests (README "The traffic record"): address hashes
  * keyed by TRAFFIC_RECORD_SECRET, subjects sampled at `--record-sample-rate` (default
- * TRAFFIC_RECORD_SAMPLE_RATE, 1).
+ * TRAFFIC_RECORD_SAMPLE_RATE, 1). `--no-leases` asks Redis for every admission (packages/enforcer
+ * README "Leases").
  */
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -51,6 +52,7 @@ const { values } = parseArgs({
     "max-wait-ms": { type: "string" },
     "poll-interval-ms": { type: "string" },
     "no-local-stage": { type: "boolean", default: false },
+    "no-leases": { type: "boolean", default: false },
     "trust-proxy": { type: "string", default: "0" },
     memory: { type: "boolean", default: false },
     record: { type: "boolean", default: false },
@@ -128,6 +130,7 @@ const enforcer = await createEnforcer({
   maxWaitMs: wholeNumber("max-wait-ms", values["max-wait-ms"]),
   pollIntervalMs: wholeNumber("poll-interval-ms", values["poll-interval-ms"]),
   localStage: values["no-local-stage"] ? false : {},
+  leases: values["no-leases"] ? false : {},
   ...storeOption,
   ...recordingOption(),
 });
