@@ -116,7 +116,7 @@ export interface DecisionEngineOptions {
    * store), or false.
    * @default {}
    */
-  readonly leases?: Omit<LeaseOptions, "clock"> | false;
+  readonly leases?: Omit<LeaseOptions, "clock" | "keepsStoreTime"> | false;
   /** @default {} */
   readonly metrics?: Omit<DecisionMetricsOptions, "wallClock">;
   /**
@@ -196,7 +196,11 @@ export class DecisionEngine implements RequestChecker {
     this.leases =
       options.leases === false || options.store.decideLeasing === undefined
         ? null
-        : new LeaseTable({ ...options.leases, clock: this.#clock });
+        : new LeaseTable({
+            ...options.leases,
+            clock: this.#clock,
+            keepsStoreTime: options.recorder !== undefined,
+          });
     this.metrics = new DecisionMetrics({ ...options.metrics, wallClock: this.#wallClock });
     this.recentRejections = new RecentRejections({
       ...options.recentRejections,

@@ -138,7 +138,7 @@ export interface EnforcerOptions {
    * for every admission. Only with the default RedisStore (or a store that leases).
    * @default {}: at most 1 000 units and 1 s a lease, 10 000 subjects
    */
-  readonly leases?: Omit<LeaseOptions, "clock"> | false;
+  readonly leases?: Omit<LeaseOptions, "clock" | "keepsStoreTime"> | false;
   /**
    * The memo of resolutions of customers without overrides, per snapshot (one per customer, tier
    * and route seen while one snapshot is in force). @default { maxEntries: 10_000 }

@@ -51,7 +51,14 @@ function storeDecision(remaining: readonly number[]): EnforcerDecision {
   };
 }
 
-function setup(options: { maxUnits?: number; lifeMs?: number; maxEntries?: number } = {}) {
+function setup(
+  options: {
+    maxUnits?: number;
+    lifeMs?: number;
+    maxEntries?: number;
+    keepsStoreTime?: boolean;
+  } = {},
+) {
   const clock = new ManualTimers(10_000);
   const table = new LeaseTable({ ...options, clock });
   const refills: number[] = [];
@@ -123,7 +130,7 @@ describe("LeaseTable", () => {
   });
 
   it("reports a leased admission at the time Redis charged its unit (the traffic record's time)", () => {
-    const ctx = setup();
+    const ctx = setup({ keepsStoreTime: true });
     see(ctx, 4);
     ctx.clock.advance(1_000);
     ctx.table.take(input(), ctx.refiller);

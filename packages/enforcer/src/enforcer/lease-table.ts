@@ -56,6 +56,12 @@ export interface LeaseOptions {
   readonly maxEntries?: number;
   /** @default monotonicClock */
   readonly clock?: Clock;
+  /**
+   * Whether a leased admission carries its grant's Redis time (`store-time.ts`), for the traffic
+   * record; off, a leased admission costs no WeakMap entry. The runtime sets it when recording.
+   * @default false
+   */
+  readonly keepsStoreTime?: boolean;
 }
 
 /** What a store call should ask for: 0 units when no lease is wanted. */
@@ -124,6 +130,7 @@ export class LeaseTable {
   readonly maxUnits: number;
   readonly lifeMs: number;
   readonly #clock: Clock;
+  readonly #keepsStoreTime: boolean;
   /**
    * Leases by subject, in two generations: a lookup finds a subject in `#young` (one Map.get)
    * or moves it there from `#old`; when `#young` holds half the bound, `#old` is dropped (its
@@ -161,6 +168,7 @@ export class LeaseTable {
     }
     this.#generationSize = Math.floor(maxEntries / 2);
     this.#clock = options.clock ?? monotonicClock;
+    this.#keepsStoreTime = options.keepsStoreTime === true;
   }
 
   figures(): LeaseFigures {
@@ -272,7 +280,7 @@ export class LeaseTable {
       grantedAtMs: sentAtMs,
       halfLifeMs: lifeMs / 2,
       spent: 0,
-      storeTime: storeTimeOf(decision),
+      storeTime: this.#keepsStoreTime ? storeTimeOf(decision) : undefined,
     };
     const nowMs = this.#clock.nowMs();
     this.#liveGrant(lease, nowMs);
