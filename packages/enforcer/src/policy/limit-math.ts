@@ -2,6 +2,7 @@
  * Arithmetic on limits that does not depend on stored state: a limit's size and sustained rate (to
  * compare an override with what it replaces), and scaling by an incident factor.
  */
+import { limitSizeOf } from "../limiter/step-limit";
 import type { LimitSpec } from "../limiter/types";
 
 /** Largest count a limit may hold (`limit`, `capacity`, `burst`). */
@@ -15,21 +16,11 @@ export const MAX_RATE_PER_SEC = 1_000_000_000;
 /** Most units of cost one request may spend. */
 export const MAX_COST = 1_000_000;
 
-/** How much cost the limit admits back to back: `limit`, `capacity` or `burst`. */
-export function limitSize(spec: LimitSpec): number {
-  switch (spec.algorithm) {
-    case "fixed-window":
-    case "sliding-log":
-    case "sliding-window":
-      return spec.limit;
-    case "token-bucket":
-      return spec.capacity;
-    case "leaky-meter":
-      return spec.burst;
-    default:
-      return assertNever(spec);
-  }
-}
+/**
+ * How much cost the limit admits back to back: `limit`, `capacity` or `burst`. The limiter's own
+ * (`limitSizeOf`), under the name the policy model uses.
+ */
+export const limitSize: (spec: LimitSpec) => number = limitSizeOf;
 
 /** The name of the field {@link limitSize} reads, for error paths. */
 export function limitSizeField(spec: LimitSpec): "limit" | "capacity" | "burst" {

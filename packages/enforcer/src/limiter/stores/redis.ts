@@ -4,6 +4,7 @@ import { assertName, assertTimeAndCost, assertValidChecks, assertValidLimit } fr
 import type { Clock } from "../clock";
 import { combineOutcomes } from "../layered";
 import type { ShapedDecision } from "../leaky-shaper";
+import { limitSizeOf } from "../step-limit";
 import type {
   DecideInput,
   LayeredDecision,
@@ -228,22 +229,7 @@ function checkedLimitArgs(limit: LimitSpec | LeakyShaperLimit): [string, string,
 
 /** A decision's `limit`: the size of the limit, whichever name it has. */
 function sizeOf(limit: LimitSpec | LeakyShaperLimit): number {
-  switch (limit.algorithm) {
-    case "fixed-window":
-    case "sliding-log":
-    case "sliding-window":
-      return limit.limit;
-    case "token-bucket":
-      return limit.capacity;
-    case "leaky-meter":
-      return limit.burst;
-    case "leaky-shaper":
-      return limit.maxQueue;
-    default: {
-      const unknown: never = limit;
-      throw new TypeError(`unknown limit algorithm: ${JSON.stringify(unknown)}`);
-    }
-  }
+  return limit.algorithm === "leaky-shaper" ? limit.maxQueue : limitSizeOf(limit);
 }
 
 /**
