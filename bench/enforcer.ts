@@ -26,6 +26,7 @@
  * as ratios, not absolutes.
  */
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/enforcer";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
@@ -331,6 +332,25 @@ interface LoadResult {
   readonly p99Ms: number;
   /** Enforcer targets only: decisions made without Redis during the measure. */
   withoutRedis: WithoutRedis | null;
+  /** The target process's CPU time per request during the measure, in µs; null off Linux. */
+  cpuMicrosPerRequest: number | null;
+}
+
+/**
+ * A target process's CPU time so far (user + system), in µs, from `/proc/<pid>/stat` (ticks of
+ * 10 ms); null where there is no such file. The gateway's own cost per request, which the load
+ * client's share of the two cores does not stretch the way it does throughput.
+ */
+function processCpuMicros(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // Fields 14 and 15 of the whole line (utime, stime) are 12 and 13 after the command.
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return null;
+  }
 }
 
 /** 200s per tight-tier customer, per mode, over the whole run: the exactness check. */
@@ -403,6 +423,7 @@ async function load(
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
     withoutRedis: null,
+    cpuMicrosPerRequest: null,
   };
 }
 
@@ -421,8 +442,14 @@ async function spendTightBudgets(target: Target): Promise<void> {
 async function measure(target: Target, workload: Workload): Promise<LoadResult> {
   await load(target, workload, WARMUP_MS);
   const before = await withoutRedisOf(target);
+  const cpuBefore = processCpuMicros(target.child.pid);
   const result = await load(target, workload, MEASURE_MS);
+  const cpuAfter = processCpuMicros(target.child.pid);
   const after = await withoutRedisOf(target);
+  result.cpuMicrosPerRequest =
+    cpuBefore === null || cpuAfter === null
+      ? null
+      : (cpuAfter - cpuBefore) / Math.max(1, result.requests);
   result.withoutRedis =
     before === null || after === null ? null : withoutRedisBetween(before, after);
   return result;
@@ -506,9 +533,16 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
     }
     const ours = byMode.get("limitplane") ?? [];
     const theirs = byMode.get("flexible") ?? [];
+    const bare = byMode.get("bare") ?? [];
     const sources = sourcesLine(ours);
     if (sources !== "") console.log(`    limitplane decided by: ${sources}`);
-    const bare = byMode.get("bare") ?? [];
+    const cpu = (runs: readonly LoadResult[]) =>
+      runs.flatMap((r) => (r.cpuMicrosPerRequest === null ? [] : [r.cpuMicrosPerRequest]));
+    if (cpu(ours).length > 0) {
+      console.log(
+        `    the target's CPU per request (info): bare ${summary(cpu(bare), 1)} us, limitplane ${summary(cpu(ours), 1)} us, flexible ${summary(cpu(theirs), 1)} us; limitplane / flexible ${summary(pairedRatios(cpu(ours), cpu(theirs)))}x`,
+      );
+    }
     const perSec = (runs: readonly LoadResult[]) => runs.map((r) => r.perSec);
     const p99 = (runs: readonly LoadResult[]) => runs.map((r) => r.p99Ms);
     console.log(
