@@ -196,11 +196,11 @@ describe("LeaseTable", () => {
     expect(ctx.table.figures()).toMatchObject({ admitted: 10, grantedUnits: 10, expiredUnits: 0 });
   });
 
-  it("asks for the next grant once half a grant's lifetime has passed, however few were spent", () => {
+  it("asks for the next grant once four fifths of a grant's lifetime have passed, however few were spent", () => {
     const ctx = setup();
     leaseOf(ctx, 100);
     ctx.table.take(input(), ctx.refiller);
-    ctx.clock.advance(499);
+    ctx.clock.advance(799);
     ctx.table.take(input(), ctx.refiller);
     expect(ctx.refills).toEqual([]);
     ctx.clock.advance(1);

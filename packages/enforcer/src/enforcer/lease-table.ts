@@ -88,8 +88,11 @@ interface Grant {
   readonly remaining: readonly number[];
   readonly resetAfterMs: readonly number[];
   readonly grantedAtMs: number;
-  /** Half its lifetime: past it, the next grant is asked for. */
-  readonly halfLifeMs: number;
+  /**
+   * Four fifths of its lifetime: past it, the next grant is asked for (a store round trip is
+   * milliseconds; asking earlier only makes more calls).
+   */
+  readonly refillAfterMs: number;
   spent: number;
   /**
    * When Redis charged the units (`store-time.ts`): what a leased admission reports as its
@@ -185,8 +188,8 @@ export class LeaseTable {
    * A local admission when a live grant of `input`'s checks holds units for its cost (spent
    * now); null otherwise (ask the store, with {@link want}). Counts the request as demand either
    * way. `refiller.refill` is called (once, until {@link granted} or {@link refillFailed}) when the units
-   * left fall under half of the grant or half its lifetime has passed, so a busy subject's next
-   * grant is on its way before this one runs out or ends. `isNewRequest` false: a request already counted (the store rejected it), not
+   * left fall under half of the grant or four fifths of its lifetime have passed, so a busy
+   * subject's next grant is on its way before this one runs out or ends. `isNewRequest` false: a request already counted (the store rejected it), not
    * counted again.
    */
   take(
@@ -213,7 +216,7 @@ export class LeaseTable {
     if (
       !lease.isRefilling &&
       lease.next === null &&
-      (grant.units < grant.spent || nowMs - grant.grantedAtMs >= grant.halfLifeMs)
+      (grant.units < grant.spent || nowMs - grant.grantedAtMs >= grant.refillAfterMs)
     ) {
       const wanted = this.#wanted(lease);
       if (wanted > 0) {
@@ -278,7 +281,7 @@ export class LeaseTable {
       remaining: decision.outcomes.map((outcome) => outcome.remaining),
       resetAfterMs: decision.outcomes.map((outcome) => outcome.resetAfterMs),
       grantedAtMs: sentAtMs,
-      halfLifeMs: lifeMs / 2,
+      refillAfterMs: lifeMs * 0.8,
       spent: 0,
       storeTime: this.#keepsStoreTime ? storeTimeOf(decision) : undefined,
     };

@@ -112,6 +112,24 @@ describe("ResolutionCache", () => {
     expect(cache.hitCount).toBe(1);
   });
 
+  it("holds at most maxEntries resolutions when customers add routes one by one", () => {
+    const snapshot = prepareSnapshot(exampleSnapshot());
+    const cache = new ResolutionCache({ maxEntries: 20 });
+    for (let i = 0; i < 400; i++) {
+      cache.resolve(
+        snapshot,
+        request({ customerId: `routes-${i % 7}`, path: `/v1/things/${i % 13}` }),
+        () => AFTER_INCIDENT_MS,
+      );
+      expect(cache.size).toBeLessThanOrEqual(20);
+    }
+    // A route just resolved is served from the cache.
+    const hits = cache.hitCount;
+    cache.resolve(snapshot, request({ customerId: "routes-0", path: "/v1/fresh" }), () => 0);
+    cache.resolve(snapshot, request({ customerId: "routes-0", path: "/v1/fresh" }), () => 0);
+    expect(cache.hitCount).toBe(hits + 1);
+  });
+
   it("reads the wall clock only when it resolves", () => {
     const snapshot = prepareSnapshot(exampleSnapshot());
     const cache = new ResolutionCache();

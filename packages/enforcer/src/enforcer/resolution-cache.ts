@@ -3,11 +3,11 @@
  * resolve to the same limits for the same tier and route for as long as a snapshot is in force
  * (their checks depend on the tier and the endpoint class only, and no incident can apply to
  * them: incidents are customer overrides). So the resolution is kept per (customer, tier,
- * endpoint class asked for, method, path) and reused until the snapshot changes: a string key
- * and one map lookup instead of matching the path, formatting the subject and building the
- * result on every request.
+ * endpoint class asked for, method, path) and reused until the snapshot changes: one map lookup
+ * by customer and a few comparisons instead of matching the path, formatting the subject and
+ * building the result on every request.
  *
- * Bounded (least recently used first out), because paths and customers come from traffic. Cleared
+ * Bounded (those unused longest first out), because paths and customers come from traffic. Cleared
  * whenever the snapshot in force is another object (a new version, a rollback, a bootstrap
  * replaced): a cached resolution never outlives the policy it was resolved under. Customers with
  * overrides and anonymous requests are never cached: their limits depend on the time (incidents)
@@ -15,7 +15,6 @@
  */
 import type { PreparedSnapshot } from "../policy/prepare";
 import { type Resolution, type ResolveRequest, resolveLimits } from "../policy/resolve";
-import { BoundedLru } from "./lru";
 
 export interface ResolutionCacheOptions {
   /**
@@ -35,8 +34,36 @@ export interface CachedResolveRequest extends ResolveRequest {
   readonly endpointClass: string | null;
 }
 
+/** One cached resolution of a customer: what it was resolved for, and the result. */
+interface CachedEntry {
+  readonly tier: string | null;
+  readonly endpointClass: string | null;
+  readonly method: string;
+  readonly path: string;
+  readonly resolution: Resolution;
+}
+
+/**
+ * Most routes (tier, endpoint class, method, path) kept per customer; a new one beyond replaces
+ * the oldest. A customer's entries are scanned, so this stays small.
+ */
+const ROUTES_PER_CUSTOMER = 8;
+
 export class ResolutionCache {
-  readonly #entries: BoundedLru<string, Resolution>;
+  /**
+   * Entries by customer id, in two generations: a lookup finds the customer in `#young` or moves
+   * it there from `#old`; when `#young` holds half the bound, `#old` is dropped and `#young`
+   * becomes it. So at most `maxEntries` resolutions are held and a customer in use is never
+   * dropped, with no recency list to keep on the hot path, and no key string built per request:
+   * the customer id is looked up as it came (its hash computed once per request, and shared with
+   * the other maps keyed by it), then a handful of entries compared field by field.
+   */
+  #young = new Map<string, CachedEntry[]>();
+  #old = new Map<string, CachedEntry[]>();
+  #youngSize = 0;
+  #oldSize = 0;
+  readonly #generationSize: number;
+  readonly #keepsOld: boolean;
   #snapshot: PreparedSnapshot | null = null;
   #hitCount = 0;
 
@@ -47,12 +74,13 @@ export class ResolutionCache {
         `resolutionCache.maxEntries must be a whole number >= 1, got ${maxEntries}`,
       );
     }
-    this.#entries = new BoundedLru(maxEntries);
+    this.#keepsOld = maxEntries >= 2;
+    this.#generationSize = this.#keepsOld ? Math.floor(maxEntries / 2) : 1;
   }
 
   /** Resolutions held now; at most `maxEntries`. */
   get size(): number {
-    return this.#entries.size;
+    return this.#youngSize + this.#oldSize;
   }
 
   /** Requests answered from the cache since it was made (for tests and status). */
@@ -70,32 +98,76 @@ export class ResolutionCache {
     wallNowMs: () => number,
   ): Resolution {
     if (snapshot !== this.#snapshot) {
-      this.#entries.clear();
+      this.#young = new Map();
+      this.#old = new Map();
+      this.#youngSize = 0;
+      this.#oldSize = 0;
       this.#snapshot = snapshot;
     }
     const { customerId } = request;
     if (customerId === null) return resolveLimits(snapshot, request, wallNowMs(), NO_TRACE);
-    const key = keyOf(customerId, request);
-    const cached = this.#entries.get(key);
-    if (cached !== undefined) {
-      this.#hitCount++;
-      return cached;
+    let entries = this.#young.get(customerId);
+    if (entries === undefined) {
+      entries = this.#old.get(customerId);
+      if (entries !== undefined) {
+        this.#old.delete(customerId);
+        this.#oldSize -= entries.length;
+        this.#keepYoung(customerId, entries);
+      }
+    }
+    if (entries !== undefined) {
+      for (let i = 0; i < entries.length; i++) {
+        const entry = entries[i] as CachedEntry;
+        if (
+          entry.path === request.path &&
+          entry.method === request.method &&
+          entry.tier === request.tier &&
+          entry.endpointClass === request.endpointClass
+        ) {
+          this.#hitCount++;
+          return entry.resolution;
+        }
+      }
     }
     // Throws on an invalid customer id, which is then not cached either.
     const resolution = resolveLimits(snapshot, request, wallNowMs(), NO_TRACE);
-    if (snapshot.customers.get(customerId) === undefined) this.#entries.set(key, resolution);
+    if (snapshot.customers.get(customerId) !== undefined) return resolution;
+    const entry: CachedEntry = {
+      tier: request.tier,
+      endpointClass: request.endpointClass,
+      method: request.method,
+      path: request.path,
+      resolution,
+    };
+    if (entries === undefined) {
+      this.#keepYoung(customerId, [entry]);
+    } else if (entries.length >= ROUTES_PER_CUSTOMER) {
+      entries.shift();
+      entries.push(entry);
+    } else {
+      // Found (and so young): taken out and put back grown, which turns the generations over
+      // when that passes the bound.
+      this.#young.delete(customerId);
+      this.#youngSize -= entries.length;
+      entries.push(entry);
+      this.#keepYoung(customerId, entries);
+    }
     return resolution;
+  }
+
+  /** Puts a customer's entries in the young generation, turning generations over when full. */
+  #keepYoung(customerId: string, entries: CachedEntry[]): void {
+    if (this.#youngSize + entries.length > this.#generationSize && this.#youngSize > 0) {
+      if (this.#keepsOld) {
+        this.#old = this.#young;
+        this.#oldSize = this.#youngSize;
+      }
+      this.#young = new Map();
+      this.#youngSize = 0;
+    }
+    this.#young.set(customerId, entries);
+    this.#youngSize += entries.length;
   }
 }
 
 const NO_TRACE = { trace: false } as const;
-
-/**
- * Customer ids never hold a NUL (their character set excludes it); tier, endpoint class and
- * method are length-prefixed and the path comes last, so no two requests share a key.
- */
-function keyOf(customerId: string, request: CachedResolveRequest): string {
-  const tier = request.tier ?? "";
-  const endpointClass = request.endpointClass ?? "";
-  return `${customerId}\u0000${request.tier === null ? "-" : `${tier.length}:${tier}`}${request.endpointClass === null ? "-" : `${endpointClass.length}:${endpointClass}`}${request.method.length}:${request.method}${request.path}`;
-}
