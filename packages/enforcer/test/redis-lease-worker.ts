@@ -29,7 +29,7 @@ const engine = new DecisionEngine({
   }),
   snapshot: () => snapshot,
   expectedGateways: 3,
-  localStage: false,
+  // The local stage on, as gateways run by default: its denials and flood guard only reject.
   // Short lifetimes, so a round of a fraction of a second sees leases granted, spent, refilled
   // and ended (a subject is leased only after a whole lifetime of demand).
   leases: { lifeMs: 20 },

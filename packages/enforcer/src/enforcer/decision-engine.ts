@@ -244,9 +244,12 @@ export class DecisionEngine implements RequestChecker {
     // `startedAtMs` serves as the instant the store call is sent: it is read before it, which is
     // all the denial cache and the leases need (an earlier instant only makes a denial or a
     // lease end sooner).
+    // In order: a cached denial (the cheapest answer, and the common one when a client is over
+    // its limit), a lease, the flood guard, the shared store.
     const leases = this.leases;
-    let decision: EnforcerDecision | null = null;
-    if (leases !== null) {
+    const localStage = this.#localStage;
+    let decision = localStage?.denialCache?.find(input) ?? null;
+    if (decision === null && leases !== null) {
       if (prepared.version !== this.#leaseVersion) {
         leases.clear();
         this.#leaseVersion = prepared.version;
@@ -254,11 +257,12 @@ export class DecisionEngine implements RequestChecker {
       decision = leases.take(input, this.#refiller);
     }
     if (decision === null) {
-      decision = this.#localStage?.check(input) ?? null;
+      decision = localStage?.floodGuard?.check(input) ?? null;
       if (decision === null) {
-        decision = await this.#decideShared(input, startedAtMs);
-        this.#localStage?.recordSharedDecision(input, decision, startedAtMs);
-        decision = this.#fromLeaseInstead(input, decision);
+        const shared = await this.#decideShared(input, startedAtMs);
+        decision = this.#fromLeaseInstead(input, shared);
+        // A rejection a lease paid for instead is not cached: the lease's units come first.
+        if (decision === shared) localStage?.recordSharedDecision(input, shared, startedAtMs);
       }
     }
 
