@@ -17,8 +17,7 @@
  *   for every snapshot, and the table is emptied when the snapshot changes, so a lowered limit is
  *   never spent at its old size.
  * - The cost: units leased here and not spent are unavailable to other gateways until the lease
- *   ends (window end, or the bucket refilling); a request elsewhere may be rejected slightly
- *   early. That is bounded (a grant is at most half of what is left, and at most `maxUnits`) and
+ *   ends; a request elsewhere may be rejected slightly early. That is bounded (a grant is at most half of what is left, and at most `maxUnits`) and
  *   counted: `expiredUnits` are the units that ended unspent.
  * - Demand first: a list is leased only once this gateway has seen it at least 4 times over the
  *   last whole lifetime, and asks for about twice that, so a quiet subject (or the first burst of
@@ -28,6 +27,7 @@ import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
 import { type StoreTime, setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
 import { limitSize } from "../policy/limit-math";
+import { GenerationalMap } from "./generational-map";
 import {
   type EnforcerCheck,
   type EnforcerDecision,
@@ -44,8 +44,8 @@ export interface LeaseOptions {
    */
   readonly maxUnits?: number;
   /**
-   * Longest lifetime of a lease in ms. A token bucket or leaky meter also caps it at a quarter
-   * of the time its limit takes to fill, and a window at the window's end.
+   * Longest lifetime of a lease in ms. A window's lease also ends with the window, and a token
+   * bucket's may end with the reservation it joins (see the decide script).
    * @default 1_000
    */
   readonly lifeMs?: number;
@@ -73,7 +73,7 @@ export interface LeaseRequest {
 /** Requests over the last lifetime below which a list is not leased. */
 const MIN_DEMAND = 4;
 
-export const NO_LEASE: LeaseRequest = Object.freeze({ units: 0, lifeMs: 0 });
+const NO_LEASE: LeaseRequest = Object.freeze({ units: 0, lifeMs: 0 });
 
 /** Asks the store for more units of a lease, off the request's path (the runtime). */
 export interface LeaseRefiller {
@@ -134,16 +134,8 @@ export class LeaseTable {
   readonly lifeMs: number;
   readonly #clock: Clock;
   readonly #keepsStoreTime: boolean;
-  /**
-   * Leases by subject, in two generations: a lookup finds a subject in `#young` (one Map.get)
-   * or moves it there from `#old`; when `#young` holds half the bound, `#old` is dropped (its
-   * units counted expired) and `#young` becomes it. So at most `maxEntries` subjects are held,
-   * a subject in use is never dropped, and the hot path pays no linked-list upkeep (a plain LRU's
-   * move-to-front was a tenth of a leased decision's time).
-   */
-  #young = new Map<string, Lease[]>();
-  #old = new Map<string, Lease[]>();
-  readonly #generationSize: number;
+  /** Leases by subject; subjects unused for a whole generation are dropped, units counted expired. */
+  readonly #bySubject: GenerationalMap<string, Lease[]>;
   #admitted = 0;
   #grantedUnits = 0;
   #expiredUnits = 0;
@@ -169,7 +161,16 @@ export class LeaseTable {
     if (!(Number.isInteger(maxEntries) && maxEntries >= 2)) {
       throw new RangeError(`leases.maxEntries must be a whole number >= 2, got ${maxEntries}`);
     }
-    this.#generationSize = Math.floor(maxEntries / 2);
+    this.#bySubject = new GenerationalMap({
+      maxWeight: maxEntries,
+      onDrop: (leases) => {
+        for (const lease of leases) {
+          const units = (lease.current?.units ?? 0) + (lease.next?.units ?? 0);
+          this.#expiredUnits += units;
+          this.#heldUnits -= units;
+        }
+      },
+    });
     this.#clock = options.clock ?? monotonicClock;
     this.#keepsStoreTime = options.keepsStoreTime === true;
   }
@@ -179,7 +180,7 @@ export class LeaseTable {
       admitted: this.#admitted,
       grantedUnits: this.#grantedUnits,
       expiredUnits: this.#expiredUnits,
-      subjects: this.#young.size + this.#old.size,
+      subjects: this.#bySubject.size,
       inFlight: this.#inFlight,
     };
   }
@@ -187,10 +188,10 @@ export class LeaseTable {
   /**
    * A local admission when a live grant of `input`'s checks holds units for its cost (spent
    * now); null otherwise (ask the store, with {@link want}). Counts the request as demand either
-   * way. `refiller.refill` is called (once, until {@link granted} or {@link refillFailed}) when the units
-   * left fall under half of the grant or four fifths of its lifetime have passed, so a busy
-   * subject's next grant is on its way before this one runs out or ends. `isNewRequest` false: a request already counted (the store rejected it), not
-   * counted again.
+   * way. `refiller.refill` is called (once, until {@link granted} or {@link refillFailed}) when
+   * the units left fall under half of the grant or four fifths of its lifetime have passed, so a
+   * busy subject's next grant is on its way before this one runs out or ends. `isNewRequest`
+   * false: a request already counted (the store rejected it), not counted again.
    */
   take(
     input: EnforcerInput,
@@ -306,38 +307,11 @@ export class LeaseTable {
   clear(): void {
     this.#expiredUnits += this.#heldUnits;
     this.#heldUnits = 0;
-    this.#young = new Map();
-    this.#old = new Map();
-  }
-
-  /** A subject's leases, moved to the young generation; undefined when it has none. */
-  #leasesOf(subject: string): Lease[] | undefined {
-    const young = this.#young.get(subject);
-    if (young !== undefined) return young;
-    const old = this.#old.get(subject);
-    if (old === undefined) return undefined;
-    this.#old.delete(subject);
-    this.#keepYoung(subject, old);
-    return old;
-  }
-
-  #keepYoung(subject: string, leases: Lease[]): void {
-    if (this.#young.size >= this.#generationSize) {
-      for (const dropped of this.#old.values()) {
-        for (const lease of dropped) {
-          const units = (lease.current?.units ?? 0) + (lease.next?.units ?? 0);
-          this.#expiredUnits += units;
-          this.#heldUnits -= units;
-        }
-      }
-      this.#old = this.#young;
-      this.#young = new Map();
-    }
-    this.#young.set(subject, leases);
+    this.#bySubject.clear();
   }
 
   #leaseOf(subject: string, checks: readonly EnforcerCheck[]): Lease | null {
-    const leases = this.#leasesOf(subject);
+    const leases = this.#bySubject.get(subject);
     if (leases === undefined) return null;
     for (let i = 0; i < leases.length; i++) {
       const lease = leases[i] as Lease;
@@ -356,10 +330,10 @@ export class LeaseTable {
       seenBefore: 0,
       isRefilling: false,
     };
-    let leases = this.#leasesOf(subject);
+    let leases = this.#bySubject.get(subject);
     if (leases === undefined) {
       leases = [];
-      this.#keepYoung(subject, leases);
+      this.#bySubject.set(subject, leases);
     }
     leases.push(lease);
     return lease;

@@ -15,6 +15,7 @@
  */
 import type { PreparedSnapshot } from "../policy/prepare";
 import { type Resolution, type ResolveRequest, resolveLimits } from "../policy/resolve";
+import { GenerationalMap } from "./generational-map";
 
 export interface ResolutionCacheOptions {
   /**
@@ -51,19 +52,11 @@ const ROUTES_PER_CUSTOMER = 8;
 
 export class ResolutionCache {
   /**
-   * Entries by customer id, in two generations: a lookup finds the customer in `#young` or moves
-   * it there from `#old`; when `#young` holds half the bound, `#old` is dropped and `#young`
-   * becomes it. So at most `maxEntries` resolutions are held and a customer in use is never
-   * dropped, with no recency list to keep on the hot path, and no key string built per request:
-   * the customer id is looked up as it came (its hash computed once per request, and shared with
-   * the other maps keyed by it), then a handful of entries compared field by field.
+   * Entries by customer id, weighed by their count: no key string is built per request, the
+   * customer id is looked up as it came (its hash computed once per request and shared with the
+   * other maps keyed by it), then a handful of entries are compared field by field.
    */
-  #young = new Map<string, CachedEntry[]>();
-  #old = new Map<string, CachedEntry[]>();
-  #youngSize = 0;
-  #oldSize = 0;
-  readonly #generationSize: number;
-  readonly #keepsOld: boolean;
+  readonly #entries: GenerationalMap<string, CachedEntry[]>;
   #snapshot: PreparedSnapshot | null = null;
   #hitCount = 0;
 
@@ -74,13 +67,12 @@ export class ResolutionCache {
         `resolutionCache.maxEntries must be a whole number >= 1, got ${maxEntries}`,
       );
     }
-    this.#keepsOld = maxEntries >= 2;
-    this.#generationSize = this.#keepsOld ? Math.floor(maxEntries / 2) : 1;
+    this.#entries = new GenerationalMap({ maxWeight: maxEntries, weightOf: (e) => e.length });
   }
 
   /** Resolutions held now; at most `maxEntries`. */
   get size(): number {
-    return this.#youngSize + this.#oldSize;
+    return this.#entries.weight;
   }
 
   /** Requests answered from the cache since it was made (for tests and status). */
@@ -98,23 +90,12 @@ export class ResolutionCache {
     wallNowMs: () => number,
   ): Resolution {
     if (snapshot !== this.#snapshot) {
-      this.#young = new Map();
-      this.#old = new Map();
-      this.#youngSize = 0;
-      this.#oldSize = 0;
+      this.#entries.clear();
       this.#snapshot = snapshot;
     }
     const { customerId } = request;
     if (customerId === null) return resolveLimits(snapshot, request, wallNowMs(), NO_TRACE);
-    let entries = this.#young.get(customerId);
-    if (entries === undefined) {
-      entries = this.#old.get(customerId);
-      if (entries !== undefined) {
-        this.#old.delete(customerId);
-        this.#oldSize -= entries.length;
-        this.#keepYoung(customerId, entries);
-      }
-    }
+    const entries = this.#entries.get(customerId);
     if (entries !== undefined) {
       for (let i = 0; i < entries.length; i++) {
         const entry = entries[i] as CachedEntry;
@@ -140,33 +121,17 @@ export class ResolutionCache {
       resolution,
     };
     if (entries === undefined) {
-      this.#keepYoung(customerId, [entry]);
+      this.#entries.set(customerId, [entry]);
     } else if (entries.length >= ROUTES_PER_CUSTOMER) {
       entries.shift();
       entries.push(entry);
     } else {
-      // Found (and so young): taken out and put back grown, which turns the generations over
-      // when that passes the bound.
-      this.#young.delete(customerId);
-      this.#youngSize -= entries.length;
+      // Taken out and put back grown, so its weight is counted again.
+      this.#entries.delete(customerId);
       entries.push(entry);
-      this.#keepYoung(customerId, entries);
+      this.#entries.set(customerId, entries);
     }
     return resolution;
-  }
-
-  /** Puts a customer's entries in the young generation, turning generations over when full. */
-  #keepYoung(customerId: string, entries: CachedEntry[]): void {
-    if (this.#youngSize + entries.length > this.#generationSize && this.#youngSize > 0) {
-      if (this.#keepsOld) {
-        this.#old = this.#young;
-        this.#oldSize = this.#youngSize;
-      }
-      this.#young = new Map();
-      this.#youngSize = 0;
-    }
-    this.#young.set(customerId, entries);
-    this.#youngSize += entries.length;
   }
 }
 
