@@ -18,7 +18,7 @@ import type { DecisionRecorder } from "../recording/traffic-recorder";
 import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker";
 import { DecisionMetrics, type DecisionMetricsOptions } from "./decision-metrics";
 import { FailurePolicy } from "./failure-policy";
-import { GuardedStore } from "./guarded-store";
+import { type GuardedLease, GuardedStore } from "./guarded-store";
 import { buildRateLimitResponse, type RateLimitHttpResult } from "./http-headers";
 import { type LeaseOptions, type LeaseRequest, LeaseTable } from "./lease-table";
 import { LocalStage, type LocalStageOptions } from "./local-stage";
@@ -241,11 +241,10 @@ export class DecisionEngine implements RequestChecker {
     const cost = request.cost ?? resolution.cost;
     const input: EnforcerInput = { subject: resolution.subject, checks: resolution.checks, cost };
 
-    // `startedAtMs` serves as the instant the store call is sent: it is read before it, which is
-    // all the denial cache and the leases need (an earlier instant only makes a denial or a
-    // lease end sooner).
     // In order: a cached denial (the cheapest answer, and the common one when a client is over
-    // its limit), a lease, the flood guard, the shared store.
+    // its limit), a lease, the flood guard, the shared store. `startedAtMs` serves as the instant
+    // the store call is sent: it is read before it, which is all the denial cache and the leases
+    // need (an earlier instant only makes a denial or a lease end sooner).
     const leases = this.leases;
     const localStage = this.#localStage;
     let decision = localStage?.denialCache?.find(input) ?? null;
@@ -293,19 +292,20 @@ export class DecisionEngine implements RequestChecker {
 
   /** The shared store's decision (or the failure policy's), with a lease when one is wanted. */
   async #decideShared(input: EnforcerInput, sentAtMs: number): Promise<EnforcerDecision> {
-    const leases = this.leases;
-    const wanted = leases === null ? null : leases.want(input);
-    if (leases === null || wanted === null || wanted.units === 0) {
-      return this.#guarded.decide(input);
-    }
+    const wanted = this.leases?.want(input);
+    if (wanted === undefined || wanted.units === 0) return this.#guarded.decide(input);
     const answer = await this.#guarded.decideLeasing(input, wanted);
-    const decision = answer.decision;
-    if (decision.source !== "store") {
-      leases.refillFailed(input);
-      return decision;
+    this.#settleLease(input, answer, sentAtMs);
+    return answer.decision;
+  }
+
+  /** Tells the lease table what became of a lease it asked for: granted, or not answered. */
+  #settleLease(input: EnforcerInput, answer: GuardedLease, sentAtMs: number): void {
+    if (answer.decision.source === "store") {
+      this.leases?.granted(input, answer.decision, answer.units, answer.lifeMs, sentAtMs);
+    } else {
+      this.leases?.refillFailed(input);
     }
-    leases.granted(input, decision, answer.units, answer.lifeMs, sentAtMs);
-    return decision;
   }
 
   /**
@@ -325,19 +325,11 @@ export class DecisionEngine implements RequestChecker {
    * counted as one.
    */
   #refill(input: EnforcerInput, lease: LeaseRequest): void {
-    const leases = this.leases;
-    if (leases === null) return;
     const sentAtMs = this.#clock.nowMs();
     const refill: EnforcerInput = { subject: input.subject, checks: input.checks, cost: 0 };
     this.#guarded.decideLeasing(refill, lease).then(
-      (answer) => {
-        if (answer.decision.source === "store") {
-          leases.granted(refill, answer.decision, answer.units, answer.lifeMs, sentAtMs);
-        } else {
-          leases.refillFailed(refill);
-        }
-      },
-      () => leases.refillFailed(refill),
+      (answer) => this.#settleLease(refill, answer, sentAtMs),
+      () => this.leases?.refillFailed(refill),
     );
   }
 

@@ -382,7 +382,7 @@ export interface LocalStageOptions {
 }
 
 /**
- * The first stage as the runtime uses it:
+ * The first stage without leases:
  *
  * ```ts
  * const sentAtMs = clock.nowMs();
@@ -392,7 +392,9 @@ export interface LocalStageOptions {
  * ```
  *
  * The denial cache is consulted first (a lookup, and a request it rejects does not spend the flood
- * guard's budget), then the flood guard.
+ * guard's budget), then the flood guard. The runtime (`DecisionEngine.check`) asks the two parts
+ * one at a time, with the lease table between them: a leased admission is exact and spends no
+ * flood guard budget.
  */
 export class LocalStage {
   readonly denialCache: DenialCache | null;
