@@ -353,8 +353,8 @@ export class RedisStore implements LimiterStore {
    * {@link decide}, and when the request is admitted, a lease of up to `lease.units` more units
    * of cost on every check, charged now, for this caller alone to spend without asking Redis
    * again until `lifeMs` (measured from before this call was sent) has passed. The grant is 0
-   * near a limit (each check grants at most half of what it has left), for a sliding log, and
-   * on rejection; see the script for why spending a granted unit within its lifetime never
+   * near a limit (each check grants at most half of what it has left), for a sliding log or a
+   * leaky meter, and on rejection; see the script for why spending a granted unit within its lifetime never
    * admits more than the limit. `remaining` in the decision does not count the leased units.
    */
   async decideLeasing(input: DecideInput, lease: LeaseWanted): Promise<LeasedDecision> {
@@ -391,10 +391,13 @@ export class RedisStore implements LimiterStore {
     return this.#shaped("q", input);
   }
 
-  /** A decision's leading argument: op, time ("-" = Redis TIME), cost, number of checks. */
-  #headArg(op: "d" | "p" | "s" | "q", cost: number, checkCount: number): string {
+  /**
+   * A decision's leading argument: op, time ("-" = Redis TIME), cost, number of checks, and for a
+   * lease (`tail`) the units and lifetime wanted.
+   */
+  #headArg(op: "d" | "p" | "s" | "q" | "l", cost: number, checkCount: number, tail = ""): string {
     const clock = this.#clock;
-    if (clock === undefined && cost === 1) {
+    if (clock === undefined && cost === 1 && op !== "l") {
       // Production's usual decision: the same text every time, made once.
       const cached = HEADS_AT_COST_1[op][checkCount];
       if (cached !== undefined) return cached;
@@ -402,7 +405,7 @@ export class RedisStore implements LimiterStore {
     const nowMs = clock?.nowMs();
     // Redis's TIME is always a valid time; only an injected clock's reading needs checking.
     assertTimeAndCost(nowMs ?? 0, cost);
-    return `${op} ${nowMs === undefined ? "-" : String(nowMs)} ${String(cost)} ${checkCount}`;
+    return `${op} ${nowMs === undefined ? "-" : String(nowMs)} ${String(cost)} ${checkCount}${tail}`;
   }
 
   /** The time in the script's reply: Redis TIME in whole microseconds, or the clock's reading. */
@@ -426,8 +429,7 @@ export class RedisStore implements LimiterStore {
     assertName("subject", input.subject);
     assertValidChecks(checks);
     const cost = input.cost === undefined ? 1 : input.cost;
-    const head = this.#headArg(op === "l" ? "d" : op, cost, checks.length);
-    const args = [op === "l" ? `l${head.slice(1)}${headTail}` : head];
+    const args = [this.#headArg(op, cost, checks.length, headTail)];
     if (checks.length === 0) return { decision: combineOutcomes([]), reply: null, offset: 0 };
     const keys: string[] = [];
     const keyPrefix = subjectKeyPrefix(this.#keyPrefix, input.subject);
