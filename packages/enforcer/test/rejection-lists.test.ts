@@ -82,6 +82,20 @@ describe("MetricsFlusher rejection lists", () => {
     expect(list[1]?.atMs).toBe(times[0]);
   });
 
+  it("a list Redis refuses to write loses the flush, counted, while the loop goes on (no unhandled rejection)", async () => {
+    // A string where the first chunk's list should be: that script call fails while the flush is
+    // still building later chunks across turns of the event loop.
+    await redis.set(names.rejections("wrong-type"), "not a list");
+    rejections.record("wrong-type", "tier:free", null);
+    const customers = Array.from({ length: 120 }, (_, i) => `after-${i}`);
+    for (const customerId of customers) rejections.record(customerId, "tier:free", null);
+    const lost = flusher.lostFlushCount;
+    await flusher.flush();
+    expect(flusher.lostFlushCount).toBe(lost + 1);
+    // The other chunks were written all the same.
+    expect(await redis.llen(names.rejections("after-119"))).toBe(1);
+  });
+
   it("writes every rejected customer's list when hundreds are rejected in one flush", async () => {
     const customers = Array.from({ length: 237 }, (_, i) => `many-${i}`);
     for (let round = 0; round < 3; round++) {

@@ -339,7 +339,10 @@ export class MetricsFlusher {
     const { redis, names, enforcerId, rejectionsPerCustomer: keep } = this.#options;
     const isCluster = (redis as { readonly isCluster?: boolean }).isCluster === true;
     const chunks = new Map<number, { keys: string[]; args: string[] }>();
-    const calls: Promise<unknown>[] = [];
+    // Each call's failure is caught as it is sent: the loop yields between chunks, and a call
+    // that failed meanwhile must not be an unhandled rejection (which would end the process).
+    const calls: Promise<void>[] = [];
+    let failure: { readonly error: unknown } | null = null;
     let listed = 0;
     const quotes = new Map<string | null, string>();
     const quoted = (text: string | null): string => {
@@ -353,14 +356,21 @@ export class MetricsFlusher {
     const quotedId = quoted(enforcerId);
     const send = (chunk: { keys: string[]; args: string[] }) => {
       calls.push(
-        redis.eval(
-          REJECTION_LISTS_LUA,
-          chunk.keys.length,
-          ...chunk.keys,
-          String(keep),
-          String(this.#options.rejectionsTtlMs),
-          ...chunk.args,
-        ),
+        redis
+          .eval(
+            REJECTION_LISTS_LUA,
+            chunk.keys.length,
+            ...chunk.keys,
+            String(keep),
+            String(this.#options.rejectionsTtlMs),
+            ...chunk.args,
+          )
+          .then(
+            () => undefined,
+            (error: unknown) => {
+              failure ??= { error };
+            },
+          ),
       );
     };
     for (const [customerId, rejections] of byCustomer) {
@@ -391,6 +401,7 @@ export class MetricsFlusher {
     }
     for (const chunk of chunks.values()) send(chunk);
     await Promise.all(calls);
+    if (failure !== null) throw (failure as { readonly error: unknown }).error;
   }
 }
 
