@@ -226,8 +226,6 @@ interface WithoutRedis {
   readonly bySource: Readonly<Record<string, number>>;
 }
 
-const DECISION_SOURCES = ["store", "lease", "denial-cache", "flood-guard", "fallback"];
-
 const WITHOUT_REDIS_REASONS = ["store-error", "timeout", "circuit-open"];
 
 /** The target's counters now (cumulative since it started); null for a non-enforcer target. */
@@ -242,9 +240,12 @@ async function withoutRedisOf(target: Target): Promise<WithoutRedis | null> {
   for (const reason of WITHOUT_REDIS_REASONS) {
     byReason[reason] = sample("limitplane_decisions_without_store_total", `reason="${reason}"`);
   }
+  // Every source the target reports, as it names them (no list of ours to keep in step).
   const bySource: Record<string, number> = {};
-  for (const source of DECISION_SOURCES) {
-    bySource[source] = sample("limitplane_decision_sources_total", `source="${source}"`);
+  for (const match of text.matchAll(
+    /^limitplane_decision_sources_total\{[^}]*source="([^"]+)"[^}]*\} (\S+)$/gm,
+  )) {
+    bySource[match[1] ?? ""] = Number(match[2]);
   }
   return {
     byReason,
@@ -261,8 +262,8 @@ function withoutRedisBetween(before: WithoutRedis, after: WithoutRedis): Without
     byReason[reason] = (after.byReason[reason] ?? 0) - (before.byReason[reason] ?? 0);
   }
   const bySource: Record<string, number> = {};
-  for (const source of DECISION_SOURCES) {
-    bySource[source] = (after.bySource[source] ?? 0) - (before.bySource[source] ?? 0);
+  for (const [source, count] of Object.entries(after.bySource)) {
+    bySource[source] = count - (before.bySource[source] ?? 0);
   }
   return { byReason, total: after.total - before.total, slow: after.slow - before.slow, bySource };
 }
