@@ -570,7 +570,7 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   }
 
   console.log(
-    `\n  Redis server us per request (INFO commandstats evalsha + eval, all admitted workload): limitplane ${summary(serverUs.get("limitplane") ?? [])}, flexible ${summary(serverUs.get("flexible") ?? [])}`,
+    `\n  Redis server us per request (INFO commandstats fcall + evalsha + eval, all admitted workload): limitplane ${summary(serverUs.get("limitplane") ?? [])}, flexible ${summary(serverUs.get("flexible") ?? [])}`,
   );
   for (const mode of ["limitplane", "flexible"]) {
     const perKey = admittedTight.get(mode) ?? new Map<string, number>();
@@ -600,11 +600,11 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   targets.print("HTTP targets");
 }
 
-/** evalsha + eval microseconds so far, from INFO commandstats. */
+/** fcall + evalsha + eval microseconds so far, from INFO commandstats. */
 async function scriptUsec(redis: Redis): Promise<number> {
   const info = await redis.info("commandstats");
   let usec = 0;
-  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/gm)) {
+  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval|fcall):calls=\d+,usec=(\d+)/gm)) {
     usec += Number(match[1]);
   }
   return usec;

@@ -17,7 +17,7 @@
  *
  * Figures: decisions/s and latency percentiles are medians over alternating trials (the machine is
  * small and shared, so read orders of magnitude and ratios). Redis server time is the growth of
- * `INFO commandstats` usec of evalsha + eval during a side's trial, divided by its decisions (every
+ * `INFO commandstats` usec of fcall + evalsha + eval during a side's trial, divided by its decisions (every
  * side's decisions are script calls; a script's inner commands are inside its usec). The suite
  * runs on a redis-server of its own, so nothing else is counted. Printed beside it for information:
  * the server process's on-CPU time per decision (`/proc/<pid>/schedstat`), which a loaded host's
@@ -99,7 +99,7 @@ interface Trial {
    * past the 250 ms command timeout), counted and printed rather than ending the run.
    */
   readonly failed: number;
-  /** Redis server microseconds per decision in this trial (evalsha + eval). */
+  /** Redis server microseconds per decision in this trial (fcall + evalsha + eval). */
   serverUs: number;
   /** The redis-server process's on-CPU microseconds per decision in this trial; NaN if unknown. */
   serverCpuUs: number;
@@ -177,12 +177,12 @@ async function serverCpuReader(admin: Redis, isOwn: boolean): Promise<(() => num
   return () => Number(readFileSync(path, "utf8").split(" ")[0]);
 }
 
-/** evalsha + eval calls and microseconds so far, from INFO commandstats. */
+/** fcall + evalsha + eval calls and microseconds so far, from INFO commandstats. */
 async function scriptStats(admin: Redis): Promise<{ calls: number; usec: number }> {
   const info = await admin.info("commandstats");
   let calls = 0;
   let usec = 0;
-  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+),usec=(\d+)/gm)) {
+  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval|fcall):calls=(\d+),usec=(\d+)/gm)) {
     calls += Number(match[1]);
     usec += Number(match[2]);
   }

@@ -34,3 +34,21 @@ runLimiterStoreContract("RedisStore, batching up to 64 decisions per call", asyn
     },
   };
 });
+
+// The EVAL form (what the store falls back to on a Redis that refuses functions): the same body.
+runLimiterStoreContract("RedisStore, EVAL form", async (clock) => {
+  const client = await readyRedis("decisions");
+  const store = new RedisStore({
+    client,
+    keyPrefix: inject("redisKeyPrefix"),
+    clock,
+    scriptForm: "eval",
+  });
+  return {
+    decide: (input) => store.decide(input),
+    peek: (input) => store.peek(input),
+    close: async () => {
+      await client.quit();
+    },
+  };
+});

@@ -8,7 +8,8 @@ import { OwnRedisServer } from "../src/testing/redis-server";
 import { readyRedis } from "./support/redis";
 
 /*
- * Failures, on a redis-server of this file's own (never the shared one): SCRIPT FLUSH, a server
+ * Failures, on a redis-server of this file's own (never the shared one): FUNCTION FLUSH and
+ * SCRIPT FLUSH (the decide code lost, in each of its forms), a server
  * that stops, one that hangs, and one that comes back. Production time (Redis TIME) throughout.
  * No test measures a duration: "fails fast" means the decision rejects with the typed error
  * instead of waiting, which the decisions client guarantees by having no offline queue and a
@@ -50,13 +51,42 @@ describe("RedisStore when Redis fails", () => {
     store = new RedisStore({ client, keyPrefix: "failure:" });
   });
 
+  /** Whether the Redis holds the decide library the store loads. */
+  async function hasLibrary(): Promise<boolean> {
+    const name = RedisStore.functionName.replace("limitplane_decide_", "limitplane_");
+    const listed = await admin.call("FUNCTION", "LIST", "LIBRARYNAME", name);
+    return Array.isArray(listed) && listed.length > 0;
+  }
+
+  it("after FUNCTION FLUSH, even with decisions in flight, no decision fails: the library is loaded again", async () => {
+    expect((await store.decide(input("c:fflush"))).allowed).toBe(true);
+    expect(await hasLibrary()).toBe(true);
+
+    await admin.call("FUNCTION", "FLUSH");
+    expect(await hasLibrary()).toBe(false);
+    const afterFlush = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => store.decide(input(`c:fflush-${i % 7}`))),
+    );
+    expect(afterFlush.every((d) => d.allowed)).toBe(true);
+
+    // A flush landing between decisions already sent.
+    const racing = Array.from({ length: 50 }, (_, i) => store.decide(input(`c:frace-${i % 5}`)));
+    await admin.call("FUNCTION", "FLUSH");
+    const more = Array.from({ length: 50 }, (_, i) => store.decide(input(`c:frace-${i % 5}`)));
+    const decisions = await Promise.all([...racing, ...more]);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(100);
+    expect(await hasLibrary()).toBe(true);
+    expect(store.scriptForm).toBe("function");
+  });
+
   afterAll(async () => {
     client.disconnect();
     admin.disconnect();
     await server.stop();
   });
 
-  it("after SCRIPT FLUSH, even with decisions in flight, no decision fails", async () => {
+  it("the EVAL form: after SCRIPT FLUSH, even with decisions in flight, no decision fails", async () => {
+    const store = new RedisStore({ client, keyPrefix: "failure:", scriptForm: "eval" });
     expect((await store.decide(input("c:flush"))).allowed).toBe(true);
     expect(await admin.script("EXISTS", RedisStore.scriptSha1)).toEqual([1]);
 

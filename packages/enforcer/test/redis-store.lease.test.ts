@@ -2,7 +2,6 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ManualClock } from "../src/limiter/clock";
 import { RedisStore } from "../src/limiter/stores/redis";
-import { REDIS_DECIDE_SHA1 } from "../src/limiter/stores/redis-decide-script";
 import type { LimitCheck, LimitMode, LimitSpec } from "../src/limiter/types";
 import { atUtc } from "../src/testing/times";
 import { readyRedis } from "./support/redis";
@@ -109,10 +108,18 @@ describe("RedisStore leases", () => {
     expect(await admitAll(who, checks)).toBe(10);
   });
 
+  /** The reservations a token bucket's stored state holds: [units, until, units, until]. */
+  async function reservationsOf(who: string, bucket: string): Promise<number[]> {
+    const packed = await client.getBuffer(store.storageKey(who, bucket));
+    if (packed === null || packed.length !== 49) return [];
+    return [17, 25, 33, 41].map((offset) => packed.readDoubleLE(offset));
+  }
+
   it("token bucket: a second lease takes a second reservation, a third joins the later one", async () => {
     const who = subject();
     const checks = [check("account", tokens(1_000, 0.001))];
     const leased = { subject: who, checks };
+    const startMs = clock.nowMs();
     const a = await store.decideLeasing(leased, { units: 100, lifeMs: 1_000 });
     clock.advance(200);
     const b = await store.decideLeasing(leased, { units: 100, lifeMs: 1_000 });
@@ -120,15 +127,55 @@ describe("RedisStore leases", () => {
     // Both reservations live: it joins the later one, which ends 700 ms from now.
     const c = await store.decideLeasing(leased, { units: 100, lifeMs: 1_000 });
     expect([a.lifeMs, b.lifeMs, c.lifeMs]).toEqual([1_000, 1_000, 700]);
+    expect(await reservationsOf(who, "account")).toEqual([
+      100,
+      startMs + 1_000,
+      100 + 100,
+      startMs + 1_200,
+    ]);
     clock.advance(460);
-    // Under a quarter of the lifetime wanted is left of the later reservation: no lease.
+    // Under a quarter of the lifetime wanted is left of the later reservation: the two fold into
+    // one that ends with the later, and this lease takes the second place, whole (the earlier is
+    // held 200 ms longer than it needed: less capacity for longer, never more).
     const d = await store.decideLeasing(leased, { units: 100, lifeMs: 1_000 });
-    expect(d.units).toBe(0);
+    expect(d).toMatchObject({ units: 100, lifeMs: 1_000 });
     expect(d.decision.allowed).toBe(true);
+    expect(await reservationsOf(who, "account")).toEqual([
+      300,
+      startMs + 1_200,
+      100,
+      startMs + 1_960,
+    ]);
     // Refill is negligible: everything leased or admitted adds up to the capacity.
     clock.advance(1_000);
     const rest = await admitAll(who, checks);
-    expect(4 + a.units + b.units + c.units + rest).toBe(1_000);
+    expect(4 + a.units + b.units + c.units + d.units + rest).toBe(1_000);
+  });
+
+  it("token bucket: folded reservations still cap a burst at the capacity", async () => {
+    const who = subject();
+    const checks = [check("account", tokens(10, 10))];
+    const leased = { subject: who, checks };
+    const startMs = clock.nowMs();
+    // Leases at 0, 100 and 900 ms: the third folds the first two (the second had 200 ms left).
+    const grants: { units: number; endsAtMs: number }[] = [];
+    for (const atMs of [0, 100, 900]) {
+      clock.set(startMs + atMs);
+      const answer = await store.decideLeasing(leased, { units: 2, lifeMs: 1_000 });
+      grants.push({ units: answer.units, endsAtMs: clock.nowMs() + answer.lifeMs });
+    }
+    expect(grants.map((g) => g.units)).toEqual([2, 2, 2]);
+    expect(await reservationsOf(who, "account")).toEqual([4, startMs + 1_100, 2, startMs + 1_900]);
+    // At every moment, what a burst takes plus the leased units still alive (a gateway may spend
+    // them then) is never more than the capacity.
+    for (const atMs of [900, 1_000, 1_050, 1_099, 1_100, 1_500, 2_000]) {
+      clock.set(startMs + atMs);
+      const burst = await admitAll(who, checks);
+      const live = grants
+        .filter((g) => g.endsAtMs > clock.nowMs())
+        .reduce((sum, g) => sum + g.units, 0);
+      expect(burst + live, `at ${atMs} ms`).toBeLessThanOrEqual(10);
+    }
   });
 
   it("fixed and sliding window: the lease ends with the window, and its units count in it", async () => {
@@ -206,6 +253,7 @@ describe("RedisStore leases", () => {
       /lease\.lifeMs/,
     );
     const key = store.storageKey(input.subject, "account");
+    // The function the store loaded (the same checks run in the EVAL form: hostile-input.test.ts).
     for (const head of [
       "l - 1 1",
       "l - 1 1 5",
@@ -214,7 +262,7 @@ describe("RedisStore leases", () => {
       "d - 1 1 5 5",
     ]) {
       await expect(
-        client.evalsha(REDIS_DECIDE_SHA1, 1, key, "1000", head, "4 10 1 e"),
+        client.fcall(RedisStore.functionName, 1, key, "1000", head, "4 10 1 e"),
       ).rejects.toThrow(/malformed decision/);
     }
   });

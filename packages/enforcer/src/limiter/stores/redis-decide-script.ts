@@ -1,6 +1,15 @@
 /**
- * The Lua script behind `RedisStore`: every algorithm of the limiter core, layered decisions,
- * peek and the shaper, in one script so that a decision is one atomic round trip.
+ * The Lua behind `RedisStore`: every algorithm of the limiter core, layered decisions, peek and
+ * the shaper, in one function so that a decision is one atomic round trip.
+ *
+ * Two forms of the same code (`REDIS_DECIDE_BODY`, which defines `decide(KEYS, ARGV)`):
+ * - `REDIS_DECIDE_LIBRARY`, a Redis function library (Redis 7.0+: `FUNCTION LOAD`, called with
+ *   `FCALL REDIS_DECIDE_FUNCTION`). Its top level runs once, when the library is loaded, so every
+ *   helper is made once and argument texts stay parsed between calls; a call runs `decide` only.
+ *   This is what the store uses.
+ * - `REDIS_DECIDE_LUA`, the same body plus `return decide(KEYS, ARGV)`, for EVALSHA: for a Redis
+ *   that refuses functions (before 7.0, or an ACL without `FUNCTION`). Every call then runs the
+ *   top level again, making every helper anew: about 5 us more per call on this machine.
  *
  * It MIRRORS the pure core, operation for operation, so that Redis and the in-process store make
  * bit-identical decisions (the contract and differential tests prove it):
@@ -37,12 +46,12 @@
  *            3 sliding-window (limit, windowMs)    4 token-bucket (capacity, refillPerSec)
  *            5 leaky-meter (burst, drainPerSec)    6 leaky-shaper (maxQueue, drainPerSec)
  *   KEYS     each decision's n keys, in order (on Redis Cluster all in one slot: one subject)
- * Reply, flat, per check: `code, remaining, retryAfterMs, resetAfterMs` (code 0 allowed,
- * 1 limit-exceeded, 2 cost-exceeds-capacity, 3 queue-full), plus `delayMs` for a shaper; after a
- * decide or peek's checks, the time it used and its index in the call (0 first); after a lease's,
- * those two, then the units granted and their lifetime in whole ms (0 0: none). The time is
- * Redis `TIME` in whole microseconds (the script's `now` is exactly that / 1000), or the time
- * argument's own text when one was passed. Numbers are integers, or `%.17g` text from 2^53 up.
+ * Reply, flat, per decision in order: per check `code, remaining, retryAfterMs, resetAfterMs`
+ * (code 0 allowed, 1 limit-exceeded, 2 cost-exceeds-capacity, 3 queue-full), plus `delayMs` for
+ * a shaper; after a lease's checks, the units granted and their lifetime in whole ms (0 0:
+ * none). Then, once for the call, Redis `TIME` in whole microseconds (the `now` of every decision
+ * at "-" is exactly that / 1000), or 0 when no decision asked for it; a decision's place in the
+ * call is its order. Numbers are integers, or `%.17g` text from 2^53 up.
  *
  * Stored state: a sliding log is a sorted set (score = instant, member = `<12 hex digits of a
  * per-key sequence>:<cost>`, unique even for equal instants and costs, and ordered as the core's
@@ -55,7 +64,8 @@
  *
  * Stored state and upgrades: this layout is the one the script has used since state became packed
  * doubles, so a deploy of this script reads what the previous one wrote and vice versa (two
- * versions may run side by side during a rolling deploy, under their own SHA-1s). One exception:
+ * versions may run side by side during a rolling deploy, under their own library and function
+ * names, or SHA-1s). One exception:
  * a script from before leases reads a 49-byte token bucket (one with leases out, for at most a
  * lease's lifetime after the last grant) as another algorithm's state, so as a full bucket.
  * Upgrading from such a release, deploy with leases off (`leases: false`) and turn them on once
@@ -66,12 +76,10 @@
  * Commands per call: one MGET for every key's string state, a ZRANGE per sliding log, and per
  * check that writes one SET with PX (a log: its ZADD/ZREM and a PEXPIRE), plus TIME once.
  *
- * Cost (the hot path, issue 19): what Redis spends per call besides the commands is mostly making
- * closures, and a closure costs per upvalue it captures. So the algorithms are blocks of the main
- * loop, not functions; the only closures every call makes are six small helpers (one of them makes a leased bucket's refill on first use) capturing
- * one to three locals each; the sliding log's and the shaper's functions are made on first
- * use in a call. Arguments are parsed once per distinct text per call (a batch repeats the same
- * few), and the reply's time is a whole number, so nothing is formatted per decision.
+ * Cost (the hot path, issue 19): what Redis spends per call besides the commands was mostly making
+ * closures (the EVAL form still does, once per call); the library makes them once. The
+ * algorithms are blocks of the main loop, not functions. Arguments are parsed once per distinct
+ * text, the reply's time is one whole number per call, so nothing is formatted per decision.
  *
  * Expiry: every write sets a TTL of the time until the state is indistinguishable from no state
  * (window over, bucket full, meter drained, newest log entry out of the window), rounded up, plus
@@ -81,15 +89,20 @@
  * The text is a template literal: no backslashes and no dollar-brace in the Lua, or JS rewrites
  * them before Redis sees the script.
  */
-export const REDIS_DECIDE_LUA = `
-local floor, ceil, fmod, min = math.floor, math.ceil, math.fmod, math.min
-local byte, sunpack, pack, fmt = string.byte, struct.unpack, struct.pack, string.format
-local call, KEYS, ARGV = redis.call, KEYS, ARGV
+export const REDIS_DECIDE_BODY = `
+
+-- What the script takes from Redis's Lua, bound by the first call: a function library is loaded
+-- with an empty global table (Redis 7.0), so nothing at the top level may read a global.
+local floor, ceil, fmod, min, byte, sunpack, pack, fmt, match, call, error_reply
+local function bind()
+  floor, ceil, fmod, min = math.floor, math.ceil, math.fmod, math.min
+  byte, sunpack, pack, fmt, match = string.byte, struct.unpack, struct.pack, string.format, string.match
+  call, error_reply = redis.call, redis.error_reply
+end
 local UNIT_TOLERANCE, RETRY_CORRECTION_STEPS = 1e-9, 8
 local MAX_TTL_MS = 2 ^ 52
 
--- numeric.ts: the only closures every call makes. They capture nothing but math functions (a
--- closure's upvalues are what makes creating it costly).
+-- numeric.ts
 
 -- ceilMs (MS_TOLERANCE = 1e-6)
 local function ceil_ms(d)
@@ -120,9 +133,8 @@ local function windows_between(earlier, later, w)
   return f
 end
 
-
-local margin_ms = tonumber(ARGV[1])
-local now, cost
+-- The call's expiry margin (ARGV[1]), and the current decision's time and cost.
+local margin_ms, now, cost
 
 -- A write's PX: the state's lifetime rounded up, plus the margin, capped at 2^52 ms. Passed as
 -- a number, which Redis turns into its %.17g text: exact, as every value here is whole and below
@@ -135,22 +147,10 @@ local function ttl_of(lifetime_ms)
   return ttl
 end
 
--- Every key's value as the call began, read with MGET (false: absent or not a string, e.g. a
--- sliding log), in chunks that stay below Lua's limit on unpacked values.
-local initial = {}
-if #KEYS == 0 then
-elseif #KEYS <= 1000 then
-  initial = call("MGET", unpack(KEYS))
-else
-  initial = {}
-  for first = 1, #KEYS, 1000 do
-    local values = call("MGET", unpack(KEYS, first, min(first + 999, #KEYS)))
-    for i = 1, #values do initial[first + i - 1] = values[i] end
-  end
-end
--- What this call has written so far, by key (false: no longer a string), for a later decision
--- of the same call on the same key.
-local written = {}
+-- Every key's value as the call began (false: absent or not a string, e.g. a sliding log), and
+-- what the call has written so far, by key (false: no longer a string), for a later decision of
+-- the same call on the same key. Both made anew by every call.
+local initial, written
 
 -- Byte length of the packed state of each algorithm code (2, the sliding log, is a sorted set).
 -- A token bucket with reservations (leases out) is 49 bytes.
@@ -158,9 +158,7 @@ local LENGTHS = { 17, false, 25, 17, 9, 9 }
 
 -- A leased token bucket's tokens now, from its stored tokens at last_ms: refilled at rate up to
 -- the capacity less the reservations alive at each moment (each cuts it until its end; ta <= tb).
--- Made on first use in a call (a call that reads no leased bucket does not pay for it).
-local reserved_refill
-local function make_reserved_refill() return function(tokens, last_ms, size, rate, ra, ta, rb, tb)
+local function reserved_refill(tokens, last_ms, size, rate, ra, ta, rb, tb)
   local t = last_ms
   if ra > 0 and ta > t and ta < now then
     local cap = size - ra
@@ -177,10 +175,9 @@ local function make_reserved_refill() return function(tokens, last_ms, size, rat
   if rb > 0 and tb > t and tb >= now then cap = cap - rb end
   if now > t then tokens = tokens + ((now - t) * rate) / 1000 end
   return min(tokens, cap)
-end end
+end
 
--- The sliding log and the shaper: their functions are made on first use in a call, so a call
--- that uses neither does not pay for creating them.
+-- The sliding log's and the shaper's functions, made on first use (in a function library, once).
 local step_sliding_log, write_log, step_leaky_shaper, reply_number
 
 -- arguments.ts: LIMIT_BOUNDS, checked again here so that a direct caller cannot hang Redis.
@@ -188,11 +185,12 @@ local MAX_SIZE, MIN_WINDOW_MS, MAX_DURATION_MS = 1e15, 0.001, 1e12
 local MIN_RATE, MAX_RATE, MAX_ABS_TIME_MS = 1e-9, 1e15, 2 ^ 52
 local MAX_COST = 1.7976931348623157e308
 local MAX_LEASE_UNITS, MAX_LEASE_MS = 1e9, 3600000
-local match, error_reply = string.match, redis.error_reply
 
--- Parsed arguments by their text: the decisions of a batch repeat the same few, so each is
--- parsed and checked once per call.
-local heads, checks = {}, {}
+-- Parsed arguments by their text: decisions repeat the same few, so each is parsed and checked
+-- once (in a function library, for as long as the library is loaded: at most MAX_PARSED texts,
+-- then the caches start again, so hostile arguments cannot grow them without bound).
+local heads, checks, parsed_count = {}, {}, 0
+local MAX_PARSED = 4096
 -- The current decision's checks: parsed argument, reply code and stepped state (s1 to s3 the
 -- state's numbers; a sliding log's table in s1). Reused from one decision to the next.
 local parsed, codes, s1, s2, s3 = {}, {}, {}, {}, {}
@@ -200,14 +198,30 @@ local parsed, codes, s1, s2, s3 = {}, {}, {}, {}, {}
 -- leased (nil: none). Made on first use in a call.
 local res
 
+local function decide(KEYS, ARGV)
+if not floor then bind() end
+margin_ms = tonumber(ARGV[1])
+res = nil
+-- MGET in chunks that stay below Lua's limit on unpacked values.
+local key_count = #KEYS
+if key_count == 0 then
+  initial = {}
+elseif key_count <= 1000 then
+  initial = call("MGET", unpack(KEYS))
+else
+  initial = {}
+  for first = 1, key_count, 1000 do
+    local values = call("MGET", unpack(KEYS, first, min(first + 999, key_count)))
+    for i = 1, #values do initial[first + i - 1] = values[i] end
+  end
+end
+written = {}
 local reply = {}
 local r = 0        -- reply fields written
 local k = 0        -- KEYS used by earlier decisions
 local a = 2        -- next ARGV
 local argc = #ARGV
 local redis_now, redis_now_us  -- Redis TIME, read at most once per call
-local now_reply    -- the time replied with a decision: TIME in whole us, or the given text
-local d = -1       -- index of the current decision in the call
 while a <= argc do
   local text = ARGV[a]
   local head = heads[text]
@@ -236,22 +250,23 @@ while a <= argc do
     if not (c_num and c_num >= 0 and c_num <= MAX_COST) then
       return error_reply("invalid cost " .. c)
     end
-    head = { op, at, c_num, tonumber(n), t, want, life }
+    head = { op, at, c_num, tonumber(n), want, life }
+    if parsed_count >= MAX_PARSED then heads, checks, parsed_count = {}, {}, 0 end
     heads[text] = head
+    parsed_count = parsed_count + 1
   end
   local op, count = head[1], head[4]
   if head[2] then
-    now, now_reply = head[2], head[5]
+    now = head[2]
   else
     if not redis_now then
       local time = call("TIME")
       redis_now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
       redis_now = redis_now_us / 1000
     end
-    now, now_reply = redis_now, redis_now_us
+    now = redis_now
   end
   cost = head[3]
-  d = d + 1
 
   -- Each check: "<algorithm code> <first parameter> <second parameter> <mode>".
   for i = 1, count do
@@ -275,7 +290,9 @@ while a <= argc do
       end
       if not is_valid then return error_reply("invalid check " .. check_text) end
       check = { code, p1, p2, mode == "e" }
+      if parsed_count >= MAX_PARSED then heads, checks, parsed_count = {}, {}, 0 end
       checks[check_text] = check
+      parsed_count = parsed_count + 1
     end
     parsed[i] = check
   end
@@ -372,7 +389,6 @@ while a <= argc do
         if value and #value == 49 then
           local _, stored_tokens, last_ms
           _, stored_tokens, last_ms, ra, ta, rb, tb = sunpack("<Bdddddd", value)
-          reserved_refill = reserved_refill or make_reserved_refill()
           tokens = reserved_refill(stored_tokens, last_ms, p1, p2, ra, ta, rb, tb)
           if ta <= now then ra, ta = 0, 0 end
           if tb <= now then rb, tb = 0, 0 end
@@ -700,9 +716,6 @@ while a <= argc do
       reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = code, remaining, retry, reset
       r = r + 4
     end
-    -- The time this decision used and its index in the call: the traffic record's order.
-    reply[r + 1], reply[r + 2] = now_reply, d
-    r = r + 2
     if op == "l" then
       -- A lease (lease-table.ts): once the request is admitted, up to the wanted units more are
       -- charged now on every check, for one gateway alone to spend until the lease ends. Every
@@ -715,10 +728,13 @@ while a <= argc do
       -- - token bucket: the units are taken from the tokens and RESERVED: until the lease ends
       --   the capacity is short of them, so the bucket cannot refill into room the lease
       --   holds, and a burst can never exceed the capacity, whenever the units are spent. Two
-      --   reservations at most (a new lease joins the later one and ends with it, or is not
-      --   granted if that is under a quarter of the lifetime wanted);
+      --   reservations at most: a new lease joins the later one and ends with it, unless that
+      --   has under a quarter of the lifetime wanted left; then the two fold into one that
+      --   ends with the later (the earlier is held longer than it needed: the capacity is short
+      --   of more, for longer, never less) and the new lease takes the second place, whole;
       -- - sliding log and leaky meter: never.
-      local grant, lifetime = head[6], head[7]
+      local grant, lifetime = head[5], head[6]
+      local folds -- per check: the reservations fold if this lease is granted
       if not is_allowed then grant = 0 end
       for i = 1, count do
         if grant <= 0 then break end
@@ -735,9 +751,11 @@ while a <= argc do
         elseif algorithm == 4 then
           room, life_i = s1[i], lifetime
           local held = res and res[i]
-          if held and held[3] > 0 then
+          if held and held[3] > 0 and (held[4] - now) * 4 >= lifetime then
             life_i = floor(held[4] - now)
-            if life_i * 4 < lifetime then life_i = 0 end
+          elseif held and held[3] > 0 then
+            folds = folds or {}
+            folds[i] = true
           end
         end
         local units = floor(room / 2 + UNIT_TOLERANCE)
@@ -756,7 +774,10 @@ while a <= argc do
             local held = res[i]
             if not held then
               res[i] = { grant, now + lifetime, 0, 0 }
+            elseif held[3] > 0 and folds and folds[i] and now + lifetime > held[4] then
+              held[1], held[2], held[3], held[4] = held[1] + held[3], held[4], grant, now + lifetime
             elseif held[3] > 0 then
+              -- Joins the later one (this lease ends no later: a window may have cut it short).
               held[3] = held[3] + grant
             elseif held[2] <= now + lifetime then
               held[3], held[4] = grant, now + lifetime
@@ -807,11 +828,35 @@ while a <= argc do
   a = a + 1 + count
 end
 
+-- The call's Redis TIME in whole microseconds (0 when no decision asked for it): the time of
+-- every decision that used it, and with each decision's place in the call, the traffic record's
+-- order.
+reply[r + 1] = redis_now_us or 0
 return reply
+end
 `;
 
 /**
- * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the script under (EVALSHA). A unit test
+ * The first 12 hex digits of the SHA-1 of `REDIS_DECIDE_BODY`: the version in the library's and
+ * the function's names, so two releases' libraries live side by side during a rolling deploy. A
+ * unit test recomputes it from the text, so an edit to the script without this constant fails.
+ */
+export const REDIS_DECIDE_VERSION = "c4a03d83a97d";
+
+/** The function the store calls with FCALL. */
+export const REDIS_DECIDE_FUNCTION = `limitplane_decide_${REDIS_DECIDE_VERSION}`;
+
+/** The library `FUNCTION LOAD` takes: the body, registering `decide` under the function's name. */
+export const REDIS_DECIDE_LIBRARY = `#!lua name=limitplane_${REDIS_DECIDE_VERSION}
+${REDIS_DECIDE_BODY}redis.register_function("${REDIS_DECIDE_FUNCTION}", decide)
+`;
+
+/** The EVAL form: the body, then the call. */
+export const REDIS_DECIDE_LUA = `${REDIS_DECIDE_BODY}return decide(KEYS, ARGV)
+`;
+
+/**
+ * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the EVAL form under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "b2b5d7e927704648e236799cfb41b90608ec36d1";
+export const REDIS_DECIDE_SHA1 = "3eb04e458d037d7bbad0fc3ef3db24054e0e01d3";

@@ -3,7 +3,14 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../clock";
 import type { DecideInput, LimitSpec } from "../types";
 import { type RedisScriptClient, RedisStore, redisStorageKey } from "./redis";
-import { REDIS_DECIDE_LUA, REDIS_DECIDE_SHA1 } from "./redis-decide-script";
+import {
+  REDIS_DECIDE_BODY,
+  REDIS_DECIDE_FUNCTION,
+  REDIS_DECIDE_LIBRARY,
+  REDIS_DECIDE_LUA,
+  REDIS_DECIDE_SHA1,
+  REDIS_DECIDE_VERSION,
+} from "./redis-decide-script";
 import { storeTimeOf } from "./store-time";
 import { StoreUnavailableError } from "./store-unavailable-error";
 
@@ -35,22 +42,44 @@ class ReplyError extends Error {
   override name = "ReplyError";
 }
 
-/** A client that records calls and answers with `respond`; a Cluster client with `isCluster`. */
+type Command = "fcall" | "evalsha" | "eval" | "function load";
+
+/**
+ * A client that records calls and answers with `respond` (`FUNCTION LOAD` with "OK" unless
+ * `respond` says otherwise); a Cluster client with `isCluster`, whose `nodes` are `primaries`
+ * fakes that record their own loads.
+ */
 function fakeClient(
-  respond: (command: "evalsha" | "eval", keysAndArgs: readonly string[]) => Promise<unknown>,
+  respond: (command: Command, keysAndArgs: readonly string[]) => Promise<unknown>,
   isCluster = false,
+  primaries = 0,
 ): {
   client: RedisScriptClient;
   calls: string[];
   keysOfCalls: string[][];
+  loadsByPrimary: number[];
 } {
   const calls: string[] = [];
   const keysOfCalls: string[][] = [];
+  const loadsByPrimary = Array.from({ length: primaries }, () => 0);
+  const load = async (args: readonly string[]) => {
+    if (args.join(" ") !== `FUNCTION LOAD REPLACE ${REDIS_DECIDE_LIBRARY}`) {
+      throw new Error(`unexpected command ${args.join(" ").slice(0, 40)}`);
+    }
+    calls.push("function load");
+    return (await respond("function load", [])) ?? "OK";
+  };
   return {
     calls,
     keysOfCalls,
+    loadsByPrimary,
     client: {
       isCluster,
+      fcall: (name, numKeys, ...keysAndArgs) => {
+        calls.push(`fcall ${name}`);
+        keysOfCalls.push(keysAndArgs.slice(0, numKeys));
+        return respond("fcall", keysAndArgs);
+      },
       evalsha: (sha1, numKeys, ...keysAndArgs) => {
         calls.push(`evalsha ${sha1}`);
         keysOfCalls.push(keysAndArgs.slice(0, numKeys));
@@ -60,6 +89,18 @@ function fakeClient(
         calls.push("eval");
         return respond("eval", keysAndArgs);
       },
+      call: (command, ...args) => load([command, ...args]),
+      ...(primaries > 0
+        ? {
+            nodes: () =>
+              loadsByPrimary.map((_, index) => ({
+                call: async (command: string, ...args: string[]) => {
+                  loadsByPrimary[index] = (loadsByPrimary[index] ?? 0) + 1;
+                  return load([command, ...args]);
+                },
+              })),
+          }
+        : {}),
     },
   };
 }
@@ -69,13 +110,25 @@ const ONE_CHECK: DecideInput = {
   subject: "c:acme",
   checks: [{ scope: "tier:pro", bucket: "account", limit: TOKENS, mode: "enforce" }],
 };
-// One check admitted, then the time the script used (Redis TIME in us) and its index in the call.
-const ADMITTED_REPLY = [0, "4", "0", "1000", 1796083200123456, 0];
+// One check admitted, then the call's time (Redis TIME in us).
+const ADMITTED_REPLY = [0, "4", "0", "1000", 1796083200123456];
 
 describe("RedisStore: the script", () => {
   it("is cached by Redis under the SHA-1 the store sends with EVALSHA", () => {
     expect(createHash("sha1").update(REDIS_DECIDE_LUA).digest("hex")).toBe(REDIS_DECIDE_SHA1);
     expect(RedisStore.scriptSha1).toBe(REDIS_DECIDE_SHA1);
+  });
+
+  it("names its library and function by the body's SHA-1, and both forms run the same body", () => {
+    const sha1 = createHash("sha1").update(REDIS_DECIDE_BODY).digest("hex");
+    expect(REDIS_DECIDE_VERSION).toBe(sha1.slice(0, 12));
+    expect(REDIS_DECIDE_FUNCTION).toBe(`limitplane_decide_${REDIS_DECIDE_VERSION}`);
+    expect(RedisStore.functionName).toBe(REDIS_DECIDE_FUNCTION);
+    expect(REDIS_DECIDE_LIBRARY.startsWith(`#!lua name=limitplane_${REDIS_DECIDE_VERSION}\n`)).toBe(
+      true,
+    );
+    expect(REDIS_DECIDE_LIBRARY).toContain(REDIS_DECIDE_BODY);
+    expect(REDIS_DECIDE_LUA.startsWith(REDIS_DECIDE_BODY)).toBe(true);
   });
 
   it("has no shebang flags line, which Redis 7.0 rejects in some forms", () => {
@@ -165,30 +218,47 @@ describe("RedisStore: arguments", () => {
 
 describe("RedisStore: batching", () => {
   /** Answers each decision of a call with remaining = the number of its key's subject. */
-  const echoRemaining = async (_command: string, keysAndArgs: readonly string[]) =>
-    keysAndArgs
+  const echoRemaining = async (_command: string, keysAndArgs: readonly string[]) => [
+    ...keysAndArgs
       .filter((part) => part.startsWith("lp:rl:"))
-      .flatMap((key, index) => [
-        0,
-        key.replace(/^lp:rl:\{c:(\d+)\}:account$/, "$1"),
-        "0",
-        "0",
-        1796083200000250,
-        index,
-      ]);
+      .flatMap((key) => [0, key.replace(/^lp:rl:\{c:(\d+)\}:account$/, "$1"), "0", "0"]),
+    1796083200000250,
+  ];
 
   const decisionFor = (n: number): DecideInput => ({ ...ONE_CHECK, subject: `c:${n}` });
 
+  it("a batch leaves once it holds as many decisions as are in flight, up to maxBatchSize", async () => {
+    const { client, keysOfCalls } = fakeClient(echoRemaining);
+    const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 64 });
+    const subjects = Array.from({ length: 100 }, (_, n) => n);
+    const decisions = await Promise.all(subjects.map((n) => store.decide(decisionFor(n))));
+    expect(decisions.map((d) => d.remaining)).toEqual(subjects);
+    // Nothing in flight: the first leaves alone at once; then each batch waits for as many as
+    // are already on their way (1, 2, 4, ...), and the rest leave at the end of the turn.
+    expect(keysOfCalls.map((keys) => keys.length)).toEqual([1, 1, 2, 4, 8, 16, 32, 36]);
+  });
+
   it("decisions made in one turn share script calls of at most maxBatchSize", async () => {
-    const { client, calls } = fakeClient(echoRemaining);
+    const { client, keysOfCalls } = fakeClient(echoRemaining);
     const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 2 });
     const decisions = await Promise.all([1, 2, 3, 4, 5].map((n) => store.decide(decisionFor(n))));
     expect(decisions.map((d) => d.remaining)).toEqual([1, 2, 3, 4, 5]);
-    expect(calls).toHaveLength(3);
-    // Each decision carries the time the script used and its index in its call (the record's order).
+    expect(keysOfCalls.map((keys) => keys.length)).toEqual([1, 1, 2, 1]);
+    // Each decision carries the call's time and its index in its call (the record's order).
     expect(decisions.map((d) => storeTimeOf(d))).toEqual(
-      [0, 1, 0, 1, 0].map((indexInCall) => ({ nowMs: 1796083200000.25, indexInCall })),
+      [0, 0, 0, 1, 0].map((indexInCall) => ({ nowMs: 1796083200000.25, indexInCall })),
     );
+  });
+
+  it("a decision made while a batch is in flight waits for the end of the turn, then leaves", async () => {
+    const { client, keysOfCalls } = fakeClient(echoRemaining);
+    const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 64 });
+    const first = store.decide(decisionFor(1));
+    const second = store.decide(decisionFor(2));
+    const third = store.decide(decisionFor(3));
+    expect(keysOfCalls).toHaveLength(2);
+    expect((await Promise.all([first, second, third])).map((d) => d.remaining)).toEqual([1, 2, 3]);
+    expect(keysOfCalls).toHaveLength(3);
   });
 
   it("a failed call fails every decision in it, with StoreUnavailableError", async () => {
@@ -212,11 +282,13 @@ describe("RedisStore: batching", () => {
     for (const keys of keysOfCalls) {
       expect(new Set(keys.map(clusterSlot)).size, keys.join(" ")).toBe(1);
     }
-    // Subjects of one slot still share calls: fewer calls than decisions whenever slots repeat.
+    // Subjects of one slot still share calls: one call per slot, but for the two decisions that
+    // left at once, alone, before anything was in flight.
     const distinctSlots = new Set(
       subjects.map((n) => clusterSlot(redisStorageKey("lp:", `c:${n}`, "account"))),
     );
-    expect(keysOfCalls).toHaveLength(distinctSlots.size);
+    expect(keysOfCalls.length).toBeGreaterThanOrEqual(distinctSlots.size);
+    expect(keysOfCalls.length).toBeLessThanOrEqual(distinctSlots.size + 2);
   });
 
   it("a CROSSSLOT, MOVED or CLUSTERDOWN reply is a StoreUnavailableError, never the raw reply", async () => {
@@ -242,13 +314,124 @@ describe("RedisStore: batching", () => {
   });
 });
 
+describe("RedisStore: the function library", () => {
+  const FUNCTION_MISSING = "ERR Function not found";
+
+  it("decides with FCALL of the library's function", async () => {
+    const { client, calls } = fakeClient(async () => ADMITTED_REPLY);
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    expect(await store.decide(ONE_CHECK)).toMatchObject({ allowed: true, remaining: 4 });
+    expect(calls).toEqual([`fcall ${REDIS_DECIDE_FUNCTION}`]);
+    expect(store.scriptForm).toBe("function");
+  });
+
+  it("decisions that all find the function missing load the library once, then call again", async () => {
+    let isLoaded = false;
+    let release = () => {};
+    const uploaded = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { client, calls } = fakeClient(async (command) => {
+      if (command === "function load") {
+        await uploaded;
+        isLoaded = true;
+        return "OK";
+      }
+      if (!isLoaded) throw new ReplyError(FUNCTION_MISSING);
+      return ADMITTED_REPLY;
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    const decisions = Array.from({ length: 10 }, () => store.decide(ONE_CHECK));
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    expect((await Promise.all(decisions)).every((d) => d.allowed)).toBe(true);
+    expect(calls.filter((call) => call === "function load")).toHaveLength(1);
+    expect(calls.filter((call) => call.startsWith("fcall"))).toHaveLength(20);
+  });
+
+  it("on a Cluster the library is loaded on every primary", async () => {
+    let isLoaded = false;
+    const { client, loadsByPrimary } = fakeClient(
+      async (command) => {
+        if (command === "function load") {
+          isLoaded = true;
+          return "OK";
+        }
+        if (!isLoaded) throw new ReplyError(FUNCTION_MISSING);
+        return ADMITTED_REPLY;
+      },
+      true,
+      3,
+    );
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    expect(await store.decide(ONE_CHECK)).toMatchObject({ allowed: true });
+    expect(loadsByPrimary).toEqual([1, 1, 1]);
+  });
+
+  it.each([
+    ["a Redis without functions", "ERR unknown command 'FCALL', with args beginning with: "],
+    [
+      "an ACL without FUNCTION",
+      "NOPERM this user has no permissions to run the 'function|load' command",
+    ],
+  ])("%s: the store falls back to EVALSHA for good", async (_name, refusal) => {
+    const { client, calls } = fakeClient(async (command) => {
+      if (command === "fcall") throw new ReplyError(FUNCTION_MISSING);
+      if (command === "function load") throw new ReplyError(refusal);
+      return ADMITTED_REPLY;
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    expect(await store.decide(ONE_CHECK)).toMatchObject({ allowed: true, remaining: 4 });
+    expect(store.scriptForm).toBe("eval");
+    expect(await store.decide(ONE_CHECK)).toMatchObject({ allowed: true });
+    expect(calls).toEqual([
+      `fcall ${REDIS_DECIDE_FUNCTION}`,
+      "function load",
+      `evalsha ${REDIS_DECIDE_SHA1}`,
+      `evalsha ${REDIS_DECIDE_SHA1}`,
+    ]);
+  });
+
+  it("a load that gets no answer is an outage (StoreUnavailableError), and the next call tries again", async () => {
+    let loads = 0;
+    const { client } = fakeClient(async (command) => {
+      if (command === "fcall") throw new ReplyError(FUNCTION_MISSING);
+      loads++;
+      throw new Error("Connection is closed.");
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    await expect(store.decide(ONE_CHECK)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(store.decide(ONE_CHECK)).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(loads).toBe(2);
+    expect(store.scriptForm).toBe("function");
+  });
+
+  it("a bug in the library (any other refusal to load it) propagates as it is", async () => {
+    const bug = new ReplyError("ERR Error registering functions: user_function:9: syntax error");
+    const { client } = fakeClient(async (command) => {
+      if (command === "fcall") throw new ReplyError(FUNCTION_MISSING);
+      throw bug;
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    await expect(store.decide(ONE_CHECK)).rejects.toBe(bug);
+    expect(store.scriptForm).toBe("function");
+  });
+
+  it("a scriptForm other than function or eval is refused, naming the option", () => {
+    const { client } = fakeClient(async () => ADMITTED_REPLY);
+    expect(
+      () => new RedisStore({ client, keyPrefix: "lp:", scriptForm: "lua" as unknown as "eval" }),
+    ).toThrow(/scriptForm/);
+  });
+});
+
 describe("RedisStore: failures", () => {
   it("a NOSCRIPT reply is answered by EVAL, which caches the script again", async () => {
     const { client, calls } = fakeClient(async (command) => {
       if (command === "evalsha") throw new ReplyError("NOSCRIPT No matching script.");
       return ADMITTED_REPLY;
     });
-    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    const store = new RedisStore({ client, keyPrefix: "lp:", scriptForm: "eval" });
     expect(await store.decide(ONE_CHECK)).toMatchObject({ allowed: true, remaining: 4 });
     expect(calls).toEqual([`evalsha ${REDIS_DECIDE_SHA1}`, "eval"]);
   });
@@ -268,7 +451,7 @@ describe("RedisStore: failures", () => {
       }
       return ADMITTED_REPLY;
     });
-    const store = new RedisStore({ client, keyPrefix: "lp:" });
+    const store = new RedisStore({ client, keyPrefix: "lp:", scriptForm: "eval" });
     const decisions = Array.from({ length: 10 }, () => store.decide(ONE_CHECK));
     await new Promise((resolve) => setImmediate(resolve));
     release();
