@@ -4,13 +4,13 @@
  * objects), at their recorded times and in their recorded order, under the policy in force and
  * under a draft. Pure: no I/O, no clock.
  *
- * Every bucket belongs to one subject (`rl:{subject}:bucket`; ceilings too), so subjects replay
- * independently: the window is grouped by subject (`groupBySubject`; the loader hands it over in
- * that order already), each group ordered by (time, index in the script call), and replayed from
- * empty buckets at the window's start (the warm-up's start when there is one: its requests are
- * replayed, not counted). Per request nothing is looked up by string: a profile's resolution is
- * cached per (subject, incident epoch) in an array indexed by profile id, and its buckets are
- * small slot numbers into one reused array of states.
+ * Every bucket belongs to one subject (a field of its hash, `rl2:{subject}`; ceilings too), so
+ * subjects replay independently: the window is grouped by subject (`groupBySubject`; the loader
+ * hands it over in that order already), each group ordered by (time, index in the script call),
+ * and replayed from empty buckets at the window's start (the warm-up's start when there is one:
+ * its requests are replayed, not counted). Per request nothing is looked up by string: a
+ * profile's resolution is cached per (subject, incident epoch) in an array indexed by profile id,
+ * and its buckets are small slot numbers into one reused array of states.
  *
  * A subject whose every request resolves to the same checks under both policies cannot decide
  * differently: its outcomes are taken as recorded, under both, without replaying (unless

@@ -10,6 +10,7 @@ import type { LeakyShaperLimit, LimitCheck, LimitMode, LimitSpec } from "../src/
 import { awkwardDurationMs, awkwardStartMs } from "../src/testing/arrivals";
 import { ReferenceStore } from "../src/testing/reference-store";
 import { readyRedis } from "./support/redis";
+import { packedStateOf } from "./support/stored-state";
 
 /*
  * The script must agree with the pure core decision for decision, rounding included, on inputs
@@ -25,11 +26,22 @@ import { readyRedis } from "./support/redis";
  * this test may know.
  */
 
-/** The state Redis holds at `key`, decoded; an empty sliding log is no state, as in the core. */
-async function storedState(client: Redis, key: string): Promise<LimitState | undefined> {
-  const type = await client.type(key);
-  if (type === "none") return undefined;
-  if (type === "zset") {
+/**
+ * The state Redis holds for `bucket` under `subject`, decoded: its field of the subject's hash,
+ * unless that marks a sliding log (its algorithm byte alone), whose entries are a sorted set of
+ * their own. An empty sliding log is no state, as in the core.
+ */
+async function storedState(
+  client: Redis,
+  store: RedisStore,
+  subject: string,
+  bucket: string,
+): Promise<LimitState | undefined> {
+  const packed = await packedStateOf(client, store, subject, bucket);
+  if (packed === null) return undefined;
+  if (packed.length === 1 && packed[0] === 2) {
+    const key = store.logKey(subject, bucket);
+    if ((await client.type(key)) === "none") return undefined;
     const reply = await client.call("ZRANGE", key, "0", "-1", "WITHSCORES");
     if (!Array.isArray(reply)) throw new Error(`unexpected ZRANGE reply ${String(reply)}`);
     // RESP3 (ioredis 6's default) pairs member and score; RESP2 flattens them.
@@ -41,8 +53,6 @@ async function storedState(client: Redis, key: string): Promise<LimitState | und
     }
     return { algorithm: "sliding-log", entries };
   }
-  const packed = await client.getBuffer(key);
-  if (packed === null) return undefined;
   const double = (index: number) => packed.readDoubleLE(1 + 8 * index);
   switch (packed[0]) {
     case 1:
@@ -59,7 +69,7 @@ async function storedState(client: Redis, key: string): Promise<LimitState | und
     case 5:
       return { algorithm: "leaky-meter", zeroRoomAtMs: double(0) };
     default:
-      throw new Error(`unexpected packed state ${packed.toString("hex")} at ${key}`);
+      throw new Error(`unexpected packed state ${packed.toString("hex")} of ${bucket}`);
   }
 }
 
@@ -192,7 +202,7 @@ describe("RedisStore agrees with the pure core", () => {
             for (const [i, bucket] of buckets.entries()) {
               const state = next[i];
               if (state !== undefined) expectedStates.set(bucket, state);
-              expect(await storedState(client, store.storageKey(subject, bucket))).toEqual(
+              expect(await storedState(client, store, subject, bucket)).toEqual(
                 normalised(expectedStates.get(bucket)),
               );
             }

@@ -5,6 +5,7 @@ import { RedisStore } from "../src/limiter/stores/redis";
 import type { LimitCheck, LimitMode, LimitSpec } from "../src/limiter/types";
 import { atUtc } from "../src/testing/times";
 import { readyRedis } from "./support/redis";
+import { packedStateOf } from "./support/stored-state";
 
 /*
  * Leases in the decide script (`RedisStore.decideLeasing`), on the real Redis with the tests'
@@ -110,7 +111,7 @@ describe("RedisStore leases", () => {
 
   /** The reservations a token bucket's stored state holds: [units, until, units, until]. */
   async function reservationsOf(who: string, bucket: string): Promise<number[]> {
-    const packed = await client.getBuffer(store.storageKey(who, bucket));
+    const packed = await packedStateOf(client, store, who, bucket);
     if (packed === null || packed.length !== 49) return [];
     return [17, 25, 33, 41].map((offset) => packed.readDoubleLE(offset));
   }
@@ -230,9 +231,10 @@ describe("RedisStore leases", () => {
     await store.decide({ subject: who, checks });
     clock.advance(500);
     expect(await admitAll(who, checks)).toBe(6);
-    // The state as the release before leases wrote it: 17 bytes, tokens and time.
+    // The state as the release before leases wrote it, at its key of the layout before the
+    // subject's hash (read once, as the hash has no field for it): 17 bytes, tokens and time.
     const old = subject();
-    const key = store.storageKey(old, "account");
+    const key = store.logKey(old, "account");
     const packed = Buffer.alloc(17);
     packed.writeUInt8(4, 0);
     packed.writeDoubleLE(3, 1);
@@ -252,7 +254,7 @@ describe("RedisStore leases", () => {
     await expect(store.decideLeasing(input, { units: 1, lifeMs: 3_600_001 })).rejects.toThrow(
       /lease\.lifeMs/,
     );
-    const key = store.storageKey(input.subject, "account");
+    const key = store.subjectKey(input.subject);
     // The function the store loaded (the same checks run in the EVAL form: hostile-input.test.ts).
     for (const head of [
       "l - 1 1",

@@ -5,6 +5,7 @@ import { RedisStore } from "../src/limiter/stores/redis";
 import type { LimitCheck, LimitMode, LimitSpec } from "../src/limiter/types";
 import { atUtc } from "../src/testing/times";
 import { readyRedis } from "./support/redis";
+import { packedStateOf, writePackedState } from "./support/stored-state";
 
 /*
  * What Redis holds after decisions: every key expires, and a bucket's key and state survive a
@@ -129,7 +130,14 @@ describe("RedisStore state", () => {
         const isBucket = name === "token-bucket" || name === "leaky-meter";
         const raised = await remaining(subject, "account", sized(20));
         expect(raised).toBe(isBucket ? 0 : 20 - 4 - lowered);
-        expect(await client.keys(`${runPrefix}edit:rl:{${subject}}:*`)).toHaveLength(1);
+        // One key: the subject's hash (a sliding log's entries have their own key besides).
+        const keys = await client.keys(`${runPrefix}edit:rl*{${subject}}*`);
+        expect(keys.sort()).toEqual(
+          [
+            store.subjectKey(subject),
+            ...(name === "sliding-log" ? [store.logKey(subject, "account")] : []),
+          ].sort(),
+        );
       },
     );
 
@@ -190,25 +198,50 @@ describe("RedisStore state", () => {
         (t) => packed(5, t - 3_000),
       ],
     ])(
-      "a %s state written by an earlier release is read as it is: 3 left, 2 after one more",
+      "a %s state is read as it is, in the subject's hash and at its key of the layout before it: 3 left, 2 after one more",
       async (name, limit, stateAt) => {
-        const subject = `${name}:${crypto.randomUUID()}`;
-        const nowMs = clock.nowMs();
-        await client.set(store.storageKey(subject, "account"), stateAt(nowMs), "PX", 3_600_000);
-        const decision = await store.decide({ subject, checks: [check("account", limit)] });
-        expect(decision.allowed).toBe(true);
-        expect(decision.remaining).toBe(2);
+        const inHash = `${name}:${crypto.randomUUID()}`;
+        await writePackedState(client, store, inHash, "account", stateAt(clock.nowMs()), 3_600_000);
+        // The layout before the subject's hash: a string per bucket. Read when the hash has no
+        // field for the bucket (an upgrade), so a deploy neither resets nor refills a bucket.
+        const before = `${name}:${crypto.randomUUID()}`;
+        await client.set(store.logKey(before, "account"), stateAt(clock.nowMs()), "PX", 3_600_000);
+        for (const subject of [inHash, before]) {
+          const decision = await store.decide({ subject, checks: [check("account", limit)] });
+          expect(decision.allowed, subject).toBe(true);
+          expect(decision.remaining, subject).toBe(2);
+        }
+        // Written in the subject's hash from then on; the old key is left to expire.
+        expect((await packedStateOf(client, store, before, "account"))?.[0]).toBe(stateAt(0)[0]);
+        const decision = await store.decide({ subject: before, checks: [check("account", limit)] });
+        expect(decision.remaining).toBe(1);
       },
     );
 
     it("a value in no layout this script writes (old text, a wrong length) is ignored, never an error", async () => {
       const limit: LimitSpec = { algorithm: "token-bucket", capacity: 10, refillPerSec: 1 };
       for (const value of ["3 1796083200000", Buffer.from([4, 1, 2, 3])]) {
-        const subject = `foreign:${crypto.randomUUID()}`;
-        await client.set(store.storageKey(subject, "account"), value, "PX", 3_600_000);
-        const decision = await store.decide({ subject, checks: [check("account", limit)] });
-        expect(decision.remaining).toBe(9);
+        const inHash = `foreign:${crypto.randomUUID()}`;
+        await writePackedState(client, store, inHash, "account", value, 3_600_000);
+        const before = `foreign:${crypto.randomUUID()}`;
+        await client.set(store.logKey(before, "account"), value, "PX", 3_600_000);
+        for (const subject of [inHash, before]) {
+          const decision = await store.decide({ subject, checks: [check("account", limit)] });
+          expect(decision.remaining).toBe(9);
+        }
       }
+    });
+
+    it("a subject key holding something other than a hash is no state, and is replaced", async () => {
+      const limit: LimitSpec = { algorithm: "token-bucket", capacity: 10, refillPerSec: 1 };
+      const subject = `wrong-type:${crypto.randomUUID()}`;
+      await client.set(store.subjectKey(subject), "not a hash", "PX", 3_600_000);
+      const checks = [check("account", limit)];
+      expect(await store.peek({ subject, checks })).toMatchObject({ remaining: 9 });
+      expect(await client.type(store.subjectKey(subject))).toBe("string");
+      expect(await store.decide({ subject, checks })).toMatchObject({ remaining: 9 });
+      expect(await client.type(store.subjectKey(subject))).toBe("hash");
+      expect(await store.decide({ subject, checks })).toMatchObject({ remaining: 8 });
     });
   });
 });

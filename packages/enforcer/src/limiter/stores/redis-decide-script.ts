@@ -27,9 +27,8 @@
  *
  * Lua numbers are IEEE doubles like JS numbers. The places where the two languages differ are
  * handled explicitly: JS `%` is C `fmod` (Lua's `%` floors), JS `Math.round` rounds half up, and
- * fractional numbers cross the boundary as `%.17g` text (Redis truncates a Lua number in a reply
- * to an integer, and `tostring` keeps only 14 digits); every number the script replies with is
- * whole.
+ * numbers cross the boundary as raw doubles (`struct.pack`) or `%.17g` text, never through
+ * `tostring` (14 digits) or a Lua number in a reply (which Redis truncates to an integer).
  *
  * Protocol (`RedisStore` builds it). One call carries one decision or a batch of them, evaluated
  * one after another (a later decision sees what an earlier one wrote), atomically as a whole:
@@ -39,52 +38,60 @@
  *            with op "l": decide, and lease up to <units> more for up to <lifeMs> (see the lease
  *            block below; `RedisStore.decideLeasing`); now in ms, or "-" for Redis `TIME`
  *            (production; read once per call); n checks, each one argument
- *            "<algorithm code> <first parameter> <second parameter> <mode>", mode "e" enforce or
- *            "d" dry-run. (Few, short arguments: the client encodes and Redis parses less.)
- *            Codes and parameters:
+ *            "<algorithm code> <first parameter> <second parameter> <mode> <bucket>", mode "e"
+ *            enforce or "d" dry-run, the bucket last (any characters). Codes and parameters:
  *            1 fixed-window (limit, windowMs)      2 sliding-log (limit, windowMs)
  *            3 sliding-window (limit, windowMs)    4 token-bucket (capacity, refillPerSec)
  *            5 leaky-meter (burst, drainPerSec)    6 leaky-shaper (maxQueue, drainPerSec)
- *   KEYS     each decision's n keys, in order (on Redis Cluster all in one slot: one subject)
- * Reply, flat, per decision in order: per check `code, remaining, retryAfterMs, resetAfterMs`
- * (code 0 allowed, 1 limit-exceeded, 2 cost-exceeds-capacity, 3 queue-full), plus `delayMs` for
- * a shaper; after a lease's checks, the units granted and their lifetime in whole ms (0 0:
- * none). Then, once for the call, Redis `TIME` in whole microseconds (the `now` of every decision
- * at "-" is exactly that / 1000), or 0 when no decision asked for it; a decision's place in the
- * call is its order. Numbers are integers, or `%.17g` text from 2^53 up.
+ *   KEYS     per decision the subject's hash, then the key of each sliding log among its checks,
+ *            in order (on Redis Cluster all in one slot: one subject)
+ * Reply: one string of packed bytes (little-endian), per decision in order: per check
+ * `<Bddd>` code, remaining, retryAfterMs, resetAfterMs (code 0 allowed, 1 limit-exceeded,
+ * 2 cost-exceeds-capacity, 3 queue-full), a shaper's `<Bdddd>` with delayMs; after a lease's
+ * checks `<dd>` the units granted and their lifetime in whole ms (0 0: none). Then, once for the
+ * call, `<d>` Redis `TIME` in whole microseconds (the `now` of every decision at "-" is exactly
+ * that / 1000), or 0 when no decision asked for it; a decision's place in the call is its order.
+ * Every number is whole, and a double holds it exactly. (One string, not an array of integers:
+ * Redis encodes it and the client decodes it for a fraction of the cost.)
  *
- * Stored state: a sliding log is a sorted set (score = instant, member = `<12 hex digits of a
- * per-key sequence>:<cost>`, unique even for equal instants and costs, and ordered as the core's
- * array is). Every other algorithm is a string `struct.pack("<B d...")`: a byte naming the
- * algorithm (the code above), then its numbers as raw doubles, exact and 9 to 25 bytes; a token
- * bucket with leases out is 49 bytes: tokens, time, then two reservations (units, until). A state of
- * another algorithm (another byte, or a sorted set where a string is expected and vice versa) is
- * ignored, so an algorithm switch starts the bucket fresh, as `step-limit.ts` does. (The sequence
- * restarts whenever a log empties; 12 hex digits last for 2^48 admissions to one live log.)
+ * Stored state: one hash per subject (`<prefix>rl2:{<subject>}`), a field per bucket,
+ * `:<bucket>`, holding a string `struct.pack("<B d...")`: a byte naming the algorithm (the code
+ * above), then its numbers as raw doubles, exact and 9 to 25 bytes; a token bucket with leases out
+ * is 49 bytes: tokens, time, then two reservations (units, until). A sliding log's entries are a
+ * sorted set of its own (`<prefix>rl:{<subject>}:<bucket>`: score = instant, member = `<12 hex
+ * digits of a per-key sequence>:<cost>`, unique even for equal instants and costs, and ordered as
+ * the core's array is), and its field holds its algorithm byte alone (LOG_MARK). The field says
+ * which algorithm the bucket has: a state of another algorithm (another byte, a wrong length, a
+ * log whose field names another algorithm) is ignored, so an algorithm switch starts the bucket
+ * fresh, as `step-limit.ts` does. (The sequence restarts whenever a log empties; 12 hex digits
+ * last for 2^48 admissions to one live log.) One key per decision, however many layers: one
+ * HMGET and one HSET, where a key per bucket took a read and a write each.
  *
- * Stored state and upgrades: this layout is the one the script has used since state became packed
- * doubles, so a deploy of this script reads what the previous one wrote and vice versa (two
- * versions may run side by side during a rolling deploy, under their own library and function
- * names, or SHA-1s). One exception:
- * a script from before leases reads a 49-byte token bucket (one with leases out, for at most a
- * lease's lifetime after the last grant) as another algorithm's state, so as a full bucket.
- * Upgrading from such a release, deploy with leases off (`leases: false`) and turn them on once
- * no gateway runs the older script (README "Leases"). A future change
- * of layout must take a new key version (e.g. `rl2:` in `redisStorageKey`), so old keys are never
- * read and simply expire; a state of the wrong length is already ignored, never misread.
+ * Stored state and upgrades: before the subject's hash, every bucket was a string at
+ * `<prefix>rl:{<subject>}:<bucket>` in the same packed layout. A bucket the hash has no field for
+ * is read from there (same slot: the same hash tag), so an upgrade neither resets nor refills a
+ * bucket; it is written to the hash from then on. While old and new gateways run side by side,
+ * each writes its own layout, so a bucket both use is counted twice as loosely for as long as
+ * the rollout lasts: roll out quickly (README "The Redis store"). Two releases of this layout run
+ * side by side under their own library and function names (or SHA-1s). A script from before
+ * leases reads a 49-byte token bucket as another algorithm's state; see README "Leases".
  *
- * Commands per call: one MGET for every key's string state, a ZRANGE per sliding log, and per
- * check that writes one SET with PX (a log: its ZADD/ZREM and a PEXPIRE), plus TIME once.
+ * Commands per decision: one HMGET (its fields and the deadline `x`), an MGET of the old layout
+ * for fields the hash lacks, a ZRANGE per sliding log, one HSET of what it writes, and a PEXPIRE
+ * when the deadline must move (see write_fields); a log writes its ZADD/ZREM and a PEXPIRE. TIME
+ * once per call.
  *
  * Cost (the hot path, issue 19): what Redis spends per call besides the commands was mostly making
  * closures (the EVAL form still does, once per call); the library makes them once. The
  * algorithms are blocks of the main loop, not functions. Arguments are parsed once per distinct
- * text, the reply's time is one whole number per call, so nothing is formatted per decision.
+ * text, and the reply is packed as it is made, so nothing is formatted per decision.
  *
- * Expiry: every write sets a TTL of the time until the state is indistinguishable from no state
- * (window over, bucket full, meter drained, newest log entry out of the window), rounded up, plus
- * the margin; capped at 2^52 ms. No shebang line: Redis 7.0 rejects some flags, and the defaults
- * (writes allowed, effects replication, `TIME` allowed before writes) are what this needs.
+ * Expiry: a key's TTL covers the time until every state written in it is indistinguishable from
+ * no state (window over, bucket full, meter drained, newest log entry out of the window), rounded
+ * up, plus the margin; the subject's hash gets twice that when its TTL has to move (write_fields),
+ * so an idle subject lives at most twice as long as its state needs; capped at 2^52 ms. No shebang
+ * line: Redis 7.0 rejects some flags, and the defaults (writes allowed, effects replication,
+ * `TIME` allowed before writes) are what this needs.
  *
  * The text is a template literal: no backslashes and no dollar-brace in the Lua, or JS rewrites
  * them before Redis sees the script.
@@ -93,11 +100,18 @@ export const REDIS_DECIDE_BODY = `
 
 -- What the script takes from Redis's Lua, bound by the first call: a function library is loaded
 -- with an empty global table (Redis 7.0), so nothing at the top level may read a global.
-local floor, ceil, fmod, min, byte, sunpack, pack, fmt, match, call, error_reply
+local floor, ceil, fmod, min, byte, sub, find, sunpack, pack, fmt, match
+local call, pcall_, error_reply, unpack_, concat
+-- A sliding log's field in the subject's hash: its algorithm's byte alone (the entries are in the
+-- log's own key). See read_fields.
+local LOG_MARK
 local function bind()
   floor, ceil, fmod, min = math.floor, math.ceil, math.fmod, math.min
-  byte, sunpack, pack, fmt, match = string.byte, struct.unpack, struct.pack, string.format, string.match
-  call, error_reply = redis.call, redis.error_reply
+  byte, sub, find, match, fmt = string.byte, string.sub, string.find, string.match, string.format
+  sunpack, pack = struct.unpack, struct.pack
+  call, pcall_, error_reply, unpack_ = redis.call, redis.pcall, redis.error_reply, unpack
+  concat = table.concat
+  LOG_MARK = pack("<B", 2)
 end
 local UNIT_TOLERANCE, RETRY_CORRECTION_STEPS = 1e-9, 8
 local MAX_TTL_MS = 2 ^ 52
@@ -136,9 +150,8 @@ end
 -- The call's expiry margin (ARGV[1]), and the current decision's time and cost.
 local margin_ms, now, cost
 
--- A write's PX: the state's lifetime rounded up, plus the margin, capped at 2^52 ms. Passed as
--- a number, which Redis turns into its %.17g text: exact, as every value here is whole and below
--- 2^53.
+-- A TTL for a lifetime: rounded up, plus the margin, capped at 2^52 ms. Passed as a number, which
+-- Redis turns into its %.17g text: exact, as every value here is whole and below 2^53.
 local function ttl_of(lifetime_ms)
   local ttl = ceil(lifetime_ms)
   if not (ttl > 0) then ttl = 0 end
@@ -146,11 +159,6 @@ local function ttl_of(lifetime_ms)
   if not (ttl < MAX_TTL_MS) then ttl = MAX_TTL_MS end
   return ttl
 end
-
--- Every key's value as the call began (false: absent or not a string, e.g. a sliding log), and
--- what the call has written so far, by key (false: no longer a string), for a later decision of
--- the same call on the same key. Both made anew by every call.
-local initial, written
 
 -- Byte length of the packed state of each algorithm code (2, the sliding log, is a sorted set).
 -- A token bucket with reservations (leases out) is 49 bytes.
@@ -178,7 +186,7 @@ local function reserved_refill(tokens, last_ms, size, rate, ra, ta, rb, tb)
 end
 
 -- The sliding log's and the shaper's functions, made on first use (in a function library, once).
-local step_sliding_log, write_log, step_leaky_shaper, reply_number
+local step_sliding_log, write_log, step_leaky_shaper
 
 -- arguments.ts: LIMIT_BOUNDS, checked again here so that a direct caller cannot hang Redis.
 local MAX_SIZE, MIN_WINDOW_MS, MAX_DURATION_MS = 1e15, 0.001, 1e12
@@ -198,26 +206,89 @@ local parsed, codes, s1, s2, s3 = {}, {}, {}, {}, {}
 -- leased (nil: none). Made on first use in a call.
 local res
 
+-- The subject's hash: HMGET and HSET argument lists (reused from one decision to the next, the
+-- first n entries used), and per check the packed state read (false: none) and a sliding log's
+-- key.
+local hm, hs, stored, log_keys = { "HMGET" }, { "HSET" }, {}, {}
+
+-- The MGET of the states buckets had in the layout before the subject's hash (a string per
+-- bucket at <prefix>rl:{<subject>}:<bucket>, the key a sliding log still has), and which check
+-- each is for: read for the buckets the hash has no field for, so an upgrade neither resets nor
+-- refills a bucket (MGET answers false for none, and for a key that is not a string). The old keys
+-- are in the hash key's slot (the same hash tag).
+local lg, lg_check = { "MGET" }, {}
+
+-- Reads the deadline and the fields of the current decision's checks (parsed[1..count]) into
+-- stored[1..count]. Returns the deadline's packed text (false: none) and whether the key holds
+-- something other than a hash (then treated as no state, and replaced on the first write).
+--
+-- A bucket's field says which algorithm it belongs to now, so that switching algorithm starts
+-- it fresh both ways although a sliding log keeps its entries elsewhere: a log writes LOG_MARK
+-- there, any other algorithm its state. A log whose field holds another algorithm's state is
+-- stale (its entries predate the switch): read as empty, and replaced when written. A log
+-- without a field is as an earlier release left it, and is read as it is.
+local function read_fields(hkey, count)
+  hm[2], hm[3] = hkey, "x"
+  for i = 1, count do hm[i + 3] = parsed[i][5] end
+  local got = pcall_(unpack_(hm, 1, count + 3))
+  if got.err then
+    for i = 1, count do stored[i] = false end
+    return false, true
+  end
+  local missing = 0
+  for i = 1, count do
+    local value = got[i + 1]
+    stored[i] = value
+    if not value and parsed[i][1] ~= 2 then
+      missing = missing + 1
+      lg_check[missing] = i
+    end
+  end
+  if missing > 0 then
+    local brace = find(hkey, "{", 1, true)
+    local base = sub(hkey, 1, brace - 5) .. "rl:" .. sub(hkey, brace) .. ":"
+    for j = 1, missing do lg[j + 1] = base .. parsed[lg_check[j]][6] end
+    local old = call(unpack_(lg, 1, missing + 1))
+    for j = 1, missing do stored[lg_check[j]] = old[j] end
+  end
+  return got[1], false
+end
+
+-- Writes hs[1..nh] (HSET key field value ...), with the key's TTL at least the TTL the longest
+-- of the written states' lifetimes needs (ttl_of: plus the margin). The key's deadline is kept in
+-- its field "x" (Redis time, ms), written with every TTL set: a write it covers leaves the TTL
+-- as it is (HSET keeps it), and one it does not sets twice the TTL needed, so a busy key's TTL
+-- is set about once per TTL (at least a second) instead of at every write, and an idle key lives
+-- at most twice as long as its state needs. Every write with Redis TIME writes "x" whenever it
+-- sets a TTL, so a key without "x" was not written that way: new, or written with a test clock.
+-- With a test clock, whose time is not Redis's, no deadline is kept and the TTL only ever grows.
+local function write_fields(hkey, nh, deadline, longest, is_test_time, foreign)
+  if foreign then call("DEL", hkey) end
+  local ttl = ttl_of(longest)
+  if is_test_time then
+    call(unpack_(hs, 1, nh))
+    if call("PTTL", hkey) < ttl then call("PEXPIRE", hkey, ttl) end
+    return
+  end
+  local known = 0
+  if deadline and #deadline == 8 then known = sunpack("<d", deadline) end
+  if known >= now + ttl and known <= now + MAX_TTL_MS then
+    call(unpack_(hs, 1, nh))
+    return
+  end
+  ttl = 2 * ttl
+  if not (ttl < MAX_TTL_MS) then ttl = MAX_TTL_MS end
+  hs[nh + 1], hs[nh + 2] = "x", pack("<d", now + ttl)
+  call(unpack_(hs, 1, nh + 2))
+  call("PEXPIRE", hkey, ttl)
+end
+
 local function decide(KEYS, ARGV)
 if not floor then bind() end
 margin_ms = tonumber(ARGV[1])
 res = nil
--- MGET in chunks that stay below Lua's limit on unpacked values.
-local key_count = #KEYS
-if key_count == 0 then
-  initial = {}
-elseif key_count <= 1000 then
-  initial = call("MGET", unpack(KEYS))
-else
-  initial = {}
-  for first = 1, key_count, 1000 do
-    local values = call("MGET", unpack(KEYS, first, min(first + 999, key_count)))
-    for i = 1, #values do initial[first + i - 1] = values[i] end
-  end
-end
-written = {}
-local reply = {}
-local r = 0        -- reply fields written
+local reply = {}  -- the reply's packed pieces
+local r = 0
 local k = 0        -- KEYS used by earlier decisions
 local a = 2        -- next ARGV
 local argc = #ARGV
@@ -268,12 +339,13 @@ while a <= argc do
   end
   cost = head[3]
 
-  -- Each check: "<algorithm code> <first parameter> <second parameter> <mode>".
+  -- Each check: "<algorithm code> <first parameter> <second parameter> <mode> <bucket>", the
+  -- bucket last (it may hold any character); its field in the subject's hash is ":<bucket>".
   for i = 1, count do
     local check_text = ARGV[a + i]
     local check = checks[check_text]
     if not check then
-      local code, p1, p2, mode = match(check_text, "^(%d) (%S+) (%S+) (%a)$")
+      local code, p1, p2, mode, bucket = match(check_text, "^(%d) (%S+) (%S+) (%a) (.*)$")
       if not code then return error_reply("malformed check " .. tostring(check_text)) end
       code, p1, p2 = tonumber(code), tonumber(p1), tonumber(p2)
       -- A size from 0 to 1e15, a window from 0.001 to 1e12 ms, a rate from 1e-9 to 1e15 per
@@ -289,7 +361,7 @@ while a <= argc do
         end
       end
       if not is_valid then return error_reply("invalid check " .. check_text) end
-      check = { code, p1, p2, mode == "e" }
+      check = { code, p1, p2, mode == "e", ":" .. bucket, bucket }
       if parsed_count >= MAX_PARSED then heads, checks, parsed_count = {}, {}, 0 end
       checks[check_text] = check
       parsed_count = parsed_count + 1
@@ -297,15 +369,21 @@ while a <= argc do
     parsed[i] = check
   end
 
+  -- KEYS: the subject's hash, then a key per sliding log, in check order.
+  local hkey = KEYS[k + 1]
+  local used = 1
+  for i = 1, count do
+    if parsed[i][1] == 2 then
+      used = used + 1
+      log_keys[i] = KEYS[k + used]
+    end
+  end
+  if not KEYS[k + used] then return error_reply("too few keys for decision " .. text) end
+  local deadline, foreign = read_fields(hkey, count)
+
   if op == "s" or op == "q" then
     if not step_leaky_shaper then
       -- leaky-shaper.ts: state drainedAtMs (nil: none); returns delayMs as a sixth value.
-      -- A reply number: whole and >= 0; from 2^53 up as text, which Redis would otherwise mangle.
-      reply_number = function(x)
-        if x < 9007199254740992 then return x end
-        return fmt("%.17g", x)
-      end
-
       -- timeNoiseMs: t plus 8 units in the last place of 1 (EPSILON = 2^-52), scaled by |t|.
       local function evaluated_at(t)
         return t + math.abs(t) * 8 * (2 ^ -52)
@@ -346,34 +424,30 @@ while a <= argc do
         return 3, whole_units(room, max_queue), retry, reset, current, 0
       end
     end
-    local key, max_queue, rate = KEYS[k + 1], parsed[1][2], parsed[1][3]
-    local value, drained_at = written[key], nil
-    if value == nil then value = initial[k + 1] end
+    local max_queue, rate = parsed[1][2], parsed[1][3]
+    local value, drained_at = stored[1], nil
     if type(value) == "string" and byte(value, 1) == 6 and #value == 9 then
       drained_at = select(2, sunpack("<Bd", value))
     end
     local code, remaining, retry, reset, drained, delay =
       step_leaky_shaper(drained_at, max_queue, rate)
     if op == "s" and code == 0 then
-      value = pack("<Bd", 6, drained)
-      call("SET", key, value, "PX", ttl_of(drained - now))
-      written[key] = value
+      hs[2], hs[3], hs[4] = hkey, parsed[1][5], pack("<Bd", 6, drained)
+      write_fields(hkey, 4, deadline, drained - now, head[2], foreign)
     end
-    reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] =
-      code, reply_number(remaining), reply_number(retry), reply_number(reset), reply_number(delay)
-    r = r + 5
+    r = r + 1
+    reply[r] = pack("<Bdddd", code, remaining, retry, reset, delay)
   else
     local is_allowed = true
     for i = 1, count do
       local check = parsed[i]
       local algorithm, p1, p2 = check[1], check[2], check[3]
       local code, remaining, retry, reset
-      -- The packed state at the check's key, or nil: no key, or another algorithm's (so an
+      -- The packed state in the check's field, or nil: none, or another algorithm's (so an
       -- algorithm switch starts the bucket fresh, as step-limit.ts does).
       local value
       if algorithm ~= 2 then
-        value = written[KEYS[k + i]]
-        if value == nil then value = initial[k + i] end
+        value = stored[i]
         if not (type(value) == "string" and byte(value, 1) == algorithm
           and (#value == LENGTHS[algorithm] or (algorithm == 4 and #value == 49))) then
           value = nil
@@ -572,7 +646,6 @@ while a <= argc do
       elseif algorithm == 2 then
         if not step_sliding_log then
           -- sliding-log.ts: a sorted set.
-          local sub, pcall_ = string.sub, redis.pcall
 
           -- The state handed around is a table: at[], cost[], seq[] (live entries, oldest first), n,
           -- plus what writing it takes: dropped (how many stored entries expired), moved[] (indices
@@ -582,9 +655,13 @@ while a <= argc do
             return fmt("%012x:%.17g", seq, c)
           end
 
-          local function sl_read(key)
-            local reply = pcall_("ZRANGE", key, 0, -1, "WITHSCORES")
+          local function sl_read(key, is_stale)
             local log = { at = {}, cost = {}, seq = {}, n = 0, dropped = 0, moved = {}, next_seq = 1 }
+            if is_stale then
+              log.foreign = true
+              return log
+            end
+            local reply = pcall_("ZRANGE", key, 0, -1, "WITHSCORES")
             if reply.err then
               log.foreign = true
               return log
@@ -636,8 +713,8 @@ while a <= argc do
             return ceil_ms(log.at[log.n] + w - now)
           end
 
-          step_sliding_log = function(key, limit, w)
-            local live = sl_live(sl_read(key), w)
+          step_sliding_log = function(key, limit, w, is_stale)
+            local live = sl_live(sl_read(key, is_stale), w)
             local used = 0
             for i = 1, live.n do used = used + live.cost[i] end
             local available = limit - used
@@ -678,13 +755,13 @@ while a <= argc do
             return 1, whole_units(available, limit), retry, reset, live
           end
 
+          -- Writes the log and returns its lifetime (0: empty, deleted).
           write_log = function(key, log, w)
-            written[key] = false
             if log.foreign then call("DEL", key) end
             if log.dropped > 0 then call("ZREMRANGEBYRANK", key, 0, log.dropped - 1) end
             if log.n == 0 then
               call("DEL", key)
-              return
+              return 0
             end
             if log.old_member then call("ZREM", key, log.old_member) end
             local args = {}
@@ -700,21 +777,21 @@ while a <= argc do
               args[#args + 1] = sl_member(log.seq[i], log.cost[i])
             end
             if #args > 0 then call("ZADD", key, unpack(args)) end
-            call("PEXPIRE", key, ttl_of(log.at[log.n] + w - now))
+            local lifetime = log.at[log.n] + w - now
+            call("PEXPIRE", key, ttl_of(lifetime))
+            return lifetime
           end
         end
-        code, remaining, retry, reset, s1[i] = step_sliding_log(KEYS[k + i], p1, p2)
+        local field = stored[i]
+        code, remaining, retry, reset, s1[i] =
+          step_sliding_log(log_keys[i], p1, p2, field and field ~= LOG_MARK)
       else
         return error_reply("unknown algorithm code " .. tostring(algorithm))
       end
       if code ~= 0 and check[4] then is_allowed = false end
       codes[i] = code
-      -- Reply numbers are whole and >= 0; from 2^53 up as text, which Redis would otherwise
-      -- mangle (remaining is at most the limit, at most 1e15).
-      if retry >= 9007199254740992 then retry = fmt("%.17g", retry) end
-      if reset >= 9007199254740992 then reset = fmt("%.17g", reset) end
-      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = code, remaining, retry, reset
-      r = r + 4
+      r = r + 1
+      reply[r] = pack("<Bddd", code, remaining, retry, reset)
     end
     if op == "l" then
       -- A lease (lease-table.ts): once the request is admitted, up to the wanted units more are
@@ -788,18 +865,25 @@ while a <= argc do
           end
         end
       end
-      reply[r + 1], reply[r + 2] = grant, lifetime
-      r = r + 2
+      r = r + 1
+      reply[r] = pack("<dd", grant, lifetime)
     end
     -- layered.ts: on admission every check writes its stepped state, on rejection only the
-    -- checks that rejected do, so a rejection consumes from none. One write per check.
+    -- checks that rejected do, so a rejection consumes from none. One HSET for them all.
     if op ~= "p" then
+      local nh, longest = 2, 0
+      hs[2] = hkey
       for i = 1, count do
         if is_allowed or codes[i] ~= 0 then
-          local key, check = KEYS[k + i], parsed[i]
+          local check = parsed[i]
           local algorithm, p1, p2 = check[1], check[2], check[3]
           if algorithm == 2 then
-            write_log(key, s1[i], p2)
+            local lifetime = write_log(log_keys[i], s1[i], p2)
+            if stored[i] ~= LOG_MARK then
+              hs[nh + 1], hs[nh + 2] = check[5], LOG_MARK
+              nh = nh + 2
+              if lifetime > longest then longest = lifetime end
+            end
           else
             local value, lifetime
             local held = algorithm == 4 and res and res[i]
@@ -817,22 +901,24 @@ while a <= argc do
             else
               value, lifetime = pack("<Bd", 5, s1[i]), s1[i] + (p1 * 1000) / p2 - now
             end
-            call("SET", key, value, "PX", ttl_of(lifetime))
-            written[key] = value
+            hs[nh + 1], hs[nh + 2] = check[5], value
+            nh = nh + 2
+            if lifetime > longest then longest = lifetime end
           end
         end
       end
+      if nh > 2 then write_fields(hkey, nh, deadline, longest, head[2], foreign) end
     end
   end
-  k = k + count
+  k = k + used
   a = a + 1 + count
 end
 
 -- The call's Redis TIME in whole microseconds (0 when no decision asked for it): the time of
 -- every decision that used it, and with each decision's place in the call, the traffic record's
 -- order.
-reply[r + 1] = redis_now_us or 0
-return reply
+reply[r + 1] = pack("<d", redis_now_us or 0)
+return concat(reply)
 end
 `;
 
@@ -841,7 +927,7 @@ end
  * the function's names, so two releases' libraries live side by side during a rolling deploy. A
  * unit test recomputes it from the text, so an edit to the script without this constant fails.
  */
-export const REDIS_DECIDE_VERSION = "c4a03d83a97d";
+export const REDIS_DECIDE_VERSION = "fe04c5013a53";
 
 /** The function the store calls with FCALL. */
 export const REDIS_DECIDE_FUNCTION = `limitplane_decide_${REDIS_DECIDE_VERSION}`;
@@ -859,4 +945,4 @@ export const REDIS_DECIDE_LUA = `${REDIS_DECIDE_BODY}return decide(KEYS, ARGV)
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the EVAL form under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "3eb04e458d037d7bbad0fc3ef3db24054e0e01d3";
+export const REDIS_DECIDE_SHA1 = "eacb5739e86187eadc2149e655ec1a86a6294549";

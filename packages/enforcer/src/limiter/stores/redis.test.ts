@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../clock";
 import type { DecideInput, LimitSpec } from "../types";
-import { type RedisScriptClient, RedisStore, redisStorageKey } from "./redis";
+import { type RedisScriptClient, RedisStore, redisLogKey, redisSubjectKey } from "./redis";
 import {
   REDIS_DECIDE_BODY,
   REDIS_DECIDE_FUNCTION,
@@ -75,17 +75,14 @@ function fakeClient(
     loadsByPrimary,
     client: {
       isCluster,
-      fcall: (name, numKeys, ...keysAndArgs) => {
-        calls.push(`fcall ${name}`);
-        keysOfCalls.push(keysAndArgs.slice(0, numKeys));
-        return respond("fcall", keysAndArgs);
-      },
-      evalsha: (sha1, numKeys, ...keysAndArgs) => {
-        calls.push(`evalsha ${sha1}`);
-        keysOfCalls.push(keysAndArgs.slice(0, numKeys));
-        return respond("evalsha", keysAndArgs);
-      },
-      eval: (_script, _numKeys, ...keysAndArgs) => {
+      callBuffer: (command, nameOrScript, numKeys, ...rest) => {
+        const keysAndArgs = rest.map(String);
+        if (command === "fcall" || command === "evalsha") {
+          calls.push(`${command} ${nameOrScript}`);
+          keysOfCalls.push(keysAndArgs.slice(0, Number(numKeys)));
+          return respond(command, keysAndArgs);
+        }
+        if (command !== "eval") throw new Error(`unexpected command ${command}`);
         calls.push("eval");
         return respond("eval", keysAndArgs);
       },
@@ -110,8 +107,24 @@ const ONE_CHECK: DecideInput = {
   subject: "c:acme",
   checks: [{ scope: "tier:pro", bucket: "account", limit: TOKENS, mode: "enforce" }],
 };
+/** A packed reply (see the script's "Reply"): per check code and three doubles, then the time. */
+function packedReply(
+  checks: readonly (readonly [code: number, remaining: number, retry: number, reset: number])[],
+  timeUs: number,
+): Buffer {
+  const reply = Buffer.alloc(checks.length * 25 + 8);
+  checks.forEach(([code, remaining, retry, reset], i) => {
+    reply.writeUInt8(code, i * 25);
+    reply.writeDoubleLE(remaining, i * 25 + 1);
+    reply.writeDoubleLE(retry, i * 25 + 9);
+    reply.writeDoubleLE(reset, i * 25 + 17);
+  });
+  reply.writeDoubleLE(timeUs, checks.length * 25);
+  return reply;
+}
+
 // One check admitted, then the call's time (Redis TIME in us).
-const ADMITTED_REPLY = [0, "4", "0", "1000", 1796083200123456];
+const ADMITTED_REPLY = packedReply([[0, 4, 0, 1000]], 1796083200123456);
 
 describe("RedisStore: the script", () => {
   it("is cached by Redis under the SHA-1 the store sends with EVALSHA", () => {
@@ -137,8 +150,9 @@ describe("RedisStore: the script", () => {
 });
 
 describe("RedisStore: key names", () => {
-  it("read as prefix, subject as the hash tag, then the bucket", () => {
-    expect(redisStorageKey("lp:", "c:acme", "endpoint:reports")).toBe(
+  it("read as prefix, then the subject as the hash tag (a sliding log: then its bucket)", () => {
+    expect(redisSubjectKey("lp:", "c:acme")).toBe("lp:rl2:{c:acme}");
+    expect(redisLogKey("lp:", "c:acme", "endpoint:reports")).toBe(
       "lp:rl:{c:acme}:endpoint:reports",
     );
   });
@@ -153,23 +167,28 @@ describe("RedisStore: key names", () => {
     const subjects = ["c:acme", "a:198.51.100.7/endpoint:login", "x}y", "{x}", "%7B", "", "}"];
     const buckets = ["account", "ceiling", "dry-run/tier:pro", "}", "{", "{a}", ":"];
     for (const subject of subjects) {
-      const slots = new Set(buckets.map((b) => clusterSlot(redisStorageKey("lp:", subject, b))));
-      expect(slots.size, `subject ${JSON.stringify(subject)}`).toBe(1);
+      const keys = [
+        redisSubjectKey("lp:", subject),
+        ...buckets.map((b) => redisLogKey("lp:", subject, b)),
+      ];
+      expect(new Set(keys.map(clusterSlot)).size, `subject ${JSON.stringify(subject)}`).toBe(1);
     }
   });
 
   it("never collide, with separators and braces in subjects and buckets", () => {
     const parts = ["", "a", "a:b", "b", ":", "}", "{", "}:", "%", "%7D", "{}", "a}:b"];
     const seen = new Map<string, string>();
+    const see = (key: string, owner: string) => {
+      expect(seen.get(key) ?? owner, key).toBe(owner);
+      seen.set(key, owner);
+    };
     for (const subject of parts) {
+      see(redisSubjectKey("p:", subject), JSON.stringify([subject]));
       for (const bucket of parts) {
-        const key = redisStorageKey("p:", subject, bucket);
-        const pair = JSON.stringify([subject, bucket]);
-        expect(seen.get(key) ?? pair, key).toBe(pair);
-        seen.set(key, pair);
+        see(redisLogKey("p:", subject, bucket), JSON.stringify([subject, bucket]));
       }
     }
-    expect(seen.size).toBe(parts.length ** 2);
+    expect(seen.size).toBe(parts.length + parts.length ** 2);
   });
 
   it("refuse a prefix holding a brace, which would move the hash tag", () => {
@@ -218,12 +237,13 @@ describe("RedisStore: arguments", () => {
 
 describe("RedisStore: batching", () => {
   /** Answers each decision of a call with remaining = the number of its key's subject. */
-  const echoRemaining = async (_command: string, keysAndArgs: readonly string[]) => [
-    ...keysAndArgs
-      .filter((part) => part.startsWith("lp:rl:"))
-      .flatMap((key) => [0, key.replace(/^lp:rl:\{c:(\d+)\}:account$/, "$1"), "0", "0"]),
-    1796083200000250,
-  ];
+  const echoRemaining = async (_command: string, keysAndArgs: readonly string[]) =>
+    packedReply(
+      keysAndArgs
+        .filter((part) => part.startsWith("lp:rl2:"))
+        .map((key) => [0, Number(key.replace(/^lp:rl2:\{c:(\d+)\}$/, "$1")), 0, 0] as const),
+      1796083200000250,
+    );
 
   const decisionFor = (n: number): DecideInput => ({ ...ONE_CHECK, subject: `c:${n}` });
 
@@ -285,7 +305,7 @@ describe("RedisStore: batching", () => {
     // Subjects of one slot still share calls: one call per slot, but for the two decisions that
     // left at once, alone, before anything was in flight.
     const distinctSlots = new Set(
-      subjects.map((n) => clusterSlot(redisStorageKey("lp:", `c:${n}`, "account"))),
+      subjects.map((n) => clusterSlot(redisSubjectKey("lp:", `c:${n}`))),
     );
     expect(keysOfCalls.length).toBeGreaterThanOrEqual(distinctSlots.size);
     expect(keysOfCalls.length).toBeLessThanOrEqual(distinctSlots.size + 2);
@@ -486,8 +506,12 @@ describe("RedisStore: failures", () => {
     await expect(store.decide(ONE_CHECK)).rejects.toBe(bug);
   });
 
-  it("a malformed reply throws instead of becoming a decision", async () => {
-    const { client } = fakeClient(async () => [0, "4"]);
+  it.each([
+    ["an array (a script of another release)", [0, "4", "0", "1000", 1796083200123456]],
+    ["bytes short of a decision", ADMITTED_REPLY.subarray(0, 20)],
+    ["bytes past it", Buffer.concat([ADMITTED_REPLY, Buffer.alloc(1)])],
+  ])("a malformed reply (%s) throws instead of becoming a decision", async (_name, reply) => {
+    const { client } = fakeClient(async () => reply);
     const store = new RedisStore({ client, keyPrefix: "lp:" });
     await expect(store.decide(ONE_CHECK)).rejects.toThrow(/unexpected script reply/);
   });

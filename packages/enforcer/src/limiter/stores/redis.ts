@@ -36,9 +36,11 @@ import { StoreUnavailableError } from "./store-unavailable-error";
  * `keyPrefix` of its own: the store prefixes its keys.
  */
 export interface RedisScriptClient {
-  fcall(name: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
-  evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
-  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /**
+   * Any command, its bulk replies as Buffers: the store sends FCALL, EVALSHA and EVAL with it
+   * (the script replies with packed bytes).
+   */
+  callBuffer(command: string, ...args: (string | number)[]): Promise<unknown>;
   /** Any command: the store sends `FUNCTION LOAD REPLACE <library>` with it. */
   call(command: string, ...args: string[]): Promise<unknown>;
   /**
@@ -145,8 +147,15 @@ const REASONS: readonly (RejectReason | null)[] = [
   "queue-full",
 ];
 
-/** Reply fields per check: code, remaining, retryAfterMs, resetAfterMs. */
-const FIELDS_PER_CHECK = 4;
+/**
+ * Bytes of the reply per check: the code, then remaining, retryAfterMs and resetAfterMs as
+ * doubles (`<Bddd`); a shaper adds delayMs; a lease adds its units and lifetime (`<dd`); a call
+ * ends with its time (`<d`). See the script's "Reply".
+ */
+const CHECK_BYTES = 25;
+const SHAPE_BYTES = 33;
+const LEASE_BYTES = 16;
+const TIME_BYTES = 8;
 
 /**
  * The leading argument of a decision at Redis TIME and cost 1, by op and number of checks (up to
@@ -163,9 +172,11 @@ function headsAtCost1(op: string): readonly string[] {
   return Array.from({ length: 17 }, (_, checkCount) => `${op} - 1 ${checkCount}`);
 }
 
-/** A decision's share of a script call's reply: its fields, the call's time and its place. */
+/** A decision's share of a script call's reply: where it starts, the call's time, its place. */
 interface DecisionReply {
-  readonly fields: readonly unknown[];
+  /** The call's whole reply; this decision's part starts at `offset`. */
+  readonly reply: Buffer;
+  readonly offset: number;
   /** The call's Redis TIME in whole us; 0 when no decision of the call used it. */
   readonly timeUs: number;
   readonly indexInCall: number;
@@ -204,23 +215,29 @@ const UNAVAILABLE_REPLIES = [
 ];
 
 /**
- * The key of a bucket under a subject: `<prefix>rl:{<subject>}:<bucket>`, e.g.
- * `lp:rl:{c:acme}:endpoint:reports`.
+ * The hash that holds a subject's state: `<prefix>rl2:{<subject>}`, e.g. `lp:rl2:{c:acme}`, one
+ * field per bucket (`:<bucket>`, the packed state) and `x`, the key's expiry deadline. A sliding
+ * log, whose state is a sorted set, has a key of its own: {@link redisLogKey}.
  *
  * The subject is the Redis Cluster hash tag, so every key of one decision lands in one slot and a
  * layered decision is one script call on Cluster too. Inside the tag `%`, `{` and `}` are
  * percent-encoded, so a subject holding braces cannot end the tag early, and the first `}` after
- * the tag's `{` always closes it: that makes the key collision-proof (the subject is read back up
- * to that `}`, the bucket is the rest) whatever either contains. The empty subject is `%`, which
- * no encoded subject can be, so its tag is never empty (an empty tag would hash the whole key).
+ * the tag's `{` always closes it: that makes keys collision-proof (the subject is read back up to
+ * that `}`, and a log's bucket is the rest) whatever either contains. The empty subject is `%`,
+ * which no encoded subject can be, so its tag is never empty (an empty tag would hash the whole
+ * key).
  */
-export function redisStorageKey(keyPrefix: string, subject: string, bucket: string): string {
-  return subjectKeyPrefix(keyPrefix, subject) + bucket;
+export function redisSubjectKey(keyPrefix: string, subject: string): string {
+  return `${keyPrefix}rl2:{${hashTagOf(subject)}}`;
 }
 
-/** Everything of a key before the bucket: shared by all keys of one decision. */
-function subjectKeyPrefix(keyPrefix: string, subject: string): string {
-  return `${keyPrefix}rl:{${hashTagOf(subject)}}:`;
+/**
+ * A sliding log's key under a subject: `<prefix>rl:{<subject>}:<bucket>`, e.g.
+ * `lp:rl:{c:acme}:endpoint:reports`: the key every bucket had before the subject's hash (the
+ * script still reads a state left there by an earlier release, once, when the hash has none).
+ */
+export function redisLogKey(keyPrefix: string, subject: string, bucket: string): string {
+  return `${keyPrefix}rl:{${hashTagOf(subject)}}:${bucket}`;
 }
 
 function hashTagOf(subject: string): string {
@@ -236,7 +253,20 @@ function hashTagOf(subject: string): string {
  */
 const argsByLimit = new WeakMap<LimitSpec | LeakyShaperLimit, { e: string; d: string }>();
 
-/** The script's argument for one check: algorithm code, two parameters, mode. */
+/** A check's argument with its bucket, by identity (checks, like limits, come from the policy). */
+const argsByCheck = new WeakMap<LimitCheck, string>();
+
+/** The script's argument for one check: algorithm code, two parameters, mode, then bucket. */
+function checkArgOf(check: LimitCheck): string {
+  let arg = argsByCheck.get(check);
+  if (arg === undefined) {
+    arg = `${checkArg(check.limit, check.mode)} ${check.bucket ?? check.scope}`;
+    argsByCheck.set(check, arg);
+  }
+  return arg;
+}
+
+/** The algorithm code, two parameters and mode of a limit. */
 function checkArg(limit: LimitSpec | LeakyShaperLimit, mode: LimitMode): string {
   let args = argsByLimit.get(limit);
   if (args === undefined) {
@@ -296,18 +326,11 @@ function asStoreError(error: unknown): unknown {
   return new StoreUnavailableError(`Redis did not answer: ${message}`, { cause: error });
 }
 
-function replyNumber(reply: readonly unknown[], index: number): number {
-  const value = reply[index];
-  const parsed = typeof value === "string" ? Number(value) : value;
-  if (typeof parsed !== "number" || Number.isNaN(parsed)) {
-    throw new TypeError(`unexpected script reply at ${index}: ${JSON.stringify(value)}`);
-  }
-  return parsed;
-}
-
-function replyArray(reply: unknown, length: number): readonly unknown[] {
-  if (!Array.isArray(reply) || reply.length !== length) {
-    throw new TypeError(`unexpected script reply: ${JSON.stringify(reply)}`);
+/** The script's reply, checked to be the packed bytes of `length` it must be. */
+function replyBytes(reply: unknown, length: number): Buffer {
+  if (!Buffer.isBuffer(reply) || reply.length !== length) {
+    const shown = Buffer.isBuffer(reply) ? `${reply.length} bytes` : JSON.stringify(reply);
+    throw new TypeError(`unexpected script reply: ${shown}, expected ${length} bytes`);
   }
   return reply;
 }
@@ -340,13 +363,17 @@ function reasonOf(code: number): RejectReason | null {
  * `combineOutcomes`.
  *
  * - Time: Redis's `TIME`, read inside the script; never the client's clock.
- * - Keys: {@link redisStorageKey}, from the subject and the check's bucket, never from the limit's
+ * - Keys: one hash per subject ({@link redisSubjectKey}), a field per bucket, so a decision reads
+ *   and writes one key however many layers it checks (a sliding log has a key of its own,
+ *   {@link redisLogKey}). Named by the subject and the check's bucket, never by the limit's
  *   numbers, so a policy edit neither resets nor refills a bucket (a lowered capacity clamps the
  *   stored balance, a raised one adds nothing until time refills it); the stored state names its
  *   algorithm, so switching algorithm starts the bucket fresh.
- * - Expiry: every write sets a TTL (see the script); nothing is left without one.
- * - Scripts: EVALSHA, and EVAL when Redis answers NOSCRIPT (after `SCRIPT FLUSH` or a restart),
- *   which caches it again.
+ * - Expiry: every write leaves the key a TTL at least the longest state's lifetime (see the
+ *   script); nothing is left without one.
+ * - Scripts: FCALL of the decide library, loaded by the store itself when Redis lacks it (a new,
+ *   restarted or flushed Redis); or EVALSHA, and EVAL when Redis answers NOSCRIPT, for a Redis
+ *   that refuses functions ({@link RedisStoreOptions.scriptForm}).
  * - Failure: when Redis cannot answer, {@link StoreUnavailableError}, within the client's command
  *   timeout; other errors (a bad argument, a script bug) propagate as they are. A call that timed
  *   out may still have been applied by Redis: at most once, and the failure policy decides.
@@ -425,9 +452,14 @@ export class RedisStore implements LimiterStore {
     return this.#scriptForm;
   }
 
-  /** The Redis key of `bucket` under `subject`, with this store's prefix. */
-  storageKey(subject: string, bucket: string): string {
-    return redisStorageKey(this.#keyPrefix, subject, bucket);
+  /** The Redis hash of `subject`'s state, with this store's prefix ({@link redisSubjectKey}). */
+  subjectKey(subject: string): string {
+    return redisSubjectKey(this.#keyPrefix, subject);
+  }
+
+  /** The key of `subject`'s sliding log `bucket`, with this store's prefix ({@link redisLogKey}). */
+  logKey(subject: string, bucket: string): string {
+    return redisLogKey(this.#keyPrefix, subject, bucket);
   }
 
   decide(input: DecideInput): Promise<LayeredDecision> {
@@ -448,13 +480,13 @@ export class RedisStore implements LimiterStore {
       "l",
       input,
       ` ${lease.units} ${lease.lifeMs}`,
-      2,
+      LEASE_BYTES,
     );
     if (reply === null) return { decision, units: 0, lifeMs: 0 };
     return {
       decision,
-      units: replyNumber(reply, offset),
-      lifeMs: replyNumber(reply, offset + 1),
+      units: reply.readDoubleLE(offset),
+      lifeMs: reply.readDoubleLE(offset + 8),
     };
   }
 
@@ -501,13 +533,13 @@ export class RedisStore implements LimiterStore {
     return (await this.#layeredReply(op, input, "", 0)).decision;
   }
 
-  /** A layered call's decision, with its reply and where the checks' fields end (null: no checks). */
+  /** A layered call's decision, with its reply and where the checks' part ends (null: no checks). */
   async #layeredReply(
     op: "d" | "p" | "l",
     input: DecideInput,
     headTail: string,
-    extraFields: number,
-  ): Promise<{ decision: LayeredDecision; reply: readonly unknown[] | null; offset: number }> {
+    extraBytes: number,
+  ): Promise<{ decision: LayeredDecision; reply: Buffer | null; offset: number }> {
     const checks = input.checks;
     assertName("subject", input.subject);
     assertValidChecks(checks);
@@ -515,19 +547,20 @@ export class RedisStore implements LimiterStore {
     const nowMs = this.#clock?.nowMs();
     const args = [this.#headArg(op, nowMs, cost, checks.length, headTail)];
     if (checks.length === 0) return { decision: combineOutcomes([]), reply: null, offset: 0 };
-    const keys: string[] = [];
-    const keyPrefix = subjectKeyPrefix(this.#keyPrefix, input.subject);
+    const keys = [this.subjectKey(input.subject)];
     for (const check of checks) {
-      keys.push(keyPrefix + (check.bucket ?? check.scope));
-      args.push(checkArg(check.limit, check.mode));
+      if (check.limit.algorithm === "sliding-log") {
+        keys.push(this.logKey(input.subject, check.bucket ?? check.scope));
+      }
+      args.push(checkArgOf(check));
     }
-    const answer = await this.#submit(keys, args, checks.length * FIELDS_PER_CHECK + extraFields);
-    const reply = answer.fields;
+    const answer = await this.#submit(keys, args, checks.length * CHECK_BYTES + extraBytes);
+    const reply = answer.reply;
     const outcomes: LimitOutcome[] = [];
-    let offset = 0;
+    let offset = answer.offset;
     for (const check of checks) {
       outcomes.push(outcomeOf(reply, offset, check));
-      offset += FIELDS_PER_CHECK;
+      offset += CHECK_BYTES;
     }
     const decision = combineOutcomes(outcomes);
     setStoreTime(decision, {
@@ -547,19 +580,19 @@ export class RedisStore implements LimiterStore {
     }
     const args = [
       this.#headArg(op, this.#clock?.nowMs(), input.cost === undefined ? 1 : input.cost, 1),
-      checkArg(input.limit, "enforce"),
+      `${checkArg(input.limit, "enforce")} ${input.bucket}`,
     ];
-    const key = this.storageKey(input.subject, input.bucket);
-    const reply = (await this.#submit([key], args, FIELDS_PER_CHECK + 1)).fields;
-    const code = replyNumber(reply, 0);
+    const key = this.subjectKey(input.subject);
+    const { reply, offset } = await this.#submit([key], args, SHAPE_BYTES);
+    const code = reply.readUInt8(offset);
     return {
       allowed: code === 0,
       limit: input.limit.maxQueue,
-      remaining: replyNumber(reply, 1),
-      retryAfterMs: replyNumber(reply, 2),
-      resetAfterMs: replyNumber(reply, 3),
+      remaining: reply.readDoubleLE(offset + 1),
+      retryAfterMs: reply.readDoubleLE(offset + 9),
+      resetAfterMs: reply.readDoubleLE(offset + 17),
       reason: reasonOf(code),
-      delayMs: replyNumber(reply, 4),
+      delayMs: reply.readDoubleLE(offset + 25),
     };
   }
 
@@ -578,10 +611,11 @@ export class RedisStore implements LimiterStore {
   ): Promise<DecisionReply> {
     if (this.#maxBatchSize === 1) {
       return this.#run(keys, [this.#marginMs, ...args]).then((reply) => {
-        const checked = replyArray(reply, replyLength + 1);
+        const checked = replyBytes(reply, replyLength + TIME_BYTES);
         return {
-          fields: checked,
-          timeUs: replyNumber(checked, replyLength),
+          reply: checked,
+          offset: 0,
+          timeUs: checked.readDoubleLE(replyLength),
           indexInCall: 0,
         };
       });
@@ -631,23 +665,18 @@ export class RedisStore implements LimiterStore {
     this.#run(keys, args).then(
       (reply) => {
         this.#inFlight -= size;
-        let checked: readonly unknown[];
-        let timeUs: number;
+        let checked: Buffer;
         try {
-          checked = replyArray(reply, replyLength + 1);
-          timeUs = replyNumber(checked, replyLength);
+          checked = replyBytes(reply, replyLength + TIME_BYTES);
         } catch (error: unknown) {
           for (const pending of batch) pending.reject(error);
           return;
         }
+        const timeUs = checked.readDoubleLE(replyLength);
         let offset = 0;
         for (let index = 0; index < size; index++) {
           const pending = batch[index] as PendingDecision;
-          pending.resolve({
-            fields: checked.slice(offset, offset + pending.replyLength),
-            timeUs,
-            indexInCall: index,
-          });
+          pending.resolve({ reply: checked, offset, timeUs, indexInCall: index });
           offset += pending.replyLength;
         }
       },
@@ -675,7 +704,13 @@ export class RedisStore implements LimiterStore {
    */
   async #runFunction(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     try {
-      return await this.#client.fcall(REDIS_DECIDE_FUNCTION, keys.length, ...keys, ...args);
+      return await this.#client.callBuffer(
+        "fcall",
+        REDIS_DECIDE_FUNCTION,
+        keys.length,
+        ...keys,
+        ...args,
+      );
     } catch (error: unknown) {
       if (!isFunctionMissing(error)) throw asStoreError(error);
     }
@@ -685,7 +720,13 @@ export class RedisStore implements LimiterStore {
     await this.#loading;
     if (this.#scriptForm === "eval") return this.#runEval(keys, args);
     try {
-      return await this.#client.fcall(REDIS_DECIDE_FUNCTION, keys.length, ...keys, ...args);
+      return await this.#client.callBuffer(
+        "fcall",
+        REDIS_DECIDE_FUNCTION,
+        keys.length,
+        ...keys,
+        ...args,
+      );
     } catch (error: unknown) {
       throw asStoreError(error);
     }
@@ -718,7 +759,13 @@ export class RedisStore implements LimiterStore {
    */
   async #runEval(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     try {
-      return await this.#client.evalsha(REDIS_DECIDE_SHA1, keys.length, ...keys, ...args);
+      return await this.#client.callBuffer(
+        "evalsha",
+        REDIS_DECIDE_SHA1,
+        keys.length,
+        ...keys,
+        ...args,
+      );
     } catch (error: unknown) {
       if (!isNoScript(error)) throw asStoreError(error);
     }
@@ -727,7 +774,13 @@ export class RedisStore implements LimiterStore {
     // Whether the reload succeeded is its own caller's to report; this call tries again.
     await reloading.catch(() => undefined);
     try {
-      return await this.#client.evalsha(REDIS_DECIDE_SHA1, keys.length, ...keys, ...args);
+      return await this.#client.callBuffer(
+        "evalsha",
+        REDIS_DECIDE_SHA1,
+        keys.length,
+        ...keys,
+        ...args,
+      );
     } catch (error: unknown) {
       if (!isNoScript(error)) throw asStoreError(error);
     }
@@ -735,7 +788,7 @@ export class RedisStore implements LimiterStore {
   }
 
   async #evalAndCache(keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    const call = this.#client.eval(REDIS_DECIDE_LUA, keys.length, ...keys, ...args);
+    const call = this.#client.callBuffer("eval", REDIS_DECIDE_LUA, keys.length, ...keys, ...args);
     this.#reloading = call;
     try {
       return await call;
@@ -747,14 +800,14 @@ export class RedisStore implements LimiterStore {
   }
 }
 
-function outcomeOf(reply: readonly unknown[], offset: number, check: LimitCheck): LimitOutcome {
-  const code = replyNumber(reply, offset);
+function outcomeOf(reply: Buffer, offset: number, check: LimitCheck): LimitOutcome {
+  const code = reply.readUInt8(offset);
   return {
     allowed: code === 0,
     limit: sizeOf(check.limit),
-    remaining: replyNumber(reply, offset + 1),
-    retryAfterMs: replyNumber(reply, offset + 2),
-    resetAfterMs: replyNumber(reply, offset + 3),
+    remaining: reply.readDoubleLE(offset + 1),
+    retryAfterMs: reply.readDoubleLE(offset + 9),
+    resetAfterMs: reply.readDoubleLE(offset + 17),
     reason: reasonOf(code),
     scope: check.scope,
     mode: check.mode,
