@@ -153,7 +153,7 @@ describe("listEnforcers with a liveness window (the incident page's confirmation
 });
 
 describe("readCustomerRejections", () => {
-  it("reads the enforcers' list newest first, skipping entries that do not parse", async () => {
+  it("reads the enforcers' list newest first, with counts (one for an entry from before them), skipping entries that do not parse", async () => {
     const key = enforcerRedisNames(ops.prefix).rejections("acme");
     await redis.lpush(
       key,
@@ -171,17 +171,41 @@ describe("readCustomerRejections", () => {
         enforcerId: "gw-2",
       }),
       JSON.stringify({ atMs: "soon", scope: "tier:pro" }),
+      JSON.stringify({ atMs: 4_000, count: 0, scope: "tier:pro", endpointClass: null }),
       JSON.stringify({
         atMs: 2_000,
+        firstAtMs: 1_500,
+        count: 7,
         scope: "ceiling",
         endpointClass: "default",
         enforcerId: "gw-1",
       }),
     );
     expect(await readCustomerRejections("acme", 50, ops)).toEqual([
-      { atMs: 3_000, scope: "incident:inc-1", endpointClass: null, enforcerId: "gw-2" },
-      { atMs: 2_000, scope: "ceiling", endpointClass: "default", enforcerId: "gw-1" },
-      { atMs: 1_000, scope: "tier:pro", endpointClass: "search", enforcerId: "gw-1" },
+      {
+        atMs: 3_000,
+        firstAtMs: 3_000,
+        count: 1,
+        scope: "incident:inc-1",
+        endpointClass: null,
+        enforcerId: "gw-2",
+      },
+      {
+        atMs: 2_000,
+        firstAtMs: 1_500,
+        count: 7,
+        scope: "ceiling",
+        endpointClass: "default",
+        enforcerId: "gw-1",
+      },
+      {
+        atMs: 1_000,
+        firstAtMs: 1_000,
+        count: 1,
+        scope: "tier:pro",
+        endpointClass: "search",
+        enforcerId: "gw-1",
+      },
     ]);
     expect(await readCustomerRejections("nobody", 50, ops)).toEqual([]);
   });

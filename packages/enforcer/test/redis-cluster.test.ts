@@ -321,9 +321,10 @@ describe("Redis Cluster, end to end", () => {
         ),
       );
       expect(decisionsCounted.reduce((sum, minute) => sum + minute.decisions, 0)).toBe(25);
+      // The 5 rejections, counted in entries of one limit (within a second of each other).
       const rejections = await waitFor("the recent rejections", async () => {
         const listed = await readRecentRejections(control, enforcerPrefix, "globex", 50);
-        return listed.length === 5 ? listed : undefined;
+        return listed.reduce((sum, entry) => sum + entry.count, 0) === 5 ? listed : undefined;
       });
       expect(rejections.every((rejection) => rejection.scope === "tier:still")).toBe(true);
     } finally {

@@ -66,6 +66,8 @@ describe("MetricsFlusher rejection lists", () => {
     expect(times[0]).toBe(wall.nowMs());
     expect(list[0]).toEqual({
       atMs: wall.nowMs(),
+      firstAtMs: wall.nowMs(),
+      count: 1,
       scope: "ceiling",
       endpointClass: "search",
       enforcerId: 'gw-"1"',
@@ -105,10 +107,9 @@ describe("MetricsFlusher rejection lists", () => {
       }
     }
     await flusher.flush();
-    const lengths = await Promise.all(
-      customers.map((customerId) => redis.llen(names.rejections(customerId))),
-    );
-    expect(lengths).toEqual(customers.map(() => 3));
+    // Each customer's three rejections, by one limit within a second: one entry counting three.
+    const lists = await Promise.all(customers.map((customerId) => listOf(customerId)));
+    expect(lists.map((list) => list.map((entry) => entry.count))).toEqual(customers.map(() => [3]));
     const listed = await redis.zrange(names.rejectedCustomers, "0", "-1");
     expect(listed).toEqual(expect.arrayContaining(customers));
     // The newest rejection's time is each customer's score.

@@ -288,11 +288,14 @@ function RecentRejections({
     );
   }
   const groups = groupRejections(rejections.entries);
+  const total = groups.reduce((sum, group) => sum + group.count, 0);
   return (
     <>
       <p className="muted small">
-        The latest {rejections.entries.length} rejections the enforcers reported (they keep each
-        customer's recent ones for an hour), by the limit that rejected them.
+        {total.toLocaleString("en-US")} {total === 1 ? "rejection" : "rejections"} in the enforcers'
+        latest {rejections.entries.length} {rejections.entries.length === 1 ? "report" : "reports"}{" "}
+        (they keep each customer's recent ones for an hour; rejections by one limit within a second
+        are reported together), by the limit that rejected them.
       </p>
       <ScrollRegion className={styles.tableScroll} label="Recent rejections">
         <table className="data" data-testid="rejections">
@@ -312,7 +315,7 @@ function RecentRejections({
                   <code>{group.scope}</code>
                 </td>
                 <td>{group.endpointClass ?? <span className="muted">unknown</span>}</td>
-                <td>{group.count}</td>
+                <td>{group.count.toLocaleString("en-US")}</td>
                 <td>
                   <LocalTime at={group.latestAtMs} relative />
                 </td>
@@ -346,14 +349,14 @@ function groupRejections(entries: readonly CustomerRejectionEntry[]): RejectionG
       groups.set(key, {
         scope: entry.scope,
         endpointClass: entry.endpointClass,
-        count: 1,
+        count: entry.count,
         latestAtMs: entry.atMs,
-        earliestAtMs: entry.atMs,
+        earliestAtMs: entry.firstAtMs,
       });
     } else {
-      group.count++;
+      group.count += entry.count;
       group.latestAtMs = Math.max(group.latestAtMs, entry.atMs);
-      group.earliestAtMs = Math.min(group.earliestAtMs, entry.atMs);
+      group.earliestAtMs = Math.min(group.earliestAtMs, entry.firstAtMs);
     }
   }
   return [...groups.values()].sort((a, b) => b.latestAtMs - a.latestAtMs);

@@ -245,8 +245,14 @@ describe("RecentRejections", () => {
     recent.record("acme", "tier:pro/endpoint:reports", "reports");
     recent.record("globex", "ceiling", null);
     expect(recent.recent("acme")).toEqual([
-      { atMs: WALL_T0 + 1_500, scope: "tier:pro/endpoint:reports", endpointClass: "reports" },
-      { atMs: WALL_T0, scope: "tier:pro", endpointClass: "search" },
+      {
+        atMs: WALL_T0 + 1_500,
+        firstAtMs: WALL_T0 + 1_500,
+        count: 1,
+        scope: "tier:pro/endpoint:reports",
+        endpointClass: "reports",
+      },
+      { atMs: WALL_T0, firstAtMs: WALL_T0, count: 1, scope: "tier:pro", endpointClass: "search" },
     ]);
     expect(recent.recent("nobody")).toEqual([]);
   });
@@ -278,12 +284,51 @@ describe("RecentRejections", () => {
     const { recent } = recorder();
     recent.record("acme", "tier:pro", "search");
     recent.record("globex", "ceiling", null);
+    const at = { atMs: WALL_T0, firstAtMs: WALL_T0, count: 1 };
     expect(recent.drain()).toEqual([
-      { customerId: "acme", atMs: WALL_T0, scope: "tier:pro", endpointClass: "search" },
-      { customerId: "globex", atMs: WALL_T0, scope: "ceiling", endpointClass: null },
+      { customerId: "acme", ...at, scope: "tier:pro", endpointClass: "search" },
+      { customerId: "globex", ...at, scope: "ceiling", endpointClass: null },
     ]);
     expect(recent.drain()).toEqual([]);
     expect(recent.recent("acme")).toHaveLength(1);
+  });
+
+  it("counts rejections by one limit within a second in one entry, until it is drained", () => {
+    const { recent, wall } = recorder();
+    for (let i = 0; i < 5; i++) {
+      recent.record("acme", "tier:pro", "search");
+      wall.advance(100);
+    }
+    // Another limit, another endpoint class: entries of their own.
+    recent.record("acme", "ceiling", "search");
+    recent.record("acme", "ceiling", null);
+    // A second after the first of an entry (at +500 ms): a new one.
+    wall.set(WALL_T0 + 1_500);
+    recent.record("acme", "ceiling", null);
+    expect(
+      recent.recent("acme").map(({ scope, endpointClass, count }) => [scope, endpointClass, count]),
+    ).toEqual([
+      ["ceiling", null, 1],
+      ["ceiling", null, 1],
+      ["ceiling", "search", 1],
+      ["tier:pro", "search", 5],
+    ]);
+    expect(recent.recent("acme").at(-1)).toMatchObject({
+      firstAtMs: WALL_T0,
+      atMs: WALL_T0 + 400,
+    });
+    const drained = recent.drain();
+    expect(drained.map((rejection) => rejection.count)).toEqual([5, 1, 1, 1]);
+    // Drained: the next rejection starts an entry of its own, so nothing is sent twice.
+    recent.record("acme", "ceiling", null);
+    expect(recent.drain()).toEqual([
+      expect.objectContaining({ scope: "ceiling", endpointClass: null, count: 1 }),
+    ]);
+    // A wall clock that steps back starts a new entry too.
+    wall.advance(-500);
+    recent.record("acme", "ceiling", null);
+    recent.record("acme", "ceiling", null);
+    expect(recent.drain().map((rejection) => rejection.count)).toEqual([2]);
   });
 
   it("keeps at most maxPending undrained rejections, dropping the oldest and counting them", () => {

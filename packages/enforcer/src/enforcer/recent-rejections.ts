@@ -1,14 +1,21 @@
 /**
- * A bounded, expiring record of each customer's recent rejections, for the console.
+ * A bounded, expiring record of each customer's recent rejections, for the console. Rejections of
+ * one customer by one limit within a second of each other are one entry with a count (a client
+ * hammering past its limit is one line a second, not thousands), so recording a rejection usually
+ * allocates nothing.
  */
 import type { Clock } from "../limiter/clock";
 import { monotonicClock, wallClock } from "../limiter/clock";
 import { BoundedLru } from "./lru";
 
-/** One rejection of a customer's request, as the console lists it. */
+/** Rejections of a customer's requests by one limit, as the console lists them. */
 export interface RecentRejection {
-  /** Wall-clock time, epoch milliseconds. */
+  /** The latest one's wall-clock time, epoch milliseconds. */
   readonly atMs: number;
+  /** The first one's; `atMs` when there was one. */
+  readonly firstAtMs: number;
+  /** How many, from `firstAtMs` to `atMs` (at most COALESCE_MS apart). */
+  readonly count: number;
   readonly scope: string;
   /** The endpoint class, or null when the gateway did not know it. */
   readonly endpointClass: string | null;
@@ -18,10 +25,22 @@ export interface CustomerRejection extends RecentRejection {
   readonly customerId: string;
 }
 
-interface StoredRejection extends RecentRejection {
-  /** On the monotonic clock. */
+/** An entry as kept: counted on until it is a second old or handed to the flusher. */
+interface StoredRejection {
+  readonly customerId: string;
+  readonly scope: string;
+  readonly endpointClass: string | null;
+  readonly firstAtMs: number;
+  atMs: number;
+  count: number;
+  /** On the monotonic clock: its first rejection's time plus the listing time. */
   readonly expiresAtMs: number;
+  /** Drained (handed to the flusher): a later rejection starts a new entry. */
+  isDrained: boolean;
 }
+
+/** Rejections by one limit within this long of the first are counted in one entry. */
+export const COALESCE_MS = 1_000;
 
 export interface RecentRejectionsOptions {
   /** Most customers remembered; the least recently rejected is forgotten. @default 10_000 */
@@ -55,7 +74,7 @@ export class RecentRejections {
   readonly #clock: Clock;
   readonly #wallClock: Clock;
   /** A ring: `#pendingStart` is the oldest; `#pendingCount` entries follow it. */
-  readonly #pending: (CustomerRejection | undefined)[];
+  readonly #pending: (StoredRejection | undefined)[];
   #pendingStart = 0;
   #pendingCount = 0;
   #droppedCount = 0;
@@ -74,7 +93,7 @@ export class RecentRejections {
     if (!(Number.isInteger(this.#maxPending) && this.#maxPending >= 1)) {
       throw new RangeError(`maxPending must be a whole number >= 1`);
     }
-    this.#pending = new Array<CustomerRejection | undefined>(this.#maxPending);
+    this.#pending = new Array<StoredRejection | undefined>(this.#maxPending);
   }
 
   get customerCount(): number {
@@ -86,24 +105,51 @@ export class RecentRejections {
     return this.#droppedCount;
   }
 
-  /** Records that `customerId`'s request was rejected by `scope`. */
-  record(customerId: string, scope: string, endpointClass: string | null): void {
-    // Built without spreads: this runs for every rejection.
-    const atMs = this.#wallClock.nowMs();
+  /**
+   * Records that `customerId`'s request was rejected by `scope`, at `wallNowMs` (the wall clock's
+   * reading, when the caller has read it already): counted in the customer's latest entry when
+   * that is for the same limit and endpoint class, less than COALESCE_MS old and not drained yet,
+   * else a new entry.
+   */
+  record(
+    customerId: string,
+    scope: string,
+    endpointClass: string | null,
+    wallNowMs?: number,
+  ): void {
+    const atMs = wallNowMs ?? this.#wallClock.nowMs();
+    const list = this.#byCustomer.get(customerId);
+    const latest = list?.[list.length - 1];
+    if (
+      latest !== undefined &&
+      !latest.isDrained &&
+      latest.scope === scope &&
+      latest.endpointClass === endpointClass &&
+      atMs >= latest.atMs &&
+      atMs - latest.firstAtMs < COALESCE_MS
+    ) {
+      latest.count++;
+      latest.atMs = atMs;
+      return;
+    }
+    // Built without spreads: this runs for every new entry.
     const stored: StoredRejection = {
-      atMs,
+      customerId,
       scope,
       endpointClass,
+      firstAtMs: atMs,
+      atMs,
+      count: 1,
       expiresAtMs: this.#clock.nowMs() + this.#ttlMs,
+      isDrained: false,
     };
-    const list = this.#byCustomer.get(customerId);
     if (list === undefined) {
       this.#byCustomer.set(customerId, [stored]);
     } else {
       list.push(stored);
       if (list.length > this.#maxPerCustomer) list.shift();
     }
-    this.#enqueue({ customerId, atMs, scope, endpointClass });
+    this.#enqueue(stored);
   }
 
   /** The customer's unexpired rejections, newest first. */
@@ -117,16 +163,22 @@ export class RecentRejections {
       return [];
     }
     if (live.length !== list.length) this.#byCustomer.set(customerId, live);
-    return live.map(({ atMs, scope, endpointClass }) => ({ atMs, scope, endpointClass })).reverse();
+    return live.map(publicRejection).reverse();
   }
 
-  /** Rejections recorded since the last drain, oldest first; forgets them. */
+  /**
+   * Entries made since the last drain, oldest first, with their counts so far; forgets them
+   * (a rejection after this starts a new entry, so none is counted twice).
+   */
   drain(): readonly CustomerRejection[] {
     const drained: CustomerRejection[] = [];
     for (let offset = 0; offset < this.#pendingCount; offset++) {
       const index = (this.#pendingStart + offset) % this.#maxPending;
       const rejection = this.#pending[index];
-      if (rejection !== undefined) drained.push(rejection);
+      if (rejection !== undefined) {
+        rejection.isDrained = true;
+        drained.push({ customerId: rejection.customerId, ...publicRejection(rejection) });
+      }
       this.#pending[index] = undefined;
     }
     this.#pendingStart = 0;
@@ -134,8 +186,11 @@ export class RecentRejections {
     return drained;
   }
 
-  #enqueue(rejection: CustomerRejection): void {
+  #enqueue(rejection: StoredRejection): void {
     if (this.#pendingCount === this.#maxPending) {
+      // The oldest is dropped: counted as such, and no longer counted on.
+      const dropped = this.#pending[this.#pendingStart];
+      if (dropped !== undefined) dropped.isDrained = true;
       this.#pending[this.#pendingStart] = rejection;
       this.#pendingStart = (this.#pendingStart + 1) % this.#maxPending;
       this.#droppedCount++;
@@ -144,4 +199,14 @@ export class RecentRejections {
     this.#pending[(this.#pendingStart + this.#pendingCount) % this.#maxPending] = rejection;
     this.#pendingCount++;
   }
+}
+
+function publicRejection(stored: StoredRejection): RecentRejection {
+  return {
+    atMs: stored.atMs,
+    firstAtMs: stored.firstAtMs,
+    count: stored.count,
+    scope: stored.scope,
+    endpointClass: stored.endpointClass,
+  };
 }

@@ -385,10 +385,11 @@ export class MetricsFlusher {
       chunk.keys.push(key);
       chunk.args.push(String(newest.length));
       for (const rejection of newest) {
-        // What JSON.stringify of { atMs, scope, endpointClass, enforcerId } writes, with the
-        // quoted strings made once per flush (a few distinct ones, thousands of entries).
+        // What JSON.stringify of { atMs, firstAtMs, count, scope, endpointClass, enforcerId }
+        // writes, with the quoted strings made once per flush (a few distinct ones, thousands of
+        // entries).
         chunk.args.push(
-          `{"atMs":${JSON.stringify(rejection.atMs)},"scope":${quoted(rejection.scope)},"endpointClass":${quoted(rejection.endpointClass)},"enforcerId":${quotedId}}`,
+          `{"atMs":${JSON.stringify(rejection.atMs)},"firstAtMs":${JSON.stringify(rejection.firstAtMs)},"count":${JSON.stringify(rejection.count)},"scope":${quoted(rejection.scope)},"endpointClass":${quoted(rejection.endpointClass)},"enforcerId":${quotedId}}`,
         );
       }
       if (chunk.keys.length >= REJECTION_LISTS_PER_CALL) {

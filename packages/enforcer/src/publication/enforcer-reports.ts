@@ -135,20 +135,39 @@ export async function readEnforcerHeartbeats(
   return { published, heartbeats };
 }
 
-/** One rejection an enforcer recorded for a customer. */
+/**
+ * Rejections of a customer by one limit that an enforcer recorded as one entry: `count` of them
+ * from `firstAtMs` to `atMs` (within a second; see the enforcer's `recent-rejections.ts`).
+ */
 export interface RecentRejection {
   readonly atMs: number;
+  readonly firstAtMs: number;
+  readonly count: number;
   readonly scope: string;
   readonly endpointClass: string | null;
   readonly enforcerId: string | null;
 }
 
-const ZStoredRejection = z.object({
-  atMs: z.number().int().nonnegative(),
-  scope: z.string().max(500),
-  endpointClass: z.string().max(100).nullable(),
-  enforcerId: z.string().max(200).nullable().default(null),
-});
+/** An entry as stored; one from a release before counts stands for one rejection at `atMs`. */
+const ZStoredRejection = z
+  .object({
+    atMs: z.number().int().nonnegative(),
+    firstAtMs: z.number().int().nonnegative().optional(),
+    count: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).default(1),
+    scope: z.string().max(500),
+    endpointClass: z.string().max(100).nullable(),
+    enforcerId: z.string().max(200).nullable().default(null),
+  })
+  .transform(
+    (entry): RecentRejection => ({
+      atMs: entry.atMs,
+      firstAtMs: Math.min(entry.firstAtMs ?? entry.atMs, entry.atMs),
+      count: entry.count,
+      scope: entry.scope,
+      endpointClass: entry.endpointClass,
+      enforcerId: entry.enforcerId,
+    }),
+  );
 
 /**
  * A customer's recent rejections as the enforcers flushed them (`rejections:<customerId>`: newest
