@@ -160,10 +160,44 @@ describe("DecisionEngine", () => {
     const { engine, store } = setup({ snapshot: null });
     const result = await engine.check({ customerId: "initech", method: "GET", path: "/" });
     expect(result.decision).toMatchObject({ allowed: true, source: "no-policy", scope: null });
-    expect(result.http).toEqual({ status: null, headers: {}, body: null });
+    expect(result.http).toEqual({ status: null, headers: {}, body: null, bodyText: null });
     expect(result.policyVersion).toBeNull();
     expect(store.calls).toBe(0);
     expect(engine.metrics.totals().decisionsBySource["no-policy"]).toBe(1);
+  });
+
+  it("checkNow answers a cached denial at once, without a promise, and as check would", async () => {
+    const { engine, store } = setup({ engine: { localStage: {} } });
+    const request = { customerId: "initech", tier: "free", method: "GET", path: "/v1/things" };
+    // 20 admitted and the 21st rejected by the store: each of those a promise.
+    for (let i = 0; i < 21; i++) expect(engine.checkNow(request)).toBeInstanceOf(Promise);
+    await new Promise((resolve) => setImmediate(resolve));
+    const calls = store.calls;
+    const now = engine.checkNow(request);
+    expect(now).not.toBeInstanceOf(Promise);
+    expect(store.calls).toBe(calls);
+    const awaited = await engine.check(request);
+    const answered = now as Awaited<typeof now>;
+    expect(answered.decision).toMatchObject({ allowed: false, source: "denial-cache" });
+    expect(answered.decision).toEqual(awaited.decision);
+    expect(answered.http).toEqual(awaited.http);
+    // Counted like any decision (made without the store: 0 us, in the first latency bucket).
+    expect(engine.metrics.totals().decisionsBySource["denial-cache"]).toBe(2);
+  });
+
+  it("check and checkNow refuse an invalid customer id, a cached one included, and a bad cost", async () => {
+    const { engine } = setup();
+    const request = { customerId: "initech", tier: "free", method: "GET", path: "/v1/things" };
+    await engine.check(request);
+    await expect(engine.check({ ...request, customerId: "not valid!" })).rejects.toThrow(
+      /is not a valid customer id/,
+    );
+    expect(() => engine.checkNow({ ...request, customerId: "not valid!" })).toThrow(TypeError);
+    expect(() => engine.checkNow({ ...request, cost: -1 })).toThrow(/cost/);
+    const { engine: withoutPolicy } = setup({ snapshot: null });
+    expect(() => withoutPolicy.checkNow({ ...request, customerId: "not valid!" })).toThrow(
+      /is not a valid customer id/,
+    );
   });
 
   it("records customers' rejections (time, scope, endpoint class), not anonymous ones", async () => {
@@ -175,7 +209,14 @@ describe("DecisionEngine", () => {
       await engine.check({ method: "GET", path: "/", clientAddress: "203.0.113.9" });
     }
     expect(engine.recentRejections.drain()).toEqual([
-      { customerId: "initech", atMs: wall.nowMs(), scope: "tier:free", endpointClass: "default" },
+      {
+        customerId: "initech",
+        atMs: wall.nowMs(),
+        firstAtMs: wall.nowMs(),
+        count: 1,
+        scope: "tier:free",
+        endpointClass: "default",
+      },
     ]);
   });
 

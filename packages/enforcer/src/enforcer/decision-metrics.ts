@@ -233,12 +233,15 @@ export class DecisionMetrics {
     return this.#droppedBucketCount;
   }
 
-  /** Counts one decision that took `latencyMicros` to make. */
-  record(decision: MetricsDecision, latencyMicros: number): void {
+  /**
+   * Counts one decision that took `latencyMicros` to make, in the time bucket of `wallNowMs` (the
+   * wall clock's reading, when the caller has read it already).
+   */
+  record(decision: MetricsDecision, latencyMicros: number, wallNowMs?: number): void {
     const latency = latencyMicros >= 0 && Number.isFinite(latencyMicros) ? latencyMicros : 0;
     const bucketIndex = this.#latencyBucketOf(latency);
     const totals = this.#totals;
-    const current = this.#currentBucket();
+    const current = this.#currentBucket(wallNowMs ?? this.#wallClock.nowMs());
     // Plain loops over plain counters: this runs for every request.
     const { outcomes, allowed } = decision;
     for (let index = 0; index < outcomes.length; index++) {
@@ -294,8 +297,7 @@ export class DecisionMetrics {
     return index;
   }
 
-  #currentBucket(): Accumulator {
-    const nowMs = this.#wallClock.nowMs();
+  #currentBucket(nowMs: number): Accumulator {
     // The bucket of the previous decision, most often this one's too: two comparisons, no lookup.
     const current = this.#current;
     if (current !== null && nowMs >= this.#currentStartMs && nowMs < this.#currentEndMs) {

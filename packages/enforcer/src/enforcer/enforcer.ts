@@ -251,6 +251,7 @@ export class Enforcer implements RequestChecker {
   readonly #metricsFlushIntervalMs: number;
   readonly #startupWaitMs: number;
   readonly #clock: Clock;
+  readonly #wallClock: Clock;
   readonly #loopDelay = new EventLoopDelayMonitor();
   /** The traffic record, when `recording` was given. */
   readonly recorder: TrafficRecorder | null;
@@ -269,6 +270,7 @@ export class Enforcer implements RequestChecker {
     const clock = options.clock ?? monotonicClock;
     this.#clock = clock;
     const wallClock = options.wallClock ?? defaultWallClock;
+    this.#wallClock = wallClock;
     this.#timers = options.timers ?? systemTimers;
     this.#logger = options.logger ?? jsonLineLogger({ enforcerId: this.enforcerId });
     this.#heartbeatIntervalMs = options.heartbeatIntervalMs ?? 1_000;
@@ -461,10 +463,21 @@ export class Enforcer implements RequestChecker {
   }
 
   /** Decides one request. See `DecisionEngine.check`. */
-  check(request: EnforcerRequest): Promise<EnforcerResult> {
+  async check(request: EnforcerRequest): Promise<EnforcerResult> {
+    return this.checkNow(request);
+  }
+
+  /**
+   * Decides one request, answering at once when no store call is needed. See
+   * `DecisionEngine.checkNow`.
+   */
+  checkNow(request: EnforcerRequest): EnforcerResult | Promise<EnforcerResult> {
+    const wallNowMs = this.#wallClock.nowMs();
     // Identified customers only (`identify`'s answer); an id the engine refuses is skipped.
-    if (request.customerId != null) this.#seen?.record(request.customerId, request.tier);
-    return this.#engine.check(request);
+    if (request.customerId != null) {
+      this.#seen?.record(request.customerId, request.tier, wallNowMs);
+    }
+    return this.#engine.checkNow(request, wallNowMs);
   }
 
   /** Calls `listener` after every policy snapshot applied. Returns the unsubscribe. */

@@ -48,7 +48,7 @@ export function createFetchMiddleware(
     );
     const { http } = result;
     if (http.status !== null) {
-      return new Response(JSON.stringify(http.body), {
+      return new Response(http.bodyText ?? JSON.stringify(http.body), {
         status: http.status,
         headers: http.headers,
       });

@@ -19,8 +19,14 @@ const DOWN_STORE: LimiterStore = {
   peek: () => Promise.reject(new Error("connect ECONNREFUSED")),
 };
 
-/** An engine on the example policy and an in-process store, recording what it was asked. */
-function checker(store?: LimiterStore): RequestChecker & { readonly requests: EnforcerRequest[] } {
+/**
+ * An engine on the example policy and an in-process store, recording what it was asked; with
+ * `isNow`, the local stage on and `checkNow` offered (a cached denial is then answered at once).
+ */
+function checker(
+  store?: LimiterStore,
+  isNow = false,
+): RequestChecker & { readonly requests: EnforcerRequest[] } {
   const timers = new ManualTimers(1_000);
   const snapshot = prepareSnapshot(exampleSnapshot());
   const engine = new DecisionEngine({
@@ -29,14 +35,22 @@ function checker(store?: LimiterStore): RequestChecker & { readonly requests: En
     expectedGateways: 1,
     clock: timers,
     timers,
-    localStage: false,
+    localStage: isNow ? {} : false,
   });
   const requests: EnforcerRequest[] = [];
-  return {
+  const checked = {
     requests,
-    check(request) {
+    check(request: EnforcerRequest) {
       requests.push(request);
       return engine.check(request);
+    },
+  };
+  if (!isNow) return checked;
+  return {
+    ...checked,
+    checkNow(request: EnforcerRequest) {
+      requests.push(request);
+      return engine.checkNow(request);
     },
   };
 }
@@ -300,5 +314,70 @@ describe("Node middleware (node:http, as Express calls it)", () => {
     const response = await fetch(`${base}/`, { headers: { "x-customer-id": "not valid!" } });
     expect(response.status).toBe(500);
     expect(await response.text()).toMatch(/is not a valid customer id/);
+  });
+
+  /** Serves `limiter` and notes, per request, what was done before the middleware returned. */
+  async function serveNoting(limiter: RequestChecker) {
+    const noted: { wentOn: boolean; wasAnswered: boolean }[] = [];
+    const limit = createNodeMiddleware(limiter, {
+      identify: () => ({ customerId: "initech", tier: "free" }),
+    });
+    server = createServer((req, res) => {
+      let wentOn = false;
+      limit(req, res, () => {
+        wentOn = true;
+        res.writeHead(200).end("hello");
+      });
+      noted.push({ wentOn, wasAnswered: res.headersSent });
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    const get = () => fetch(`http://127.0.0.1:${port}/v1/reports/1`);
+    return { noted, get };
+  }
+
+  it("with checkNow, a decision made without the store is answered in the request's own turn", async () => {
+    const { noted, get } = await serveNoting(checker(undefined, true));
+    // Two admitted and one rejected by the store (a promise each), then the denial cache.
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await get()).status);
+    expect(statuses).toEqual([200, 200, 429, 429]);
+    expect(noted).toEqual([
+      { wentOn: false, wasAnswered: false },
+      { wentOn: false, wasAnswered: false },
+      { wentOn: false, wasAnswered: false },
+      { wentOn: false, wasAnswered: true },
+    ]);
+  });
+
+  it("without checkNow, every decision is awaited, and answers the same", async () => {
+    const { noted, get } = await serveNoting(checker());
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await get()).status);
+    expect(statuses).toEqual([200, 200, 429, 429]);
+    expect(noted.every((note) => !note.wentOn && !note.wasAnswered)).toBe(true);
+  });
+
+  it("with checkNow, a mistake of the caller still goes to next(error), at once", async () => {
+    const limit = createNodeMiddleware(checker(undefined, true), {
+      identify: () => ({ customerId: "not valid!", tier: "free" }),
+    });
+    const errorsAtReturn: number[] = [];
+    server = createServer((req, res) => {
+      const errors: unknown[] = [];
+      limit(req, res, (error?: unknown) => {
+        errors.push(error);
+        res.writeHead(500).end(String(error));
+      });
+      errorsAtReturn.push(errors.length);
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    const response = await fetch(`http://127.0.0.1:${port}/`);
+    expect(response.status).toBe(500);
+    expect(await response.text()).toMatch(/is not a valid customer id/);
+    expect(errorsAtReturn).toEqual([1]);
   });
 });

@@ -129,8 +129,19 @@ describe("the HTTP contract: exact headers", () => {
         "X-RateLimit-Reset": "1",
       },
       body: null,
+      bodyText: null,
     });
   });
+
+  const QUOTA_BODY = {
+    type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+    title: "Quota exceeded",
+    status: 429,
+    "violated-policies": ["tier:pro"],
+    code: "RATE_LIMITED",
+    scope: "tier:pro",
+    retryAfterMs: 50,
+  };
 
   it("a rejection is 429 with Retry-After rounded up, RateLimit t equal to it, and the body", () => {
     // The worked minute: 20 at once, then one more 50 ms later finds 0.5 tokens.
@@ -152,15 +163,8 @@ describe("the HTTP contract: exact headers", () => {
         "Retry-After": "1",
         "Content-Type": "application/problem+json",
       },
-      body: {
-        type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
-        title: "Quota exceeded",
-        status: 429,
-        "violated-policies": ["tier:pro"],
-        code: "RATE_LIMITED",
-        scope: "tier:pro",
-        retryAfterMs: 50,
-      },
+      body: QUOTA_BODY,
+      bodyText: JSON.stringify(QUOTA_BODY),
     });
   });
 
@@ -248,19 +252,26 @@ describe("the HTTP contract: exact headers", () => {
         "X-RateLimit-Reset": "1",
       },
       body: null,
+      bodyText: null,
     });
   });
 
   it("with no enforced limit there are no headers at all", () => {
     const { store } = storeAt(T0);
     const none = store.decideSync({ subject: "c:acme", checks: [] });
-    expect(buildRateLimitResponse(none, [])).toEqual({ status: null, headers: {}, body: null });
+    expect(buildRateLimitResponse(none, [])).toEqual({
+      status: null,
+      headers: {},
+      body: null,
+      bodyText: null,
+    });
     const onlyDryRun = [dryRun("candidate:c1", PRO)];
     const decision = store.decideSync({ subject: "c:acme", checks: onlyDryRun });
     expect(buildRateLimitResponse(decision, onlyDryRun)).toEqual({
       status: null,
       headers: {},
       body: null,
+      bodyText: null,
     });
   });
 
@@ -308,6 +319,15 @@ describe("the HTTP contract: exact headers", () => {
     });
   });
 
+  const UNAVAILABLE_BODY = {
+    type: "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity",
+    title: "Rate limiter unavailable",
+    status: 503,
+    code: "LIMITER_UNAVAILABLE",
+    scope: "address/endpoint:sign-in",
+    retryAfterMs: 1000,
+  };
+
   it("a fail-closed rejection (store unavailable) is a 503 with its Retry-After hint and the policy", () => {
     const decision: HttpDecision = {
       allowed: false,
@@ -341,14 +361,8 @@ describe("the HTTP contract: exact headers", () => {
         "Retry-After": "1",
         "Content-Type": "application/problem+json",
       },
-      body: {
-        type: "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity",
-        title: "Rate limiter unavailable",
-        status: 503,
-        code: "LIMITER_UNAVAILABLE",
-        scope: "address/endpoint:sign-in",
-        retryAfterMs: 1000,
-      },
+      body: UNAVAILABLE_BODY,
+      bodyText: JSON.stringify(UNAVAILABLE_BODY),
     });
   });
 
@@ -444,6 +458,104 @@ describe("every response parses and names only advertised policies (RFC 9651 par
     expect(() => contractOf(plainJson)).toThrow(/application\/problem\+json/);
     const badField = { ...rejected, headers: { ...rejected.headers, RateLimit: "tier:pro;r=0" } };
     expect(() => contractOf(badField)).toThrow(/RateLimit/);
+  });
+});
+
+describe("the body's text", () => {
+  const printable = fc.string({
+    unit: fc.integer({ min: 0x20, max: 0x7e }).map((code) => String.fromCharCode(code)),
+    minLength: 1,
+    maxLength: 12,
+  });
+
+  it("is JSON.stringify of the body, for any scopes (quotes and backslashes too), once cached as well", () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(printable, { minLength: 1, maxLength: 3 }),
+        fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.oneof(fc.integer({ min: 0, max: 86_400_000 }), fc.constant(2 ** 53 - 1)),
+        (scopes, rejects, bindingPick, retryAfterMs) => {
+          const checks = scopes.map((scope) => enforce(scope, PRO));
+          const outcomes = scopes.map((scope, i) => ({
+            allowed: !(rejects[i] ?? false),
+            reason: rejects[i] ? ("limit-exceeded" as const) : null,
+            scope,
+            mode: "enforce" as const,
+            limit: 20,
+            remaining: 0,
+            retryAfterMs,
+            resetAfterMs: retryAfterMs,
+          }));
+          const binding = scopes[bindingPick % scopes.length] as string;
+          const decision: HttpDecision = {
+            allowed: false,
+            scope: binding,
+            retryAfterMs,
+            reason: "limit-exceeded",
+            outcomes,
+          };
+          for (let pass = 0; pass < 2; pass++) {
+            const response = buildRateLimitResponse(decision, checks);
+            expect(response.bodyText).toBe(JSON.stringify(response.body));
+          }
+        },
+      ),
+    );
+  });
+
+  it("names every violated policy when the binding one was cached alone before", () => {
+    const outcome = (scope: string, allowed: boolean) => ({
+      allowed,
+      reason: allowed ? null : ("limit-exceeded" as const),
+      scope,
+      mode: "enforce" as const,
+      limit: 20,
+      remaining: 0,
+      retryAfterMs: 10,
+      resetAfterMs: 10,
+    });
+    const checks = [enforce("a", PRO), enforce("b", PRO)];
+    const alone = buildRateLimitResponse(
+      {
+        allowed: false,
+        scope: "a",
+        retryAfterMs: 10,
+        reason: "limit-exceeded",
+        outcomes: [outcome("a", false), outcome("b", true)],
+      },
+      checks,
+    );
+    const both = buildRateLimitResponse(
+      {
+        allowed: false,
+        scope: "a",
+        retryAfterMs: 10,
+        reason: "limit-exceeded",
+        outcomes: [outcome("a", false), outcome("b", false)],
+      },
+      checks,
+    );
+    expect(JSON.parse(alone.bodyText ?? "")["violated-policies"]).toEqual(["a"]);
+    expect(JSON.parse(both.bodyText ?? "")["violated-policies"]).toEqual(["a", "b"]);
+  });
+
+  it("is null for an admission, and JSON.stringify of the body for a fail-closed 503", () => {
+    const { store } = storeAt(T0);
+    const checks = [enforce("tier:pro", PRO)];
+    const admitted = buildRateLimitResponse(store.decideSync({ subject: "c:x", checks }), checks);
+    expect(admitted.bodyText).toBeNull();
+    const unavailable = buildRateLimitResponse(
+      {
+        allowed: false,
+        scope: "tier:pro",
+        retryAfterMs: 1_000,
+        reason: "store-unavailable",
+        outcomes: [],
+      },
+      checks,
+    );
+    expect(unavailable.bodyText).toBe(JSON.stringify(unavailable.body));
   });
 });
 

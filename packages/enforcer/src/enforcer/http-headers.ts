@@ -122,8 +122,10 @@ export interface RateLimitHttpResult {
   readonly status: 429 | 503 | null;
   /** Header names in their canonical spelling, in a stable order. Empty when nothing applies. */
   readonly headers: Readonly<Record<string, string>>;
-  /** The problem-details body of a rejection (send with `JSON.stringify`); null for an admission. */
+  /** The problem-details body of a rejection; null for an admission. */
   readonly body: RateLimitProblem | null;
+  /** `JSON.stringify(body)`, made as the body is (send it as it is); null for an admission. */
+  readonly bodyText: string | null;
 }
 
 /** A limit expressed as a draft-10 quota policy: `q` units per `w` seconds. */
@@ -284,18 +286,15 @@ export function buildRateLimitResponse(
     }
     headers["Retry-After"] = String(retryAfterSec);
     headers["Content-Type"] = PROBLEM_CONTENT_TYPE;
-    return {
+    const body: LimiterUnavailableProblem = {
+      type: TEMPORARY_REDUCED_CAPACITY_TYPE,
+      title: "Rate limiter unavailable",
       status: 503,
-      headers,
-      body: {
-        type: TEMPORARY_REDUCED_CAPACITY_TYPE,
-        title: "Rate limiter unavailable",
-        status: 503,
-        code: "LIMITER_UNAVAILABLE",
-        scope: decision.scope,
-        retryAfterMs: decision.retryAfterMs,
-      },
+      code: "LIMITER_UNAVAILABLE",
+      scope: decision.scope,
+      retryAfterMs: decision.retryAfterMs,
     };
+    return { status: 503, headers, body, bodyText: JSON.stringify(body) };
   }
 
   const binding = bindingOutcomeOf(decision);
@@ -307,13 +306,14 @@ export function buildRateLimitResponse(
     headers["X-RateLimit-Remaining"] = String(clampSfInteger(Math.floor(binding.remaining)));
     headers["X-RateLimit-Reset"] = String(resetSec);
   }
-  if (decision.allowed) return { status: null, headers, body: null };
+  if (decision.allowed) return { status: null, headers, body: null, bodyText: null };
 
   if (decision.scope === null) {
     throw new TypeError("a rejection must name the scope of the limit that rejected it");
   }
   if (hasRetryAfter) headers["Retry-After"] = String(retryAfterSec);
   headers["Content-Type"] = PROBLEM_CONTENT_TYPE;
+  const violated = violatedPolicies(decision);
   return {
     status: 429,
     headers,
@@ -321,13 +321,36 @@ export function buildRateLimitResponse(
       type: QUOTA_EXCEEDED_TYPE,
       title: "Quota exceeded",
       status: 429,
-      "violated-policies": violatedPolicies(decision),
+      "violated-policies": violated,
       code: "RATE_LIMITED",
       scope: decision.scope,
       retryAfterMs: decision.retryAfterMs,
     },
+    bodyText: quotaExceededText(violated, decision.scope, decision.retryAfterMs),
   };
 }
+
+/**
+ * `JSON.stringify` of the 429 body, made from a prefix serialized once per scope (and per list
+ * of violated policies when it is more than the scope alone): a rejection flood serializes one
+ * number per response instead of the whole object. Member order is the body object's.
+ */
+function quotaExceededText(
+  violated: readonly string[],
+  scope: string,
+  retryAfterMs: number,
+): string {
+  const isScopeAlone = violated.length === 1 && violated[0] === scope;
+  let prefix = isScopeAlone ? quotaPrefixes.get(scope) : undefined;
+  if (prefix === undefined) {
+    prefix = `{"type":${JSON.stringify(QUOTA_EXCEEDED_TYPE)},"title":"Quota exceeded","status":429,"violated-policies":${JSON.stringify(violated)},"code":"RATE_LIMITED","scope":${JSON.stringify(scope)},"retryAfterMs":`;
+    if (isScopeAlone && quotaPrefixes.size < MAX_QUOTED_SCOPES) quotaPrefixes.set(scope, prefix);
+  }
+  return `${prefix}${JSON.stringify(retryAfterMs)}}`;
+}
+
+/** The 429 body's text up to `retryAfterMs`, by scope, for rejections that violated it alone. */
+const quotaPrefixes = new Map<string, string>();
 
 /**
  * The names of the enforced limits that rejected, in check order, the binding one always among

@@ -197,10 +197,11 @@ export class LeaseTable {
     input: EnforcerInput,
     refiller: LeaseRefiller,
     isNewRequest = true,
+    nowMsRead?: number,
   ): EnforcerDecision | null {
     const lease = this.#leaseOf(input.subject, input.checks);
     if (lease === null) return null;
-    const nowMs = this.#clock.nowMs();
+    const nowMs = nowMsRead ?? this.#clock.nowMs();
     if (isNewRequest) this.#countDemand(lease, nowMs);
     const cost = input.cost ?? 1;
     let grant = this.#liveGrant(lease, nowMs);

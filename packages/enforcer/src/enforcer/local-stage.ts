@@ -177,13 +177,17 @@ export class DenialCache {
 
   /**
    * A local rejection when a live denial covers one of `input`'s enforced limits at this cost;
-   * null otherwise (ask the shared store). Expired denials found on the way are dropped.
+   * null otherwise (ask the shared store). Expired denials found on the way are dropped. `nowMs`:
+   * this cache's clock, when the caller has read it already.
    */
-  find(input: EnforcerInput): EnforcerDecision | null {
+  find(input: EnforcerInput, nowMs?: number): EnforcerDecision | null {
     if (this.#count === 0) return null;
     const denials = this.#bySubject.get(input.subject);
     if (denials === undefined) return null;
-    const nowMs = this.#clock.nowMs();
+    return this.#findIn(denials, input, nowMs ?? this.#clock.nowMs());
+  }
+
+  #findIn(denials: SubjectDenial[], input: EnforcerInput, nowMs: number): EnforcerDecision | null {
     const cost = input.cost ?? 1;
     let outcomes: EnforcerOutcome[] | null = null;
     for (const check of input.checks) {

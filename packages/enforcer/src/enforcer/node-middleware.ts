@@ -14,7 +14,7 @@
  * goes to `next(error)`, as Express expects.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { RequestChecker } from "./decision-engine";
+import type { EnforcerRequest, EnforcerResult, RequestChecker } from "./decision-engine";
 import {
   enforcerRequestOf,
   forwardedClientAddress,
@@ -36,30 +36,36 @@ export function createNodeMiddleware(
 ): NodeMiddleware {
   const hops = trustedHops(options.trustProxy);
   const { identify } = options;
-  /** Decides for `identity` and answers a rejection itself; resolves true when the request may go on. */
+  const checkNow: (request: EnforcerRequest) => EnforcerResult | Promise<EnforcerResult> =
+    checker.checkNow?.bind(checker) ?? ((request) => checker.check(request));
+  /**
+   * Decides for `identity` and answers a rejection itself: true when the request may go on, at
+   * once when the decision needed no store call, else as a promise.
+   */
   const decide = (
     req: IncomingMessage,
     res: ServerResponse,
     identity: Identity | null,
-  ): Promise<boolean> => {
+  ): boolean | Promise<boolean> => {
     const forwarded = hops === 0 ? undefined : req.headers["x-forwarded-for"];
     const clientAddress =
       options.clientAddress?.(req) ??
       forwardedClientAddress(Array.isArray(forwarded) ? forwarded.join(",") : forwarded, hops) ??
       req.socket.remoteAddress ??
       null;
-    return checker
-      .check(
-        enforcerRequestOf({
-          identity,
-          method: req.method ?? "GET",
-          path: req.url ?? "/",
-          clientAddress,
-          cost: options.cost?.(req),
-          endpointClass: options.endpointClass?.(req),
-        }),
-      )
-      .then((result) => answer(res, result.http));
+    const result = checkNow(
+      enforcerRequestOf({
+        identity,
+        method: req.method ?? "GET",
+        path: req.url ?? "/",
+        clientAddress,
+        cost: options.cost?.(req),
+        endpointClass: options.endpointClass?.(req),
+      }),
+    );
+    return result instanceof Promise
+      ? result.then((decided) => answer(res, decided.http))
+      : answer(res, result.http);
   };
   return (req, res, next) => {
     // `next` is called outside the try: an error thrown by the route after it is not the
@@ -72,8 +78,9 @@ export function createNodeMiddleware(
       next(error);
       return;
     }
-    // A synchronous `identify` (an in-memory key lookup) costs no extra turn of the microtask queue.
-    let decided: Promise<boolean>;
+    // A synchronous `identify` (an in-memory key lookup) and a decision made without the store
+    // (a lease, the denial cache) cost no turn of the microtask queue: `next` is called at once.
+    let decided: boolean | Promise<boolean>;
     try {
       decided = isPromiseLike(identified)
         ? Promise.resolve(identified).then((identity) => decide(req, res, identity))
@@ -82,6 +89,11 @@ export function createNodeMiddleware(
       next(error);
       return;
     }
+    if (decided === true) {
+      next();
+      return;
+    }
+    if (decided === false) return;
     decided.then(
       (mayProceed) => {
         if (mayProceed) next();
@@ -101,8 +113,8 @@ function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
 
 /**
  * Puts the decision on `res`: the headers on an admission (true: go on), or the whole rejection
- * (false). A rejection is written with one `writeHead`, which takes the header record as it is,
- * instead of one `setHeader` per field.
+ * (false). A rejection is written with one `writeHead` of a flat list of header names and values
+ * (Node's raw form: no record to copy and walk by key), and the body already serialized.
  */
 function answer(res: ServerResponse, http: RateLimitHttpResult): boolean {
   const { headers } = http;
@@ -111,10 +123,10 @@ function answer(res: ServerResponse, http: RateLimitHttpResult): boolean {
     for (const name in headers) res.setHeader(name, headers[name] as string);
     return true;
   }
-  const body = JSON.stringify(http.body);
-  const all: Record<string, string | number> = { "Content-Length": Buffer.byteLength(body) };
-  for (const name in headers) all[name] = headers[name] as string;
-  res.writeHead(http.status, all);
+  const body = http.bodyText ?? JSON.stringify(http.body);
+  const raw: string[] = ["Content-Length", String(Buffer.byteLength(body))];
+  for (const name in headers) raw.push(name, headers[name] as string);
+  res.writeHead(http.status, raw);
   res.end(body);
   return false;
 }

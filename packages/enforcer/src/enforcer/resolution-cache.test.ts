@@ -26,8 +26,8 @@ describe("ResolutionCache", () => {
   it("answers a repeated customer, tier and route from the cache, with resolveLimits' result", () => {
     const snapshot = prepareSnapshot(exampleSnapshot());
     const cache = new ResolutionCache();
-    const first = cache.resolve(snapshot, request(), () => AFTER_INCIDENT_MS);
-    const second = cache.resolve(snapshot, request(), () => AFTER_INCIDENT_MS);
+    const first = cache.resolve(snapshot, request(), AFTER_INCIDENT_MS);
+    const second = cache.resolve(snapshot, request(), AFTER_INCIDENT_MS);
     expect(second).toBe(first);
     expect(cache.hitCount).toBe(1);
     expect(first).toEqual(resolveLimits(snapshot, request(), AFTER_INCIDENT_MS, noTrace));
@@ -43,9 +43,9 @@ describe("ResolutionCache", () => {
   ])("keys %s apart", (_label, change: Partial<CachedResolveRequest>) => {
     const snapshot = prepareSnapshot(exampleSnapshot());
     const cache = new ResolutionCache();
-    cache.resolve(snapshot, request(), () => AFTER_INCIDENT_MS);
+    cache.resolve(snapshot, request(), AFTER_INCIDENT_MS);
     const changed = request(change);
-    const resolution = cache.resolve(snapshot, changed, () => AFTER_INCIDENT_MS);
+    const resolution = cache.resolve(snapshot, changed, AFTER_INCIDENT_MS);
     expect(cache.hitCount).toBe(0);
     expect(resolution).toEqual(resolveLimits(snapshot, changed, AFTER_INCIDENT_MS, noTrace));
   });
@@ -63,8 +63,8 @@ describe("ResolutionCache", () => {
         { version: 2 },
       ),
     );
-    const before = cache.resolve(v1, request(), () => AFTER_INCIDENT_MS);
-    const after = cache.resolve(v2, request(), () => AFTER_INCIDENT_MS);
+    const before = cache.resolve(v1, request(), AFTER_INCIDENT_MS);
+    const after = cache.resolve(v2, request(), AFTER_INCIDENT_MS);
     expect(cache.hitCount).toBe(0);
     expect(after).toEqual(resolveLimits(v2, request(), AFTER_INCIDENT_MS, noTrace));
     expect(after.checks).not.toEqual(before.checks);
@@ -75,8 +75,8 @@ describe("ResolutionCache", () => {
     const snapshot = prepareSnapshot(exampleSnapshot());
     const cache = new ResolutionCache();
     const acme = request({ customerId: "acme", tier: "enterprise" });
-    const during = cache.resolve(snapshot, acme, () => DURING_INCIDENT_MS);
-    const after = cache.resolve(snapshot, acme, () => AFTER_INCIDENT_MS);
+    const during = cache.resolve(snapshot, acme, DURING_INCIDENT_MS);
+    const after = cache.resolve(snapshot, acme, AFTER_INCIDENT_MS);
     expect(cache.hitCount).toBe(0);
     expect(cache.size).toBe(0);
     expect(during).toEqual(resolveLimits(snapshot, acme, DURING_INCIDENT_MS, noTrace));
@@ -87,11 +87,11 @@ describe("ResolutionCache", () => {
   it("does not cache anonymous requests (keyed by their address)", () => {
     const snapshot = prepareSnapshot(exampleSnapshot());
     const cache = new ResolutionCache();
-    const first = cache.resolve(snapshot, request({ customerId: null, tier: null }), () => 0);
+    const first = cache.resolve(snapshot, request({ customerId: null, tier: null }), 0);
     const second = cache.resolve(
       snapshot,
       request({ customerId: null, tier: null, clientAddress: "198.51.100.7" }),
-      () => 0,
+      0,
     );
     expect(cache.size).toBe(0);
     expect(first.subject).not.toBe(second.subject);
@@ -101,14 +101,14 @@ describe("ResolutionCache", () => {
     const snapshot = prepareSnapshot(exampleSnapshot());
     const cache = new ResolutionCache({ maxEntries: 50 });
     for (let i = 0; i < 1_000; i++) {
-      cache.resolve(snapshot, request({ customerId: `flood-${i}` }), () => AFTER_INCIDENT_MS);
+      cache.resolve(snapshot, request({ customerId: `flood-${i}` }), AFTER_INCIDENT_MS);
       expect(cache.size).toBeLessThanOrEqual(50);
     }
     expect(cache.size).toBe(50);
     // The most recent is still served from the cache, the first long gone.
-    cache.resolve(snapshot, request({ customerId: "flood-999" }), () => AFTER_INCIDENT_MS);
+    cache.resolve(snapshot, request({ customerId: "flood-999" }), AFTER_INCIDENT_MS);
     expect(cache.hitCount).toBe(1);
-    cache.resolve(snapshot, request({ customerId: "flood-0" }), () => AFTER_INCIDENT_MS);
+    cache.resolve(snapshot, request({ customerId: "flood-0" }), AFTER_INCIDENT_MS);
     expect(cache.hitCount).toBe(1);
   });
 
@@ -119,34 +119,36 @@ describe("ResolutionCache", () => {
       cache.resolve(
         snapshot,
         request({ customerId: `routes-${i % 7}`, path: `/v1/things/${i % 13}` }),
-        () => AFTER_INCIDENT_MS,
+        AFTER_INCIDENT_MS,
       );
       expect(cache.size).toBeLessThanOrEqual(20);
     }
     // A route just resolved is served from the cache.
     const hits = cache.hitCount;
-    cache.resolve(snapshot, request({ customerId: "routes-0", path: "/v1/fresh" }), () => 0);
-    cache.resolve(snapshot, request({ customerId: "routes-0", path: "/v1/fresh" }), () => 0);
+    cache.resolve(snapshot, request({ customerId: "routes-0", path: "/v1/fresh" }), 0);
+    cache.resolve(snapshot, request({ customerId: "routes-0", path: "/v1/fresh" }), 0);
     expect(cache.hitCount).toBe(hits + 1);
   });
 
-  it("reads the wall clock only when it resolves", () => {
+  it("cached() answers what resolve() kept, under the snapshot it was kept under, and nothing else", () => {
     const snapshot = prepareSnapshot(exampleSnapshot());
     const cache = new ResolutionCache();
-    let reads = 0;
-    const wall = () => {
-      reads++;
-      return AFTER_INCIDENT_MS;
-    };
-    for (let i = 0; i < 10; i++) cache.resolve(snapshot, request(), wall);
-    expect(reads).toBe(1);
+    expect(cache.cached(snapshot, request())).toBeUndefined();
+    const kept = cache.resolve(snapshot, request(), AFTER_INCIDENT_MS);
+    expect(cache.cached(snapshot, request())).toBe(kept);
+    expect(cache.cached(snapshot, request({ path: "/v1/other" }))).toBeUndefined();
+    expect(cache.cached(snapshot, request({ customerId: null }))).toBeUndefined();
+    // Another snapshot object empties the cache, even one with the same content.
+    const again = prepareSnapshot(exampleSnapshot());
+    expect(cache.cached(again, request())).toBeUndefined();
+    expect(cache.cached(snapshot, request())).toBeUndefined();
   });
 
   it("throws for an invalid customer id, as resolveLimits does, and caches nothing", () => {
     const snapshot = prepareSnapshot(exampleSnapshot());
     const cache = new ResolutionCache();
     expect(() =>
-      cache.resolve(snapshot, request({ customerId: "bad id" }), () => AFTER_INCIDENT_MS),
+      cache.resolve(snapshot, request({ customerId: "bad id" }), AFTER_INCIDENT_MS),
     ).toThrow(TypeError);
     expect(cache.size).toBe(0);
   });

@@ -81,37 +81,50 @@ export class ResolutionCache {
   }
 
   /**
-   * `resolveLimits(snapshot, request, wallNowMs(), { trace: false })`, from the cache when it
-   * can be. `wallNowMs` is read only when the resolution is computed.
+   * The cached resolution of `request` under `snapshot`, or undefined when there is none (then
+   * {@link resolve} it). A hit was resolved for a valid customer id, under this snapshot.
+   */
+  cached(snapshot: PreparedSnapshot, request: CachedResolveRequest): Resolution | undefined {
+    if (snapshot !== this.#snapshot) {
+      this.#entries.clear();
+      this.#snapshot = snapshot;
+      return undefined;
+    }
+    const { customerId } = request;
+    if (customerId === null) return undefined;
+    const entries = this.#entries.get(customerId);
+    if (entries === undefined) return undefined;
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as CachedEntry;
+      if (
+        entry.path === request.path &&
+        entry.method === request.method &&
+        entry.tier === request.tier &&
+        entry.endpointClass === request.endpointClass
+      ) {
+        this.#hitCount++;
+        return entry.resolution;
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * `resolveLimits(snapshot, request, wallNowMs, { trace: false })`, from the cache when it can
+   * be, and kept for the next request of the same customer and route when it may be.
    */
   resolve(
     snapshot: PreparedSnapshot,
     request: CachedResolveRequest,
-    wallNowMs: () => number,
+    wallNowMs: number,
   ): Resolution {
-    if (snapshot !== this.#snapshot) {
-      this.#entries.clear();
-      this.#snapshot = snapshot;
-    }
+    const hit = this.cached(snapshot, request);
+    if (hit !== undefined) return hit;
     const { customerId } = request;
-    if (customerId === null) return resolveLimits(snapshot, request, wallNowMs(), NO_TRACE);
+    if (customerId === null) return resolveLimits(snapshot, request, wallNowMs, NO_TRACE);
     const entries = this.#entries.get(customerId);
-    if (entries !== undefined) {
-      for (let i = 0; i < entries.length; i++) {
-        const entry = entries[i] as CachedEntry;
-        if (
-          entry.path === request.path &&
-          entry.method === request.method &&
-          entry.tier === request.tier &&
-          entry.endpointClass === request.endpointClass
-        ) {
-          this.#hitCount++;
-          return entry.resolution;
-        }
-      }
-    }
     // Throws on an invalid customer id, which is then not cached either.
-    const resolution = resolveLimits(snapshot, request, wallNowMs(), NO_TRACE);
+    const resolution = resolveLimits(snapshot, request, wallNowMs, NO_TRACE);
     if (snapshot.customers.get(customerId) !== undefined) return resolution;
     const entry: CachedEntry = {
       tier: request.tier,

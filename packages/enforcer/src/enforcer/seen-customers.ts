@@ -107,10 +107,10 @@ export class SeenCustomers {
   /**
    * Notes that `customerId` (as `identify` returned it) sent a request with `tier`. Invalid ids
    * are ignored (the decision refuses them anyway); a tier that is not a tier name is reported as
-   * none. Never throws.
+   * none. Never throws. `wallNowMs`: the wall clock's reading, when the caller has read it already.
    */
-  record(customerId: string, tier: string | null | undefined): void {
-    const nowMs = this.#wallClock.nowMs();
+  record(customerId: string, tier: string | null | undefined, wallNowMs?: number): void {
+    const nowMs = wallNowMs ?? this.#wallClock.nowMs();
     const hour = Math.floor(nowMs / HOUR_MS);
     if (hour !== this.#hour) this.#startHour(hour);
     const given = tier ?? "";
