@@ -516,26 +516,19 @@ describe("the body's text", () => {
       resetAfterMs: 10,
     });
     const checks = [enforce("a", PRO), enforce("b", PRO)];
-    const alone = buildRateLimitResponse(
-      {
-        allowed: false,
-        scope: "a",
-        retryAfterMs: 10,
-        reason: "limit-exceeded",
-        outcomes: [outcome("a", false), outcome("b", true)],
-      },
-      checks,
-    );
-    const both = buildRateLimitResponse(
-      {
-        allowed: false,
-        scope: "a",
-        retryAfterMs: 10,
-        reason: "limit-exceeded",
-        outcomes: [outcome("a", false), outcome("b", false)],
-      },
-      checks,
-    );
+    const rejectedBy = (isBRejecting: boolean) =>
+      buildRateLimitResponse(
+        {
+          allowed: false,
+          scope: "a",
+          retryAfterMs: 10,
+          reason: "limit-exceeded",
+          outcomes: [outcome("a", false), outcome("b", !isBRejecting)],
+        },
+        checks,
+      );
+    const alone = rejectedBy(false);
+    const both = rejectedBy(true);
     expect(JSON.parse(alone.bodyText ?? "")["violated-policies"]).toEqual(["a"]);
     expect(JSON.parse(both.bodyText ?? "")["violated-policies"]).toEqual(["a", "b"]);
   });

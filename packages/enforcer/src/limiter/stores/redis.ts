@@ -687,6 +687,16 @@ export class RedisStore implements LimiterStore {
     );
   }
 
+  /** One command running the decide code: FCALL of the function, or EVALSHA or EVAL of the text. */
+  #send(
+    command: "fcall" | "evalsha" | "eval",
+    code: string,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    return this.#client.callBuffer(command, code, keys.length, ...keys, ...args);
+  }
+
   /** One call of the decide code, in the form in use (see {@link RedisStore.scriptForm}). */
   #run(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     return this.#scriptForm === "function"
@@ -704,13 +714,7 @@ export class RedisStore implements LimiterStore {
    */
   async #runFunction(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     try {
-      return await this.#client.callBuffer(
-        "fcall",
-        REDIS_DECIDE_FUNCTION,
-        keys.length,
-        ...keys,
-        ...args,
-      );
+      return await this.#send("fcall", REDIS_DECIDE_FUNCTION, keys, args);
     } catch (error: unknown) {
       if (!isFunctionMissing(error)) throw asStoreError(error);
     }
@@ -720,13 +724,7 @@ export class RedisStore implements LimiterStore {
     await this.#loading;
     if (this.#scriptForm === "eval") return this.#runEval(keys, args);
     try {
-      return await this.#client.callBuffer(
-        "fcall",
-        REDIS_DECIDE_FUNCTION,
-        keys.length,
-        ...keys,
-        ...args,
-      );
+      return await this.#send("fcall", REDIS_DECIDE_FUNCTION, keys, args);
     } catch (error: unknown) {
       throw asStoreError(error);
     }
@@ -759,13 +757,7 @@ export class RedisStore implements LimiterStore {
    */
   async #runEval(keys: readonly string[], args: readonly string[]): Promise<unknown> {
     try {
-      return await this.#client.callBuffer(
-        "evalsha",
-        REDIS_DECIDE_SHA1,
-        keys.length,
-        ...keys,
-        ...args,
-      );
+      return await this.#send("evalsha", REDIS_DECIDE_SHA1, keys, args);
     } catch (error: unknown) {
       if (!isNoScript(error)) throw asStoreError(error);
     }
@@ -774,13 +766,7 @@ export class RedisStore implements LimiterStore {
     // Whether the reload succeeded is its own caller's to report; this call tries again.
     await reloading.catch(() => undefined);
     try {
-      return await this.#client.callBuffer(
-        "evalsha",
-        REDIS_DECIDE_SHA1,
-        keys.length,
-        ...keys,
-        ...args,
-      );
+      return await this.#send("evalsha", REDIS_DECIDE_SHA1, keys, args);
     } catch (error: unknown) {
       if (!isNoScript(error)) throw asStoreError(error);
     }
@@ -788,7 +774,7 @@ export class RedisStore implements LimiterStore {
   }
 
   async #evalAndCache(keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    const call = this.#client.callBuffer("eval", REDIS_DECIDE_LUA, keys.length, ...keys, ...args);
+    const call = this.#send("eval", REDIS_DECIDE_LUA, keys, args);
     this.#reloading = call;
     try {
       return await call;
