@@ -237,7 +237,7 @@ describe("GuardedStore", () => {
     expect(await pending).toMatchObject({ allowed: false, failure: "store-error" });
   });
 
-  it("a failed batch counts once: decisions failing in one event-loop turn are one failure", async () => {
+  it("a failed batch counts once: decisions in flight together that fail are one failure", async () => {
     const clock = new ManualTimers(T0);
     const timers = turnTimers(clock);
     const { guarded, store } = setup({ clock, timers, consecutiveFailuresToOpen: 3 });
@@ -252,6 +252,19 @@ describe("GuardedStore", () => {
     timers.endTurn();
     await guarded.decide(OPEN_INPUT);
     expect(guarded.breaker.state).toBe("open");
+  });
+
+  it("calls made one after another that fail count one each, even within one event-loop turn", async () => {
+    const clock = new ManualTimers(T0);
+    const timers = turnTimers(clock);
+    const { guarded, store } = setup({ clock, timers, consecutiveFailuresToOpen: 3 });
+    store.behaviour = "fail";
+    // A caller awaiting each decision before the next (no turn ends: the store fails at once).
+    for (let i = 0; i < 2; i++) await guarded.decide(OPEN_INPUT);
+    expect(guarded.breaker.snapshot()).toMatchObject({ state: "closed", consecutiveFailures: 2 });
+    await guarded.decide(OPEN_INPUT);
+    expect(guarded.breaker.state).toBe("open");
+    expect((await guarded.decide(OPEN_INPUT)).failure).toBe("circuit-open");
   });
 
   it("a late timer whose reply already arrived is no failure: the reply wins after this turn's I/O", async () => {

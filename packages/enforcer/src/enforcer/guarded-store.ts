@@ -73,9 +73,6 @@ export interface GuardedLease {
 /** Longest `maxWaitMs` accepted: a minute (a request waiting longer has been given up on). */
 const MAX_WAIT_LIMIT_MS = 60_000;
 
-/** Bits of `#turnOutcomes`. */
-const SUCCESS_SEEN = 1;
-const FAILURE_SEEN = 2;
 
 export class GuardedStore {
   readonly #store: LimiterStore;
@@ -87,8 +84,10 @@ export class GuardedStore {
   readonly #timers: Timers;
   readonly #clock: Clock;
   readonly #onStoreError: ((error: unknown) => void) | undefined;
-  /** Which outcomes were reported to the breaker in this event-loop turn. */
-  #turnOutcomes = 0;
+  /** A success was reported to the breaker in this event-loop turn. */
+  #hasTurnSuccess = false;
+  /** Failures told to the breaker so far: a call remembers the count when it starts. */
+  #failuresTold = 0;
   #slowDecisionCount = 0;
 
   constructor(options: GuardedStoreOptions) {
@@ -167,6 +166,7 @@ export class GuardedStore {
     | { readonly kind: "policy"; readonly decision: EnforcerDecision }
   > {
     const permit = this.#breaker.tryAcquire();
+    const failuresBefore = this.#failuresTold;
     if (permit === null) {
       return {
         kind: "policy",
@@ -187,10 +187,10 @@ export class GuardedStore {
     switch (result.kind) {
       case "ok":
         if (result.elapsedMs > this.#timeoutMs) this.#slowDecisionCount++;
-        this.#report(permit, false);
+        this.#reportSuccess(permit);
         return { kind: "store", value: result.value };
       case "timeout":
-        this.#report(permit, true);
+        this.#reportFailure(permit, failuresBefore);
         return {
           kind: "policy",
           decision: this.#failurePolicy.decide(
@@ -200,7 +200,7 @@ export class GuardedStore {
           ),
         };
       case "error": {
-        this.#report(permit, true);
+        this.#reportFailure(permit, failuresBefore);
         const decision = this.#failurePolicy.decide(
           input,
           "store-error",
@@ -221,23 +221,33 @@ export class GuardedStore {
   }
 
   /**
-   * Tells the breaker, once per kind of outcome per event-loop turn: the decisions a batch
-   * carried settle in the same turn, and they are one piece of evidence. A probe always counts
-   * (it alone can close a half-open circuit). Without `timers.defer` every outcome counts.
+   * Tells the breaker of a failure, unless one was told while this call was in flight: calls in
+   * flight together that fail together (a batch's decisions, or every call on a connection that
+   * dropped) are one piece of evidence, however they settle, while a call started after the last
+   * failure was told is a new one (a caller retrying one call after another). A probe always
+   * counts (it alone can reopen a half-open circuit). `failuresBefore`: `#failuresTold` when the
+   * call started.
    */
-  #report(permit: BreakerPermit, isFailure: boolean): void {
-    const seen = isFailure ? FAILURE_SEEN : SUCCESS_SEEN;
+  #reportFailure(permit: BreakerPermit, failuresBefore: number): void {
+    if (!permit.isProbe && this.#failuresTold !== failuresBefore) return;
+    this.#failuresTold++;
+    this.#breaker.recordFailure(permit);
+  }
+
+  /**
+   * Tells the breaker of a success, once per event-loop turn: the decisions a batch carried
+   * settle in the same turn. A probe always counts (it alone can close a half-open circuit).
+   * Without `timers.defer` every success counts.
+   */
+  #reportSuccess(permit: BreakerPermit): void {
     const defer = this.#timers.defer;
     if (defer !== undefined && !permit.isProbe) {
-      if ((this.#turnOutcomes & seen) !== 0) return;
-      if (this.#turnOutcomes === 0) {
-        defer(() => {
-          this.#turnOutcomes = 0;
-        });
-      }
-      this.#turnOutcomes |= seen;
+      if (this.#hasTurnSuccess) return;
+      this.#hasTurnSuccess = true;
+      defer(() => {
+        this.#hasTurnSuccess = false;
+      });
     }
-    if (isFailure) this.#breaker.recordFailure(permit);
-    else this.#breaker.recordSuccess(permit);
+    this.#breaker.recordSuccess(permit);
   }
 }
