@@ -73,7 +73,6 @@ export interface GuardedLease {
 /** Longest `maxWaitMs` accepted: a minute (a request waiting longer has been given up on). */
 const MAX_WAIT_LIMIT_MS = 60_000;
 
-
 export class GuardedStore {
   readonly #store: LimiterStore;
   readonly #failurePolicy: FailurePolicy;
