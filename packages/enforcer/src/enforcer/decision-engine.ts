@@ -265,7 +265,7 @@ export class DecisionEngine implements RequestChecker {
     let resolution = this.#resolutions.cached(prepared, resolveRequest);
     if (resolution === undefined) {
       if (customerId !== null) assertCustomerId(customerId);
-      resolution = this.#resolutions.resolve(prepared, resolveRequest, wallNowMs);
+      resolution = this.#resolutions.resolveAndKeep(prepared, resolveRequest, wallNowMs);
     }
     const cost = request.cost ?? resolution.cost;
     const input: EnforcerInput = { subject: resolution.subject, checks: resolution.checks, cost };

@@ -144,6 +144,20 @@ describe("ResolutionCache", () => {
     expect(cache.cached(snapshot, request())).toBeUndefined();
   });
 
+  it("resolveAndKeep() keeps what it resolves under its own snapshot, never an older one's", () => {
+    const v1 = prepareSnapshot(exampleSnapshot());
+    const v2 = prepareSnapshot(exampleSnapshot());
+    const cache = new ResolutionCache();
+    cache.resolve(v1, request(), AFTER_INCIDENT_MS);
+    const other = request({ path: "/v1/other" });
+    const kept = cache.resolveAndKeep(v2, other, AFTER_INCIDENT_MS);
+    expect(kept).toEqual(resolveLimits(v2, other, AFTER_INCIDENT_MS, noTrace));
+    expect(cache.cached(v2, other)).toBe(kept);
+    // v1's entry went with v1, and v2's entry is not served under v1.
+    expect(cache.cached(v2, request())).toBeUndefined();
+    expect(cache.cached(v1, other)).toBeUndefined();
+  });
+
   it("throws for an invalid customer id, as resolveLimits does, and caches nothing", () => {
     const snapshot = prepareSnapshot(exampleSnapshot());
     const cache = new ResolutionCache();

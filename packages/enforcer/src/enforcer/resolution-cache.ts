@@ -82,14 +82,10 @@ export class ResolutionCache {
 
   /**
    * The cached resolution of `request` under `snapshot`, or undefined when there is none (then
-   * {@link resolve} it). A hit was resolved for a valid customer id, under this snapshot.
+   * {@link resolveAndKeep} it). A hit was resolved for a valid customer id, under this snapshot.
    */
   cached(snapshot: PreparedSnapshot, request: CachedResolveRequest): Resolution | undefined {
-    if (snapshot !== this.#snapshot) {
-      this.#entries.clear();
-      this.#snapshot = snapshot;
-      return undefined;
-    }
+    if (this.#isNewSnapshot(snapshot)) return undefined;
     const { customerId } = request;
     if (customerId === null) return undefined;
     const entries = this.#entries.get(customerId);
@@ -118,8 +114,20 @@ export class ResolutionCache {
     request: CachedResolveRequest,
     wallNowMs: number,
   ): Resolution {
-    const hit = this.cached(snapshot, request);
-    if (hit !== undefined) return hit;
+    return this.cached(snapshot, request) ?? this.resolveAndKeep(snapshot, request, wallNowMs);
+  }
+
+  /**
+   * `resolveLimits(snapshot, request, wallNowMs, { trace: false })`, kept for the next request of
+   * the same customer and route when it may be, without looking in the cache first: for a caller
+   * that just did ({@link cached} answered undefined).
+   */
+  resolveAndKeep(
+    snapshot: PreparedSnapshot,
+    request: CachedResolveRequest,
+    wallNowMs: number,
+  ): Resolution {
+    this.#isNewSnapshot(snapshot);
     const { customerId } = request;
     if (customerId === null) return resolveLimits(snapshot, request, wallNowMs, NO_TRACE);
     const entries = this.#entries.get(customerId);
@@ -145,6 +153,14 @@ export class ResolutionCache {
       this.#entries.set(customerId, entries);
     }
     return resolution;
+  }
+
+  /** Empties the cache when `snapshot` is another than the one its entries were resolved under. */
+  #isNewSnapshot(snapshot: PreparedSnapshot): boolean {
+    if (snapshot === this.#snapshot) return false;
+    this.#entries.clear();
+    this.#snapshot = snapshot;
+    return true;
   }
 }
 
