@@ -245,6 +245,8 @@ local function read_fields(hkey, count)
     end
   end
   if missing > 0 then
+    -- <prefix>rl2:{<subject>} to <prefix>rl:{<subject>}:, as redisSubjectKey and redisLogKey
+    -- in redis.ts make them (test/redis-store.state.test.ts reads a state left at redisLogKey).
     local brace = find(hkey, "{", 1, true)
     local base = sub(hkey, 1, brace - 5) .. "rl:" .. sub(hkey, brace) .. ":"
     for j = 1, missing do lg[j + 1] = base .. parsed[lg_check[j]][6] end
@@ -927,7 +929,7 @@ end
  * the function's names, so two releases' libraries live side by side during a rolling deploy. A
  * unit test recomputes it from the text, so an edit to the script without this constant fails.
  */
-export const REDIS_DECIDE_VERSION = "fe04c5013a53";
+export const REDIS_DECIDE_VERSION = "e02c2a7f4098";
 
 /** The function the store calls with FCALL. */
 export const REDIS_DECIDE_FUNCTION = `limitplane_decide_${REDIS_DECIDE_VERSION}`;
@@ -945,4 +947,4 @@ export const REDIS_DECIDE_LUA = `${REDIS_DECIDE_BODY}return decide(KEYS, ARGV)
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the EVAL form under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "eacb5739e86187eadc2149e655ec1a86a6294549";
+export const REDIS_DECIDE_SHA1 = "3baca09c3cae3bc0abd6df951d7321ad488447ef";
