@@ -12,10 +12,11 @@
  *    enforcer (RedisStore, local stage and leases on), by rate-limiter-flexible at its best (ioredis
  *    autopipelining, one limiter per check ours makes, chained, `inMemoryBlockOnConsumed`), or by
  *    nothing (the server's own ceiling), driven from this process by autocannon (as in the
- *    issue's measurements) with 64 keep-alive connections, one request in flight on each. Four workloads (1,000 keys admitted; 1,000 keys, half rejected; one hot
- *    key; 1,000 keys all rejected, the local stage's rejection path), at least 5 runs, targets
- *    restarted each run and alternating within it. Every run also checks exactness: no tight-tier
- *    customer (one request per day) is ever admitted more than once, by any process in any run.
+ *    issue's measurements) with 64 keep-alive connections, one request in flight on each. Four
+ *    workloads (1,000 keys admitted; 1,000 keys, half rejected; one hot key; 1,000 keys all
+ *    rejected, the local stage's rejection path), at least 5 runs, targets restarted each run
+ *    and alternating within it. Every run also checks exactness: no tight-tier customer (one
+ *    request per day) is ever admitted more than once, by any process in any run.
  *    And it counts the decisions made without Redis (aim 0: Redis is healthy throughout).
  *
  * Redis: a redis-server of the bench's own on a free port, or `BENCH_REDIS_URL`.
@@ -50,6 +51,7 @@ import {
   loadLine,
   MIN_RUNS,
   pairedRatios,
+  scriptStats,
   summary,
   Targets,
 } from "./fair";
@@ -484,9 +486,9 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
           for (const mode of order) {
             const target = targets.get(mode);
             if (target === undefined) continue;
-            const before = await scriptUsec(redis);
+            const before = (await scriptStats(redis)).usec;
             const result = await measure(target, workload);
-            const after = await scriptUsec(redis);
+            const after = (await scriptStats(redis)).usec;
             results[index]?.get(mode)?.push(result);
             if (index === 0) serverUs.get(mode)?.push((after - before) / result.requests);
           }
@@ -598,16 +600,6 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
     "0",
   );
   targets.print("HTTP targets");
-}
-
-/** fcall + evalsha + eval microseconds so far, from INFO commandstats. */
-async function scriptUsec(redis: Redis): Promise<number> {
-  const info = await redis.info("commandstats");
-  let usec = 0;
-  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval|fcall):calls=\d+,usec=(\d+)/gm)) {
-    usec += Number(match[1]);
-  }
-  return usec;
 }
 
 export async function run(): Promise<void> {

@@ -5,10 +5,12 @@
  *   private `redis-server` on a free port, so `INFO commandstats` counts the bench's commands only;
  * - medians of alternating runs with their spread ({@link summary});
  * - the load average ({@link loadLine});
+ * - Redis's own time in the scripts ({@link scriptStats});
  * - each target of the issue printed with its exact aim and PASS or SHORT ({@link Targets}).
  */
 import { availableParallelism, loadavg } from "node:os";
 import { OwnRedisServer } from "@limitplane/enforcer/testing";
+import type { Redis } from "ioredis";
 
 /** At least this many alternating runs behind every median a target reads. */
 export const MIN_RUNS = 5;
@@ -58,6 +60,22 @@ export async function benchRedis(): Promise<BenchRedis> {
   }
   const server = await OwnRedisServer.start();
   return { url: server.url, isOwn: true, stop: () => server.stop() };
+}
+
+/**
+ * Script calls (fcall, evalsha, eval) and the microseconds Redis spent in them so far, from
+ * INFO commandstats: every side's decisions are script calls, and a script's inner commands are
+ * inside its usec.
+ */
+export async function scriptStats(redis: Redis): Promise<{ calls: number; usec: number }> {
+  const info = await redis.info("commandstats");
+  let calls = 0;
+  let usec = 0;
+  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval|fcall):calls=(\d+),usec=(\d+)/gm)) {
+    calls += Number(match[1]);
+    usec += Number(match[2]);
+  }
+  return { calls, usec };
 }
 
 export function describeRedis(redis: BenchRedis): string {

@@ -17,8 +17,8 @@
  *
  * Figures: decisions/s and latency percentiles are medians over alternating trials (the machine is
  * small and shared, so read orders of magnitude and ratios). Redis server time is the growth of
- * `INFO commandstats` usec of fcall + evalsha + eval during a side's trial, divided by its decisions (every
- * side's decisions are script calls; a script's inner commands are inside its usec). The suite
+ * the scripts' usec in `INFO commandstats` (`scriptStats`: fcall + evalsha + eval) during a
+ * side's trial, divided by its decisions. The suite
  * runs on a redis-server of its own, so nothing else is counted. Printed beside it for information:
  * the server process's on-CPU time per decision (`/proc/<pid>/schedstat`), which a loaded host's
  * scheduler does not stretch. Bytes per key: `MEMORY USAGE` of
@@ -39,7 +39,15 @@ import { Redis } from "ioredis";
 import { RateLimiterRedis, RateLimiterUnion } from "rate-limiter-flexible";
 import { loadEnv } from "@/lib/server/env";
 import { createRedis } from "@/lib/server/redis";
-import { benchRedis, describeRedis, loadLine, pairedRatios, summary, Targets } from "./fair";
+import {
+  benchRedis,
+  describeRedis,
+  loadLine,
+  pairedRatios,
+  scriptStats,
+  summary,
+  Targets,
+} from "./fair";
 
 const SUBJECTS = 10_000;
 const CONCURRENCY = [1, 16, 64] as const;
@@ -175,18 +183,6 @@ async function serverCpuReader(admin: Redis, isOwn: boolean): Promise<(() => num
   const path = `/proc/${pid}/schedstat`;
   if (pid === undefined || !existsSync(path)) return undefined;
   return () => Number(readFileSync(path, "utf8").split(" ")[0]);
-}
-
-/** fcall + evalsha + eval calls and microseconds so far, from INFO commandstats. */
-async function scriptStats(admin: Redis): Promise<{ calls: number; usec: number }> {
-  const info = await admin.info("commandstats");
-  let calls = 0;
-  let usec = 0;
-  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval|fcall):calls=(\d+),usec=(\d+)/gm)) {
-    calls += Number(match[1]);
-    usec += Number(match[2]);
-  }
-  return { calls, usec };
 }
 
 /**
