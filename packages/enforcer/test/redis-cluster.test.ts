@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createEnforcer } from "../src/enforcer/enforcer";
 import type { EnforcerLogger } from "../src/enforcer/logger";
 import { RedisStore } from "../src/limiter/stores/redis";
+import { REDIS_DECIDE_LIBRARY_NAME } from "../src/limiter/stores/redis-decide-script";
 import { StoreUnavailableError } from "../src/limiter/stores/store-unavailable-error";
 import type { LimitCheck } from "../src/limiter/types";
 import { canonicalJson } from "../src/policy/canonical";
@@ -140,18 +141,27 @@ describe("Redis Cluster, end to end", () => {
         const direct = createRedisClient("control", { url: `redis://${node.host}:${node.port}` });
         try {
           const [, keys] = await direct.scan("0", "MATCH", `${prefix}spread:*`, "COUNT", 10_000);
-          return keys.length;
+          const listed = await direct.call(
+            "FUNCTION",
+            "LIST",
+            "LIBRARYNAME",
+            REDIS_DECIDE_LIBRARY_NAME,
+          );
+          return { keys: keys.length, hasLibrary: Array.isArray(listed) && listed.length > 0 };
         } finally {
           direct.disconnect();
         }
       }),
     );
+    // Decided with FCALL: the store loaded its library on every master.
+    expect(store.scriptForm).toBe("function");
+    expect(perMaster.map((master) => master.hasLibrary)).toEqual(cluster.nodes.map(() => true));
     expect(
-      perMaster.every((count) => count > 0),
-      perMaster.join(" "),
+      perMaster.every((master) => master.keys > 0),
+      perMaster.map((master) => master.keys).join(" "),
     ).toBe(true);
     // One key per subject: its hash, holding both buckets.
-    expect(perMaster.reduce((sum, count) => sum + count, 0)).toBe(120);
+    expect(perMaster.reduce((sum, master) => sum + master.keys, 0)).toBe(120);
   });
 
   it("the delta protocol works through a Cluster client: a whole snapshot, then a delta, the head, the log and their announcements", async () => {

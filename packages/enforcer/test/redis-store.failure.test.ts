@@ -2,6 +2,7 @@ import { once } from "node:events";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisStore } from "../src/limiter/stores/redis";
+import { REDIS_DECIDE_LIBRARY_NAME } from "../src/limiter/stores/redis-decide-script";
 import { StoreUnavailableError } from "../src/limiter/stores/store-unavailable-error";
 import type { DecideInput } from "../src/limiter/types";
 import { OwnRedisServer } from "../src/testing/redis-server";
@@ -9,8 +10,8 @@ import { readyRedis } from "./support/redis";
 
 /*
  * Failures, on a redis-server of this file's own (never the shared one): FUNCTION FLUSH and
- * SCRIPT FLUSH (the decide code lost, in each of its forms), a server
- * that stops, one that hangs, and one that comes back. Production time (Redis TIME) throughout.
+ * SCRIPT FLUSH (the decide code lost, in each of its forms), a user not allowed to load
+ * functions, a server that stops, one that hangs, and one that comes back. Production time (Redis TIME) throughout.
  * No test measures a duration: "fails fast" means the decision rejects with the typed error
  * instead of waiting, which the decisions client guarantees by having no offline queue and a
  * 250 ms command timeout.
@@ -51,10 +52,15 @@ describe("RedisStore when Redis fails", () => {
     store = new RedisStore({ client, keyPrefix: "failure:" });
   });
 
+  afterAll(async () => {
+    client.disconnect();
+    admin.disconnect();
+    await server.stop();
+  });
+
   /** Whether the Redis holds the decide library the store loads. */
   async function hasLibrary(): Promise<boolean> {
-    const name = RedisStore.functionName.replace("limitplane_decide_", "limitplane_");
-    const listed = await admin.call("FUNCTION", "LIST", "LIBRARYNAME", name);
+    const listed = await admin.call("FUNCTION", "LIST", "LIBRARYNAME", REDIS_DECIDE_LIBRARY_NAME);
     return Array.isArray(listed) && listed.length > 0;
   }
 
@@ -79,10 +85,36 @@ describe("RedisStore when Redis fails", () => {
     expect(store.scriptForm).toBe("function");
   });
 
-  afterAll(async () => {
-    client.disconnect();
-    admin.disconnect();
-    await server.stop();
+  it("a user whose ACL forbids FUNCTION: the library cannot be loaded, and the store decides with EVALSHA from then on", async () => {
+    await admin.call(
+      "ACL",
+      "SETUSER",
+      "no-functions",
+      "on",
+      "nopass",
+      "~*",
+      "&*",
+      "+@all",
+      "-function",
+    );
+    await admin.call("FUNCTION", "FLUSH");
+    const url = new URL(server.url);
+    url.username = "no-functions";
+    url.password = "any";
+    const limited = await readyRedis("decisions", url.href);
+    try {
+      const store = new RedisStore({ client: limited, keyPrefix: "failure:acl:" });
+      const decisions = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => store.decide(input(`c:acl-${i % 3}`))),
+      );
+      expect(decisions.every((d) => d.allowed)).toBe(true);
+      expect(store.scriptForm).toBe("eval");
+      expect(await hasLibrary()).toBe(false);
+      expect(await admin.script("EXISTS", RedisStore.scriptSha1)).toEqual([1]);
+    } finally {
+      limited.disconnect();
+      await admin.call("ACL", "DELUSER", "no-functions");
+    }
   });
 
   it("the EVAL form: after SCRIPT FLUSH, even with decisions in flight, no decision fails", async () => {

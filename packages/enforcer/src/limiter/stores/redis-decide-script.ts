@@ -934,8 +934,11 @@ export const REDIS_DECIDE_VERSION = "e02c2a7f4098";
 /** The function the store calls with FCALL. */
 export const REDIS_DECIDE_FUNCTION = `limitplane_decide_${REDIS_DECIDE_VERSION}`;
 
+/** The library's name (what `FUNCTION LIST LIBRARYNAME` finds). */
+export const REDIS_DECIDE_LIBRARY_NAME = `limitplane_${REDIS_DECIDE_VERSION}`;
+
 /** The library `FUNCTION LOAD` takes: the body, registering `decide` under the function's name. */
-export const REDIS_DECIDE_LIBRARY = `#!lua name=limitplane_${REDIS_DECIDE_VERSION}
+export const REDIS_DECIDE_LIBRARY = `#!lua name=${REDIS_DECIDE_LIBRARY_NAME}
 ${REDIS_DECIDE_BODY}redis.register_function("${REDIS_DECIDE_FUNCTION}", decide)
 `;
 

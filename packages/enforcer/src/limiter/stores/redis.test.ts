@@ -7,6 +7,7 @@ import {
   REDIS_DECIDE_BODY,
   REDIS_DECIDE_FUNCTION,
   REDIS_DECIDE_LIBRARY,
+  REDIS_DECIDE_LIBRARY_NAME,
   REDIS_DECIDE_LUA,
   REDIS_DECIDE_SHA1,
   REDIS_DECIDE_VERSION,
@@ -137,9 +138,8 @@ describe("RedisStore: the script", () => {
     expect(REDIS_DECIDE_VERSION).toBe(sha1.slice(0, 12));
     expect(REDIS_DECIDE_FUNCTION).toBe(`limitplane_decide_${REDIS_DECIDE_VERSION}`);
     expect(RedisStore.functionName).toBe(REDIS_DECIDE_FUNCTION);
-    expect(REDIS_DECIDE_LIBRARY.startsWith(`#!lua name=limitplane_${REDIS_DECIDE_VERSION}\n`)).toBe(
-      true,
-    );
+    expect(REDIS_DECIDE_LIBRARY_NAME).toBe(`limitplane_${REDIS_DECIDE_VERSION}`);
+    expect(REDIS_DECIDE_LIBRARY.startsWith(`#!lua name=${REDIS_DECIDE_LIBRARY_NAME}\n`)).toBe(true);
     expect(REDIS_DECIDE_LIBRARY).toContain(REDIS_DECIDE_BODY);
     expect(REDIS_DECIDE_LUA.startsWith(REDIS_DECIDE_BODY)).toBe(true);
   });
