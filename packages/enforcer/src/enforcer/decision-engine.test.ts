@@ -170,8 +170,13 @@ describe("DecisionEngine", () => {
     const { engine, store } = setup({ engine: { localStage: {} } });
     const request = { customerId: "initech", tier: "free", method: "GET", path: "/v1/things" };
     // 20 admitted and the 21st rejected by the store: each of those a promise.
-    for (let i = 0; i < 21; i++) expect(engine.checkNow(request)).toBeInstanceOf(Promise);
-    await new Promise((resolve) => setImmediate(resolve));
+    const viaStore = Array.from({ length: 21 }, () => engine.checkNow(request));
+    expect(viaStore.every((answer) => answer instanceof Promise)).toBe(true);
+    const decided = await Promise.all(viaStore);
+    expect(decided.map((answer) => answer.decision.allowed)).toEqual([
+      ...Array.from({ length: 20 }, () => true),
+      false,
+    ]);
     const calls = store.calls;
     const now = engine.checkNow(request);
     expect(now).not.toBeInstanceOf(Promise);

@@ -362,7 +362,9 @@ describe("RedisStore: the function library", () => {
     });
     const store = new RedisStore({ client, keyPrefix: "lp:" });
     const decisions = Array.from({ length: 10 }, () => store.decide(ONE_CHECK));
+    // After this turn's microtasks every decision has had its refusal and waits on the one load.
     await new Promise((resolve) => setImmediate(resolve));
+    expect(calls.filter((call) => call.startsWith("fcall"))).toHaveLength(10);
     release();
     expect((await Promise.all(decisions)).every((d) => d.allowed)).toBe(true);
     expect(calls.filter((call) => call === "function load")).toHaveLength(1);
