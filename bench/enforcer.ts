@@ -465,6 +465,8 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   /** results[workload][mode] = one result per run. */
   const results = WORKLOADS.map(() => new Map<string, LoadResult[]>(modes.map((m) => [m, []])));
   const serverUs = new Map<string, number[]>(modes.map((mode) => [mode, []]));
+  /** Script calls (round trips to Redis) per 1,000 requests, all admitted workload. */
+  const callsPerThousand = new Map<string, number[]>(modes.map((mode) => [mode, []]));
   try {
     for (let run = 0; run < RUNS; run++) {
       // Every target restarts each run (fresh processes on the same Redis state); within a run
@@ -486,11 +488,16 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
           for (const mode of order) {
             const target = targets.get(mode);
             if (target === undefined) continue;
-            const before = (await scriptStats(redis)).usec;
+            const before = await scriptStats(redis);
             const result = await measure(target, workload);
-            const after = (await scriptStats(redis)).usec;
+            const after = await scriptStats(redis);
             results[index]?.get(mode)?.push(result);
-            if (index === 0) serverUs.get(mode)?.push((after - before) / result.requests);
+            if (index === 0) {
+              serverUs.get(mode)?.push((after.usec - before.usec) / result.requests);
+              callsPerThousand
+                .get(mode)
+                ?.push(((after.calls - before.calls) / result.requests) * 1000);
+            }
           }
         }
       } finally {
@@ -572,7 +579,10 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   }
 
   console.log(
-    `\n  Redis server us per request (INFO commandstats fcall + evalsha + eval, all admitted workload): limitplane ${summary(serverUs.get("limitplane") ?? [])}, flexible ${summary(serverUs.get("flexible") ?? [])}`,
+    `\n  Redis server us per request (INFO commandstats fcall + evalsha + eval, all admitted workload, warm-up included): limitplane ${summary(serverUs.get("limitplane") ?? [])}, flexible ${summary(serverUs.get("flexible") ?? [])}`,
+  );
+  console.log(
+    `  script calls per 1,000 requests (the same counts): limitplane ${summary(callsPerThousand.get("limitplane") ?? [], 1)}, flexible ${summary(callsPerThousand.get("flexible") ?? [], 1)}`,
   );
   for (const mode of ["limitplane", "flexible"]) {
     const perKey = admittedTight.get(mode) ?? new Map<string, number>();

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ManualTimers } from "../src/enforcer/timers";
 import { ManualClock } from "../src/limiter/clock";
 import { RedisStore } from "../src/limiter/stores/redis";
 import type { LimitCheck, LimitMode, LimitSpec } from "../src/limiter/types";
@@ -241,6 +242,40 @@ describe("RedisStore leases", () => {
     packed.writeDoubleLE(clock.nowMs(), 9);
     await client.set(key, packed, "PX", 60_000);
     expect(await admitAll(old, checks)).toBe(3);
+  });
+
+  it("calls held back ride with the next decision and are charged exactly as if sent alone", async () => {
+    // Batching on, and timers that never fire by themselves: a held call can only leave with
+    // another decision (if riding were broken, the held calls would never be answered).
+    const batching = new RedisStore({
+      client,
+      keyPrefix: `${runPrefix}lease:`,
+      clock,
+      maxBatchSize: 64,
+      timers: new ManualTimers(),
+    });
+    const checks = [check("account", tokens(100, 0.001)), check("ceiling", tokens(30, 0.001))];
+    const [alone, first, second] = [subject(), subject(), subject()];
+    const wanted = { units: 10, lifeMs: 1_000 };
+    const expected = await store.decideLeasing({ subject: alone, checks }, wanted);
+    const held = [first, second].map((who) =>
+      batching.decideLeasing({ subject: who, checks }, { ...wanted, maxDelayMs: 60_000 }),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    const plain = await batching.decide({ subject: subject(), checks });
+    expect(plain.allowed).toBe(true);
+    const answers = await Promise.all(held);
+    for (const answer of answers) {
+      expect(answer).toMatchObject({ units: expected.units, lifeMs: expected.lifeMs });
+      expect(answer.decision.outcomes.map((o) => o.remaining)).toEqual(
+        expected.decision.outcomes.map((o) => o.remaining),
+      );
+    }
+    // The leased units are charged in Redis: a plain request sees them gone.
+    for (const who of [alone, first, second]) {
+      const after = await store.decide({ subject: who, checks });
+      expect(after.outcomes.map((o) => o.remaining)).toEqual([88, 18]);
+    }
   });
 
   it("refuses a lease request out of range, naming the field, and the script refuses a malformed one", async () => {

@@ -366,7 +366,8 @@ export class DecisionEngine implements RequestChecker {
   /**
    * More units for a busy lease, asked for before it runs out: a store call of cost 0 (it
    * admits nothing) that only leases. Its answer is not a request's decision, so it is not
-   * counted as one.
+   * counted as one. The store may hold it back for a moment (`lease.maxDelayMs`) to send it with
+   * others; the lifetime still runs from `sentAtMs`, read before the call is made.
    */
   #refill(input: EnforcerInput, lease: LeaseRequest): void {
     const sentAtMs = this.#clock.nowMs();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
-import { LeaseTable } from "./lease-table";
+import { type LeaseRequest, LeaseTable } from "./lease-table";
 import { ManualTimers } from "./timers";
 import type { EnforcerCheck, EnforcerDecision, EnforcerInput } from "./types";
 
@@ -206,6 +206,25 @@ describe("LeaseTable", () => {
     ctx.clock.advance(1);
     ctx.table.take(input(), ctx.refiller);
     expect(ctx.refills).toHaveLength(1);
+  });
+
+  it("lets the store hold a refill back a fiftieth of the lifetime, at most 20 ms, and never a request's own call", () => {
+    const delays = [30, 500, 1_000, 10_000].map((lifeMs) => {
+      const ctx = setup({ lifeMs });
+      const asked: LeaseRequest[] = [];
+      const refiller = { refill: (_: EnforcerInput, lease: LeaseRequest) => asked.push(lease) };
+      see(ctx, 4);
+      ctx.clock.advance(lifeMs);
+      expect(ctx.table.take(input(), refiller)).toBeNull();
+      // The request waits on this call: the store must send it at once.
+      const wanted = ctx.table.want(input());
+      expect(wanted.maxDelayMs).toBeUndefined();
+      ctx.table.granted(input(), storeDecision([90, 900]), 4, lifeMs, ctx.clock.nowMs());
+      for (let i = 0; i < 3; i++) ctx.table.take(input(), refiller);
+      expect(asked).toHaveLength(1);
+      return asked[0]?.maxDelayMs;
+    });
+    expect(delays).toEqual([0, 10, 20, 20]);
   });
 
   it("a refill that failed lets the next request ask again", () => {

@@ -191,6 +191,14 @@ export interface LeaseWanted {
   readonly units: number;
   /** Longest lifetime of the lease in ms: a whole number, 0 to 3 600 000. */
   readonly lifeMs: number;
+  /**
+   * How long the store may hold the call back, in ms, to send it together with other decisions:
+   * for a call nobody waits on (a lease refilled before it runs out), so that many travel in one
+   * round trip. The Redis store sends it with the next batch for the same hash slot, or once
+   * this long has passed, whichever comes first. A number from 0 to 60 000.
+   * @default 0 (sent like any decision)
+   */
+  readonly maxDelayMs?: number;
 }
 
 /** A decision and the lease that came with it (0 units: none). */
@@ -198,6 +206,10 @@ export interface LeasedDecision {
   readonly decision: LayeredDecision;
   /** Units of cost reserved for the caller on every check, beyond the request's own. */
   readonly units: number;
-  /** How long the units may be spent, in ms from before the call was sent (0: no lease). */
+  /**
+   * How long the units may be spent, in ms from before the call was made (0: no lease): the
+   * caller's reading, earlier than Redis's, so the lease ends for the caller no later than Redis
+   * allowed, even for a call the store held back (`LeaseWanted.maxDelayMs`).
+   */
   readonly lifeMs: number;
 }

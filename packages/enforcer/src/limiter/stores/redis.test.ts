@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { ManualTimers } from "../../enforcer/timers";
 import { ManualClock } from "../clock";
 import type { DecideInput, LimitSpec } from "../types";
 import { type RedisScriptClient, RedisStore, redisLogKey, redisSubjectKey } from "./redis";
@@ -332,6 +333,161 @@ describe("RedisStore: batching", () => {
     const { client } = fakeClient(echoRemaining);
     expect(() => new RedisStore({ client, keyPrefix: "lp:", maxBatchSize })).toThrow(RangeError);
   });
+});
+
+describe("RedisStore: calls held back (LeaseWanted.maxDelayMs)", () => {
+  /**
+   * Answers every decision of a call as the script would lay it out: per check, admitted with
+   * remaining = the number of the subject; a leasing decision ("l" head) then grants what it
+   * asked for; the call's time last.
+   */
+  const answerAll = async (_command: string, keysAndArgs: readonly string[]) => {
+    const subjects = keysAndArgs
+      .filter((part) => part.startsWith("lp:rl2:"))
+      .map((key) => Number(key.replace(/^lp:rl2:\{c:(\d+)\}$/, "$1")));
+    const args = keysAndArgs.filter((part) => !part.startsWith("lp:rl2:")).slice(1);
+    const parts: Buffer[] = [];
+    let at = 0;
+    for (const subject of subjects) {
+      const head = (args[at] ?? "").split(" ");
+      const checkCount = Number(head[3]);
+      at += 1 + checkCount;
+      const checks = packedReply(
+        Array.from({ length: checkCount }, () => [0, subject, 0, 0] as const),
+        0,
+      ).subarray(0, checkCount * 25);
+      parts.push(checks);
+      if (head[0] === "l") {
+        const lease = Buffer.alloc(16);
+        lease.writeDoubleLE(Number(head[4]), 0);
+        lease.writeDoubleLE(Number(head[5]), 8);
+        parts.push(lease);
+      }
+    }
+    const time = Buffer.alloc(8);
+    time.writeDoubleLE(1796083200000250, 0);
+    return Buffer.concat([...parts, time]);
+  };
+  const input = (n: number): DecideInput => ({ ...ONE_CHECK, subject: `c:${n}` });
+  const lease = (maxDelayMs: number) => ({ units: 5, lifeMs: 1_000, maxDelayMs });
+  const subjectsOf = (keys: readonly string[]) =>
+    keys.map((key) => key.replace(/^lp:rl2:\{(.*)\}$/, "$1"));
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+  function heldStore(maxBatchSize = 64, isCluster = false) {
+    const timers = new ManualTimers();
+    const { client, keysOfCalls } = fakeClient(answerAll, isCluster);
+    const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize, timers });
+    return { store, timers, calls: () => keysOfCalls.map(subjectsOf) };
+  }
+
+  it("calls made turn after turn wait until the first one's delay is up, then leave in one call", async () => {
+    const { store, timers, calls } = heldStore();
+    const answers = [];
+    for (const n of [1, 2, 3]) {
+      answers.push(store.decideLeasing(input(n), lease(20)));
+      await nextTurn();
+    }
+    timers.advance(19);
+    await nextTurn();
+    expect(calls()).toEqual([]);
+    timers.advance(1);
+    expect(calls()).toEqual([["c:1", "c:2", "c:3"]]);
+    // Each gets its own part of the reply.
+    expect(
+      (await Promise.all(answers)).map((a) => [a.decision.remaining, a.units, a.lifeMs]),
+    ).toEqual([
+      [1, 5, 1_000],
+      [2, 5, 1_000],
+      [3, 5, 1_000],
+    ]);
+  });
+
+  it("they ride, first, with the next batch of their slot, and no timer is left behind", async () => {
+    const { store, timers, calls } = heldStore();
+    const held = [store.decideLeasing(input(1), lease(60_000))];
+    await nextTurn();
+    held.push(store.decideLeasing(input(2), lease(60_000)));
+    await nextTurn();
+    const plain = store.decide(input(9));
+    expect(calls()).toEqual([["c:1", "c:2", "c:9"]]);
+    expect((await plain).remaining).toBe(9);
+    expect((await Promise.all(held)).map((a) => a.decision.remaining)).toEqual([1, 2]);
+    timers.advance(60_000);
+    expect(calls()).toHaveLength(1);
+  });
+
+  it("riders fill a batch only up to maxBatchSize; the others wait for their delay", async () => {
+    const { store, timers, calls } = heldStore(2);
+    const held = [1, 2, 3].map((n) => store.decideLeasing(input(n), lease(50)));
+    const plain = store.decide(input(9));
+    expect(calls()).toEqual([["c:1", "c:9"]]);
+    await plain;
+    timers.advance(50);
+    expect(calls()).toEqual([
+      ["c:1", "c:9"],
+      ["c:2", "c:3"],
+    ]);
+    expect((await Promise.all(held)).map((a) => a.decision.remaining)).toEqual([1, 2, 3]);
+  });
+
+  it("a shorter delay brings the send forward for every call held", async () => {
+    const { store, timers, calls } = heldStore();
+    const held = [store.decideLeasing(input(1), lease(100))];
+    timers.advance(5);
+    held.push(store.decideLeasing(input(2), lease(10)));
+    timers.advance(9);
+    expect(calls()).toEqual([]);
+    timers.advance(1);
+    expect(calls()).toEqual([["c:1", "c:2"]]);
+    await Promise.all(held);
+  });
+
+  it("without batching (maxBatchSize 1) nothing is held: the call leaves at once", async () => {
+    const { store, calls } = heldStore(1);
+    const answer = store.decideLeasing(input(1), lease(60_000));
+    expect(calls()).toEqual([["c:1"]]);
+    expect((await answer).units).toBe(5);
+  });
+
+  it("on Redis Cluster only decisions of the same slot ride together", async () => {
+    const { store, timers, calls } = heldStore(64, true);
+    const slotOf = (n: number) => clusterSlot(redisSubjectKey("lp:", `c:${n}`));
+    let sameSlot = 2;
+    while (slotOf(sameSlot) !== slotOf(1)) sameSlot++;
+    let otherSlot = 2;
+    while (slotOf(otherSlot) === slotOf(1)) otherSlot++;
+    const held = [1, otherSlot].map((n) => store.decideLeasing(input(n), lease(30)));
+    const plain = store.decide(input(sameSlot));
+    expect(calls()).toEqual([["c:1", `c:${sameSlot}`]]);
+    await plain;
+    timers.advance(30);
+    expect(calls()).toEqual([["c:1", `c:${sameSlot}`], [`c:${otherSlot}`]]);
+    await Promise.all(held);
+  });
+
+  it("a call that fails fails the decisions riding with it, with StoreUnavailableError", async () => {
+    const timers = new ManualTimers();
+    const { client } = fakeClient(async () => {
+      throw new Error("Connection is closed.");
+    });
+    const store = new RedisStore({ client, keyPrefix: "lp:", maxBatchSize: 8, timers });
+    const held = store.decideLeasing(input(1), lease(60_000)).catch((e: unknown) => e);
+    await nextTurn();
+    const plain = store.decide(input(2)).catch((e: unknown) => e);
+    expect(await held).toBeInstanceOf(StoreUnavailableError);
+    expect(await plain).toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it.each([-1, Number.NaN, 60_001, Number.POSITIVE_INFINITY, "5"])(
+    "maxDelayMs %s is refused, naming the field, and nothing is sent",
+    async (maxDelayMs) => {
+      const { store, calls } = heldStore();
+      const wanted = { units: 5, lifeMs: 1_000, maxDelayMs: maxDelayMs as number };
+      await expect(store.decideLeasing(input(1), wanted)).rejects.toThrow(/lease\.maxDelayMs/);
+      expect(calls()).toEqual([]);
+    },
+  );
 });
 
 describe("RedisStore: the function library", () => {

@@ -1,7 +1,8 @@
 /// <reference path="./cluster-key-slot.d.ts" />
 import calculateSlot from "cluster-key-slot";
+import { systemTimers, type TimerHandle, type Timers } from "../../enforcer/timers";
 import { assertName, assertTimeAndCost, assertValidChecks, assertValidLimit } from "../arguments";
-import type { Clock } from "../clock";
+import { type Clock, monotonicClock } from "../clock";
 import { combineOutcomes } from "../layered";
 import type { ShapedDecision } from "../leaky-shaper";
 import { limitSizeOf } from "../step-limit";
@@ -107,7 +108,18 @@ export interface RedisStoreOptions {
    * @default "function"
    */
   readonly scriptForm?: RedisScriptForm;
+  /**
+   * TESTS ONLY. The timer that sends decisions held back (`LeaseWanted.maxDelayMs`) once their
+   * delay is up, and the clock the delay is measured on.
+   * @default the process's timers (unref'd) and the monotonic clock
+   */
+  readonly timers?: Timers & Clock;
 }
+
+const SYSTEM_TIMERS: Timers & Clock = {
+  setTimer: systemTimers.setTimer,
+  nowMs: monotonicClock.nowMs,
+};
 
 function assertLeaseWanted(lease: LeaseWanted): void {
   if (!(Number.isInteger(lease.units) && lease.units >= 0 && lease.units <= 1e9)) {
@@ -116,6 +128,12 @@ function assertLeaseWanted(lease: LeaseWanted): void {
   if (!(Number.isInteger(lease.lifeMs) && lease.lifeMs >= 0 && lease.lifeMs <= 3_600_000)) {
     throw new RangeError(
       `lease.lifeMs must be a whole number of ms from 0 to 3600000, got ${lease.lifeMs}`,
+    );
+  }
+  const delay = lease.maxDelayMs;
+  if (delay !== undefined && !(typeof delay === "number" && delay >= 0 && delay <= 60_000)) {
+    throw new RangeError(
+      `lease.maxDelayMs must be a number of ms from 0 to 60000, got ${String(delay)}`,
     );
   }
 }
@@ -415,6 +433,15 @@ export class RedisStore implements LimiterStore {
    */
   #queues = new Map<number, PendingDecision[]>();
   #isFlushScheduled = false;
+  /**
+   * Decisions held back (`LeaseWanted.maxDelayMs`), by slot, oldest first: each leaves with the
+   * next batch sent for its slot, or when `#heldTimer` fires at the earliest of their deadlines.
+   */
+  #held = new Map<number, PendingDecision[]>();
+  #heldTimer: TimerHandle | undefined;
+  /** When `#heldTimer` fires, on `#timers`' clock. */
+  #heldDeadlineMs = Number.POSITIVE_INFINITY;
+  readonly #timers: Timers & Clock;
   /** Decisions sent in batches whose reply has not come back yet. */
   #inFlight = 0;
 
@@ -443,6 +470,7 @@ export class RedisStore implements LimiterStore {
       );
     }
     this.#scriptForm = scriptForm;
+    this.#timers = options.timers ?? SYSTEM_TIMERS;
   }
 
   /**
@@ -483,6 +511,7 @@ export class RedisStore implements LimiterStore {
       input,
       ` ${lease.units} ${lease.lifeMs}`,
       LEASE_BYTES,
+      lease.maxDelayMs,
     );
     if (reply === null) return { decision, units: 0, lifeMs: 0 };
     return {
@@ -541,6 +570,7 @@ export class RedisStore implements LimiterStore {
     input: DecideInput,
     headTail: string,
     extraBytes: number,
+    maxDelayMs = 0,
   ): Promise<{ decision: LayeredDecision; reply: Buffer | null; offset: number }> {
     const checks = input.checks;
     assertName("subject", input.subject);
@@ -556,7 +586,12 @@ export class RedisStore implements LimiterStore {
       }
       args.push(checkArgOf(check));
     }
-    const answer = await this.#submit(keys, args, checks.length * CHECK_BYTES + extraBytes);
+    const answer = await this.#submit(
+      keys,
+      args,
+      checks.length * CHECK_BYTES + extraBytes,
+      maxDelayMs,
+    );
     const reply = answer.reply;
     const outcomes: LimitOutcome[] = [];
     let offset = answer.offset;
@@ -605,11 +640,16 @@ export class RedisStore implements LimiterStore {
    * keeps Redis and the client working at the same time under load: the replies of one batch
    * arrive while Redis runs the other, and their callers' next decisions fill a new batch, which
    * leaves at once instead of waiting for the turn to end behind the others.
+   *
+   * A decision that may wait (`maxDelayMs` > 0, a lease refill nobody waits on) is held back
+   * instead, and rides with the next batch of its slot or leaves when its delay is up: refills
+   * come one at a time, a few ms apart, and each alone would cost a round trip of its own.
    */
   #submit(
     keys: readonly string[],
     args: readonly string[],
     replyLength: number,
+    maxDelayMs = 0,
   ): Promise<DecisionReply> {
     if (this.#maxBatchSize === 1) {
       return this.#run(keys, [this.#marginMs, ...args]).then((reply) => {
@@ -625,6 +665,11 @@ export class RedisStore implements LimiterStore {
     // Every key of one decision shares its subject's hash tag, so the first key's slot is the
     // decision's. Computed only on Cluster: a single Redis takes any keys in one script.
     const slot = this.#isCluster ? calculateSlot(keys[0] ?? "") : 0;
+    if (maxDelayMs > 0) {
+      return new Promise((resolve, reject) => {
+        this.#hold({ slot, keys, args, replyLength, resolve, reject }, maxDelayMs);
+      });
+    }
     return new Promise((resolve, reject) => {
       let queue = this.#queues.get(slot);
       if (queue === undefined) {
@@ -653,7 +698,52 @@ export class RedisStore implements LimiterStore {
     for (const queue of queues.values()) this.#sendBatch(queue);
   }
 
-  #sendBatch(batch: readonly PendingDecision[]): void {
+  /** Holds `pending` back for at most `maxDelayMs` (see {@link #submit}). */
+  #hold(pending: PendingDecision, maxDelayMs: number): void {
+    let held = this.#held.get(pending.slot);
+    if (held === undefined) {
+      held = [];
+      this.#held.set(pending.slot, held);
+    }
+    held.push(pending);
+    const deadlineMs = this.#timers.nowMs() + maxDelayMs;
+    if (deadlineMs >= this.#heldDeadlineMs) return;
+    this.#heldTimer?.cancel();
+    this.#heldDeadlineMs = deadlineMs;
+    this.#heldTimer = this.#timers.setTimer(() => this.#sendHeld(), maxDelayMs);
+  }
+
+  /** Sends every decision held back, in batches of at most `maxBatchSize` per slot. */
+  #sendHeld(): void {
+    this.#heldTimer = undefined;
+    this.#heldDeadlineMs = Number.POSITIVE_INFINITY;
+    const held = this.#held;
+    this.#held = new Map();
+    for (const decisions of held.values()) {
+      for (let start = 0; start < decisions.length; start += this.#maxBatchSize) {
+        this.#sendBatch(decisions.slice(start, start + this.#maxBatchSize));
+      }
+    }
+  }
+
+  /**
+   * Sends `queued` in one script call, led by as many decisions held back for the same slot as
+   * fit beside it (they were made earlier, so they run first).
+   */
+  #sendBatch(queued: readonly PendingDecision[]): void {
+    let batch = queued;
+    const first = queued[0];
+    const held = first === undefined ? undefined : this.#held.get(first.slot);
+    if (held !== undefined && queued.length < this.#maxBatchSize) {
+      const riders = held.splice(0, this.#maxBatchSize - queued.length);
+      if (held.length === 0) this.#held.delete((first as PendingDecision).slot);
+      if (this.#held.size === 0) {
+        this.#heldTimer?.cancel();
+        this.#heldTimer = undefined;
+        this.#heldDeadlineMs = Number.POSITIVE_INFINITY;
+      }
+      batch = [...riders, ...queued];
+    }
     const keys: string[] = [];
     const args: string[] = [this.#marginMs];
     let replyLength = 0;
