@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecisionEngine } from "../src/enforcer/decision-engine";
+import { createEnforcer } from "../src/enforcer/enforcer";
 import { ManualTimers } from "../src/enforcer/timers";
 import { RedisStore } from "../src/limiter/stores/redis";
 import { prepareSnapshot } from "../src/policy/prepare";
@@ -135,5 +136,36 @@ describe("DecisionEngine with leases, on the Redis store", () => {
     expect(await send(later.engine, 2)).toEqual(["store", "lease"]);
     later.timers.advance(1_000);
     expect(await send(later.engine, 1)).toEqual(["store"]);
+  });
+});
+
+describe("Enforcer.stop with lease refills held back", () => {
+  it("sends them while its Redis connections are still open, before it closes them", async () => {
+    const server = await OwnRedisServer.start();
+    const statusesAtSend: string[] = [];
+    try {
+      const enforcer = await createEnforcer({
+        redisUrl: server.url,
+        keyPrefix: `stop-held-${Math.random().toString(36).slice(2)}:`,
+        expectedGateways: 1,
+        bootstrapSnapshot: exampleSnapshot(),
+        startupWaitMs: 200,
+        logger: { log() {} },
+        store: (clients, keyPrefix) => {
+          const store = new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: 64 });
+          const sendHeld = store.sendHeld.bind(store);
+          store.sendHeld = () => {
+            statusesAtSend.push(clients.decisions.status);
+            sendHeld();
+          };
+          return store;
+        },
+      });
+      expect((await enforcer.check(request)).decision.allowed).toBe(true);
+      await enforcer.stop();
+    } finally {
+      await server.stop();
+    }
+    expect(statusesAtSend).toEqual(["ready"]);
   });
 });

@@ -238,6 +238,7 @@ export class Enforcer implements RequestChecker {
   readonly enforcerId: string;
   readonly keyPrefix: string;
   readonly #engine: DecisionEngine;
+  readonly #store: LimiterStore;
   readonly #follower: PolicyFollower;
   readonly #clients: EnforcerClients;
   readonly #ownsClients: boolean;
@@ -313,9 +314,10 @@ export class Enforcer implements RequestChecker {
             redis: this.#clients.control,
             prefix: this.keyPrefix,
           });
+    this.#store = makeStore(this.#clients, this.keyPrefix);
     this.#engine = new DecisionEngine({
       recorder: this.recorder ?? undefined,
-      store: makeStore(this.#clients, this.keyPrefix),
+      store: this.#store,
       snapshot: () => this.#follower.current,
       expectedGateways: options.expectedGateways,
       timeoutMs: options.timeoutMs,
@@ -583,6 +585,8 @@ export class Enforcer implements RequestChecker {
     this.#loops = [];
     this.#loopDelay.stop();
     await this.#follower.stop();
+    // Lease refills held back for company go now, ahead of the QUIT below, so they are answered.
+    this.#store.sendHeld?.();
     await this.#flusher.flush();
     await this.#seenReporter?.flush();
     await this.recorder?.flush().catch(() => undefined);

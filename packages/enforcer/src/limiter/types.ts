@@ -183,6 +183,11 @@ export interface LimiterStore {
    * `RedisStore.decideLeasing`). A store without it is never asked for leases.
    */
   decideLeasing?(input: DecideInput, lease: LeaseWanted): Promise<LeasedDecision>;
+  /**
+   * Optional: sends at once every call held back (`LeaseWanted.maxDelayMs`), so that a caller
+   * about to close the store's connection gets their answers first.
+   */
+  sendHeld?(): void;
 }
 
 /** What a caller asks to lease with a decision (see `LimiterStore.decideLeasing`). */

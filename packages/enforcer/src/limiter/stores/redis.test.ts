@@ -443,6 +443,16 @@ describe("RedisStore: calls held back (LeaseWanted.maxDelayMs)", () => {
     await Promise.all(held);
   });
 
+  it("sendHeld sends every call held at once (a connection about to close), and its timer is gone", async () => {
+    const { store, timers, calls } = heldStore(2);
+    const held = [1, 2, 3].map((n) => store.decideLeasing(input(n), lease(20)));
+    store.sendHeld();
+    expect(calls()).toEqual([["c:1", "c:2"], ["c:3"]]);
+    timers.advance(20);
+    expect(calls()).toHaveLength(2);
+    expect((await Promise.all(held)).map((a) => a.units)).toEqual([5, 5, 5]);
+  });
+
   it("without batching (maxBatchSize 1) nothing is held: the call leaves at once", async () => {
     const { store, calls } = heldStore(1);
     const answer = store.decideLeasing(input(1), lease(60_000));

@@ -713,6 +713,15 @@ export class RedisStore implements LimiterStore {
     this.#heldTimer = this.#timers.setTimer(() => this.#sendHeld(), maxDelayMs);
   }
 
+  /**
+   * Sends every decision held back now (`LeaseWanted.maxDelayMs`), in batches of at most
+   * `maxBatchSize` per slot: before the connection is closed, so that they are answered.
+   */
+  sendHeld(): void {
+    this.#heldTimer?.cancel();
+    this.#sendHeld();
+  }
+
   /** Sends every decision held back, in batches of at most `maxBatchSize` per slot. */
   #sendHeld(): void {
     this.#heldTimer = undefined;
