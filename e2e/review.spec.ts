@@ -315,9 +315,17 @@ test.describe("review: the audit log", () => {
 });
 
 /**
- * An hour of history in which a made-up scope rejected 1%, then 60% over the last five minutes, 100
- * requests a minute: a sharp rise against its own baseline. Written as rolled-up minutes, as the
- * worker would have, because a real hour of traffic does not fit in a test.
+ * An hour of history in which a made-up scope rejected 1% (100 requests a minute), then 60% over
+ * the three minutes before this one (200 a minute): a sharp rise against its own baseline.
+ * Written as rolled-up minutes, as the worker would have, because a real hour of traffic does not
+ * fit in a test.
+ *
+ * The two minutes between the rise and the baseline hold nothing, so the page may read it up to
+ * two minutes later: the alert's windows end at the start of the page's minute (recent: the 5
+ * minutes before it; baseline: the hour before those), and a minute boundary passing after the
+ * seed moves both windows by a minute. Without the gap, one boundary put a 60% minute into the
+ * baseline ("2% → 60%"). The console also drops stored rows of the minutes Redis still holds
+ * live counts for (the demo gateways' traffic), so the recent window may see fewer of the three.
  */
 async function seedRejectionRise(scope: string): Promise<void> {
   const client = new pg.Client({ connectionString: E2E_DATABASE_URL });
@@ -326,8 +334,9 @@ async function seedRejectionRise(scope: string): Promise<void> {
     await client.query(
       `INSERT INTO "MetricMinute" ("scope", "minute", "allowed", "rejected")
        SELECT $1, date_trunc('minute', now()) - m * interval '1 minute',
-              CASE WHEN m <= 5 THEN 40 ELSE 99 END, CASE WHEN m <= 5 THEN 60 ELSE 1 END
-       FROM generate_series(1, 65) AS m`,
+              CASE WHEN m <= 3 THEN 80 ELSE 99 END, CASE WHEN m <= 3 THEN 120 ELSE 1 END
+       FROM generate_series(1, 67) AS m
+       WHERE m NOT IN (4, 5)`,
       [scope],
     );
   } finally {
