@@ -6,6 +6,7 @@
  * heartbeat, metrics and rejections), and a master that stops.
  */
 import { once } from "node:events";
+import calculateSlot from "cluster-key-slot";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createEnforcer } from "../src/enforcer/enforcer";
 import type { EnforcerLogger } from "../src/enforcer/logger";
@@ -162,6 +163,33 @@ describe("Redis Cluster, end to end", () => {
     ).toBe(true);
     // One key per subject: its hash, holding both buckets.
     expect(perMaster.reduce((sum, master) => sum + master.keys, 0)).toBe(120);
+  });
+
+  it("lease calls held back for subjects on every master leave per slot, each to its master, and charge exactly", async () => {
+    const store = new RedisStore({
+      client: decisions,
+      keyPrefix: `${prefix}held:`,
+      maxBatchSize: 64,
+    });
+    const checks: LimitCheck[] = [
+      { scope: "tier:pro", bucket: "account", limit: tokenBucket(100, 0.001), mode: "enforce" },
+    ];
+    const subjects = Array.from({ length: 30 }, (_, i) => `c:held-${i}`);
+    // Held for up to 50 ms, then sent by the store's own timer: one call per slot.
+    const answers = await Promise.all(
+      subjects.map((subject) =>
+        store.decideLeasing(
+          { subject, checks, cost: 0 },
+          { units: 10, lifeMs: 1_000, maxDelayMs: 50 },
+        ),
+      ),
+    );
+    expect(answers.map((answer) => answer.units)).toEqual(subjects.map(() => 10));
+    // The ten leased units are gone from every subject's bucket, wherever it lives.
+    const after = await Promise.all(subjects.map((subject) => store.decide({ subject, checks })));
+    expect(after.map((decision) => decision.remaining)).toEqual(subjects.map(() => 89));
+    const slots = new Set(subjects.map((subject) => calculateSlot(store.subjectKey(subject))));
+    expect(slots.size).toBeGreaterThan(cluster.nodes.length);
   });
 
   it("the delta protocol works through a Cluster client: a whole snapshot, then a delta, the head, the log and their announcements", async () => {
