@@ -261,6 +261,7 @@ describe("RedisStore leases", () => {
     const held = [first, second].map((who) =>
       batching.decideLeasing({ subject: who, checks }, { ...wanted, maxDelayMs: 60_000 }),
     );
+    // The plain decision comes in a later turn than the held calls, as a request would.
     await new Promise((resolve) => setImmediate(resolve));
     const plain = await batching.decide({ subject: subject(), checks });
     expect(plain.allowed).toBe(true);

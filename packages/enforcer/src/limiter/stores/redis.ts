@@ -708,24 +708,18 @@ export class RedisStore implements LimiterStore {
     held.push(pending);
     const deadlineMs = this.#timers.nowMs() + maxDelayMs;
     if (deadlineMs >= this.#heldDeadlineMs) return;
-    this.#heldTimer?.cancel();
+    this.#cancelHeldTimer();
     this.#heldDeadlineMs = deadlineMs;
-    this.#heldTimer = this.#timers.setTimer(() => this.#sendHeld(), maxDelayMs);
+    this.#heldTimer = this.#timers.setTimer(() => this.sendHeld(), maxDelayMs);
   }
 
   /**
    * Sends every decision held back now (`LeaseWanted.maxDelayMs`), in batches of at most
-   * `maxBatchSize` per slot: before the connection is closed, so that they are answered.
+   * `maxBatchSize` per slot: what the timer does when the earliest delay is up, and what a caller
+   * about to close the connection calls, so that they are answered.
    */
   sendHeld(): void {
-    this.#heldTimer?.cancel();
-    this.#sendHeld();
-  }
-
-  /** Sends every decision held back, in batches of at most `maxBatchSize` per slot. */
-  #sendHeld(): void {
-    this.#heldTimer = undefined;
-    this.#heldDeadlineMs = Number.POSITIVE_INFINITY;
+    this.#cancelHeldTimer();
     const held = this.#held;
     this.#held = new Map();
     for (const decisions of held.values()) {
@@ -735,22 +729,25 @@ export class RedisStore implements LimiterStore {
     }
   }
 
+  /** No timer for the decisions held back (none are, or they are being sent). */
+  #cancelHeldTimer(): void {
+    this.#heldTimer?.cancel();
+    this.#heldTimer = undefined;
+    this.#heldDeadlineMs = Number.POSITIVE_INFINITY;
+  }
+
   /**
    * Sends `queued` in one script call, led by as many decisions held back for the same slot as
    * fit beside it (they were made earlier, so they run first).
    */
   #sendBatch(queued: readonly PendingDecision[]): void {
     let batch = queued;
-    const first = queued[0];
-    const held = first === undefined ? undefined : this.#held.get(first.slot);
+    const slot = queued[0]?.slot ?? 0;
+    const held = this.#held.get(slot);
     if (held !== undefined && queued.length < this.#maxBatchSize) {
       const riders = held.splice(0, this.#maxBatchSize - queued.length);
-      if (held.length === 0) this.#held.delete((first as PendingDecision).slot);
-      if (this.#held.size === 0) {
-        this.#heldTimer?.cancel();
-        this.#heldTimer = undefined;
-        this.#heldDeadlineMs = Number.POSITIVE_INFINITY;
-      }
+      if (held.length === 0) this.#held.delete(slot);
+      if (this.#held.size === 0) this.#cancelHeldTimer();
       batch = [...riders, ...queued];
     }
     const keys: string[] = [];
