@@ -84,7 +84,15 @@
  * Cost (the hot path, issue 19): what Redis spends per call besides the commands was mostly making
  * closures (the EVAL form still does, once per call); the library makes them once. The
  * algorithms are blocks of the main loop, not functions. Arguments are parsed once per distinct
- * text, and the reply is packed as it is made, so nothing is formatted per decision.
+ * text, and the reply is packed as it is made, so nothing is formatted per decision. Lua spends
+ * most of a decision interpreting and calling, so the admitted paths of the token bucket and the
+ * fixed and sliding windows (nearly every decision) write `ceil_ms`, `whole_units`,
+ * `window_start_of`, `windows_between` and `math.min` out in place, and compute a rejection's
+ * reset only when rejecting; one call's reply pieces go in one table kept between calls; a
+ * one-field read and write call HMGET and HSET without `unpack`. Counted in instructions
+ * (callgrind, redis-server replaying the same recorded batches): one limit 43.4k to 39.2k per
+ * decision, three layers 90.4k to 82.2k (rate-limiter-flexible's one counter: 48.4k). Packing a
+ * decision's checks' replies into one string cost more than one string each (2.6k more for three).
  *
  * Expiry: a key's TTL covers the time until every state written in it is indistinguishable from
  * no state (window over, bucket full, meter drained, newest log entry out of the window), rounded
@@ -199,6 +207,9 @@ local MAX_LEASE_UNITS, MAX_LEASE_MS = 1e9, 3600000
 -- then the caches start again, so hostile arguments cannot grow them without bound).
 local heads, checks, parsed_count = {}, {}, 0
 local MAX_PARSED = 4096
+-- The call's reply, piece by piece: one table for every call, so that a call does not grow a new
+-- one (the pieces past a call's own are left from earlier calls, and never read).
+local reply_parts = {}
 -- The current decision's checks: parsed argument, reply code and stepped state (s1 to s3 the
 -- state's numbers; a sliding log's table in s1). Reused from one decision to the next.
 local parsed, codes, s1, s2, s3 = {}, {}, {}, {}, {}
@@ -228,9 +239,14 @@ local lg, lg_check = { "MGET" }, {}
 -- stale (its entries predate the switch): read as empty, and replaced when written. A log
 -- without a field is as an earlier release left it, and is read as it is.
 local function read_fields(hkey, count)
-  hm[2], hm[3] = hkey, "x"
-  for i = 1, count do hm[i + 3] = parsed[i][5] end
-  local got = pcall_(unpack_(hm, 1, count + 3))
+  local got
+  if count == 1 then
+    got = pcall_("HMGET", hkey, "x", parsed[1][5])
+  else
+    hm[2], hm[3] = hkey, "x"
+    for i = 1, count do hm[i + 3] = parsed[i][5] end
+    got = pcall_(unpack_(hm, 1, count + 3))
+  end
   if got.err then
     for i = 1, count do stored[i] = false end
     return false, true
@@ -275,7 +291,8 @@ local function write_fields(hkey, nh, deadline, longest, is_test_time, foreign)
   local known = 0
   if deadline and #deadline == 8 then known = sunpack("<d", deadline) end
   if known >= now + ttl and known <= now + MAX_TTL_MS then
-    call(unpack_(hs, 1, nh))
+    -- The usual write: one field, without the unpack.
+    if nh == 4 then call("HSET", hkey, hs[3], hs[4]) else call(unpack_(hs, 1, nh)) end
     return
   end
   ttl = 2 * ttl
@@ -289,7 +306,7 @@ local function decide(KEYS, ARGV)
 if not floor then bind() end
 margin_ms = tonumber(ARGV[1])
 res = nil
-local reply = {}  -- the reply's packed pieces
+local reply = reply_parts  -- the reply's packed pieces: reply[1..r + 1] (see reply_parts)
 local r = 0
 local k = 0        -- KEYS used by earlier decisions
 local a = 2        -- next ARGV
@@ -450,7 +467,7 @@ while a <= argc do
       local value
       if algorithm ~= 2 then
         value = stored[i]
-        if not (type(value) == "string" and byte(value, 1) == algorithm
+        if not (value and byte(value, 1) == algorithm
           and (#value == LENGTHS[algorithm] or (algorithm == 4 and #value == 49))) then
           value = nil
         end
@@ -478,19 +495,24 @@ while a <= argc do
           local elapsed = now - last_ms
           tokens = stored_tokens
           if elapsed > 0 then tokens = stored_tokens + (elapsed * p2) / 1000 end
-          tokens = min(tokens, p1)
+          if p1 < tokens then tokens = p1 end
         end
-        local reset_ms = ceil_ms(((p1 - tokens) * 1000) / p2)
         s1[i], s2[i] = tokens, now
-        if cost > p1 then
-          code, remaining, retry, reset = 2, whole_units(tokens, p1), 0, reset_ms
-        elseif cost <= tokens + UNIT_TOLERANCE then
+        if cost <= tokens + UNIT_TOLERANCE and cost <= p1 then
+          -- Admitted: the common path, with ceil_ms and whole_units written out.
           local left = 0
           if tokens > cost then left = tokens - cost end
-          code, remaining, retry = 0, whole_units(left, p1), 0
-          reset = ceil_ms(((p1 - left) * 1000) / p2)
+          remaining = floor(left + 1e-9)
+          if remaining <= 0 then remaining = 0 elseif not (remaining < p1) then remaining = floor(p1) end
+          local d = ((p1 - left) * 1000) / p2
+          if d <= 1e-6 then reset = 0 else reset = ceil(d - 1e-6) end
+          code, retry = 0, 0
           s1[i] = left
+        elseif cost > p1 then
+          code, remaining, retry = 2, whole_units(tokens, p1), 0
+          reset = ceil_ms(((p1 - tokens) * 1000) / p2)
         else
+          local reset_ms = ceil_ms(((p1 - tokens) * 1000) / p2)
           retry = ceil_ms(((cost - tokens) * 1000) / p2)
           for step = 0, RETRY_CORRECTION_STEPS do
             local elapsed = (now + retry) - now
@@ -509,27 +531,40 @@ while a <= argc do
           code, remaining, reset = 1, whole_units(tokens, p1), reset_ms
         end
       elseif algorithm == 1 then
-        -- fixed-window.ts: state {windowStartMs, count}; p1 limit, p2 windowMs.
-        local ws = window_start_of(now, p2)
+        -- fixed-window.ts: state {windowStartMs, count}; p1 limit, p2 windowMs. (window_start_of
+        -- and windows_between written out.)
+        local into = fmod(now, p2)
+        local ws = now - into
+        if into < 0 then ws = now - into - p2 end
         local used = 0
         if value then
           local _, stored_ws, stored_count = sunpack("<Bdd", value)
-          if windows_between(stored_ws, ws, p2) <= 0 then used = stored_count end
+          local x = (ws - stored_ws) / p2
+          local later = floor(x)
+          if x - later >= 0.5 then later = later + 1 end
+          if later <= 0 then used = stored_count end
         end
         local window_end = ws + p2
         local available = p1 - used
-        local reset_ms = 0
-        if used > 0 then reset_ms = ceil_ms(window_end - now) end
         s1[i], s2[i] = ws, used
-        if cost > p1 then
-          code, remaining, retry, reset = 2, whole_units(available, p1), 0, reset_ms
-        elseif cost <= available + UNIT_TOLERANCE then
+        if cost <= available + UNIT_TOLERANCE and cost <= p1 then
+          -- Admitted: the common path, with ceil_ms and whole_units written out.
           local counted = used + cost
           reset = 0
-          if counted > 0 then reset = ceil_ms(window_end - now) end
-          code, remaining, retry = 0, whole_units(available - cost, p1), 0
+          if counted > 0 then
+            local d = window_end - now
+            if d <= 1e-6 then reset = 0 else reset = ceil(d - 1e-6) end
+          end
+          remaining = floor(available - cost + 1e-9)
+          if remaining <= 0 then remaining = 0 elseif not (remaining < p1) then remaining = floor(p1) end
+          code, retry = 0, 0
           s2[i] = counted
+        elseif cost > p1 then
+          code, remaining, retry, reset = 2, whole_units(available, p1), 0, 0
+          if used > 0 then reset = ceil_ms(window_end - now) end
         else
+          local reset_ms = 0
+          if used > 0 then reset_ms = ceil_ms(window_end - now) end
           retry = ceil_ms(window_end - now)
           for step = 0, RETRY_CORRECTION_STEPS do
             local counted = 0
@@ -547,12 +582,16 @@ while a <= argc do
         end
       elseif algorithm == 3 then
         -- sliding-window.ts: state {windowStartMs, currentCount, previousCount}; p1 limit, p2
-        -- windowMs.
-        local ws = window_start_of(now, p2)
+        -- windowMs. (window_start_of and windows_between written out.)
+        local into = fmod(now, p2)
+        local ws = now - into
+        if into < 0 then ws = now - into - p2 end
         local curr, prev = 0, 0
         if value then
           local _, stored_ws, stored_curr, stored_prev = sunpack("<Bddd", value)
-          local later = windows_between(stored_ws, ws, p2)
+          local x = (ws - stored_ws) / p2
+          local later = floor(x)
+          if x - later >= 0.5 then later = later + 1 end
           if later <= 0 then
             curr, prev = stored_curr, stored_prev
           elseif later == 1 then
@@ -560,52 +599,61 @@ while a <= argc do
           end
         end
         local available = p1 - (curr + prev * (1 - (now - ws) / p2))
-        local reset_ms = 0
-        if curr > 0 then
-          reset_ms = ceil_ms(ws + 2 * p2 - now)
-        elseif prev > 0 then
-          reset_ms = ceil_ms(ws + p2 - now)
-        end
         s1[i], s2[i], s3[i] = ws, curr, prev
-        if cost > p1 then
-          code, remaining, retry, reset = 2, whole_units(available, p1), 0, reset_ms
-        elseif cost <= available + UNIT_TOLERANCE then
+        if cost <= available + UNIT_TOLERANCE and cost <= p1 then
+          -- Admitted: the common path, with ceil_ms and whole_units written out.
           local counted = curr + cost
           reset = 0
+          local d
           if counted > 0 then
-            reset = ceil_ms(ws + 2 * p2 - now)
+            d = ws + 2 * p2 - now
           elseif prev > 0 then
-            reset = ceil_ms(ws + p2 - now)
+            d = ws + p2 - now
           end
-          code, remaining, retry = 0, whole_units(available - cost, p1), 0
+          if d then
+            if d <= 1e-6 then reset = 0 else reset = ceil(d - 1e-6) end
+          end
+          remaining = floor(available - cost + 1e-9)
+          if remaining <= 0 then remaining = 0 elseif not (remaining < p1) then remaining = floor(p1) end
+          code, retry = 0, 0
           s2[i] = counted
         else
-          local room_at
-          local room_in_current = p1 - cost - curr
-          if room_in_current >= 0 then
-            room_at = ws + p2 * (1 - room_in_current / prev)
+          local reset_ms = 0
+          if curr > 0 then
+            reset_ms = ceil_ms(ws + 2 * p2 - now)
+          elseif prev > 0 then
+            reset_ms = ceil_ms(ws + p2 - now)
+          end
+          if cost > p1 then
+            code, remaining, retry, reset = 2, whole_units(available, p1), 0, reset_ms
           else
-            room_at = (ws + p2) + p2 * (1 - (p1 - cost) / curr)
-          end
-          retry = ceil_ms(room_at - now)
-          for step = 0, RETRY_CORRECTION_STEPS do
-            local at = now + retry
-            local start = window_start_of(at, p2)
-            local later = windows_between(ws, start, p2)
-            local c, p = 0, 0
-            if later <= 0 then
-              c, p = curr, prev
-            elseif later == 1 then
-              p = curr
+            local room_at
+            local room_in_current = p1 - cost - curr
+            if room_in_current >= 0 then
+              room_at = ws + p2 * (1 - room_in_current / prev)
+            else
+              room_at = (ws + p2) + p2 * (1 - (p1 - cost) / curr)
             end
-            if c + p * (1 - (at - start) / p2) + cost <= p1 + UNIT_TOLERANCE then break end
-            if step == RETRY_CORRECTION_STEPS then
-              if reset_ms > retry then retry = reset_ms end
-              break
+            retry = ceil_ms(room_at - now)
+            for step = 0, RETRY_CORRECTION_STEPS do
+              local at = now + retry
+              local start = window_start_of(at, p2)
+              local later = windows_between(ws, start, p2)
+              local c, p = 0, 0
+              if later <= 0 then
+                c, p = curr, prev
+              elseif later == 1 then
+                p = curr
+              end
+              if c + p * (1 - (at - start) / p2) + cost <= p1 + UNIT_TOLERANCE then break end
+              if step == RETRY_CORRECTION_STEPS then
+                if reset_ms > retry then retry = reset_ms end
+                break
+              end
+              retry = retry + 1
             end
-            retry = retry + 1
+            code, remaining, reset = 1, whole_units(available, p1), reset_ms
           end
-          code, remaining, reset = 1, whole_units(available, p1), reset_ms
         end
       elseif algorithm == 5 then
         -- leaky-meter.ts: state {zeroRoomAtMs}; p1 burst, p2 drainPerSec.
@@ -920,7 +968,7 @@ end
 -- every decision that used it, and with each decision's place in the call, the traffic record's
 -- order.
 reply[r + 1] = pack("<d", redis_now_us or 0)
-return concat(reply)
+return concat(reply, "", 1, r + 1)
 end
 `;
 
@@ -929,7 +977,7 @@ end
  * the function's names, so two releases' libraries live side by side during a rolling deploy. A
  * unit test recomputes it from the text, so an edit to the script without this constant fails.
  */
-export const REDIS_DECIDE_VERSION = "e02c2a7f4098";
+export const REDIS_DECIDE_VERSION = "6cd948d80dbe";
 
 /** The function the store calls with FCALL. */
 export const REDIS_DECIDE_FUNCTION = `limitplane_decide_${REDIS_DECIDE_VERSION}`;
@@ -950,4 +998,4 @@ export const REDIS_DECIDE_LUA = `${REDIS_DECIDE_BODY}return decide(KEYS, ARGV)
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the EVAL form under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "3baca09c3cae3bc0abd6df951d7321ad488447ef";
+export const REDIS_DECIDE_SHA1 = "b38806ca73881c87e7d7b46158ded372f0a6cfc3";
