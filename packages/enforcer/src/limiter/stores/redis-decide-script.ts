@@ -157,6 +157,9 @@ end
 
 -- The call's expiry margin (ARGV[1]), and the current decision's time and cost.
 local margin_ms, now, cost
+-- The texts the margin and TIME's seconds were last read from, and the seconds as a number:
+-- both repeat from call to call, and comparing texts (interned) costs less than tonumber.
+local margin_text, seconds_text, seconds = false, false, 0
 
 -- A TTL for a lifetime: rounded up, plus the margin, capped at 2^52 ms. Passed as a number, which
 -- Redis turns into its %.17g text: exact, as every value here is whole and below 2^53.
@@ -304,7 +307,10 @@ end
 
 local function decide(KEYS, ARGV)
 if not floor then bind() end
-margin_ms = tonumber(ARGV[1])
+if ARGV[1] ~= margin_text then
+  margin_text = ARGV[1]
+  margin_ms = tonumber(margin_text)
+end
 res = nil
 local reply = reply_parts  -- the reply's packed pieces: reply[1..r + 1] (see reply_parts)
 local r = 0
@@ -351,7 +357,11 @@ while a <= argc do
   else
     if not redis_now then
       local time = call("TIME")
-      redis_now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      if time[1] ~= seconds_text then
+        seconds_text = time[1]
+        seconds = tonumber(seconds_text)
+      end
+      redis_now_us = seconds * 1000000 + tonumber(time[2])
       redis_now = redis_now_us / 1000
     end
     now = redis_now
@@ -977,7 +987,7 @@ end
  * the function's names, so two releases' libraries live side by side during a rolling deploy. A
  * unit test recomputes it from the text, so an edit to the script without this constant fails.
  */
-export const REDIS_DECIDE_VERSION = "6cd948d80dbe";
+export const REDIS_DECIDE_VERSION = "1efbb22644c8";
 
 /** The function the store calls with FCALL. */
 export const REDIS_DECIDE_FUNCTION = `limitplane_decide_${REDIS_DECIDE_VERSION}`;
@@ -998,4 +1008,4 @@ export const REDIS_DECIDE_LUA = `${REDIS_DECIDE_BODY}return decide(KEYS, ARGV)
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the EVAL form under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "b38806ca73881c87e7d7b46158ded372f0a6cfc3";
+export const REDIS_DECIDE_SHA1 = "dcce0e2b54869ddd6ee3a778e15bafc3ca38a45f";
