@@ -18,6 +18,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
   redis: () => import("./redis"),
+  "redis-instructions": () => import("./redis-instructions"),
   scale: () => import("./scale"),
 };
 
