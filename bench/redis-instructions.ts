@@ -30,11 +30,11 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { type LimitCheck, RedisStore } from "@limitplane/enforcer/limiter";
+import { RedisStore } from "@limitplane/enforcer/limiter";
 import { freePort, OwnRedisServer } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
-import { RateLimiterRedis, RateLimiterUnion } from "rate-limiter-flexible";
 import { loadLine, Targets } from "./fair";
+import { ONE_LIMIT, rlfLimiters, type Shape, THREE_LAYERS } from "./redis-workload";
 
 const execFileAsync = promisify(execFile);
 
@@ -47,32 +47,6 @@ const REPLAY_GROUP = 16;
 /** Key lifetimes in the replay: an hour (see the header). */
 const STRETCHED_MARGIN_MS = "3600000";
 const STRETCHED_WINDOW_SEC = "3600";
-
-/** The `redis` suite's shapes: the same limits on both sides. */
-const ONE_LIMIT: readonly LimitCheck[] = [
-  {
-    scope: "tier:pro",
-    bucket: "account",
-    limit: { algorithm: "token-bucket", capacity: 100, refillPerSec: 50 },
-    mode: "enforce",
-  },
-];
-const THREE_LAYERS: readonly LimitCheck[] = [
-  {
-    scope: "ceiling",
-    bucket: "ceiling",
-    limit: { algorithm: "fixed-window", limit: 10_000, windowMs: 60_000 },
-    mode: "enforce",
-  },
-  ...ONE_LIMIT,
-  {
-    scope: "tier:pro/endpoint:search",
-    bucket: "endpoint:search",
-    limit: { algorithm: "sliding-window", limit: 6_000, windowMs: 60_000 },
-    mode: "enforce",
-  },
-];
-type Shape = "one" | "three";
 
 /** One command as sent: its name and arguments. */
 interface Sent {
@@ -146,28 +120,7 @@ async function recordRlf(url: string, shape: Shape, inFlight: number): Promise<R
     if (command.name === "evalsha") sentCommands.push(command);
     return send(command, stream);
   };
-  const prefix = `ri:rlf:${shape}${inFlight}`;
-  const account = new RateLimiterRedis({
-    storeClient: redis,
-    keyPrefix: `${prefix}:account`,
-    points: 100,
-    duration: 1,
-  });
-  const union = new RateLimiterUnion(
-    new RateLimiterRedis({
-      storeClient: redis,
-      keyPrefix: `${prefix}:ceiling`,
-      points: 10_000,
-      duration: 60,
-    }),
-    account,
-    new RateLimiterRedis({
-      storeClient: redis,
-      keyPrefix: `${prefix}:search`,
-      points: 6_000,
-      duration: 60,
-    }),
-  );
+  const { account, union } = rlfLimiters(redis, `ri:rlf:${shape}${inFlight}`);
   const decisions = DECISIONS[inFlight] ?? 0;
   await drive(decisions, inFlight, async (subject) => {
     try {

@@ -36,7 +36,7 @@ import { Ratelimit } from "@upstash/ratelimit";
 import type { Requester, UpstashRequest, UpstashResponse } from "@upstash/redis";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import { Redis } from "ioredis";
-import { RateLimiterRedis, RateLimiterUnion } from "rate-limiter-flexible";
+import { RateLimiterRedis } from "rate-limiter-flexible";
 import { loadEnv } from "@/lib/server/env";
 import { createRedis } from "@/lib/server/redis";
 import {
@@ -48,6 +48,12 @@ import {
   summary,
   Targets,
 } from "./fair";
+import {
+  ONE_LIMIT,
+  rlfLimiters as rlfLimitersOf,
+  type Shape,
+  THREE_LAYERS,
+} from "./redis-workload";
 
 const SUBJECTS = 10_000;
 const CONCURRENCY = [1, 16, 64] as const;
@@ -57,35 +63,6 @@ const WARMUP_MS = 500;
 /** Decisions per script call for the batching store (see RedisStore's maxBatchSize). */
 const BATCH = 64;
 const MEMORY_SAMPLES = 300;
-
-/** One limit: a token bucket of 100, refilled at 50/s; the workload gives a subject ~10/s. */
-const ONE_LIMIT: readonly LimitCheck[] = [
-  {
-    scope: "tier:pro",
-    bucket: "account",
-    limit: { algorithm: "token-bucket", capacity: 100, refillPerSec: 50 },
-    mode: "enforce",
-  },
-];
-
-/** Three layers, one call: a global ceiling, the account's bucket, an endpoint class. */
-const THREE_LAYERS: readonly LimitCheck[] = [
-  {
-    scope: "ceiling",
-    bucket: "ceiling",
-    limit: { algorithm: "fixed-window", limit: 10_000, windowMs: 60_000 },
-    mode: "enforce",
-  },
-  ...ONE_LIMIT,
-  {
-    scope: "tier:pro/endpoint:search",
-    bucket: "endpoint:search",
-    limit: { algorithm: "sliding-window", limit: 6_000, windowMs: 60_000 },
-    mode: "enforce",
-  },
-];
-
-type Shape = "one" | "three";
 
 /** One contestant: makes one decision for `subject` and says whether it was admitted. */
 interface Side {
@@ -346,30 +323,7 @@ export async function run(): Promise<void> {
         return false;
       }
     };
-    const rlfLimiters = (client: Redis) => {
-      const account = new RateLimiterRedis({
-        storeClient: client,
-        keyPrefix: `${rlfPrefix}:account`,
-        points: 100,
-        duration: 1,
-      });
-      const union = new RateLimiterUnion(
-        new RateLimiterRedis({
-          storeClient: client,
-          keyPrefix: `${rlfPrefix}:ceiling`,
-          points: 10_000,
-          duration: 60,
-        }),
-        account,
-        new RateLimiterRedis({
-          storeClient: client,
-          keyPrefix: `${rlfPrefix}:search`,
-          points: 6_000,
-          duration: 60,
-        }),
-      );
-      return { account, union };
-    };
+    const rlfLimiters = (client: Redis) => rlfLimitersOf(client, rlfPrefix);
     const rlfClient = await own(pipelinedConnection());
     const rlf = rlfLimiters(rlfClient);
     const rlfDefaults = rlfLimiters(await own());
