@@ -31,7 +31,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { RedisStore } from "@limitplane/enforcer/limiter";
-import { freePort, OwnRedisServer } from "@limitplane/enforcer/testing";
+import { freePort, OwnRedisServer, privateRedisServerArgs } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { loadLine, Targets } from "./fair";
 import { ONE_LIMIT, rlfLimiters, type Shape, THREE_LAYERS } from "./redis-workload";
@@ -190,14 +190,7 @@ class CountedRedis {
         "--tool=callgrind",
         `--callgrind-out-file=${path.join(directory, "out")}`,
         "redis-server",
-        "--port",
-        String(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
+        ...privateRedisServerArgs(port),
       ],
       { stdio: "ignore" },
     );

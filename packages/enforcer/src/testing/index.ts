@@ -14,7 +14,12 @@ export {
   type ParsedRateLimitContract,
 } from "./http-contract";
 export { examplePolicy, examplePolicyInput, exampleSnapshot, tokenBucket } from "./policy-factory";
-export { freePort, OwnRedisCluster, OwnRedisServer } from "./redis-server";
+export {
+  freePort,
+  OwnRedisCluster,
+  OwnRedisServer,
+  privateRedisServerArgs,
+} from "./redis-server";
 export { type Spinners, startSpinners } from "./spinners";
 export { atUtc, DAY_MS, MINUTE_MS, SECOND_MS } from "./times";
 export { waitFor } from "./wait-for";

@@ -14,6 +14,11 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
+/** redis-server's arguments for a private server on `port`: loopback only, nothing on disk. */
+export function privateRedisServerArgs(port: number): string[] {
+  return ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+}
+
 /**
  * A redis-server of the test's own, on a free port, with no persistence: for tests that stop,
  * pause, restart or flush Redis, which must never happen to the shared server on 6379. Every
@@ -40,16 +45,7 @@ export class OwnRedisServer {
   /** Starts the server (again) on the same port and resolves once it accepts connections. */
   async restart(): Promise<void> {
     if (this.#process !== undefined) throw new Error("the server is already running");
-    this.#process = await spawnRedisServer([
-      "--port",
-      String(this.port),
-      "--bind",
-      "127.0.0.1",
-      "--save",
-      "",
-      "--appendonly",
-      "no",
-    ]);
+    this.#process = await spawnRedisServer(privateRedisServerArgs(this.port));
   }
 
   /** Stops the server and resolves once its process has exited. */
