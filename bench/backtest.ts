@@ -28,7 +28,6 @@ import {
   type LimitState,
 } from "@limitplane/enforcer/limiter";
 import { prepareSnapshot, type ResolvedCheck, resolveLimits } from "@limitplane/enforcer/policy";
-import { publishSnapshot } from "@limitplane/enforcer/publication";
 import {
   encodeTrafficBatch,
   FLAG_ALLOWED,
@@ -39,7 +38,6 @@ import {
   TrafficRecorder,
 } from "@limitplane/enforcer/recording";
 import { exampleSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
-import type { Redis } from "ioredis";
 import { applyBacktestDraft, ZBacktestDraft } from "@/lib/control/backtest/backtest-draft";
 import { loadTrafficWindow } from "@/lib/control/backtest/load-traffic-window";
 import { replayTraffic } from "@/lib/control/backtest/replay-traffic";
@@ -53,7 +51,15 @@ import { createRedis } from "@/lib/server/redis";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
-import { benchRedis, loadLine, median, pairedRatios, summary } from "./fair";
+import {
+  benchRedis,
+  deleteKeysUnder,
+  loadLine,
+  median,
+  pairedRatios,
+  publishBenchSnapshot,
+  summary,
+} from "./fair";
 import { startTargetProcess, stopTargetProcess, type TargetProcess } from "./target-process";
 
 const REQUESTS = Number(process.env.BENCH_BACKTEST_REQUESTS ?? 10_000_000);
@@ -153,15 +159,6 @@ async function throughput(
   return { perSec: done / seconds, cpuMicrosPerRequest: cpu / Math.max(1, done) };
 }
 
-async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
-}
-
 /** What `TrafficRecorder` costs per decision (median of 5 runs of 200,000): record and encode. */
 function recorderCostNs(): number {
   const recorder = new TrafficRecorder({
@@ -203,11 +200,7 @@ async function recordingCost(): Promise<string[]> {
   const redis = createRedis("control", { url: redisUrl });
   const prefix = `bench:bt:${randomBytes(3).toString("hex")}:`;
   const snapshot = exampleSnapshot(() => {}, { version: 1 });
-  await publishSnapshot(redis, prefix, {
-    version: snapshot.version,
-    checksum: snapshot.checksum,
-    snapshotJson: JSON.stringify(snapshot),
-  });
+  await publishBenchSnapshot(redis, prefix, snapshot);
   const targets = await Promise.all([
     startTarget(prefix, redisUrl, "off"),
     startTarget(prefix, redisUrl, "on"),
@@ -277,7 +270,7 @@ async function recordingCost(): Promise<string[]> {
     return verdicts;
   } finally {
     await Promise.all(targets.map(stopTargetProcess));
-    if (!benchRedisServer.isOwn) await deleteKeys(redis, prefix);
+    if (!benchRedisServer.isOwn) await deleteKeysUnder(redis, prefix);
     redis.disconnect();
     await benchRedisServer.stop();
   }

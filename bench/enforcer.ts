@@ -30,8 +30,6 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/enforcer";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
-import type { TSnapshot } from "@limitplane/enforcer/policy";
-import { publishSnapshot } from "@limitplane/enforcer/publication";
 import { tokenBucket } from "@limitplane/enforcer/testing";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
@@ -47,10 +45,12 @@ import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
 import {
   benchRedis,
+  deleteKeysUnder,
   describeRedis,
   loadLine,
   MIN_RUNS,
   pairedRatios,
+  publishBenchSnapshot,
   scriptStats,
   summary,
   Targets,
@@ -80,25 +80,6 @@ function percentile(values: readonly number[], p: number): number {
 
 function format(ms: number): string {
   return ms < 10 ? ms.toFixed(2) : ms.toFixed(1);
-}
-
-/** Publishes a snapshot with the control plane's own newer-only publish. */
-async function publish(redis: Redis, prefix: string, snapshot: TSnapshot): Promise<void> {
-  await publishSnapshot(redis, prefix, {
-    version: snapshot.version,
-    checksum: snapshot.checksum,
-    snapshotJson: JSON.stringify(snapshot),
-  });
-}
-
-/** Deletes every key under `prefix`. */
-async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== "0");
 }
 
 /**
@@ -206,7 +187,7 @@ async function propagation(redis: Redis, redisUrl: string): Promise<void> {
   } finally {
     await db.$disconnect();
     await dropDatabase(databaseUrl);
-    await deleteKeys(redis, prefix);
+    await deleteKeysUnder(redis, prefix);
   }
 }
 
@@ -460,7 +441,7 @@ async function measure(target: Target, workload: Workload): Promise<LoadResult> 
 
 async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   const prefix = `bench:ht${randomBytes(3).toString("hex")}:`;
-  await publish(redis, prefix, benchSnapshot(1));
+  await publishBenchSnapshot(redis, prefix, benchSnapshot(1));
   const modes = ["bare", "limitplane", "flexible"];
   /** results[workload][mode] = one result per run. */
   const results = WORKLOADS.map(() => new Map<string, LoadResult[]>(modes.map((m) => [m, []])));
@@ -505,7 +486,7 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
       }
     }
   } finally {
-    await deleteKeys(redis, prefix);
+    await deleteKeysUnder(redis, prefix);
   }
 
   console.log(

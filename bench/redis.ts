@@ -41,6 +41,7 @@ import { loadEnv } from "@/lib/server/env";
 import { createRedis } from "@/lib/server/redis";
 import {
   benchRedis,
+  deleteKeysUnder,
   describeRedis,
   loadLine,
   pairedRatios,
@@ -204,15 +205,6 @@ async function bytesPerKey(
     found++;
   }
   return found === 0 ? Number.NaN : total / found;
-}
-
-async function deleteUnder(admin: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await admin.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await admin.unlink(...keys);
-  } while (cursor !== "0");
 }
 
 function formatNumber(value: number): string {
@@ -478,7 +470,7 @@ export async function run(): Promise<void> {
       exactness,
     });
   } finally {
-    await deleteUnder(admin, runPrefix);
+    await deleteKeysUnder(admin, runPrefix);
     for (const client of clients) client.disconnect();
     await server.stop();
   }

@@ -34,7 +34,6 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseSnapshot, type TPolicyDocumentInput } from "@limitplane/enforcer/policy";
 import { createRedisClient } from "@limitplane/enforcer/publication";
-import type { Redis } from "ioredis";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { publishPendingSnapshots } from "@/lib/control/outbox/publish-pending-snapshots";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
@@ -47,6 +46,7 @@ import { systemClock } from "../lib/server/composition";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
+import { deleteKeysUnder } from "./fair";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? "1000,100000,1000000")
@@ -182,15 +182,6 @@ function allApplied(enforcers: readonly EnforcerProcess[], version: number, time
   });
 }
 
-async function removeKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1_000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== "0");
-}
-
 interface SizeEnvironment {
   readonly size: number;
   readonly deps: ControlDeps;
@@ -245,7 +236,7 @@ async function setUpSize(size: number, redisUrl: string): Promise<SizeEnvironmen
           }),
       ),
     );
-    await removeKeys(redis, prefix).catch(() => undefined);
+    await deleteKeysUnder(redis, prefix).catch(() => undefined);
     redis.disconnect();
     await db.$disconnect();
     await dropDatabase(databaseUrl);
