@@ -19,6 +19,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   enforcer: () => import("./enforcer"),
   redis: () => import("./redis"),
   "redis-instructions": () => import("./redis-instructions"),
+  "request-cost": () => import("./request-cost"),
   scale: () => import("./scale"),
 };
 
