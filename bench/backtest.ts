@@ -37,7 +37,12 @@ import {
   type TrafficProfile,
   TrafficRecorder,
 } from "@limitplane/enforcer/recording";
-import { exampleSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
+import {
+  deleteKeysUnder,
+  exampleSnapshot,
+  publishTestSnapshot,
+  tokenBucket,
+} from "@limitplane/enforcer/testing";
 import { applyBacktestDraft, ZBacktestDraft } from "@/lib/control/backtest/backtest-draft";
 import { loadTrafficWindow } from "@/lib/control/backtest/load-traffic-window";
 import { replayTraffic } from "@/lib/control/backtest/replay-traffic";
@@ -51,15 +56,7 @@ import { createRedis } from "@/lib/server/redis";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
-import {
-  benchRedis,
-  deleteKeysUnder,
-  loadLine,
-  median,
-  pairedRatios,
-  publishBenchSnapshot,
-  summary,
-} from "./fair";
+import { benchRedis, loadLine, median, pairedRatios, summary } from "./fair";
 import { startTargetProcess, stopTargetProcess, type TargetProcess } from "./target-process";
 
 const REQUESTS = Number(process.env.BENCH_BACKTEST_REQUESTS ?? 10_000_000);
@@ -200,7 +197,7 @@ async function recordingCost(): Promise<string[]> {
   const redis = createRedis("control", { url: redisUrl });
   const prefix = `bench:bt:${randomBytes(3).toString("hex")}:`;
   const snapshot = exampleSnapshot(() => {}, { version: 1 });
-  await publishBenchSnapshot(redis, prefix, snapshot);
+  await publishTestSnapshot(redis, prefix, snapshot);
   const targets = await Promise.all([
     startTarget(prefix, redisUrl, "off"),
     startTarget(prefix, redisUrl, "on"),

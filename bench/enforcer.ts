@@ -30,7 +30,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/enforcer";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
-import { tokenBucket } from "@limitplane/enforcer/testing";
+import { deleteKeysUnder, publishTestSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import { importPolicy } from "@/lib/control/policy/import-policy";
@@ -45,12 +45,10 @@ import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
 import {
   benchRedis,
-  deleteKeysUnder,
   describeRedis,
   loadLine,
   MIN_RUNS,
   pairedRatios,
-  publishBenchSnapshot,
   scriptStats,
   summary,
   Targets,
@@ -441,7 +439,7 @@ async function measure(target: Target, workload: Workload): Promise<LoadResult> 
 
 async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   const prefix = `bench:ht${randomBytes(3).toString("hex")}:`;
-  await publishBenchSnapshot(redis, prefix, benchSnapshot(1));
+  await publishTestSnapshot(redis, prefix, benchSnapshot(1));
   const modes = ["bare", "limitplane", "flexible"];
   /** results[workload][mode] = one result per run. */
   const results = WORKLOADS.map(() => new Map<string, LoadResult[]>(modes.map((m) => [m, []])));

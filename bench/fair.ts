@@ -6,13 +6,9 @@
  * - medians of alternating runs with their spread ({@link summary});
  * - the load average ({@link loadLine});
  * - Redis's own time in the scripts ({@link scriptStats});
- * - a policy published the way the control plane publishes it, and the keys cleaned up after
- *   ({@link publishBenchSnapshot}, {@link deleteKeysUnder});
  * - each target of the issue printed with its exact aim and PASS or SHORT ({@link Targets}).
  */
 import { availableParallelism, loadavg } from "node:os";
-import type { TSnapshot } from "@limitplane/enforcer/policy";
-import { publishSnapshot } from "@limitplane/enforcer/publication";
 import { OwnRedisServer } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 
@@ -80,29 +76,6 @@ export async function scriptStats(redis: Redis): Promise<{ calls: number; usec: 
     usec += Number(match[2]);
   }
   return { calls, usec };
-}
-
-/** Publishes `snapshot` under `prefix` with the control plane's own newer-only publish. */
-export async function publishBenchSnapshot(
-  redis: Redis,
-  prefix: string,
-  snapshot: TSnapshot,
-): Promise<void> {
-  await publishSnapshot(redis, prefix, {
-    version: snapshot.version,
-    checksum: snapshot.checksum,
-    snapshotJson: JSON.stringify(snapshot),
-  });
-}
-
-/** Deletes every key under `prefix` (SCAN, so a shared `BENCH_REDIS_URL` is not blocked). */
-export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== "0");
 }
 
 export function describeRedis(redis: BenchRedis): string {

@@ -32,6 +32,7 @@ import { existsSync, readFileSync } from "node:fs";
 import type { LimitCheck } from "@limitplane/enforcer/limiter";
 import { RedisStore } from "@limitplane/enforcer/limiter";
 import { redisOptionsFor } from "@limitplane/enforcer/publication";
+import { deleteKeysUnder } from "@limitplane/enforcer/testing";
 import { Ratelimit } from "@upstash/ratelimit";
 import type { Requester, UpstashRequest, UpstashResponse } from "@upstash/redis";
 import { Redis as UpstashRedis } from "@upstash/redis";
@@ -41,7 +42,6 @@ import { loadEnv } from "@/lib/server/env";
 import { createRedis } from "@/lib/server/redis";
 import {
   benchRedis,
-  deleteKeysUnder,
   describeRedis,
   loadLine,
   pairedRatios,

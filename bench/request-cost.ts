@@ -28,17 +28,9 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { getHeapSpaceStatistics } from "node:v8";
 import { createEnforcer, createNodeMiddleware, type EnforcerLogger } from "@limitplane/enforcer";
+import { deleteKeysUnder, publishTestSnapshot } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
-import {
-  benchRedis,
-  deleteKeysUnder,
-  describeRedis,
-  loadLine,
-  MIN_RUNS,
-  pairedRatios,
-  publishBenchSnapshot,
-  summary,
-} from "./fair";
+import { benchRedis, describeRedis, loadLine, MIN_RUNS, pairedRatios, summary } from "./fair";
 import { BENCH_LIMITS, benchSnapshot } from "./http-policy";
 import { customerOf } from "./serve-target";
 
@@ -101,7 +93,7 @@ export async function run(): Promise<void> {
   const redisServer = await benchRedis();
   const redis = new Redis(redisServer.url);
   const prefix = `bench:rc${randomBytes(3).toString("hex")}:`;
-  await publishBenchSnapshot(redis, prefix, benchSnapshot(1));
+  await publishTestSnapshot(redis, prefix, benchSnapshot(1));
   const enforcer = await createEnforcer({
     expectedGateways: 1,
     redisUrl: redisServer.url,

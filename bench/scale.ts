@@ -34,6 +34,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseSnapshot, type TPolicyDocumentInput } from "@limitplane/enforcer/policy";
 import { createRedisClient } from "@limitplane/enforcer/publication";
+import { deleteKeysUnder } from "@limitplane/enforcer/testing";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { publishPendingSnapshots } from "@/lib/control/outbox/publish-pending-snapshots";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
@@ -46,7 +47,6 @@ import { systemClock } from "../lib/server/composition";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
-import { deleteKeysUnder } from "./fair";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? "1000,100000,1000000")

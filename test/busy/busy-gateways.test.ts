@@ -15,7 +15,12 @@
  */
 import { Agent } from "node:http";
 import { availableParallelism } from "node:os";
-import { type Spinners, startSpinners, tokenBucket } from "@limitplane/enforcer/testing";
+import {
+  publishTestSnapshot,
+  type Spinners,
+  startSpinners,
+  tokenBucket,
+} from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
@@ -28,7 +33,7 @@ import {
   waitFor,
   waitForVersion,
 } from "../integration/helpers/gateway-processes";
-import { publishTestSnapshot, snapshotVersion } from "../integration/helpers/snapshots";
+import { snapshotVersion } from "../integration/helpers/snapshots";
 
 const TRIALS = 20;
 const FLOOD_KEYS = 2_000;

@@ -11,10 +11,11 @@ import {
   type LogLevel,
 } from "@limitplane/enforcer";
 import { ManualClock, MemoryStore } from "@limitplane/enforcer/limiter";
+import { publishTestSnapshot } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { filePrefix, freePort, privateRedis, waitFor } from "./helpers/gateway-processes";
-import { publishTestSnapshot, snapshotVersion } from "./helpers/snapshots";
+import { snapshotVersion } from "./helpers/snapshots";
 
 const redisUrl = inject("redisUrl");
 let redis: Redis;

@@ -11,7 +11,11 @@
  */
 
 import { readEnforcerHeartbeats } from "@limitplane/enforcer/publication";
-import { checkFetchResponseContract, tokenBucket } from "@limitplane/enforcer/testing";
+import {
+  checkFetchResponseContract,
+  publishTestSnapshot,
+  tokenBucket,
+} from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -24,7 +28,7 @@ import {
   waitFor,
   waitForVersion,
 } from "./helpers/gateway-processes";
-import { publishTestSnapshot, snapshotVersion } from "./helpers/snapshots";
+import { snapshotVersion } from "./helpers/snapshots";
 
 const prefix = filePrefix("ou");
 let redis: PrivateRedis;

@@ -5,7 +5,11 @@
  */
 import { Agent } from "node:http";
 import type { TPolicyDocumentInput } from "@limitplane/enforcer/policy";
-import { checkRateLimitContract, tokenBucket } from "@limitplane/enforcer/testing";
+import {
+  checkRateLimitContract,
+  publishTestSnapshot,
+  tokenBucket,
+} from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
@@ -19,7 +23,7 @@ import {
   waitFor,
   waitForVersion,
 } from "./helpers/gateway-processes";
-import { publishTestSnapshot, snapshotVersion } from "./helpers/snapshots";
+import { snapshotVersion } from "./helpers/snapshots";
 
 const prefix = filePrefix("gw");
 let redis: Redis;

@@ -5,6 +5,7 @@
  * migrates and creates databases) and the code under test connects as the least-privilege
  * application role (`databaseUrl`, scripts/db/app-role.ts), created once per cluster.
  */
+import { deleteKeysUnder } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
@@ -69,15 +70,6 @@ async function assertRedis(): Promise<Redis> {
   }
 }
 
-async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== "0");
-}
-
 export default async function setup(project: TestProject) {
   await assertPostgres();
   const redis = await assertRedis();
@@ -96,7 +88,7 @@ export default async function setup(project: TestProject) {
     await dropDatabase(ownerDatabaseUrl);
     // Files that need a database of their own name it after the run's (helpers/test-database.ts).
     await dropDatabasesStartingWith(ownerDatabaseUrl, `${databaseName}_`);
-    await deleteKeys(redis, redisKeyPrefix);
+    await deleteKeysUnder(redis, redisKeyPrefix);
     redis.disconnect();
   };
 }

@@ -6,11 +6,12 @@
 
 import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/enforcer";
 import { ManualClock, MemoryStore } from "@limitplane/enforcer/limiter";
+import { publishTestSnapshot } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { rollUpMetricMinutes } from "@/lib/control/metric-minute/roll-up-metric-minutes";
 import { filePrefix, waitFor } from "./helpers/gateway-processes";
-import { publishTestSnapshot, snapshotVersion } from "./helpers/snapshots";
+import { snapshotVersion } from "./helpers/snapshots";
 import { provideTestDatabase } from "./helpers/test-database";
 
 const silentLogger: EnforcerLogger = { log() {} };

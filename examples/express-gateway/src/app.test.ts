@@ -10,6 +10,7 @@ import { createEnforcer, type Enforcer } from "@limitplane/enforcer";
 import { createRedisClient, publishSnapshot } from "@limitplane/enforcer/publication";
 import {
   checkFetchResponseContract,
+  deleteKeysUnder,
   exampleSnapshot,
   tokenBucket,
 } from "@limitplane/enforcer/testing";
@@ -61,12 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   server?.close();
   await enforcer?.stop();
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== "0");
+  await deleteKeysUnder(redis, prefix);
   await redis.quit();
 });
 

@@ -4,6 +4,7 @@
  */
 import { Redis } from "ioredis";
 import type { TestProject } from "vitest/node";
+import { deleteKeysUnder } from "../src/testing/redis-keys";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -34,12 +35,7 @@ export default async function setup(project: TestProject) {
   project.provide("redisUrl", REDIS_URL);
   project.provide("redisKeyPrefix", prefix);
   return async () => {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== "0");
+    await deleteKeysUnder(redis, prefix);
     await redis.quit();
   };
 }

@@ -14,6 +14,7 @@ export {
   type ParsedRateLimitContract,
 } from "./http-contract";
 export { examplePolicy, examplePolicyInput, exampleSnapshot, tokenBucket } from "./policy-factory";
+export { deleteKeysUnder, publishTestSnapshot } from "./redis-keys";
 export {
   freePort,
   OwnRedisCluster,
