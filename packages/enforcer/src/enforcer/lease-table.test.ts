@@ -196,9 +196,15 @@ describe("LeaseTable", () => {
     expect(ctx.table.figures()).toMatchObject({ admitted: 10, grantedUnits: 10, expiredUnits: 0 });
   });
 
-  it("asks for the next grant once four fifths of a grant's lifetime have passed, however few were spent", () => {
+  it("asks for the next grant with a fifth of its lifetime left when requests come close together", () => {
     const ctx = setup();
-    leaseOf(ctx, 100);
+    // 50 requests over the last lifetime: one every 20 ms, so a fifth of the lifetime (200 ms)
+    // holds many of them.
+    see(ctx, 50);
+    ctx.clock.advance(1_000);
+    expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
+    expect(ctx.table.want(input()).units).toBe(100);
+    ctx.table.granted(input(), storeDecision([90, 900]), 1_000, 1_000, ctx.clock.nowMs());
     ctx.table.take(input(), ctx.refiller);
     ctx.clock.advance(799);
     ctx.table.take(input(), ctx.refiller);
@@ -206,6 +212,67 @@ describe("LeaseTable", () => {
     ctx.clock.advance(1);
     ctx.table.take(input(), ctx.refiller);
     expect(ctx.refills).toHaveLength(1);
+  });
+
+  it("asks earlier for a subject whose requests are further apart, so the last request a grant admits asks", () => {
+    // 5 requests over the last lifetime: one every 200 ms. With a fifth of the lifetime left
+    // (800 ms), a request at 790 ms would not ask and the next one, at 990 ms or, a little late,
+    // at 1,010 ms, could find the grant ended. It asks with twice the gap left: from 600 ms on.
+    const ctx = setup();
+    see(ctx, 5);
+    ctx.clock.advance(1_000);
+    ctx.table.take(input(), ctx.refiller);
+    ctx.table.want(input());
+    ctx.table.granted(input(), storeDecision([90, 900]), 100, 1_000, ctx.clock.nowMs());
+    ctx.clock.advance(599);
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.refills).toEqual([]);
+    ctx.clock.advance(1);
+    ctx.table.take(input(), ctx.refiller);
+    expect(ctx.refills).toEqual([10]);
+
+    // 4 a lifetime (250 ms apart): half the lifetime, the most it asks ahead.
+    const slower = setup();
+    leaseOf(slower, 100);
+    slower.clock.advance(499);
+    slower.table.take(input(), slower.refiller);
+    expect(slower.refills).toEqual([]);
+    slower.clock.advance(1);
+    slower.table.take(input(), slower.refiller);
+    expect(slower.refills).toEqual([8]);
+  });
+
+  it("asks for the next grant at once when Redis gave the grant a shorter life than the gap between requests", () => {
+    const ctx = setup();
+    see(ctx, 4);
+    ctx.clock.advance(1_000);
+    ctx.table.take(input(), ctx.refiller);
+    ctx.table.want(input());
+    // A token bucket's reservation joined to an earlier one that ends in 150 ms, where the
+    // subject's requests come 250 ms apart: its next request would find the grant ended.
+    ctx.table.granted(input(), storeDecision([90, 900]), 100, 150, ctx.clock.nowMs());
+    expect(ctx.table.take(input(), ctx.refiller)?.source).toBe("lease");
+    expect(ctx.refills).toEqual([8]);
+  });
+
+  it("keeps a lease down to 2 requests a lifetime, where getting one takes 4", () => {
+    const ctx = setup();
+    leaseOf(ctx, 100);
+    // The lifetime after the grant (which ends at 12,000) sees 2 requests.
+    ctx.clock.advance(400);
+    ctx.table.take(input(), ctx.refiller);
+    ctx.clock.advance(600);
+    // 12,000: the grant has ended; the next one is asked for on 2 requests' demand, 4 units.
+    expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
+    expect(ctx.table.want(input())).toEqual({ units: 4, lifeMs: 1_000 });
+    ctx.table.refillFailed(input());
+    // A whole lifetime after the last grant ended, the subject is new again: 3 is too few.
+    ctx.clock.advance(100);
+    ctx.table.take(input(), ctx.refiller);
+    ctx.table.take(input(), ctx.refiller);
+    ctx.clock.advance(900);
+    expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
+    expect(ctx.table.want(input()).units).toBe(0);
   });
 
   it("lets the store hold a refill back a fiftieth of the lifetime, at most 20 ms, and never a request's own call", () => {
@@ -279,6 +346,47 @@ describe("LeaseTable", () => {
     const withDryRun = Object.freeze([account, { ...ceiling, mode: "dry-run" } as const]);
     for (const list of [log, meter, withDryRun]) {
       for (let i = 0; i < 3; i++) expect(ctx.table.want(input(list)).units).toBe(0);
+    }
+  });
+
+  it("answers every request of a subject sending 3 to 5 a second from leases, once leased", () => {
+    // One subject's requests, their gaps drawn around `gapMs` (up to a third either way, from a
+    // fixed seed), with the store answering every call (the request's own, or a refill held
+    // back by the store as allowed) 5 ms later. After a warm-up, no request should wait on the
+    // store: with a refill asked for at four fifths of the lifetime and the lease dropped on a
+    // lifetime of 3, about one request in twenty did, in each of these.
+    for (const gapMs of [200, 222, 250, 333]) {
+      const ctx = setup();
+      const { clock, table } = ctx;
+      let seed = gapMs;
+      const jitter = () => {
+        seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+        return 2 / 3 + ((seed / 2_147_483_648) * 2) / 3;
+      };
+      const answerLater = (units: number, lifeMs: number, delayMs: number) => {
+        const sentAtMs = clock.nowMs();
+        clock.setTimer(
+          () => table.granted(input(), storeDecision([90, 900]), units, lifeMs, sentAtMs),
+          delayMs + 5,
+        );
+      };
+      const refiller = {
+        refill: (_: EnforcerInput, lease: LeaseRequest) =>
+          answerLater(lease.units, lease.lifeMs, lease.maxDelayMs ?? 0),
+      };
+      let storeCalls = 0;
+      // A subject that starts at a rate that gets a lease (gapMs 200) and keeps it; the slower
+      // ones are leased first at 5 a second, then slow down.
+      for (let i = 0; i < 300; i++) {
+        const isWarmingUp = i < 40;
+        if (table.take(input(), refiller) === null) {
+          if (!isWarmingUp) storeCalls++;
+          const wanted = table.want(input());
+          if (wanted.units > 0) answerLater(wanted.units, wanted.lifeMs, 0);
+        }
+        clock.advance((isWarmingUp ? 200 : gapMs) * jitter());
+      }
+      expect({ gapMs, storeCalls }).toEqual({ gapMs, storeCalls: 0 });
     }
   });
 
