@@ -253,7 +253,8 @@ export class LeaseTable {
     if (
       !lease.isRefilling &&
       lease.next === null &&
-      (grant.units < grant.spent || grant.expiresAtMs - nowMs <= this.#refillLeadMs(lease, grant))
+      (grant.units < grant.spent ||
+        grant.expiresAtMs - nowMs <= this.#refillLeadMs(lease, grant, nowMs))
     ) {
       const wanted = this.#wanted(lease, nowMs);
       if (wanted > 0) {
@@ -407,8 +408,9 @@ export class LeaseTable {
   /**
    * How long before `grant` ends its refill is asked for: a fifth of its lifetime (a round trip
    * is milliseconds; asking earlier only makes more calls), or, for a subject whose requests are
-   * further apart than that, twice the gap its last lifetime's demand predicts (gaps vary: at
-   * 1.25 gaps, a third either way left about one request in a hundred to the store).
+   * further apart than that, twice the gap between them (gaps vary: at 1.25 gaps, a third either
+   * way left about one request in a hundred to the store): the gap the last lifetime's demand
+   * predicts, or the one seen since this lifetime began when requests have slowed down since.
    * A refill is asked for only while a request is being admitted, so the last request a grant
    * admits must ask for it: with a fixed fifth, a subject sending 4 or 5 requests a second (a
    * request every 200-250 ms) often had no request in the grant's last fifth, and its next
@@ -417,8 +419,10 @@ export class LeaseTable {
    * that gap (a token bucket's reservation joined to an earlier one) is refilled at its first
    * request.
    */
-  #refillLeadMs(lease: Lease, grant: Grant): number {
-    const gapMs = this.lifeMs / Math.max(1, lease.seenBefore);
+  #refillLeadMs(lease: Lease, grant: Grant, nowMs: number): number {
+    let gapMs = this.lifeMs / Math.max(1, lease.seenBefore);
+    // `seen` requests since `seenSinceMs`, the first of them then: seen - 1 gaps so far.
+    if (lease.seen > 1) gapMs = Math.max(gapMs, (nowMs - lease.seenSinceMs) / (lease.seen - 1));
     return Math.min(this.lifeMs / 2, Math.max(grant.refillLeadMs, 2 * gapMs));
   }
 
