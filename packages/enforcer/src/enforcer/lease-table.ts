@@ -83,9 +83,9 @@ const MIN_DEMAND = 4;
  * The same for a list leased within the last lifetime: a subject keeps its lease down to half
  * the demand it takes to get one. Without the gap, a subject near 4 requests a second (a
  * thousand customers sharing a few thousand requests a second) lost its lease whenever one
- * lifetime saw 3, sent the next lifetime's requests to the store, and the store calls' own
- * cost slowed the gateway enough that more subjects fell under 4: in the HTTP bench's
- * half-rejected mix, 5 to 46 % of admissions waited on the store.
+ * lifetime saw 3 and sent the next lifetime's requests to the store; a slower gateway gives
+ * every subject fewer requests a second, so more fell under 4 (in the HTTP bench's
+ * half-rejected mix, 5 to 46 % of admissions waited on the store, the most in the slowest runs).
  */
 const KEEP_DEMAND = 2;
 
@@ -114,11 +114,6 @@ interface Grant {
   readonly remaining: readonly number[];
   readonly resetAfterMs: readonly number[];
   readonly grantedAtMs: number;
-  /**
-   * A fifth of its lifetime: the next grant is asked for once no more than this is left, or
-   * earlier for a subject whose requests come further apart (see {@link LeaseTable.take}).
-   */
-  readonly refillLeadMs: number;
   spent: number;
   /**
    * When Redis charged the units (`store-time.ts`): what a leased admission reports as its
@@ -323,7 +318,6 @@ export class LeaseTable {
       remaining: decision.outcomes.map((outcome) => outcome.remaining),
       resetAfterMs: decision.outcomes.map((outcome) => outcome.resetAfterMs),
       grantedAtMs: sentAtMs,
-      refillLeadMs: lifeMs * 0.2,
       spent: 0,
       storeTime: this.#keepsStoreTime ? storeTimeOf(decision) : undefined,
     };
@@ -423,7 +417,8 @@ export class LeaseTable {
     let gapMs = this.lifeMs / Math.max(1, lease.seenBefore);
     // `seen` requests since `seenSinceMs`, the first of them then: seen - 1 gaps so far.
     if (lease.seen > 1) gapMs = Math.max(gapMs, (nowMs - lease.seenSinceMs) / (lease.seen - 1));
-    return Math.min(this.lifeMs / 2, Math.max(grant.refillLeadMs, 2 * gapMs));
+    const fifthMs = (grant.expiresAtMs - grant.grantedAtMs) / 5;
+    return Math.min(this.lifeMs / 2, Math.max(fifthMs, 2 * gapMs));
   }
 
   /** The grant to spend now (expired ones dropped on the way), or null. */
