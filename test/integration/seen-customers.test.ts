@@ -109,6 +109,10 @@ describe("the enforcer's seen-customer report", () => {
     for (let index = 0; index < 40; index++) {
       await enforcer.check(request(`key-${String(index).padStart(2, "0")}`, "free"));
     }
+    // Past the cap, an id the engine refuses is still refused, and not counted as a sighting.
+    for (const hostile of ["../../x", "a b", "{slot}"]) {
+      await expect(enforcer.check(request(hostile, "free"))).rejects.toThrow(TypeError);
+    }
     await enforcer.stop();
     const names = seenCustomerNames(prefix);
     expect(await redis.zcard(names.customers)).toBe(5);

@@ -475,11 +475,14 @@ export class Enforcer implements RequestChecker {
    */
   checkNow(request: EnforcerRequest): EnforcerResult | Promise<EnforcerResult> {
     const wallNowMs = this.#wallClock.nowMs();
-    // Identified customers only (`identify`'s answer); an id the engine refuses is skipped.
+    // Throws, before any store call, for an id the engine refuses: what is recorded below is an
+    // id it accepted.
+    const result = this.#engine.checkNow(request, wallNowMs);
+    // Identified customers only (`identify`'s answer).
     if (request.customerId != null) {
-      this.#seen?.record(request.customerId, request.tier, wallNowMs);
+      this.#seen?.recordAccepted(request.customerId, request.tier, wallNowMs);
     }
-    return this.#engine.checkNow(request, wallNowMs);
+    return result;
   }
 
   /** Calls `listener` after every policy snapshot applied. Returns the unsubscribe. */

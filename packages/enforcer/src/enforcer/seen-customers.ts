@@ -110,7 +110,24 @@ export class SeenCustomers {
    * none. Never throws. `wallNowMs`: the wall clock's reading, when the caller has read it already.
    */
   record(customerId: string, tier: string | null | undefined, wallNowMs?: number): void {
-    const nowMs = wallNowMs ?? this.#wallClock.nowMs();
+    this.#record(customerId, tier, wallNowMs ?? this.#wallClock.nowMs(), false);
+  }
+
+  /**
+   * {@link record} for an id the decision engine has just accepted (a valid customer id), so it
+   * is not matched against the pattern again. On a gateway past the hour's cap every request of
+   * a customer not reported this hour comes here, and the pattern was its largest cost.
+   */
+  recordAccepted(customerId: string, tier: string | null | undefined, wallNowMs: number): void {
+    this.#record(customerId, tier, wallNowMs, true);
+  }
+
+  #record(
+    customerId: string,
+    tier: string | null | undefined,
+    nowMs: number,
+    isAccepted: boolean,
+  ): void {
     const hour = Math.floor(nowMs / HOUR_MS);
     if (hour !== this.#hour) this.#startHour(hour);
     const given = tier ?? "";
@@ -132,7 +149,7 @@ export class SeenCustomers {
       this.#queue(customerId, given, nowMs);
       return;
     }
-    if (!isCustomerId(customerId)) return;
+    if (!isAccepted && !isCustomerId(customerId)) return;
     if (this.#reported.size >= this.#maxCustomers) {
       this.#countOverflow(hour);
       return;

@@ -30,12 +30,29 @@ export const systemTimers: Timers = {
   setTimer(callback, delayMs) {
     const timer = setTimeout(callback, delayMs);
     if (typeof timer === "object" && timer !== null && "unref" in timer) timer.unref();
-    return { cancel: () => clearTimeout(timer) };
+    return new SystemTimer(timer);
   },
   defer(callback) {
     setImmediate(callback);
   },
 };
+
+/**
+ * A handle on one of the process's timers. A class, not a `{ cancel: () => ... }` literal: a store
+ * call sets a timer, and under tsx (esbuild's `keepNames`) a function literal given a name
+ * defines its `name` property each time it is made, which cost more than the rest of the handle.
+ */
+class SystemTimer implements TimerHandle {
+  readonly #timer: ReturnType<typeof setTimeout>;
+
+  constructor(timer: ReturnType<typeof setTimeout>) {
+    this.#timer = timer;
+  }
+
+  cancel(): void {
+    clearTimeout(this.#timer);
+  }
+}
 
 interface ManualTimer {
   readonly dueMs: number;
@@ -169,56 +186,100 @@ export function callWithTimeout<T>(
   if (!(maxWaitMs >= timeoutMs && maxWaitMs <= Number.MAX_SAFE_INTEGER)) {
     throw new RangeError(`maxWaitMs must be a finite number >= timeoutMs, got ${maxWaitMs}`);
   }
-  const timers = options.timers ?? systemTimers;
   const clock = options.clock ?? monotonicClock;
   const startedAtMs = clock.nowMs();
-  const elapsed = () => Math.max(0, clock.nowMs() - startedAtMs);
-
   let pending: Promise<T>;
   try {
     pending = call();
   } catch (error: unknown) {
-    return Promise.resolve({ kind: "error", error, elapsedMs: elapsed() });
+    return Promise.resolve({
+      kind: "error",
+      error,
+      elapsedMs: Math.max(0, clock.nowMs() - startedAtMs),
+    });
   }
-
   return new Promise<BoundedResult<T>>((resolve) => {
-    let isSettled = false;
-    let hasExtended = false;
-    /**
-     * Timers run before I/O callbacks in an event-loop turn. When the loop was busy (a burst of
-     * requests, other processes on the CPU), the timer can fire late while the reply already
-     * sits in the socket: the verdict is reached after this turn's I/O, so loop lag alone does
-     * not turn an answered call into a timeout (and a failure-policy decision).
-     */
-    const onTimer = () => {
-      if (isSettled) return;
-      const judge = () => {
-        if (isSettled) return;
-        if (!hasExtended && maxWaitMs > timeoutMs && (options.isWorthWaiting?.() ?? false)) {
-          hasExtended = true;
-          timer = timers.setTimer(onTimer, Math.max(0, maxWaitMs - elapsed()));
-          return;
-        }
-        isSettled = true;
-        resolve({ kind: "timeout", elapsedMs: elapsed() });
-      };
-      if (timers.defer === undefined) judge();
-      else timers.defer(judge);
-    };
-    let timer = timers.setTimer(onTimer, timeoutMs);
+    new BoundedCall(pending, resolve, options, clock, startedAtMs, maxWaitMs);
+  });
+}
+
+/**
+ * One call of {@link callWithTimeout} in flight: its timer, and which of the call and the timer
+ * settled it. A class whose callbacks are written inline, where closures given names would do:
+ * every store call makes one, and under tsx (esbuild's `keepNames`) each named closure defines its
+ * `name` property when it is made (about a microsecond a store call, for three of them).
+ */
+class BoundedCall<T> {
+  readonly #resolve: (result: BoundedResult<T>) => void;
+  readonly #options: CallWithTimeoutOptions;
+  readonly #timers: Timers;
+  readonly #clock: Clock;
+  readonly #startedAtMs: number;
+  readonly #maxWaitMs: number;
+  #timer: TimerHandle;
+  #isSettled = false;
+  #hasExtended = false;
+
+  constructor(
+    pending: Promise<T>,
+    resolve: (result: BoundedResult<T>) => void,
+    options: CallWithTimeoutOptions,
+    clock: Clock,
+    startedAtMs: number,
+    maxWaitMs: number,
+  ) {
+    this.#resolve = resolve;
+    this.#options = options;
+    this.#timers = options.timers ?? systemTimers;
+    this.#clock = clock;
+    this.#startedAtMs = startedAtMs;
+    this.#maxWaitMs = maxWaitMs;
+    this.#timer = this.#timers.setTimer(() => this.#fired(), options.timeoutMs);
     pending.then(
       (value) => {
-        if (isSettled) return;
-        isSettled = true;
-        timer.cancel();
-        resolve({ kind: "ok", value, elapsedMs: elapsed() });
+        if (!this.#isSettled) this.#answered({ kind: "ok", value, elapsedMs: this.#elapsedMs() });
       },
       (error: unknown) => {
-        if (isSettled) return;
-        isSettled = true;
-        timer.cancel();
-        resolve({ kind: "error", error, elapsedMs: elapsed() });
+        if (!this.#isSettled)
+          this.#answered({ kind: "error", error, elapsedMs: this.#elapsedMs() });
       },
     );
-  });
+  }
+
+  #elapsedMs(): number {
+    return Math.max(0, this.#clock.nowMs() - this.#startedAtMs);
+  }
+
+  #answered(result: BoundedResult<T>): void {
+    this.#isSettled = true;
+    this.#timer.cancel();
+    this.#resolve(result);
+  }
+
+  /**
+   * Timers run before I/O callbacks in an event-loop turn. When the loop was busy (a burst of
+   * requests, other processes on the CPU), the timer can fire late while the reply already sits
+   * in the socket: the verdict is reached after this turn's I/O, so loop lag alone does not turn
+   * an answered call into a timeout (and a failure-policy decision).
+   */
+  #fired(): void {
+    if (this.#isSettled) return;
+    if (this.#timers.defer === undefined) this.#judge();
+    else this.#timers.defer(() => this.#judge());
+  }
+
+  #judge(): void {
+    if (this.#isSettled) return;
+    const { timeoutMs, isWorthWaiting } = this.#options;
+    if (!this.#hasExtended && this.#maxWaitMs > timeoutMs && (isWorthWaiting?.() ?? false)) {
+      this.#hasExtended = true;
+      this.#timer = this.#timers.setTimer(
+        () => this.#fired(),
+        Math.max(0, this.#maxWaitMs - this.#elapsedMs()),
+      );
+      return;
+    }
+    this.#isSettled = true;
+    this.#resolve({ kind: "timeout", elapsedMs: this.#elapsedMs() });
+  }
 }
