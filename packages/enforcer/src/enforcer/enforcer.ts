@@ -480,7 +480,7 @@ export class Enforcer implements RequestChecker {
     const result = this.#engine.checkNow(request, wallNowMs);
     // Identified customers only (`identify`'s answer).
     if (request.customerId != null) {
-      this.#seen?.recordAccepted(request.customerId, request.tier, wallNowMs);
+      this.#seen?.record(request.customerId, request.tier, wallNowMs);
     }
     return result;
   }

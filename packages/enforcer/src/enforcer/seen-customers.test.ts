@@ -75,23 +75,6 @@ describe("SeenCustomers", () => {
     expect(seen.drain().overflow).toBeNull();
   });
 
-  it("recordAccepted (an id the engine accepted) reports and caps exactly as record does", () => {
-    const checked = seenAt({ maxCustomersPerHour: 2 }).seen;
-    const accepted = seenAt({ maxCustomersPerHour: 2 }).seen;
-    for (const [id, tier] of [
-      ["acme", "pro"],
-      ["acme", "pro"],
-      ["acme", null],
-      ["hooli", "free"],
-      ["vandelay", "free"],
-    ] as const) {
-      checked.record(id, tier, WALL_T0);
-      accepted.recordAccepted(id, tier, WALL_T0);
-    }
-    expect(accepted.drain()).toEqual(checked.drain());
-    expect(accepted.overflowCount).toBe(1);
-  });
-
   it("reports at most maxTiersPerCustomer tiers per customer", () => {
     const { seen } = seenAt({ maxTiersPerCustomer: 2 });
     for (const tier of ["free", "pro", "enterprise", "gold"]) seen.record("acme", tier);

@@ -106,28 +106,16 @@ export class SeenCustomers {
 
   /**
    * Notes that `customerId` (as `identify` returned it) sent a request with `tier`. Invalid ids
-   * are ignored (the decision refuses them anyway); a tier that is not a tier name is reported as
-   * none. Never throws. `wallNowMs`: the wall clock's reading, when the caller has read it already.
+   * are never reported; a tier that is not a tier name is reported as none. Never throws.
+   * `wallNowMs`: the wall clock's reading, when the caller has read it already.
+   *
+   * The id is matched against the customer-id pattern only when it is about to be kept: past the
+   * hour's cap every request of a customer not reported this hour comes here, and the pattern
+   * was its largest cost. So past the cap an invalid id counts as an overflow sighting; the
+   * enforcer records only ids its engine has accepted, so none reaches it there.
    */
   record(customerId: string, tier: string | null | undefined, wallNowMs?: number): void {
-    this.#record(customerId, tier, wallNowMs ?? this.#wallClock.nowMs(), false);
-  }
-
-  /**
-   * {@link record} for an id the decision engine has just accepted (a valid customer id), so it
-   * is not matched against the pattern again. On a gateway past the hour's cap every request of
-   * a customer not reported this hour comes here, and the pattern was its largest cost.
-   */
-  recordAccepted(customerId: string, tier: string | null | undefined, wallNowMs: number): void {
-    this.#record(customerId, tier, wallNowMs, true);
-  }
-
-  #record(
-    customerId: string,
-    tier: string | null | undefined,
-    nowMs: number,
-    isAccepted: boolean,
-  ): void {
+    const nowMs = wallNowMs ?? this.#wallClock.nowMs();
     const hour = Math.floor(nowMs / HOUR_MS);
     if (hour !== this.#hour) this.#startHour(hour);
     const given = tier ?? "";
@@ -149,11 +137,11 @@ export class SeenCustomers {
       this.#queue(customerId, given, nowMs);
       return;
     }
-    if (!isAccepted && !isCustomerId(customerId)) return;
     if (this.#reported.size >= this.#maxCustomers) {
       this.#countOverflow(hour);
       return;
     }
+    if (!isCustomerId(customerId)) return;
     this.#reported.set(customerId, [{ tier: given, lastMs: nowMs }]);
     this.#queue(customerId, given, nowMs);
   }
