@@ -15,6 +15,26 @@ describe("monotonic clock", () => {
     }
   });
 
+  it("reads like performance.timeOrigin + performance.now() and moves with it", async () => {
+    // Both are the process's monotonic clock; only the offset between them was set at load.
+    const before = performance.timeOrigin + performance.now();
+    const reading = monotonicClock.nowMs();
+    const after = performance.timeOrigin + performance.now();
+    // The offset was set from one reading between two: within a millisecond unless the process
+    // was descheduled just then, and either way far from any other clock's readings.
+    expect(reading).toBeGreaterThan(before - 1_000);
+    expect(reading).toBeLessThan(after + 1_000);
+    // Read inside a bracket of `performance.now()` at each end: the same clock can only have
+    // moved less than the bracket did, however the process was scheduled between the reads.
+    const outerStart = performance.now();
+    const start = monotonicClock.nowMs();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const elapsed = monotonicClock.nowMs() - start;
+    const outerElapsed = performance.now() - outerStart;
+    expect(elapsed).toBeGreaterThan(25);
+    expect(elapsed).toBeLessThanOrEqual(outerElapsed + 0.001);
+  });
+
   it("ignores the wall clock being set a day back or a day forward", () => {
     const before = monotonicClock.nowMs();
     const wallBeforeMs = Date.now();

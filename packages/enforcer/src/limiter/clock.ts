@@ -8,21 +8,43 @@ export interface Clock {
 }
 
 /*
- * Both read once: the global `performance` is a lazy getter on every access, and `timeOrigin`
- * another getter (together about a quarter of the cost of a reading here).
+ * Read once: the global `performance` is a lazy getter on every access, and `timeOrigin` another.
  */
 const PERFORMANCE = performance;
-const TIME_ORIGIN_MS = PERFORMANCE.timeOrigin;
+/*
+ * `process.hrtime()` reads the same monotonic clock as `performance.now()` (libuv's `uv_hrtime`),
+ * but without the receiver check Node 20 runs on every `performance.now()` call (a wrapped
+ * validator and a `hasOwnProperty`): measured here, 36 ns a reading against 46 ns, about a tenth
+ * of an in-process decision. Taken once, so that a test faking `process.hrtime` later does not
+ * reach the limiter's clock.
+ */
+const HRTIME = process.hrtime;
+
+function hrtimeMs(): number {
+  const reading = HRTIME();
+  return reading[0] * 1e3 + reading[1] / 1e6;
+}
 
 /**
- * The process's monotonic clock: `performance.timeOrigin + performance.now()`. It only moves
- * forwards and is unaffected by the wall clock being set (NTP corrections, a VM resumed from a
- * snapshot, `Date.now` mocked), so elapsed times are real durations. The offset makes readings
- * look like epoch milliseconds, which keeps fixed windows roughly aligned with the wall clock's
- * minutes at process start, but a reading is not a wall-clock time and drifts from it.
+ * Moves `hrtimeMs` onto `performance.timeOrigin + performance.now()`: one reading of that between
+ * two of `hrtimeMs`, against their midpoint.
+ */
+const OFFSET_MS = (() => {
+  const beforeMs = hrtimeMs();
+  const performanceMs = PERFORMANCE.timeOrigin + PERFORMANCE.now();
+  return performanceMs - (beforeMs + hrtimeMs()) / 2;
+})();
+
+/**
+ * The process's monotonic clock, `process.hrtime()` in milliseconds, offset to read like
+ * `performance.timeOrigin + performance.now()`. It only moves forwards and is unaffected by the
+ * wall clock being set (NTP corrections, a VM resumed from a snapshot, `Date.now` mocked), so
+ * elapsed times are real durations. The offset makes readings look like epoch milliseconds, which
+ * keeps fixed windows roughly aligned with the wall clock's minutes at process start, but a
+ * reading is not a wall-clock time and drifts from it.
  */
 export const monotonicClock: Clock = {
-  nowMs: () => TIME_ORIGIN_MS + PERFORMANCE.now(),
+  nowMs: () => OFFSET_MS + hrtimeMs(),
 };
 
 /** A clock that moves only when told to, for tests. It may be set backwards on purpose. */
