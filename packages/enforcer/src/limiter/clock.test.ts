@@ -15,7 +15,7 @@ describe("monotonic clock", () => {
     }
   });
 
-  it("reads like performance.timeOrigin + performance.now() and moves with it", async () => {
+  it("reads like performance.timeOrigin + performance.now() and moves with it", () => {
     // Both are the process's monotonic clock; only the offset between them was set at load.
     const before = performance.timeOrigin + performance.now();
     const reading = monotonicClock.nowMs();
@@ -24,14 +24,19 @@ describe("monotonic clock", () => {
     // was descheduled just then, and either way far from any other clock's readings.
     expect(reading).toBeGreaterThan(before - 1_000);
     expect(reading).toBeLessThan(after + 1_000);
-    // Read inside a bracket of `performance.now()` at each end: the same clock can only have
-    // moved less than the bracket did, however the process was scheduled between the reads.
+    // Readings between brackets of `performance.now()`: the same clock moved at least as far as
+    // the inner bracket and at most as far as the outer one, however the process was scheduled.
+    // (The thousandth of a millisecond absorbs the two conversions' rounding.)
     const outerStart = performance.now();
     const start = monotonicClock.nowMs();
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    const innerStart = performance.now();
+    while (performance.now() - innerStart < 30) {
+      // wait until `performance.now()` has moved 30 ms
+    }
+    const innerElapsed = performance.now() - innerStart;
     const elapsed = monotonicClock.nowMs() - start;
     const outerElapsed = performance.now() - outerStart;
-    expect(elapsed).toBeGreaterThan(25);
+    expect(elapsed).toBeGreaterThanOrEqual(innerElapsed - 0.001);
     expect(elapsed).toBeLessThanOrEqual(outerElapsed + 0.001);
   });
 

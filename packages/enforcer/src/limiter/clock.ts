@@ -8,15 +8,11 @@ export interface Clock {
 }
 
 /*
- * Read once: the global `performance` is a lazy getter on every access, and `timeOrigin` another.
- */
-const PERFORMANCE = performance;
-/*
  * `process.hrtime()` reads the same monotonic clock as `performance.now()` (libuv's `uv_hrtime`),
  * but without the receiver check Node 20 runs on every `performance.now()` call (a wrapped
- * validator and a `hasOwnProperty`): measured here, 36 ns a reading against 46 ns, about a tenth
- * of an in-process decision. Taken once, so that a test faking `process.hrtime` later does not
- * reach the limiter's clock.
+ * validator and a `hasOwnProperty`): measured here, 35-40 ns a reading against 44-53 ns, and a
+ * hot-key in-process decision 1.07-1.17x as fast with it. Taken once, so that a test faking
+ * `process.hrtime` later does not reach the limiter's clock.
  */
 const HRTIME = process.hrtime;
 
@@ -31,7 +27,7 @@ function hrtimeMs(): number {
  */
 const OFFSET_MS = (() => {
   const beforeMs = hrtimeMs();
-  const performanceMs = PERFORMANCE.timeOrigin + PERFORMANCE.now();
+  const performanceMs = performance.timeOrigin + performance.now();
   return performanceMs - (beforeMs + hrtimeMs()) / 2;
 })();
 
