@@ -538,6 +538,12 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
       `    limitplane / flexible ${summary(pairedRatios(perSec(ours), perSec(theirs)))}x throughput, p99 ${summary(pairedRatios(p99(ours), p99(theirs)))}x; limitplane / bare ${summary(pairedRatios(perSec(ours), perSec(bare)))}x; flexible / bare ${summary(pairedRatios(perSec(theirs), perSec(bare)))}x`,
     );
     if (index < 3) {
+      // The aim restated against the bare server, which only answers: at or above 1x, the aim
+      // asks the gateway to answer faster than a server with no limiter at all.
+      const aimOfBare = pairedRatios(perSec(theirs), perSec(bare)).map((ratio) => ratio * 1.5);
+      console.log(
+        `    the 1.5x aim as a share of the bare server's throughput (1.5 x flexible / bare, per run): ${summary(aimOfBare)}x; limitplane reached ${summary(pairedRatios(perSec(ours), perSec(bare)))}x`,
+      );
       targets.atLeast(
         `HTTP, ${workload.name}: ours / rlf throughput`,
         pairedRatios(perSec(ours), perSec(theirs)),
