@@ -7,6 +7,7 @@ import { prepareSnapshot } from "../src/policy/prepare";
 import type { RedisClient } from "../src/publication/redis-clients";
 import { exampleSnapshot, tokenBucket } from "../src/testing/policy-factory";
 import { OwnRedisServer } from "../src/testing/redis-server";
+import { waitFor } from "../src/testing/wait-for";
 import { readyRedis } from "./support/redis";
 
 /*
@@ -64,6 +65,8 @@ describe("DecisionEngine with leases, on the Redis store", () => {
       clock: timers,
       timers,
       localStage: false,
+      // The tier refills 1 unit in 1,000 s: leased only with the loss bound as high as it goes.
+      leases: { maxLossMs: 86_400_000 },
     });
     return { engine, timers };
   }
@@ -96,15 +99,26 @@ describe("DecisionEngine with leases, on the Redis store", () => {
     expect(engine.leases?.figures()).toMatchObject({ admitted: 5, grantedUnits: 10 });
   });
 
-  it("drops every lease when a new snapshot is in force, and asks Redis again", async () => {
+  it("retires every lease when a new snapshot is in force, giving its units back, and asks Redis again", async () => {
     const version = { current: 1 };
     const { engine, timers } = setup(version);
     await send(engine, 5);
     timers.advance(1_000);
     expect(await send(engine, 3)).toEqual(["store", "lease", "lease"]);
     version.current = 2;
-    expect(await send(engine, 1)).toEqual(["store"]);
-    expect(engine.leases?.figures()).toMatchObject({ grantedUnits: 10, expiredUnits: 8 });
+    const next = await engine.check(request);
+    expect(next.decision.source).toBe("store");
+    // 1,000 - 6 requests from the store - 10 granted = 984 in Redis; the 8 unspent went back
+    // ahead of this request (the same connection, in order): 992, and this request took one.
+    expect(next.http.headers["X-RateLimit-Remaining"]).toBe("991");
+    await waitFor("the return's answer", () =>
+      engine.leases?.figures().returningUnits === 0 ? true : undefined,
+    );
+    expect(engine.leases?.figures()).toMatchObject({
+      grantedUnits: 10,
+      returnedUnits: 8,
+      expiredUnits: 0,
+    });
   });
 
   it("keeps admitting from a lease while Redis is down, only until the lease ends", async () => {

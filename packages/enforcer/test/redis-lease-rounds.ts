@@ -5,6 +5,8 @@ export interface LeaseRound {
   readonly customerId: string;
   readonly share: number;
   readonly loops: number;
+  /** Whether this worker drains what the round left in the bucket, without leases, afterwards. */
+  readonly drain: boolean;
 }
 
 /** The worker's report of a round. */
@@ -12,7 +14,10 @@ export interface LeaseReport {
   readonly admitted: number;
   readonly fromLeases: number;
   readonly grantedUnits: number;
+  readonly returnedUnits: number;
   readonly expiredUnits: number;
+  /** Admitted by the drain after the round (0 when this worker did not drain). */
+  readonly drained: number;
   readonly error?: string;
 }
 

@@ -180,7 +180,7 @@ describe("RedisStore leases", () => {
     }
   });
 
-  it("fixed and sliding window: the lease ends with the window, and its units count in it", async () => {
+  it("fixed and sliding window: the lease ends with the window, shrinks with it, and its units count in it", async () => {
     const who = subject();
     // 10:00:00 + the clock's advances so far; put the request 4 s before a minute ends.
     const minute = 60_000;
@@ -193,8 +193,9 @@ describe("RedisStore leases", () => {
       { subject: who, checks },
       { units: 20, lifeMs: 10_000 },
     );
-    expect(answer).toMatchObject({ units: 20, lifeMs: 4_000 });
-    expect(await admitAll(who, checks)).toBe(100 - 1 - 20);
+    // 4 s of the 10 s wanted are left in the window: 4/10 of the 20 units wanted.
+    expect(answer).toMatchObject({ units: 8, lifeMs: 4_000 });
+    expect(await admitAll(who, checks)).toBe(100 - 1 - 8);
   });
 
   it("grants nothing on a rejection, a sliding log, a leaky meter, or a dry-run limit that would reject", async () => {
@@ -303,5 +304,156 @@ describe("RedisStore leases", () => {
         client.fcall(RedisStore.functionName, 1, key, "1000", head, "4 10 1 e"),
       ).rejects.toThrow(/malformed decision/);
     }
+  });
+
+  describe("returnLease: unspent units go back exactly, once, and never into another's room", () => {
+    const windowOf = (algorithm: "fixed-window" | "sliding-window"): LimitSpec =>
+      ({ algorithm, limit: 100, windowMs: 60_000 }) as LimitSpec;
+
+    /** One request that leases `units` for `lifeMs` on a fresh subject: its answer. */
+    async function leased(checks: readonly LimitCheck[], units: number, lifeMs = 1_000) {
+      const who = subject();
+      const answer = await store.decideLeasing({ subject: who, checks }, { units, lifeMs });
+      expect(answer.units).toBe(units);
+      return { who, answer };
+    }
+
+    it.each([
+      ["fixed window", windowOf("fixed-window")],
+      ["sliding window", windowOf("sliding-window")],
+      ["token bucket", tokens(100, 0.001)],
+    ])(
+      "%s: given back within its lifetime, every unspent unit is admitted again",
+      async (_, limit) => {
+        // The clock sits 10 s into a minute: the windows have 50 s to run.
+        clock.set(atUtc("10:20:10"));
+        const checks = [check("account", limit)];
+        const { who, answer } = await leased(checks, 30);
+        clock.advance(100);
+        const back = await store.returnLease(
+          { subject: who, checks },
+          { units: 30, grantedAtMs: answer.grantedAtMs, lifeMs: answer.lifeMs },
+        );
+        expect(back).toBe(30);
+        // 100 - the granting request: 99, as if the lease had never been.
+        expect(await admitAll(who, checks)).toBe(99);
+      },
+    );
+
+    it("fixed window: units of a window that is over are not given back, nor written anywhere", async () => {
+      clock.set(atUtc("10:21:50"));
+      const checks = [check("account", windowOf("fixed-window"))];
+      const { who, answer } = await leased(checks, 40);
+      clock.set(atUtc("10:22:01"));
+      const back = await store.returnLease(
+        { subject: who, checks },
+        { units: 40, grantedAtMs: answer.grantedAtMs, lifeMs: answer.lifeMs },
+      );
+      expect(back).toBe(0);
+      // The new window is whole, never more.
+      expect(await admitAll(who, checks)).toBe(100);
+    });
+
+    it("sliding window: units given back after the next window began come off the previous count", async () => {
+      clock.set(atUtc("10:23:30"));
+      const limit = windowOf("sliding-window");
+      const checks = [check("account", limit)];
+      const { who, answer } = await leased(checks, 40);
+      const control = await leased(checks, 40);
+      // Half into the next window: the previous window's 41 weigh 20.5 for both subjects.
+      clock.set(atUtc("10:24:30"));
+      const back = await store.returnLease(
+        { subject: who, checks },
+        { units: 40, grantedAtMs: answer.grantedAtMs, lifeMs: answer.lifeMs },
+      );
+      expect(back).toBe(40);
+      // The previous count is 1 now: it weighs 0.5, so 99 are admitted; the control keeps 41.
+      expect(await admitAll(who, checks)).toBe(99);
+      expect(await admitAll(control.who, checks)).toBe(79);
+    });
+
+    it("token bucket: a return releases the earliest reservation, and no burst ever exceeds the capacity", async () => {
+      const checks = [check("account", tokens(100, 0.001))];
+      const who = subject();
+      const input = { subject: who, checks };
+      const a = await store.decideLeasing(input, { units: 40, lifeMs: 1_000 });
+      clock.advance(200);
+      const b = await store.decideLeasing(input, { units: 20, lifeMs: 1_000 });
+      expect([a.units, b.units]).toEqual([40, 20]);
+      expect(await reservationsOf(who, "account")).toEqual([
+        40,
+        a.grantedAtMs + 1_000,
+        20,
+        b.grantedAtMs + 1_000,
+      ]);
+      // A spent 10 of its 40: 30 go back while its lifetime runs.
+      clock.advance(100);
+      expect(
+        await store.returnLease(input, {
+          units: 30,
+          grantedAtMs: a.grantedAtMs,
+          lifeMs: a.lifeMs,
+        }),
+      ).toBe(30);
+      expect(await reservationsOf(who, "account")).toEqual([
+        10,
+        a.grantedAtMs + 1_000,
+        20,
+        b.grantedAtMs + 1_000,
+      ]);
+      // In Redis: 100 - 2 requests - 60 leased + 30 back = 68. With the 2 requests, the 10 A
+      // spent and the 20 B holds (spent now too), that is the capacity exactly.
+      expect(await admitAll(who, checks)).toBe(68);
+      // A's reservation (10 left) ends; B's still holds its 20.
+      clock.advance(800);
+      expect(await admitAll(who, checks)).toBe(0);
+      expect(await reservationsOf(who, "account")).toEqual([20, b.grantedAtMs + 1_000, 0, 0]);
+    });
+
+    it("token bucket: a return after the grant's lifetime gives the tokens back, capped, reservations untouched", async () => {
+      const checks = [check("account", tokens(100, 0.001))];
+      const { who, answer } = await leased(checks, 49);
+      clock.advance(1_500);
+      const back = await store.returnLease(
+        { subject: who, checks },
+        { units: 49, grantedAtMs: answer.grantedAtMs, lifeMs: answer.lifeMs },
+      );
+      expect(back).toBe(49);
+      expect(await admitAll(who, checks)).toBe(99);
+    });
+
+    it("gives nothing back to a bucket whose limit changed algorithm since", async () => {
+      const bucketChecks = [check("account", tokens(100, 0.001))];
+      const { who, answer } = await leased(bucketChecks, 30);
+      const windowChecks = [check("account", windowOf("fixed-window"))];
+      // The policy now counts the bucket as a window: its first request starts it fresh.
+      expect(await admitAll(who, windowChecks)).toBe(100);
+      // The return names the checks the lease was granted on, as the gateway keeps them.
+      const back = await store.returnLease(
+        { subject: who, checks: bucketChecks },
+        { units: 30, grantedAtMs: answer.grantedAtMs, lifeMs: answer.lifeMs },
+      );
+      expect(back).toBe(0);
+      expect(await admitAll(who, windowChecks)).toBe(0);
+    });
+
+    it("refuses a return out of range, naming the field", async () => {
+      const input = { subject: subject(), checks: [check("account", tokens(10, 1))] };
+      await expect(
+        store.returnLease(input, { units: 1.5, grantedAtMs: 0, lifeMs: 1_000 }),
+      ).rejects.toThrow(/lease\.units/);
+      await expect(
+        store.returnLease(input, { units: 1, grantedAtMs: Number.NaN, lifeMs: 1_000 }),
+      ).rejects.toThrow(/lease\.grantedAtMs/);
+      await expect(
+        store.returnLease(input, { units: 1, grantedAtMs: 0, lifeMs: -1 }),
+      ).rejects.toThrow(/lease\.lifeMs/);
+      const key = store.subjectKey(input.subject);
+      for (const head of ["r - 1 1", "r - 1 1 x 5", "r - 1 1 5 -1", "r - 1 1 1e300 5"]) {
+        await expect(
+          client.fcall(RedisStore.functionName, 1, key, "1000", head, "4 10 1 e"),
+        ).rejects.toThrow(/malformed decision/);
+      }
+    });
   });
 });

@@ -20,7 +20,12 @@ import { DecisionMetrics, type DecisionMetricsOptions } from "./decision-metrics
 import { FailurePolicy } from "./failure-policy";
 import { type GuardedLease, GuardedStore } from "./guarded-store";
 import { buildRateLimitResponse, type RateLimitHttpResult } from "./http-headers";
-import { type LeaseOptions, type LeaseRequest, LeaseTable } from "./lease-table";
+import {
+  type LeaseOptions,
+  type LeaseRequest,
+  type LeaseReturner,
+  LeaseTable,
+} from "./lease-table";
 import { LocalStage, type LocalStageOptions } from "./local-stage";
 import { RecentRejections, type RecentRejectionsOptions } from "./recent-rejections";
 import { ResolutionCache, type ResolutionCacheOptions } from "./resolution-cache";
@@ -123,7 +128,7 @@ export interface DecisionEngineOptions {
    * store), or false.
    * @default {}
    */
-  readonly leases?: Omit<LeaseOptions, "clock" | "keepsStoreTime"> | false;
+  readonly leases?: Omit<LeaseOptions, "clock" | "timers" | "returner" | "keepsStoreTime"> | false;
   /** @default {} */
   readonly metrics?: Omit<DecisionMetricsOptions, "wallClock">;
   /**
@@ -172,6 +177,12 @@ export class DecisionEngine implements RequestChecker {
   readonly #refiller = {
     refill: (input: EnforcerInput, lease: LeaseRequest) => this.#refill(input, lease),
   };
+  /** Gives leases' unspent units back to the store (a call nobody waits on). */
+  readonly #returner: LeaseReturner = {
+    giveBack: (input, lease, settled) => {
+      this.#guarded.returnLease(input, lease).then(settled);
+    },
+  };
   readonly #clock: Clock;
   readonly #wallClock: Clock;
   readonly #recorder: DecisionRecorder | undefined;
@@ -209,6 +220,8 @@ export class DecisionEngine implements RequestChecker {
         : new LeaseTable({
             ...options.leases,
             clock: this.#clock,
+            timers: options.timers ?? systemTimers,
+            returner: this.#returner,
             keepsStoreTime: options.recorder !== undefined,
           });
     this.metrics = new DecisionMetrics({ ...options.metrics, wallClock: this.#wallClock });
@@ -346,7 +359,7 @@ export class DecisionEngine implements RequestChecker {
   /** Tells the lease table what became of a lease it asked for: granted, or not answered. */
   #settleLease(input: EnforcerInput, answer: GuardedLease, sentAtMs: number): void {
     if (answer.decision.source === "store") {
-      this.leases?.granted(input, answer.decision, answer.units, answer.lifeMs, sentAtMs);
+      this.leases?.granted(input, answer, sentAtMs);
     } else {
       this.leases?.refillFailed(input);
     }

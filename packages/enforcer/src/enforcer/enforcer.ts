@@ -138,7 +138,7 @@ export interface EnforcerOptions {
    * for every admission. Only with the default RedisStore (or a store that leases).
    * @default {}: at most 1 000 units and 1 s a lease, 10 000 subjects
    */
-  readonly leases?: Omit<LeaseOptions, "clock" | "keepsStoreTime"> | false;
+  readonly leases?: Omit<LeaseOptions, "clock" | "timers" | "returner" | "keepsStoreTime"> | false;
   /**
    * The memo of resolutions of customers without overrides, per snapshot (one per customer, tier
    * and route seen while one snapshot is in force). @default { maxEntries: 10_000 }
@@ -501,7 +501,9 @@ export class Enforcer implements RequestChecker {
       this.#engine.leases?.figures() ?? {
         admitted: 0,
         grantedUnits: 0,
+        returnedUnits: 0,
         expiredUnits: 0,
+        returningUnits: 0,
         subjects: 0,
         inFlight: 0,
       }
@@ -560,9 +562,10 @@ export class Enforcer implements RequestChecker {
       `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="0.5"} ${delay.p50Ms / 1000}`,
       `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="0.99"} ${delay.p99Ms / 1000}`,
       `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="1"} ${delay.maxMs / 1000}`,
-      "# HELP limitplane_lease_units_total Units of cost leased from Redis for this gateway alone, by what became of them: granted, or expired (the lease ended, was dropped or outlived its policy before they were spent; another gateway may have been rejected slightly early meanwhile).",
+      "# HELP limitplane_lease_units_total Units of cost leased from Redis for this gateway alone, by what became of them: granted; returned (not spent when the lease ended, given back to Redis); expired (not spent and not taken back: the window they came from was over, or Redis did not answer; the limit admitted that many fewer).",
       "# TYPE limitplane_lease_units_total counter",
       `limitplane_lease_units_total{enforcer="${id}",state="granted"} ${leases.grantedUnits}`,
+      `limitplane_lease_units_total{enforcer="${id}",state="returned"} ${leases.returnedUnits}`,
       `limitplane_lease_units_total{enforcer="${id}",state="expired"} ${leases.expiredUnits}`,
       "# HELP limitplane_policy_version The policy snapshot version in force (0: none yet).",
       "# TYPE limitplane_policy_version gauge",
@@ -588,7 +591,9 @@ export class Enforcer implements RequestChecker {
     this.#loops = [];
     this.#loopDelay.stop();
     await this.#follower.stop();
-    // Lease refills held back for company go now, ahead of the QUIT below, so they are answered.
+    // Leases end: their unspent units go back to Redis. Those returns and the refills held back
+    // for company go now, ahead of the QUIT below, so they are answered.
+    this.#engine.leases?.clear();
     this.#store.sendHeld?.();
     await this.#flusher.flush();
     await this.#seenReporter?.flush();

@@ -17,7 +17,7 @@
  */
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
-import type { LeaseWanted, LimiterStore } from "../limiter/types";
+import type { LeaseReturn, LeaseWanted, LimiterStore } from "../limiter/types";
 import { type BreakerPermit, CircuitBreaker } from "./circuit-breaker";
 import type { FailurePolicy } from "./failure-policy";
 import { callWithTimeout, systemTimers, type Timers } from "./timers";
@@ -68,6 +68,8 @@ export interface GuardedLease {
   readonly decision: EnforcerDecision;
   readonly units: number;
   readonly lifeMs: number;
+  /** The store's time of the grant (`LeasedDecision.grantedAtMs`); 0 without a lease. */
+  readonly grantedAtMs: number;
 }
 
 /** Longest `maxWaitMs` accepted: a minute (a request waiting longer has been given up on). */
@@ -142,18 +144,38 @@ export class GuardedStore {
   async decideLeasing(input: EnforcerInput, lease: LeaseWanted): Promise<GuardedLease> {
     const store = this.#store;
     if (lease.units === 0 || store.decideLeasing === undefined) {
-      return { decision: await this.decide(input), units: 0, lifeMs: 0 };
+      return { decision: await this.decide(input), units: 0, lifeMs: 0, grantedAtMs: 0 };
     }
     const answer = await this.#call(input, () =>
       (store.decideLeasing as NonNullable<LimiterStore["decideLeasing"]>)(input, lease),
     );
-    if (answer.kind === "policy") return { decision: answer.decision, units: 0, lifeMs: 0 };
+    if (answer.kind === "policy") {
+      return { decision: answer.decision, units: 0, lifeMs: 0, grantedAtMs: 0 };
+    }
     const leased = answer.value;
     return {
       decision: fromStoreDecision(leased.decision),
       units: leased.units,
       lifeMs: leased.lifeMs,
+      grantedAtMs: leased.grantedAtMs,
     };
+  }
+
+  /**
+   * Gives a lease's unspent units back (`LimiterStore.returnLease`), resolving to the units the
+   * store took back: 0 when it could not be asked (no such call, the circuit open) or did not
+   * answer. Nobody waits on a return, so it neither waits for a slow store nor counts towards
+   * the circuit breaker; a lost return leaves the units charged, which only ever admits less.
+   */
+  async returnLease(input: EnforcerInput, lease: LeaseReturn): Promise<number> {
+    const store = this.#store;
+    if (store.returnLease === undefined || lease.units === 0) return 0;
+    if (this.#breaker.state !== "closed") return 0;
+    try {
+      return await store.returnLease(input, lease);
+    } catch {
+      return 0;
+    }
   }
 
   /** The store's answer, or the failure policy's decision when the store gave none. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
-import { type LeaseRequest, LeaseTable } from "./lease-table";
+import { type LeaseGrant, type LeaseRequest, LeaseTable, returnLeadMs } from "./lease-table";
 import { ManualTimers } from "./timers";
 import type { EnforcerCheck, EnforcerDecision, EnforcerInput } from "./types";
 
@@ -51,16 +51,22 @@ function storeDecision(remaining: readonly number[]): EnforcerDecision {
   };
 }
 
+/** The store's answer to a lease: `units` for `lifeMs`, granted at Redis time 0. */
+function grantOf(decision: EnforcerDecision, units: number, lifeMs: number): LeaseGrant {
+  return { decision, units, lifeMs, grantedAtMs: 0 };
+}
+
 function setup(
   options: {
     maxUnits?: number;
     lifeMs?: number;
     maxEntries?: number;
+    maxLossMs?: number;
     keepsStoreTime?: boolean;
   } = {},
 ) {
   const clock = new ManualTimers(10_000);
-  const table = new LeaseTable({ ...options, clock });
+  const table = new LeaseTable({ ...options, clock, timers: clock });
   const refills: number[] = [];
   const refiller = {
     refill: (_: EnforcerInput, lease: { units: number }) => refills.push(lease.units),
@@ -83,7 +89,7 @@ function leaseOf(ctx: ReturnType<typeof setup>, units: number, lifeMs = 1_000): 
   expect(table.take(input(), refiller)).toBeNull();
   const wanted = table.want(input());
   expect(wanted.units).toBeGreaterThan(0);
-  table.granted(input(), storeDecision([90, 900]), units, lifeMs, clock.nowMs());
+  table.granted(input(), grantOf(storeDecision([90, 900]), units, lifeMs), clock.nowMs());
 }
 
 /**
@@ -107,7 +113,7 @@ function requestsSentToStore(
   const answerLater = (units: number, lifeMs: number, delayMs: number) => {
     const sentAtMs = clock.nowMs();
     clock.setTimer(
-      () => table.granted(input(), storeDecision([90, 900]), units, lifeMs, sentAtMs),
+      () => table.granted(input(), grantOf(storeDecision([90, 900]), units, lifeMs), sentAtMs),
       delayMs + 5,
     );
   };
@@ -179,17 +185,21 @@ describe("LeaseTable", () => {
     ctx.table.want(input());
     const granting = storeDecision([90, 900]);
     setStoreTime(granting, { nowMs: 1_765_000_000_123.456, indexInCall: 3 });
-    ctx.table.granted(input(), granting, 2, 1_000, ctx.clock.nowMs());
+    ctx.table.granted(input(), grantOf(granting, 2, 1_000), ctx.clock.nowMs());
     const leased = ctx.table.take(input(), ctx.refiller);
     expect(leased?.source).toBe("lease");
     expect(storeTimeOf(leased as object)).toEqual({ nowMs: 1_765_000_000_123.456, indexInCall: 3 });
   });
 
-  it("never spends a grant at or after its lifetime ends, and counts its unspent units", () => {
+  it("stops spending a grant its return lead before its lifetime ends, and counts its unspent units", () => {
     const ctx = setup();
     leaseOf(ctx, 10, 500);
     expect(ctx.table.take(input(), ctx.refiller)?.source).toBe("lease");
-    ctx.clock.advance(499);
+    // A tenth of the lifetime (at most 50 ms) is left for the return to reach the store.
+    expect(returnLeadMs(500)).toBe(50);
+    expect(returnLeadMs(100)).toBe(10);
+    expect(returnLeadMs(5_000)).toBe(50);
+    ctx.clock.advance(449);
     expect(ctx.table.take(input(), ctx.refiller)?.source).toBe("lease");
     ctx.clock.advance(1);
     expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
@@ -205,7 +215,7 @@ describe("LeaseTable", () => {
     expect(table.want(input()).units).toBeGreaterThan(0);
     const sentAtMs = clock.nowMs();
     clock.advance(300); // the store call took 300 ms
-    table.granted(input(), storeDecision([90, 900]), 5, 400, sentAtMs);
+    table.granted(input(), grantOf(storeDecision([90, 900]), 5, 400), sentAtMs);
     expect(table.take(input(), refiller)?.source).toBe("lease");
     clock.advance(100);
     expect(table.take(input(), refiller)).toBeNull();
@@ -232,7 +242,7 @@ describe("LeaseTable", () => {
     expect(ctx.refills).toHaveLength(1);
     ctx.table.take(input(), ctx.refiller);
     expect(ctx.refills).toHaveLength(1);
-    ctx.table.granted(input(), storeDecision([80, 800]), 6, 1_000, ctx.clock.nowMs());
+    ctx.table.granted(input(), grantOf(storeDecision([80, 800]), 6, 1_000), ctx.clock.nowMs());
     const spent = Array.from({ length: 7 }, () => ctx.table.take(input(), ctx.refiller)?.source);
     expect(spent).toEqual(["lease", "lease", "lease", "lease", "lease", "lease", undefined]);
     expect(ctx.table.figures()).toMatchObject({ admitted: 10, grantedUnits: 10, expiredUnits: 0 });
@@ -246,31 +256,33 @@ describe("LeaseTable", () => {
     ctx.clock.advance(1_000);
     expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
     expect(ctx.table.want(input()).units).toBe(100);
-    ctx.table.granted(input(), storeDecision([90, 900]), 1_000, 1_000, ctx.clock.nowMs());
-    for (let i = 0; i < 39; i++) {
+    ctx.table.granted(input(), grantOf(storeDecision([90, 900]), 1_000, 1_000), ctx.clock.nowMs());
+    for (let i = 0; i < 37; i++) {
       ctx.clock.advance(20);
       ctx.table.take(input(), ctx.refiller);
     }
     ctx.clock.advance(19);
     ctx.table.take(input(), ctx.refiller);
     expect(ctx.refills).toEqual([]);
-    // 800 ms: a fifth left.
+    // 760 ms: a fifth of the 950 ms the grant is spent for (its lifetime less the return lead)
+    // left.
     ctx.clock.advance(1);
     ctx.table.take(input(), ctx.refiller);
     expect(ctx.refills).toHaveLength(1);
   });
 
   it("asks earlier for a subject whose requests are further apart, so the last request a grant admits asks", () => {
-    // 5 requests over the last lifetime: one every 200 ms. With a fifth of the lifetime left
-    // (800 ms), a request at 790 ms would not ask and the next one, at 990 ms or, a little late,
-    // at 1,010 ms, could find the grant ended. It asks with twice the gap left: from 600 ms on.
+    // 5 requests over the last lifetime: one every 200 ms. The grant is spent for 950 ms (its
+    // lifetime less the return lead). With a fifth of that left (760 ms), a request at 750 ms
+    // would not ask and the next one, at 950 ms or a little later, could find the grant ended.
+    // It asks with twice the gap left: from 550 ms on.
     const ctx = setup();
     see(ctx, 5);
     ctx.clock.advance(1_000);
     ctx.table.take(input(), ctx.refiller);
     ctx.table.want(input());
-    ctx.table.granted(input(), storeDecision([90, 900]), 100, 1_000, ctx.clock.nowMs());
-    for (const stepMs of [200, 200, 199]) {
+    ctx.table.granted(input(), grantOf(storeDecision([90, 900]), 100, 1_000), ctx.clock.nowMs());
+    for (const stepMs of [200, 200, 149]) {
       ctx.clock.advance(stepMs);
       ctx.table.take(input(), ctx.refiller);
     }
@@ -282,7 +294,7 @@ describe("LeaseTable", () => {
     // 4 a lifetime (250 ms apart): half the lifetime, the most it asks ahead.
     const slower = setup();
     leaseOf(slower, 100);
-    for (const stepMs of [250, 249]) {
+    for (const stepMs of [250, 199]) {
       slower.clock.advance(stepMs);
       slower.table.take(input(), slower.refiller);
     }
@@ -300,7 +312,7 @@ describe("LeaseTable", () => {
     ctx.table.want(input());
     // A token bucket's reservation joined to an earlier one that ends in 150 ms, where the
     // subject's requests come 250 ms apart: its next request would find the grant ended.
-    ctx.table.granted(input(), storeDecision([90, 900]), 100, 150, ctx.clock.nowMs());
+    ctx.table.granted(input(), grantOf(storeDecision([90, 900]), 100, 150), ctx.clock.nowMs());
     expect(ctx.table.take(input(), ctx.refiller)?.source).toBe("lease");
     expect(ctx.refills).toEqual([8]);
   });
@@ -336,7 +348,7 @@ describe("LeaseTable", () => {
       // The request waits on this call: the store must send it at once.
       const wanted = ctx.table.want(input());
       expect(wanted.maxDelayMs).toBeUndefined();
-      ctx.table.granted(input(), storeDecision([90, 900]), 4, lifeMs, ctx.clock.nowMs());
+      ctx.table.granted(input(), grantOf(storeDecision([90, 900]), 4, lifeMs), ctx.clock.nowMs());
       for (let i = 0; i < 3; i++) ctx.table.take(input(), refiller);
       expect(asked).toHaveLength(1);
       return asked[0]?.maxDelayMs;
@@ -355,6 +367,160 @@ describe("LeaseTable", () => {
     expect(ctx.table.want(input()).units).toBeGreaterThan(0);
   });
 
+  it("gives every grant's unspent units back once: when spent past, when its time is up, on clear()", () => {
+    const clock = new ManualTimers(10_000);
+    const returns: { units: number; grantedAtMs: number; lifeMs: number }[] = [];
+    let settle: (units: number) => void = () => {};
+    const delays: number[] = [];
+    const table = new LeaseTable({
+      clock,
+      timers: clock,
+      returner: {
+        giveBack: (returned, lease, settled) => {
+          expect(returned).toMatchObject({ subject: "c:acme", checks: CHECKS, cost: lease.units });
+          returns.push({
+            units: lease.units,
+            grantedAtMs: lease.grantedAtMs,
+            lifeMs: lease.lifeMs,
+          });
+          delays.push(lease.maxDelayMs ?? 0);
+          settle = settled;
+        },
+      },
+    });
+    const ctx = { clock, table, refills: [] as number[], refiller: { refill: () => 0 } };
+    see(ctx, 4);
+    clock.advance(1_000);
+    table.take(input(), ctx.refiller);
+    table.want(input());
+    const granting = { decision: storeDecision([90, 900]), units: 5, lifeMs: 1_000 };
+    table.granted(input(), { ...granting, grantedAtMs: 1_765_000_000_123.5 }, clock.nowMs());
+    table.take(input(), ctx.refiller);
+    // A quiet subject: nobody spends the other 4. The sweep gives them back once the grant's
+    // spending time (its lifetime less the return lead) is over, naming the grant.
+    clock.advance(949);
+    expect(returns).toEqual([]);
+    clock.advance(30);
+    expect(returns).toEqual([{ units: 4, grantedAtMs: 1_765_000_000_123.5, lifeMs: 1_000 }]);
+    expect(table.figures()).toMatchObject({ returningUnits: 4, returnedUnits: 0 });
+    // Nobody waits on the sweep's return: it may travel with other calls.
+    expect(delays).toEqual([table.refillDelayMs]);
+    settle(3); // the store took back 3 (say a check's window had moved on)
+    expect(table.figures()).toMatchObject({
+      returningUnits: 0,
+      returnedUnits: 3,
+      expiredUnits: 1,
+    });
+    // Nothing is given back twice, however often the sweep or a request looks.
+    clock.advance(5_000);
+    expect(table.take(input(), ctx.refiller)).toBeNull();
+    expect(returns).toHaveLength(1);
+
+    // A new snapshot: every lease's unspent units go back at once.
+    see(ctx, 4);
+    clock.advance(1_000);
+    table.take(input(), ctx.refiller);
+    table.want(input());
+    table.granted(input(), { ...granting, units: 6, grantedAtMs: 2 }, clock.nowMs());
+    table.take(input(), ctx.refiller);
+    table.clear();
+    expect(returns.at(-1)).toEqual({ units: 5, grantedAtMs: 2, lifeMs: 1_000 });
+    // A grant that arrives after its lease was dropped is given back whole.
+    table.granted(input(), { ...granting, units: 9, grantedAtMs: 3 }, clock.nowMs());
+    expect(returns.at(-1)).toEqual({ units: 9, grantedAtMs: 3, lifeMs: 1_000 });
+    clock.advance(5_000);
+    expect(returns).toHaveLength(3);
+  });
+
+  it("leases no limit that refills under 2 units in half of maxLossMs, and caps grants at that", () => {
+    const ctx = setup({ maxLossMs: 60_000 });
+    const leaseWanted = (limit: EnforcerCheck["limit"]): number => {
+      const checks = Object.freeze([{ ...account, limit }]);
+      const request = input(checks);
+      for (let i = 0; i < 40; i++) {
+        if (ctx.table.take(request, ctx.refiller) === null && i === 0) ctx.table.want(request);
+      }
+      ctx.clock.advance(1_000);
+      ctx.table.take(request, ctx.refiller);
+      const wanted = ctx.table.want(request).units;
+      ctx.table.refillFailed(request);
+      return wanted;
+    };
+    // A daily quota shaped as a bucket of 50 refilled over 3 hours: never leased.
+    expect(
+      leaseWanted({ algorithm: "token-bucket", capacity: 50, refillPerSec: 50 / 10_800 }),
+    ).toBe(0);
+    // 1,000 a day in a window: 0.35 units in 30 s, never leased.
+    expect(leaseWanted({ algorithm: "fixed-window", limit: 1_000, windowMs: 86_400_000 })).toBe(0);
+    // 0.1 a second refills 3 units in 30 s: grants of at most 3.
+    expect(leaseWanted({ algorithm: "token-bucket", capacity: 100, refillPerSec: 0.1 })).toBe(3);
+    // 600 a minute (10 a second): 300 in 30 s, more than the demand of 80 this asks for.
+    expect(leaseWanted({ algorithm: "sliding-window", limit: 600, windowMs: 60_000 })).toBe(80);
+    expect(() => new LeaseTable({ lifeMs: 1_000, maxLossMs: 1_999 })).toThrow(/leases\.maxLossMs/);
+  });
+
+  it("gives back, once, what a grant's subject will not spend before it ends", () => {
+    const clock = new ManualTimers(10_000);
+    const returns: { units: number; delayMs: number }[] = [];
+    const table = new LeaseTable({
+      clock,
+      timers: clock,
+      returner: {
+        giveBack: (_, lease) =>
+          returns.push({ units: lease.units, delayMs: lease.maxDelayMs ?? 0 }),
+      },
+    });
+    const refiller = { refill: () => 0 };
+    // 10 requests over a lifetime, 100 ms apart: a grant of 20 for 1 s.
+    for (let i = 0; i < 10; i++) {
+      if (table.take(input(), refiller) === null && i === 0) table.want(input());
+      clock.advance(100);
+    }
+    expect(table.take(input(), refiller)).toBeNull();
+    expect(table.want(input()).units).toBe(20);
+    table.granted(input(), grantOf(storeDecision([90, 900]), 20, 1_000), clock.nowMs());
+    for (let i = 0; i < 7; i++) {
+      clock.advance(100);
+      expect(table.take(input(), refiller)?.source).toBe("lease");
+    }
+    expect(returns).toEqual([]);
+    // 800 ms: 150 ms of its 950 are left, 200 ms (two gaps) of lead. It keeps what two more
+    // requests and one spare need (3 of its 12), and gives the other 9 back at once, held for
+    // company.
+    clock.advance(100);
+    expect(table.take(input(), refiller)?.source).toBe("lease");
+    expect(returns).toEqual([{ units: 9, delayMs: table.refillDelayMs }]);
+    clock.advance(100);
+    expect(table.take(input(), refiller)?.source).toBe("lease");
+    expect(returns).toHaveLength(1);
+  });
+
+  it("leases a window for a fifth of it at most, and not a window under 100 ms", () => {
+    const ctx = setup();
+    const leaseAsked = (limit: EnforcerCheck["limit"]): LeaseRequest => {
+      const checks = Object.freeze([{ ...account, limit }]);
+      const request = input(checks);
+      for (let i = 0; i < 40; i++) {
+        if (ctx.table.take(request, ctx.refiller) === null && i === 0) ctx.table.want(request);
+      }
+      ctx.clock.advance(1_000);
+      ctx.table.take(request, ctx.refiller);
+      const asked = ctx.table.want(request);
+      ctx.table.refillFailed(request);
+      return asked;
+    };
+    // 1 s windows: 200 ms leases, and the units wanted for them (40 a second, twice over).
+    expect(leaseAsked({ algorithm: "fixed-window", limit: 1_000, windowMs: 1_000 })).toEqual({
+      units: 16,
+      lifeMs: 200,
+    });
+    expect(leaseAsked({ algorithm: "sliding-window", limit: 1_000, windowMs: 60_000 })).toEqual({
+      units: 80,
+      lifeMs: 1_000,
+    });
+    expect(leaseAsked({ algorithm: "fixed-window", limit: 1_000, windowMs: 99 }).units).toBe(0);
+  });
+
   it("clear() drops every lease (a new policy) and counts their units expired", () => {
     const ctx = setup();
     leaseOf(ctx, 7);
@@ -364,7 +530,7 @@ describe("LeaseTable", () => {
     expect(ctx.table.figures()).toMatchObject({ grantedUnits: 7, expiredUnits: 6, subjects: 0 });
   });
 
-  it("holds at most maxEntries subjects, counting an evicted subject's units expired", () => {
+  it("holds at most maxEntries subjects; an evicted subject's grant ends when its lifetime does", () => {
     const ctx = setup({ maxEntries: 2 });
     leaseOf(ctx, 3);
     ctx.table.want({ ...input(), subject: "c:globex" });
@@ -377,8 +543,11 @@ describe("LeaseTable", () => {
     expect(ctx.table.take(input(), ctx.refiller)?.source).toBe("lease");
     ctx.table.want({ ...input(), subject: "c:globex" });
     ctx.table.want({ ...input(), subject: "c:umbrella" });
-    expect(ctx.table.figures()).toMatchObject({ subjects: 2, expiredUnits: 1 });
+    expect(ctx.table.figures()).toMatchObject({ subjects: 2, expiredUnits: 0 });
     expect(ctx.table.take(input(), ctx.refiller)).toBeNull();
+    // Its unspent unit is retired by the sweep once the grant's spending time is over.
+    ctx.clock.advance(1_000);
+    expect(ctx.table.figures()).toMatchObject({ subjects: 2, expiredUnits: 1 });
   });
 
   it("caps what it asks for at maxUnits, and leases no list with a sliding log, a leaky meter or a dry-run limit", () => {

@@ -184,6 +184,14 @@ export interface LimiterStore {
    */
   decideLeasing?(input: DecideInput, lease: LeaseWanted): Promise<LeasedDecision>;
   /**
+   * Optional, with `decideLeasing`: gives back units of a lease the caller will not spend (it
+   * has stopped spending them), so the limit admits them elsewhere. Exactly what the lease
+   * charged is undone, never after the window the units came from, and never into room another
+   * lease holds; call it once per grant (a lost reply is not retried: the units stay charged,
+   * never credited twice). Resolves to the units given back on the check that took back least.
+   */
+  returnLease?(input: DecideInput, lease: LeaseReturn): Promise<number>;
+  /**
    * Optional: sends at once every call held back (`LeaseWanted.maxDelayMs`), so that a caller
    * about to close the store's connection gets their answers first.
    */
@@ -206,11 +214,28 @@ export interface LeaseWanted {
   readonly maxDelayMs?: number;
 }
 
+/** Unspent units of a lease, given back (see `LimiterStore.returnLease`). */
+export interface LeaseReturn {
+  /** Units of cost to give back on every check: at most what the grant gave, never spent. */
+  readonly units: number;
+  /** The store's time of the grant, as its decision reported it (`LeasedDecision.grantedAtMs`). */
+  readonly grantedAtMs: number;
+  /** The grant's lifetime as the store gave it (`LeasedDecision.lifeMs`). */
+  readonly lifeMs: number;
+  /** As `LeaseWanted.maxDelayMs`: nobody waits on a return. @default 0 */
+  readonly maxDelayMs?: number;
+}
+
 /** A decision and the lease that came with it (0 units: none). */
 export interface LeasedDecision {
   readonly decision: LayeredDecision;
   /** Units of cost reserved for the caller on every check, beyond the request's own. */
   readonly units: number;
+  /**
+   * The store's time of the call, in ms (Redis `TIME`, or the store's injected clock): what a
+   * return of these units names them by (`LeaseReturn.grantedAtMs`).
+   */
+  readonly grantedAtMs: number;
   /**
    * How long the units may be spent, in ms from before the call was made (0: no lease): the
    * caller's reading, earlier than Redis's, so the lease ends for the caller no later than Redis

@@ -36,7 +36,9 @@
  *   then per decision one argument "<op> <now> <cost> <n>": op "d" decide, "p" peek (writes
  *            nothing), "s" shape, "q" peek a shaper, or "<op> <now> <cost> <n> <units> <lifeMs>"
  *            with op "l": decide, and lease up to <units> more for up to <lifeMs> (see the lease
- *            block below; `RedisStore.decideLeasing`); now in ms, or "-" for Redis `TIME`
+ *            block below; `RedisStore.decideLeasing`), or "r <now> <units> <n> <grantedAt>
+ *            <lifeMs>": return a lease's unspent units (`RedisStore.returnLease`; grantedAt is
+ *            the Redis time in ms of the call that granted them); now in ms, or "-" for Redis `TIME`
  *            (production; read once per call); n checks, each one argument
  *            "<algorithm code> <first parameter> <second parameter> <mode> <bucket>", mode "e"
  *            enforce or "d" dry-run, the bucket last (any characters). Codes and parameters:
@@ -48,7 +50,8 @@
  * Reply: one string of packed bytes (little-endian), per decision in order: per check
  * `<Bddd>` code, remaining, retryAfterMs, resetAfterMs (code 0 allowed, 1 limit-exceeded,
  * 2 cost-exceeds-capacity, 3 queue-full), a shaper's `<Bdddd>` with delayMs; after a lease's
- * checks `<dd>` the units granted and their lifetime in whole ms (0 0: none). Then, once for the
+ * checks `<dd>` the units granted and their lifetime in whole ms (0 0: none); a return's is `<d>`
+ * per check, the units given back. Then, once for the
  * call, `<d>` Redis `TIME` in whole microseconds (the `now` of every decision at "-" is exactly
  * that / 1000), or 0 when no decision asked for it; a decision's place in the call is its order.
  * Every number is whole, and a double holds it exactly. (One string, not an array of integers:
@@ -173,6 +176,8 @@ end
 
 -- Byte length of the packed state of each algorithm code (2, the sliding log, is a sorted set).
 -- A token bucket with reservations (leases out) is 49 bytes.
+-- With leases out, a token bucket adds two reservations (49 bytes), a window the instant its last
+-- lease ends (8 bytes more).
 local LENGTHS = { 17, false, 25, 17, 9, 9 }
 
 -- A leased token bucket's tokens now, from its stored tokens at last_ms: refilled at rate up to
@@ -203,7 +208,8 @@ local step_sliding_log, write_log, step_leaky_shaper
 local MAX_SIZE, MIN_WINDOW_MS, MAX_DURATION_MS = 1e15, 0.001, 1e12
 local MIN_RATE, MAX_RATE, MAX_ABS_TIME_MS = 1e-9, 1e15, 2 ^ 52
 local MAX_COST = 1.7976931348623157e308
-local MAX_LEASE_UNITS, MAX_LEASE_MS = 1e9, 3600000
+-- A lease's units and lifetime are at most 1e9 and 3600000 ms (written out where they are
+-- checked: a function of Redis's Lua 5.1 may use at most 60 upvalues, and decide is near).
 
 -- Parsed arguments by their text: decisions repeat the same few, so each is parsed and checked
 -- once (in a function library, for as long as the library is loaded: at most MAX_PARSED texts,
@@ -215,7 +221,7 @@ local MAX_PARSED = 4096
 local reply_parts = {}
 -- The current decision's checks: parsed argument, reply code and stepped state (s1 to s3 the
 -- state's numbers; a sliding log's table in s1). Reused from one decision to the next.
-local parsed, codes, s1, s2, s3 = {}, {}, {}, {}, {}
+local parsed, codes, s1, s2, s3, s4 = {}, {}, {}, {}, {}, {}
 -- A token bucket's reservations, per check: { units, until, units, until } as read and then as
 -- leased (nil: none). Made on first use in a call.
 local res
@@ -324,12 +330,20 @@ while a <= argc do
   if not head then
     local op, t, c, n, rest = match(text, "^(%a) (%S+) (%S+) (%d+)(.*)$")
     if not op then return error_reply("malformed decision " .. text) end
-    -- A lease ("l") adds "<units wanted> <lifetime wanted in ms>"; no other op has more.
+    -- A lease ("l") adds "<units wanted> <lifetime wanted in ms>", a lease's return ("r")
+    -- "<time the units were granted> <their lifetime in ms>"; no other op has more.
     local want, life = 0, 0
     if op == "l" then
       want, life = match(rest, "^ (%d+) (%d+)$")
       want, life = tonumber(want), tonumber(life)
-      if not (want and life and want <= MAX_LEASE_UNITS and life <= MAX_LEASE_MS) then
+      if not (want and life and want <= 1e9 and life <= 3600000) then
+        return error_reply("malformed decision " .. text)
+      end
+    elseif op == "r" then
+      want, life = match(rest, "^ (%S+) (%d+)$")
+      want, life = tonumber(want), tonumber(life)
+      if not (want and life and want >= -MAX_ABS_TIME_MS and want <= MAX_ABS_TIME_MS
+        and life <= 3600000) then
         return error_reply("malformed decision " .. text)
       end
     elseif rest ~= "" then
@@ -347,9 +361,12 @@ while a <= argc do
       return error_reply("invalid cost " .. c)
     end
     head = { op, at, c_num, tonumber(n), want, life }
-    if parsed_count >= MAX_PARSED then heads, checks, parsed_count = {}, {}, 0 end
-    heads[text] = head
-    parsed_count = parsed_count + 1
+    -- A return's text names its grant's instant, so it never repeats: not kept.
+    if op ~= "r" then
+      if parsed_count >= MAX_PARSED then heads, checks, parsed_count = {}, {}, 0 end
+      heads[text] = head
+      parsed_count = parsed_count + 1
+    end
   end
   local op, count = head[1], head[4]
   if head[2] then
@@ -410,7 +427,115 @@ while a <= argc do
   if not KEYS[k + used] then return error_reply("too few keys for decision " .. text) end
   local deadline, foreign = read_fields(hkey, count)
 
-  if op == "s" or op == "q" then
+  if op == "r" then
+    -- A lease's return (lease-table.ts): units a gateway was granted with a lease ("l", below)
+    -- and never spent, given back once it has stopped spending them, so a limit with a slow
+    -- refill or a long window does not lose them. Per check, exactly what the lease charged is
+    -- undone, or nothing:
+    -- - fixed window: taken off the count of the window the grant was made in, while that
+    --   window runs (after it, the units are no longer the window's to give);
+    -- - sliding window: off the current count of that window, or off the previous count once
+    --   the next window began (the estimate weighs it);
+    -- - token bucket: the tokens come back, and while the grant's lifetime runs, as many
+    --   reserved units are released, earliest reservation first. Its own reservation ends no
+    --   earlier than the earliest alive one, so releasing from that one never lets the bucket
+    --   refill into room another lease still holds. Back, the tokens are capped at the capacity
+    --   less what is still reserved, so no burst exceeds the capacity. After its lifetime the
+    --   reservations are left as they are (the grant's may have ended, and another's must not
+    --   shrink): the tokens alone come back, capped the same way.
+    -- Another algorithm's state (the limit changed since) is left alone. The reply is, per
+    -- check, the units given back.
+    local units, granted_at = cost, head[5]
+    local granted_end = granted_at + head[6]
+    local nh, longest = 2, 0
+    hs[2] = hkey
+    for i = 1, count do
+      local check = parsed[i]
+      local algorithm, p1, p2 = check[1], check[2], check[3]
+      local value = stored[i]
+      local back, packed, lifetime = 0, false, 0
+      if value and byte(value, 1) == algorithm then
+        if algorithm == 1 and (#value == 17 or #value == 25) then
+          local _, ws, used = sunpack("<Bdd", value)
+          local leased_until = 0
+          if #value == 25 then _, ws, used, leased_until = sunpack("<Bddd", value) end
+          local granted_ws = window_start_of(granted_at, p2)
+          if windows_between(granted_ws, ws, p2) == 0
+            and windows_between(granted_ws, window_start_of(now, p2), p2) == 0 then
+            back = min(units, used)
+            if back > 0 and leased_until > now then
+              packed = pack("<Bddd", 1, ws, used - back, leased_until)
+            elseif back > 0 then
+              packed = pack("<Bdd", 1, ws, used - back)
+            end
+            lifetime = ws + p2 - now
+          end
+        elseif algorithm == 3 and (#value == 25 or #value == 33) then
+          local _, ws, curr, prev = sunpack("<Bddd", value)
+          local leased_until = 0
+          if #value == 33 then _, ws, curr, prev, leased_until = sunpack("<Bdddd", value) end
+          local granted_ws = window_start_of(granted_at, p2)
+          local stored = windows_between(granted_ws, ws, p2)
+          -- Two windows on, neither count is read again: nothing to give back.
+          if windows_between(granted_ws, window_start_of(now, p2), p2) <= 1 then
+            if stored == 0 then
+              back = min(units, curr)
+              curr = curr - back
+            elseif stored == 1 then
+              back = min(units, prev)
+              prev = prev - back
+            end
+          end
+          if back > 0 and leased_until > now then
+            packed = pack("<Bdddd", 3, ws, curr, prev, leased_until)
+          elseif back > 0 then
+            packed = pack("<Bddd", 3, ws, curr, prev)
+          end
+          lifetime = ws + 2 * p2 - now
+        elseif algorithm == 4 and #value == 49 then
+          local _, tokens, last_ms, ra, ta, rb, tb = sunpack("<Bdddddd", value)
+          tokens = reserved_refill(tokens, last_ms, p1, p2, ra, ta, rb, tb)
+          if ta <= now then ra, ta = 0, 0 end
+          if tb <= now then rb, tb = 0, 0 end
+          if ra == 0 then ra, ta, rb, tb = rb, tb, 0, 0 end
+          if now < granted_end then
+            local released = min(ra, units)
+            ra = ra - released
+            if units > released then rb = rb - min(rb, units - released) end
+            if rb == 0 then tb = 0 end
+            if ra == 0 then ra, ta, rb, tb = rb, tb, 0, 0 end
+          end
+          back = min(units, p1 - ra - rb - tokens)
+          if back < 0 then back = 0 end
+          local full = tokens + back
+          local till = ta
+          if tb > till then till = tb end
+          if ra > 0 then
+            packed = pack("<Bdddddd", 4, full, now, ra, ta, rb, tb)
+            lifetime = (till - now) + ((p1 - full) * 1000) / p2
+          else
+            packed, lifetime = pack("<Bdd", 4, full, now), ((p1 - full) * 1000) / p2
+          end
+        elseif algorithm == 4 and #value == 17 then
+          local _, tokens, last_ms = sunpack("<Bdd", value)
+          if now > last_ms then tokens = tokens + ((now - last_ms) * p2) / 1000 end
+          if p1 < tokens then tokens = p1 end
+          back = min(units, p1 - tokens)
+          if back < 0 then back = 0 end
+          local full = tokens + back
+          packed, lifetime = pack("<Bdd", 4, full, now), ((p1 - full) * 1000) / p2
+        end
+      end
+      if packed then
+        hs[nh + 1], hs[nh + 2] = check[5], packed
+        nh = nh + 2
+        if lifetime > longest then longest = lifetime end
+      end
+      r = r + 1
+      reply[r] = pack("<d", back)
+    end
+    if nh > 2 then write_fields(hkey, nh, deadline, longest, head[2], foreign) end
+  elseif op == "s" or op == "q" then
     if not step_leaky_shaper then
       -- leaky-shaper.ts: state drainedAtMs (nil: none); returns delayMs as a sixth value.
       -- timeNoiseMs: t plus 8 units in the last place of 1 (EPSILON = 2^-52), scaled by |t|.
@@ -477,8 +602,10 @@ while a <= argc do
       local value
       if algorithm ~= 2 then
         value = stored[i]
-        if not (value and byte(value, 1) == algorithm
-          and (#value == LENGTHS[algorithm] or (algorithm == 4 and #value == 49))) then
+        local n = value and #value
+        if not (value and byte(value, 1) == algorithm and (n == LENGTHS[algorithm]
+          or (algorithm == 4 and n == 49)
+          or ((algorithm == 1 or algorithm == 3) and n == LENGTHS[algorithm] + 8))) then
           value = nil
         end
       end
@@ -538,6 +665,12 @@ while a <= argc do
             end
             retry = retry + 1
           end
+          -- Leases out may give tokens back before their reservation ends (lease-table.ts): the
+          -- answer holds only until then.
+          if ra > 0 and ta > now then
+            local back_by = ceil_ms(ta - now)
+            if back_by < retry then retry = back_by end
+          end
           code, remaining, reset = 1, whole_units(tokens, p1), reset_ms
         end
       elseif algorithm == 1 then
@@ -546,17 +679,25 @@ while a <= argc do
         local into = fmod(now, p2)
         local ws = now - into
         if into < 0 then ws = now - into - p2 end
-        local used = 0
+        local used, leased_until = 0, 0
         if value then
-          local _, stored_ws, stored_count = sunpack("<Bdd", value)
+          local _, stored_ws, stored_count, stored_until
+          if #value == 17 then
+            _, stored_ws, stored_count = sunpack("<Bdd", value)
+          else
+            _, stored_ws, stored_count, stored_until = sunpack("<Bddd", value)
+          end
           local x = (ws - stored_ws) / p2
           local later = floor(x)
           if x - later >= 0.5 then later = later + 1 end
-          if later <= 0 then used = stored_count end
+          if later <= 0 then
+            used = stored_count
+            if stored_until and stored_until > now then leased_until = stored_until end
+          end
         end
         local window_end = ws + p2
         local available = p1 - used
-        s1[i], s2[i] = ws, used
+        s1[i], s2[i], s3[i] = ws, used, leased_until
         if cost <= available + UNIT_TOLERANCE and cost <= p1 then
           -- Admitted: the common path, with ceil_ms and whole_units written out.
           local counted = used + cost
@@ -588,6 +729,13 @@ while a <= argc do
             end
             retry = retry + 1
           end
+          -- Leases of this window may give units back before they end (lease-table.ts), and a
+          -- lease ends with the window at the latest: ask again by the last lease's end, and
+          -- at least every twentieth of the window, so units given back are not left unused.
+          if leased_until > 0 then
+            local back_by = ceil_ms(min(leased_until - now, p2 / 20))
+            if back_by < retry then retry = back_by end
+          end
           code, remaining, reset = 1, whole_units(available, p1), reset_ms
         end
       elseif algorithm == 3 then
@@ -596,20 +744,26 @@ while a <= argc do
         local into = fmod(now, p2)
         local ws = now - into
         if into < 0 then ws = now - into - p2 end
-        local curr, prev = 0, 0
+        local curr, prev, leased_until = 0, 0, 0
         if value then
-          local _, stored_ws, stored_curr, stored_prev = sunpack("<Bddd", value)
+          local _, stored_ws, stored_curr, stored_prev, stored_until
+          if #value == 25 then
+            _, stored_ws, stored_curr, stored_prev = sunpack("<Bddd", value)
+          else
+            _, stored_ws, stored_curr, stored_prev, stored_until = sunpack("<Bdddd", value)
+          end
           local x = (ws - stored_ws) / p2
           local later = floor(x)
           if x - later >= 0.5 then later = later + 1 end
           if later <= 0 then
             curr, prev = stored_curr, stored_prev
+            if stored_until and stored_until > now then leased_until = stored_until end
           elseif later == 1 then
             prev = stored_curr
           end
         end
         local available = p1 - (curr + prev * (1 - (now - ws) / p2))
-        s1[i], s2[i], s3[i] = ws, curr, prev
+        s1[i], s2[i], s3[i], s4[i] = ws, curr, prev, leased_until
         if cost <= available + UNIT_TOLERANCE and cost <= p1 then
           -- Admitted: the common path, with ceil_ms and whole_units written out.
           local counted = curr + cost
@@ -661,6 +815,11 @@ while a <= argc do
                 break
               end
               retry = retry + 1
+            end
+            -- As for a fixed window: leases may give units back before the window ends.
+            if leased_until > 0 then
+              local back_by = ceil_ms(min(leased_until - now, p2 / 20))
+              if back_by < retry then retry = back_by end
             end
             code, remaining, reset = 1, whole_units(available, p1), reset_ms
           end
@@ -861,7 +1020,10 @@ while a <= argc do
       -- nothing near the limit), and the lease lives as long as spending a unit later is exact
       -- on every check:
       -- - fixed and sliding window: until the current window ends (a unit counted in this
-      --   window and spent later in it is what the window counts anyway);
+      --   window and spent later in it is what the window counts anyway), and at most the
+      --   units wanted in proportion to the window's time left; the state keeps the instant
+      --   its last lease ends, so a rejection meanwhile says to retry by then (the lease may
+      --   give units back) rather than at the window's end;
       -- - token bucket: the units are taken from the tokens and RESERVED: until the lease ends
       --   the capacity is short of them, so the bucket cannot refill into room the lease
       --   holds, and a burst can never exceed the capacity, whenever the units are spent. Two
@@ -880,11 +1042,19 @@ while a <= argc do
         local room, life_i = 0, 0
         if codes[i] ~= 0 then
           room = 0
-        elseif algorithm == 1 then
-          room, life_i = p1 - s2[i], floor(s1[i] + p2 - now)
-        elseif algorithm == 3 then
-          room = p1 - (s2[i] + s3[i] * (1 - (now - s1[i]) / p2))
+        elseif algorithm == 1 or algorithm == 3 then
           life_i = floor(s1[i] + p2 - now)
+          if algorithm == 1 then
+            room = p1 - s2[i]
+          else
+            room = p1 - (s2[i] + s3[i] * (1 - (now - s1[i]) / p2))
+          end
+          if life_i < head[6] then
+            -- The window ends before the lifetime wanted: the units wanted shrink alike, so a
+            -- lease late in a window does not hold what others need until the window's end.
+            local scaled = floor((head[5] * life_i) / head[6] + UNIT_TOLERANCE)
+            if scaled < grant then grant = scaled end
+          end
         elseif algorithm == 4 then
           room, life_i = s1[i], lifetime
           local held = res and res[i]
@@ -905,6 +1075,11 @@ while a <= argc do
           local algorithm = parsed[i][1]
           if algorithm == 1 or algorithm == 3 then
             s2[i] = s2[i] + grant
+            if algorithm == 1 then
+              if now + lifetime > s3[i] then s3[i] = now + lifetime end
+            elseif now + lifetime > s4[i] then
+              s4[i] = now + lifetime
+            end
           elseif algorithm == 4 then
             s1[i] = s1[i] - grant
             res = res or {}
@@ -955,9 +1130,19 @@ while a <= argc do
             elseif algorithm == 4 then
               value, lifetime = pack("<Bdd", 4, s1[i], s2[i]), ((p1 - s1[i]) * 1000) / p2
             elseif algorithm == 1 then
-              value, lifetime = pack("<Bdd", 1, s1[i], s2[i]), s1[i] + p2 - now
+              if s3[i] > now then
+                value = pack("<Bddd", 1, s1[i], s2[i], s3[i])
+              else
+                value = pack("<Bdd", 1, s1[i], s2[i])
+              end
+              lifetime = s1[i] + p2 - now
             elseif algorithm == 3 then
-              value, lifetime = pack("<Bddd", 3, s1[i], s2[i], s3[i]), s1[i] + 2 * p2 - now
+              if s4[i] > now then
+                value = pack("<Bdddd", 3, s1[i], s2[i], s3[i], s4[i])
+              else
+                value = pack("<Bddd", 3, s1[i], s2[i], s3[i])
+              end
+              lifetime = s1[i] + 2 * p2 - now
             else
               value, lifetime = pack("<Bd", 5, s1[i]), s1[i] + (p1 * 1000) / p2 - now
             end
@@ -987,7 +1172,7 @@ end
  * the function's names, so two releases' libraries live side by side during a rolling deploy. A
  * unit test recomputes it from the text, so an edit to the script without this constant fails.
  */
-export const REDIS_DECIDE_VERSION = "1efbb22644c8";
+export const REDIS_DECIDE_VERSION = "936432452ab5";
 
 /** The function the store calls with FCALL. */
 export const REDIS_DECIDE_FUNCTION = `limitplane_decide_${REDIS_DECIDE_VERSION}`;
@@ -1008,4 +1193,4 @@ export const REDIS_DECIDE_LUA = `${REDIS_DECIDE_BODY}return decide(KEYS, ARGV)
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the EVAL form under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "dcce0e2b54869ddd6ee3a778e15bafc3ca38a45f";
+export const REDIS_DECIDE_SHA1 = "3783db200bd81087f5ad1f12854a0c8efbbef9d8";

@@ -11,6 +11,7 @@ import type {
   LayeredDecision,
   LeakyShaperLimit,
   LeasedDecision,
+  LeaseReturn,
   LeaseWanted,
   LimitCheck,
   LimiterStore,
@@ -138,6 +139,18 @@ function assertLeaseWanted(lease: LeaseWanted): void {
   }
 }
 
+function assertLeaseReturn(lease: LeaseReturn): void {
+  if (!(Number.isInteger(lease.units) && lease.units >= 0 && lease.units <= 1e9)) {
+    throw new RangeError(`lease.units must be a whole number from 0 to 1e9, got ${lease.units}`);
+  }
+  if (!(Number.isFinite(lease.grantedAtMs) && Math.abs(lease.grantedAtMs) <= 2 ** 52)) {
+    throw new RangeError(
+      `lease.grantedAtMs must be a finite time in ms within 2^52 of 0, got ${lease.grantedAtMs}`,
+    );
+  }
+  assertLeaseWanted({ units: lease.units, lifeMs: lease.lifeMs, maxDelayMs: lease.maxDelayMs });
+}
+
 /** One request to a shaper: it has a single key, and is never part of a layered decision. */
 export interface ShapeInput {
   readonly subject: string;
@@ -173,6 +186,7 @@ const REASONS: readonly (RejectReason | null)[] = [
 const CHECK_BYTES = 25;
 const SHAPE_BYTES = 33;
 const LEASE_BYTES = 16;
+const RETURN_BYTES = 8;
 const TIME_BYTES = 8;
 
 /**
@@ -506,19 +520,62 @@ export class RedisStore implements LimiterStore {
    */
   async decideLeasing(input: DecideInput, lease: LeaseWanted): Promise<LeasedDecision> {
     assertLeaseWanted(lease);
-    const { decision, reply, offset } = await this.#layeredReply(
+    const { decision, reply, offset, atMs } = await this.#layeredReply(
       "l",
       input,
       ` ${lease.units} ${lease.lifeMs}`,
       LEASE_BYTES,
       lease.maxDelayMs,
     );
-    if (reply === null) return { decision, units: 0, lifeMs: 0 };
+    if (reply === null) return { decision, units: 0, lifeMs: 0, grantedAtMs: atMs };
     return {
       decision,
       units: reply.readDoubleLE(offset),
       lifeMs: reply.readDoubleLE(offset + 8),
+      grantedAtMs: atMs,
     };
+  }
+
+  /**
+   * Gives back `lease.units` of a lease granted by {@link decideLeasing} at `lease.grantedAtMs`
+   * that the caller will never spend (see `LimiterStore.returnLease` and the script's return).
+   * One call, atomic; resolves to the units given back on the check that took back least (0 when
+   * the window they came from is over, or the limit changed algorithm since).
+   */
+  async returnLease(input: DecideInput, lease: LeaseReturn): Promise<number> {
+    assertLeaseReturn(lease);
+    const checks = input.checks;
+    assertName("subject", input.subject);
+    assertValidChecks(checks);
+    if (checks.length === 0 || lease.units === 0) return 0;
+    const nowMs = this.#clock?.nowMs();
+    const args = [
+      this.#headArg(
+        "r",
+        nowMs,
+        lease.units,
+        checks.length,
+        ` ${String(lease.grantedAtMs)} ${lease.lifeMs}`,
+      ),
+    ];
+    const keys = [this.subjectKey(input.subject)];
+    for (const check of checks) {
+      if (check.limit.algorithm === "sliding-log") {
+        keys.push(this.logKey(input.subject, check.bucket ?? check.scope));
+      }
+      args.push(checkArgOf(check));
+    }
+    const { reply, offset } = await this.#submit(
+      keys,
+      args,
+      checks.length * RETURN_BYTES,
+      lease.maxDelayMs,
+    );
+    let least = Number.POSITIVE_INFINITY;
+    for (let index = 0; index < checks.length; index++) {
+      least = Math.min(least, reply.readDoubleLE(offset + index * RETURN_BYTES));
+    }
+    return least;
   }
 
   /** The decision a request of `cost` would get now. Reads only: it writes and refreshes nothing. */
@@ -544,13 +601,13 @@ export class RedisStore implements LimiterStore {
    * Redis TIME), cost, number of checks, and for a lease (`tail`) the units and lifetime wanted.
    */
   #headArg(
-    op: "d" | "p" | "s" | "q" | "l",
+    op: "d" | "p" | "s" | "q" | "l" | "r",
     nowMs: number | undefined,
     cost: number,
     checkCount: number,
     tail = "",
   ): string {
-    if (nowMs === undefined && cost === 1 && op !== "l") {
+    if (nowMs === undefined && cost === 1 && op !== "l" && op !== "r") {
       // Production's usual decision: the same text every time, made once.
       const cached = HEADS_AT_COST_1[op][checkCount];
       if (cached !== undefined) return cached;
@@ -571,14 +628,16 @@ export class RedisStore implements LimiterStore {
     headTail: string,
     extraBytes: number,
     maxDelayMs = 0,
-  ): Promise<{ decision: LayeredDecision; reply: Buffer | null; offset: number }> {
+  ): Promise<{ decision: LayeredDecision; reply: Buffer | null; offset: number; atMs: number }> {
     const checks = input.checks;
     assertName("subject", input.subject);
     assertValidChecks(checks);
     const cost = input.cost === undefined ? 1 : input.cost;
     const nowMs = this.#clock?.nowMs();
     const args = [this.#headArg(op, nowMs, cost, checks.length, headTail)];
-    if (checks.length === 0) return { decision: combineOutcomes([]), reply: null, offset: 0 };
+    if (checks.length === 0) {
+      return { decision: combineOutcomes([]), reply: null, offset: 0, atMs: nowMs ?? 0 };
+    }
     const keys = [this.subjectKey(input.subject)];
     for (const check of checks) {
       if (check.limit.algorithm === "sliding-log") {
@@ -600,11 +659,9 @@ export class RedisStore implements LimiterStore {
       offset += CHECK_BYTES;
     }
     const decision = combineOutcomes(outcomes);
-    setStoreTime(decision, {
-      nowMs: nowMs ?? answer.timeUs / 1000,
-      indexInCall: answer.indexInCall,
-    });
-    return { decision, reply, offset };
+    const atMs = nowMs ?? answer.timeUs / 1000;
+    setStoreTime(decision, { nowMs: atMs, indexInCall: answer.indexInCall });
+    return { decision, reply, offset, atMs };
   }
 
   async #shaped(op: "s" | "q", input: ShapeInput): Promise<ShapedDecision> {
