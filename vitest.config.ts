@@ -5,7 +5,8 @@ const root = fileURLToPath(new URL(".", import.meta.url));
 
 /**
  * Three projects, one command:
- * - unit: pure code beside its source (`*.test.ts`), no services.
+ * - unit: pure code beside its source (`*.test.ts`), no services; and `test/lint/**`, which
+ *   checks the repository itself (layer rules, documentation).
  * - integration: `test/integration/**` against the real Postgres and Redis. The global setup gives
  *   every run its own database and Redis key prefix, so concurrent runs cannot collide.
  * - busy: `test/busy/**`, the acceptance tests on a deliberately busy machine (processes spinning
@@ -32,6 +33,7 @@ export default defineConfig({
             "components/**/*.test.{ts,tsx}",
             "app/**/*.test.{ts,tsx}",
             "scripts/**/*.test.ts",
+            "bench/**/*.test.ts",
             "test/lint/**/*.test.ts",
           ],
           environment: "node",

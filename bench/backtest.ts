@@ -57,6 +57,7 @@ import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databa
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
 import { benchRedis, loadLine, median, pairedRatios, summary } from "./fair";
+import { recordTarget } from "./results";
 import { startTargetProcess, stopTargetProcess, type TargetProcess } from "./target-process";
 
 const REQUESTS = Number(process.env.BENCH_BACKTEST_REQUESTS ?? 10_000_000);
@@ -259,8 +260,20 @@ async function recordingCost(): Promise<string[]> {
       `  the recorder alone, in this process: ${recorderNs.toFixed(0)} ns per decision (record + its share of the flush's encode), ${((recorderNs / 1000 / median(rounds.off.cpu)) * 100).toFixed(2)} % of the gateway's CPU per request`,
     );
     const verdicts = [
-      `recording on against off, HTTP throughput (req/s medians ${Math.round(median(rounds.on.perSec))} / ${Math.round(median(rounds.off.perSec))}): ${lower(wallRatio)}   target: under 5 % lower   ${wallRatio > 0.95 ? "PASS" : "SHORT"}`,
-      `recording on against off, throughput per CPU-second (CPU µs/request medians ${median(rounds.on.cpu).toFixed(1)} / ${median(rounds.off.cpu).toFixed(1)}): ${lower(cpuRatio)}   target: under 5 % lower   ${cpuRatio > 0.95 ? "PASS" : "SHORT"}`,
+      recordTarget({
+        group: "recording cost",
+        name: "recording on against off, HTTP throughput",
+        measured: `${lower(wallRatio)} (req/s medians ${Math.round(median(rounds.on.perSec))} / ${Math.round(median(rounds.off.perSec))})`,
+        aim: "under 5 % lower",
+        isMet: wallRatio > 0.95,
+      }),
+      recordTarget({
+        group: "recording cost",
+        name: "recording on against off, throughput per CPU-second",
+        measured: `${lower(cpuRatio)} (CPU µs/request medians ${median(rounds.on.cpu).toFixed(1)} / ${median(rounds.off.cpu).toFixed(1)})`,
+        aim: "under 5 % lower",
+        isMet: cpuRatio > 0.95,
+      }),
     ];
     for (const verdict of verdicts) console.log(`  ${verdict}`);
     console.log(`  ${loadLine("after")}`);
@@ -551,7 +564,13 @@ async function recordedDay(): Promise<string[]> {
     console.log(
       `    of which this process's CPU: ${((cpu.user + cpu.system) / 1e6).toFixed(2)} s (the rest is waiting: for Postgres, and for a core on a loaded machine)`,
     );
-    const fullVerdict = `${(full.recordedRequests + full.warmUpRequests).toLocaleString("en")} requests loaded and replayed in ${fullS.toFixed(2)} s   target: under ${TARGET_S} s for >= 10,000,000 requests   ${fullS < TARGET_S && day.timeMs.length >= 10_000_000 ? "PASS" : "SHORT"}`;
+    const fullVerdict = recordTarget({
+      group: "backtest speed",
+      name: "a recorded day loaded from Postgres and replayed",
+      measured: `${(full.recordedRequests + full.warmUpRequests).toLocaleString("en")} requests in ${fullS.toFixed(2)} s`,
+      aim: `under ${TARGET_S} s for >= 10,000,000 requests`,
+      isMet: fullS < TARGET_S && day.timeMs.length >= 10_000_000,
+    });
     console.log(`    ${fullVerdict}   load ${load()}`);
     // Where the time goes: the same two parts again, each timed on its own.
     const fromMs = dayEndMs - backtest.windowMs;

@@ -21,7 +21,8 @@
 import type { DecideInput, LimitCheck } from "@limitplane/enforcer/limiter";
 import { MemoryStore, monotonicClock } from "@limitplane/enforcer/limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
-import { loadLine, pairedRatios, summary, Targets } from "./fair";
+import { loadLine, pairedRatios, summary } from "./fair";
+import { Targets, type Verdict, verdictOf } from "./results";
 
 const TRIALS = 7;
 /** Decisions per trial, the same for both sides. */
@@ -212,7 +213,7 @@ interface Row {
   readonly ratio: number | null;
   readonly bestRatio: number | null;
   readonly aim: string;
-  readonly verdict: "PASS" | "SHORT" | "";
+  readonly verdict: Verdict | "";
   /** Per-round ratios behind an aimed throughput row. */
   readonly ratios?: readonly number[];
   readonly minRatio?: number;
@@ -275,7 +276,7 @@ function throughputRow(what: string, comparison: Comparison, minRatio: number | 
     ratio: comparison.ratio,
     bestRatio: comparison.bestRatio,
     aim: minRatio === null ? "(info)" : `>= ${minRatio}x`,
-    verdict: minRatio === null ? "" : comparison.ratio >= minRatio ? "PASS" : "SHORT",
+    verdict: minRatio === null ? "" : verdictOf(comparison.ratio >= minRatio),
     ratios: comparison.ratios,
     ...(minRatio === null ? {} : { minRatio }),
   };
@@ -534,7 +535,7 @@ export async function run(): Promise<void> {
       ratio: bytesRatio,
       bestRatio: null,
       aim: "<= 1/3 theirs",
-      verdict: bytesRatio >= 3 ? "PASS" : "SHORT",
+      verdict: verdictOf(bytesRatio >= 3),
     },
     {
       what: "1M-key flood, bounded at 100k",
@@ -544,7 +545,7 @@ export async function run(): Promise<void> {
       ratio: null,
       bestRatio: null,
       aim: "~1 us (<= 1,000 ns)",
-      verdict: oursFloodNs <= 1000 ? "PASS" : "SHORT",
+      verdict: verdictOf(oursFloodNs <= 1000),
     },
     {
       what: `naive Map LRU flood (${NAIVE_FLOOD_OPS / 1000}k ops past 100k)`,
@@ -595,6 +596,18 @@ export async function run(): Promise<void> {
     smallNs,
     RANDOM_10K_BASELINE_NS,
     " ns",
+  );
+  targets.holds(
+    "in process: bytes per key at 100k keys, theirs / ours",
+    `${bytesRatio.toFixed(1)}x (ours ${formatNumber(oursBytes)}, theirs ${formatNumber(theirsBytes)} bytes)`,
+    bytesRatio >= 3,
+    ">= 3x",
+  );
+  targets.holds(
+    "in process: ns per decision in a 1M-key flood, bounded at 100k keys",
+    `${formatNumber(oursFloodNs)} ns`,
+    oursFloodNs <= 1000,
+    "<= 1,000 ns",
   );
   targets.print("core targets");
   console.log(

@@ -51,9 +51,9 @@ import {
   pairedRatios,
   scriptStats,
   summary,
-  Targets,
 } from "./fair";
 import { BENCH_LIMITS, benchSnapshot } from "./http-policy";
+import { Targets } from "./results";
 
 import { startTargetProcess, stopTargetProcess, type TargetProcess } from "./target-process";
 

@@ -6,7 +6,8 @@
  * - medians of alternating runs with their spread ({@link summary});
  * - the load average ({@link loadLine});
  * - Redis's own time in the scripts ({@link scriptStats});
- * - each target of the issue printed with its exact aim and PASS or SHORT ({@link Targets}).
+ * - each target printed with its exact aim and PASS or SHORT, and recorded for the results file
+ *   (`Targets` in ./results).
  */
 import { availableParallelism, loadavg } from "node:os";
 import { OwnRedisServer } from "@limitplane/enforcer/testing";
@@ -82,58 +83,4 @@ export function describeRedis(redis: BenchRedis): string {
   return redis.isOwn
     ? `a redis-server of the bench's own at ${redis.url} (nothing else uses it)`
     : `BENCH_REDIS_URL=${redis.url} (shared: INFO commandstats includes other clients' commands)`;
-}
-
-interface TargetRow {
-  readonly name: string;
-  readonly measured: string;
-  readonly aim: string;
-  readonly isMet: boolean;
-}
-
-/** The issue's targets as a suite measured them, printed together at the end. */
-export class Targets {
-  readonly #rows: TargetRow[] = [];
-
-  /** `value` must be at least `aim` (a ratio, printed as `<value>x`). */
-  atLeast(name: string, values: readonly number[], aim: number): void {
-    const value = median(values);
-    this.#rows.push({
-      name,
-      measured: `${summary(values)}x`,
-      aim: `>= ${aim}x`,
-      isMet: value >= aim,
-    });
-  }
-
-  /** `value` must be at most `aim`. */
-  atMost(name: string, values: readonly number[], aim: number, unit = "x"): void {
-    const value = median(values);
-    this.#rows.push({
-      name,
-      measured: `${summary(values)}${unit}`,
-      aim: `<= ${aim}${unit}`,
-      isMet: value <= aim,
-    });
-  }
-
-  /** A yes/no target (exactness: never over-admitting). */
-  holds(name: string, measured: string, isMet: boolean, aim: string): void {
-    this.#rows.push({ name, measured, aim, isMet });
-  }
-
-  print(title: string): void {
-    console.log(`\n${title} (median [min-max] over the runs; every ratio from the same run)`);
-    const widths = [0, 0, 0];
-    for (const row of this.#rows) {
-      widths[0] = Math.max(widths[0] ?? 0, row.name.length);
-      widths[1] = Math.max(widths[1] ?? 0, row.measured.length);
-      widths[2] = Math.max(widths[2] ?? 0, row.aim.length);
-    }
-    for (const row of this.#rows) {
-      console.log(
-        `  TARGET ${row.name.padEnd(widths[0] ?? 0)}  ${row.measured.padEnd(widths[1] ?? 0)}  aim ${row.aim.padEnd(widths[2] ?? 0)}  ${row.isMet ? "PASS" : "SHORT"}`,
-      );
-    }
-  }
 }

@@ -33,8 +33,9 @@ import { promisify } from "node:util";
 import { RedisStore } from "@limitplane/enforcer/limiter";
 import { freePort, OwnRedisServer, privateRedisServerArgs } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
-import { loadLine, Targets } from "./fair";
+import { loadLine } from "./fair";
 import { ONE_LIMIT, rlfLimiters, type Shape, THREE_LAYERS } from "./redis-workload";
+import { Targets } from "./results";
 
 const execFileAsync = promisify(execFile);
 

@@ -40,21 +40,14 @@ import { Redis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { loadEnv } from "@/lib/server/env";
 import { createRedis } from "@/lib/server/redis";
-import {
-  benchRedis,
-  describeRedis,
-  loadLine,
-  pairedRatios,
-  scriptStats,
-  summary,
-  Targets,
-} from "./fair";
+import { benchRedis, describeRedis, loadLine, pairedRatios, scriptStats, summary } from "./fair";
 import {
   ONE_LIMIT,
   rlfLimiters as rlfLimitersOf,
   type Shape,
   THREE_LAYERS,
 } from "./redis-workload";
+import { Targets } from "./results";
 
 const SUBJECTS = 10_000;
 const CONCURRENCY = [1, 16, 64] as const;

@@ -1,12 +1,16 @@
 /**
  * Benchmark runner: `npm run bench` runs every registered suite, `npm run bench -- core` only the
  * named ones. A benchmark prints figures for people to read; it is not a test and asserts
- * nothing. Node runs with --expose-gc (see package.json) so suites can measure memory.
+ * nothing. Node runs with --expose-gc (see package.json) so suites can measure memory. After each
+ * suite the runner writes bench/results/<suite>.md (./results.ts): the machine, the load, every
+ * target with its verdict, and the suite's output. The method is in bench/README.md.
  *
  * To add a suite, add one line to SUITES: its name and a lazy import of a module exporting
  * `run(): Promise<void>`. Lazy, so that running one suite never loads another's dependencies
  * (a Redis client, a server).
  */
+
+import { runAndRecord } from "./results";
 
 interface BenchSuite {
   run(): Promise<void>;
@@ -39,11 +43,8 @@ async function main(): Promise<void> {
     if (load === undefined) continue;
     console.log(`\n=== bench: ${name} ===`);
     const suite = await load();
-    await suite.run();
+    await runAndRecord(name, () => suite.run());
   }
 }
 
 await main();
-
-// A module (not a script), so that the await above is top level.
-export {};

@@ -47,6 +47,7 @@ import { systemClock } from "../lib/server/composition";
 import { createDatabase, dropDatabase, withDatabase } from "../scripts/db/databases";
 import { applyMigrations } from "../scripts/db/schema-engine";
 import { examplePolicyForSeed } from "../scripts/seed";
+import { Targets, verdictOf } from "./results";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? "1000,100000,1000000")
@@ -68,7 +69,6 @@ const load = () =>
 const ms = (value: number) => `${value.toFixed(1)} ms`;
 const seconds = (value: number) => `${(value / 1000).toFixed(1)} s`;
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-const verdict = (isMet: boolean) => (isMet ? "PASS" : "SHORT");
 
 function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -406,7 +406,7 @@ function report(environments: readonly SizeEnvironment[]): void {
     console.log(`  ${env.size.toLocaleString("en")} overrides`);
     console.log(`    import ${seconds(env.importMs)}; export -> import -> export ${env.roundTrip}`);
     console.log(
-      `    raise service time p50 ${ms(percentile(env.service, 50))}, p99 ${ms(percentile(env.service, 99))}; raise -> all ${ENFORCERS} applied p50 ${ms(percentile(env.applied, 50))}, p99 ${ms(appliedP99)}${env.missed > 0 ? `, ${env.missed} not applied within 30 s` : ""} (target p99 < ${TARGET_P99_MS} ms: ${verdict(appliedP99 < TARGET_P99_MS && env.missed === 0)})`,
+      `    raise service time p50 ${ms(percentile(env.service, 50))}, p99 ${ms(percentile(env.service, 99))}; raise -> all ${ENFORCERS} applied p50 ${ms(percentile(env.applied, 50))}, p99 ${ms(appliedP99)}${env.missed > 0 ? `, ${env.missed} not applied within 30 s` : ""} (target p99 < ${TARGET_P99_MS} ms: ${verdictOf(appliedP99 < TARGET_P99_MS && env.missed === 0)})`,
     );
     const bytes = percentile(env.bytes, 50);
     console.log(
@@ -416,24 +416,34 @@ function report(environments: readonly SizeEnvironment[]): void {
       `    enforcer heap with the policy ${mb(env.heapAfter)} (median of ${ENFORCERS}); ${(env.heapDelta / env.size).toFixed(0)} bytes per override over the heap before it${Number.isNaN(marginal) ? "" : `, ${marginal.toFixed(0)} bytes per override more than at ${smallest?.size.toLocaleString("en")}`}`,
     );
   }
-  console.log("\ntargets");
+  const targets = new Targets();
   for (const env of environments) {
     const appliedP99 = percentile(env.applied, 99);
-    console.log(
-      `  raise -> all applied p99 < ${TARGET_P99_MS} ms at ${env.size.toLocaleString("en")}: ${ms(appliedP99)} ${verdict(appliedP99 < TARGET_P99_MS && env.missed === 0)}`,
+    targets.holds(
+      `raise -> all ${ENFORCERS} enforcers applied, p99 at ${env.size.toLocaleString("en")} overrides`,
+      `${ms(appliedP99)}${env.missed > 0 ? `, ${env.missed} not applied within 30 s` : ""}`,
+      appliedP99 < TARGET_P99_MS && env.missed === 0,
+      `< ${TARGET_P99_MS} ms, every raise applied`,
     );
   }
   const largest = environments.at(-1);
   if (smallest !== undefined && largest !== undefined && environments.length > 1) {
     const growth = percentile(largest.applied, 99) / percentile(smallest.applied, 99);
-    console.log(
-      `  p99 at ${largest.size.toLocaleString("en")} within ${TARGET_GROWTH}x of ${smallest.size.toLocaleString("en")}: ${growth.toFixed(2)}x ${verdict(growth <= TARGET_GROWTH)}`,
+    targets.holds(
+      `raise -> applied p99 at ${largest.size.toLocaleString("en")} / at ${smallest.size.toLocaleString("en")}`,
+      `${growth.toFixed(2)}x`,
+      growth <= TARGET_GROWTH,
+      `<= ${TARGET_GROWTH}x`,
     );
     const bytes = environments.map((env) => percentile(env.bytes, 50));
     const spread = Math.max(...bytes) / Math.min(...bytes);
-    console.log(
-      `  bytes per change independent of size (within 10 %): ${bytes.join(", ")} bytes, spread ${((spread - 1) * 100).toFixed(1)} % ${verdict(spread <= 1.1)}`,
+    targets.holds(
+      "bytes published per change, independent of size",
+      `${bytes.join(", ")} bytes, spread ${((spread - 1) * 100).toFixed(1)} %`,
+      spread <= 1.1,
+      "spread <= 10 %",
     );
   }
+  targets.print("scale targets");
   console.log(`  load at the end ${load()}`);
 }

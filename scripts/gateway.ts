@@ -24,10 +24,10 @@
  * `--timeout-ms` is when a late store answer makes it look at the connection (50), `--max-wait-ms`
  * the longest it waits for a connected but slow Redis (1000). Prints one line on stdout when it
  * listens: `gateway <id> listening on http://<host>:<port> policy=<version|none>`.
- * `--record` keeps the traffic record for backtests (README "The traffic record"): address hashes
+ * `--record` keeps the traffic record for backtests (docs/traffic-record.md): address hashes
  * keyed by TRAFFIC_RECORD_SECRET, subjects sampled at `--record-sample-rate` (default
- * TRAFFIC_RECORD_SAMPLE_RATE, 1). `--no-leases` asks Redis for every admission (packages/enforcer
- * README "Leases").
+ * TRAFFIC_RECORD_SAMPLE_RATE, 1). `--no-leases` asks Redis for every admission (docs/redis-store.md,
+ * "Leases").
  */
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";

@@ -2,7 +2,7 @@
  * `npm run token:create -- --name ci --role operator [--expires-in-days 90]`: an API token for a
  * script, printed once (only its hash is stored). Send it as `Authorization: Bearer <token>`.
  * `--into FILE` writes it to FILE (mode 0600) instead of the terminal, and does nothing when FILE
- * exists: how `npm run up` keeps a local token for the README's examples. Audited as
+ * exists: how `npm run up` keeps a local token for the examples in docs/http-api.md. Audited as
  * `token.create` by the system actor "token:create".
  */
 import { existsSync, writeFileSync } from "node:fs";

@@ -43,7 +43,7 @@ const STATE_DIR = path.resolve(ROOT, process.env.LIMITPLANE_STATE_DIR ?? ".limit
  */
 const NODE_SCRIPT = ["--conditions=react-server", "--import", "tsx"];
 const NEXT = path.join(ROOT, "node_modules/.bin/next");
-/** The application role `up` creates when it owns the database (README: The application role). */
+/** The application role `up` creates when it owns the database (docs/production.md, "The application role"). */
 const APP_ROLE_NAME = "limitplane_app";
 
 /** Shutdown order: the traffic generator first (its summary), then the services, then the data. */
@@ -439,7 +439,7 @@ async function main(): Promise<void> {
         : `  Sign in:   ${credentials.email} / ${credentials.password}   (also in ${credentialsPath})`,
       `  Gateways:  ${gatewayUrls.join("  ")}   (try: curl -i -H "Authorization: Bearer initech" ${gatewayUrls[0]}/v1/things)`,
       `  Metrics:   ${gatewayUrls.map((url) => `${url}/metrics`).join("  ")}`,
-      `  API token: ${path.relative(ROOT, path.join(STATE_DIR, "api-token"))} (role operator; see the README's curl example)`,
+      `  API token: ${path.relative(ROOT, path.join(STATE_DIR, "api-token"))} (role operator; a curl example is in docs/http-api.md)`,
       `  Postgres:  ${useEmbeddedPostgres ? `embedded (PGlite), data in ${path.relative(ROOT, path.join(STATE_DIR, "pgdata"))}` : database.host}`,
       `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : new URL(env.REDIS_URL).host}`,
       "  Traffic is flowing; Ctrl-C stops everything started here.",

@@ -168,7 +168,7 @@ async function main(argv: string[]): Promise<number> {
       );
       if (target.appRole === null) {
         console.warn(
-          "DATABASE_URL connects as the tables' owner, which can alter the audit log. Set DATABASE_OWNER_URL to the owner and DATABASE_URL to a role of its own (README: The application role).",
+          "DATABASE_URL connects as the tables' owner, which can alter the audit log. Set DATABASE_OWNER_URL to the owner and DATABASE_URL to a role of its own (docs/production.md: The application role).",
         );
       } else {
         console.log(`Application role "${target.appRole.name}": ${role}.`);
