@@ -21,6 +21,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   backtest: () => import("./backtest"),
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
+  "lease-fairness": () => import("./lease-fairness"),
   redis: () => import("./redis"),
   "redis-instructions": () => import("./redis-instructions"),
   "request-cost": () => import("./request-cost"),

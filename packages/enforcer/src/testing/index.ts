@@ -2,9 +2,17 @@
  * `@limitplane/enforcer/testing`: what tests and benchmarks of code that embeds or drives the
  * enforcer need: the example policy and small builders, readable instants, a private
  * `redis-server` or Redis Cluster on free ports, CPU spinners for a deliberately busy machine,
- * and fast-check's seed from the environment. Not for production.
+ * gateway processes that measure what leases admit against what a limit allows, and
+ * fast-check's seed from the environment. Not for production.
  */
 export { configureFastCheckFromEnv } from "./fast-check";
+export {
+  allowedFor,
+  type FairnessOutcome,
+  type FairnessRound,
+  FairnessGateways,
+  sustainedPerSec,
+} from "./lease-fairness";
 export {
   type ContractResponse,
   checkFetchResponseContract,
