@@ -5,6 +5,8 @@
  * - The enforcer package (packages/enforcer) never imports the app.
  * - The limiter core (packages/enforcer/src/limiter, stores aside) imports no I/O.
  * - components/ never reach into lib/control's modules, only its entry point.
+ * - lib/control (the services) imports no layer above it: not the composition root (lib/server),
+ *   not the console (lib/console), not the app (app/).
  * - No import cycle anywhere, type-only imports included.
  * - The pure modules that client components import (domain schemas, formatting) reach no server
  *   code, however indirectly.
@@ -59,6 +61,14 @@ module.exports = {
         "Components use lib/control through its entry point (@/lib/control), never its modules: the services' internals stay free to change.",
       from: { path: "^components/" },
       to: { path: "^lib/control/.+", pathNot: "^lib/control/index\\.ts$" },
+    },
+    {
+      name: "control-imports-upper-layer",
+      severity: "error",
+      comment:
+        "lib/control's services take their dependencies as an argument and own the domain's rules: they import neither the composition root and the process's wiring (lib/server), nor the console's presentation (lib/console), nor the app (app/). What both sides need belongs in lib/control; the caller passes controlDeps().",
+      from: { path: "^lib/control/" },
+      to: { path: "^(lib/server|lib/console|app)/" },
     },
     {
       name: "outside-imports-package-internals",

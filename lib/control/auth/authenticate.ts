@@ -13,7 +13,6 @@
  * update, so a busy client costs one write a minute, not one per request.
  */
 
-import { authDeps } from "@/lib/server/composition";
 import type { AuthDeps } from "../deps";
 import { resolveApiTokenStanding } from "../token/api-token-record";
 import type { Principal } from "./principal";
@@ -40,7 +39,7 @@ export function credentialOf(request: Pick<Request, "headers">): Credential | nu
 
 export async function authenticateRequest(
   request: Pick<Request, "headers">,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<Principal | null> {
   const credential = credentialOf(request);
   if (credential === null) return null;
@@ -51,7 +50,7 @@ export async function authenticateRequest(
 
 export async function authenticateSessionToken(
   token: string,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<Principal | null> {
   if (!SESSION_TOKEN_PATTERN.test(token)) return null;
   const nowMs = deps.clock.nowMs();
@@ -93,7 +92,7 @@ export async function authenticateSessionToken(
 
 export async function authenticateApiToken(
   token: string,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<Principal | null> {
   if (!API_TOKEN_PATTERN.test(token)) return null;
   const nowMs = deps.clock.nowMs();

@@ -13,7 +13,6 @@
 
 import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
@@ -75,10 +74,7 @@ export interface SignInResult {
 
 const WRONG_CREDENTIALS = "The email or password is wrong.";
 
-export async function signIn(
-  options: SignInOptions,
-  deps: AuthDeps = authDeps(),
-): Promise<SignInResult> {
+export async function signIn(options: SignInOptions, deps: AuthDeps): Promise<SignInResult> {
   const input = parseOptions(ZSignInOptions, options);
   await deps.signInLimiter.check({ address: input.address, email: input.email });
   const row = await deps.db.operator.findUnique({

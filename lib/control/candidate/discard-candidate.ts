@@ -1,6 +1,5 @@
 import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -18,7 +17,7 @@ export type DiscardCandidateOptions = z.input<typeof ZDiscardCandidateOptions>;
 export async function discardCandidate(
   options: DiscardCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDiscardCandidateOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -8,7 +8,6 @@ import {
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { controlDeps } from "@/lib/server/composition";
 import type { AuditEntityType } from "../audit/audit-actions";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
@@ -52,7 +51,7 @@ function enforced(limit: TLimitSpec, onStoreFailure: TOnStoreFailure): TPolicyLi
 export async function promoteCandidate(
   options: PromoteCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZPromoteCandidateOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,6 +1,5 @@
 import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -29,7 +28,7 @@ export type UpdateCandidateOptions = z.input<typeof ZUpdateCandidateOptions>;
 export async function updateCandidate(
   options: UpdateCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateCandidateOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,6 +1,5 @@
 import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -24,7 +23,7 @@ export type DeleteCustomerOverrideOptions = z.input<typeof ZDeleteCustomerOverri
 export async function deleteCustomerOverride(
   options: DeleteCustomerOverrideOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteCustomerOverrideOptions, options, context);
   const scope = overrideScope(input.customerId, input.endpointClass);

@@ -1,6 +1,5 @@
 import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -26,7 +25,7 @@ export type UpdateCustomerOverrideOptions = z.input<typeof ZUpdateCustomerOverri
 export async function updateCustomerOverride(
   options: UpdateCustomerOverrideOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateCustomerOverrideOptions, options, context);
   const scope = overrideScope(input.customerId, input.endpointClass);

@@ -1,6 +1,5 @@
 import { ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
@@ -24,7 +23,7 @@ export type DeleteCustomerOptions = z.input<typeof ZDeleteCustomerOptions>;
 export async function deleteCustomer(
   options: DeleteCustomerOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly customer: CustomerRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteCustomerOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,6 +1,5 @@
 import { ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -35,7 +34,7 @@ export type UpdateCustomerOptions = z.input<typeof ZUpdateCustomerOptions>;
 export async function updateCustomer(
   options: UpdateCustomerOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly customer: CustomerRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateCustomerOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,6 +1,5 @@
 import { parseScope, ZEndpointClass } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
@@ -29,7 +28,7 @@ const NAMED = 3;
 export async function deleteEndpointClass(
   options: DeleteEndpointClassOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteEndpointClassOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,6 +1,5 @@
 import { ZEndpointClass } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -47,7 +46,7 @@ export type UpdateEndpointClassOptions = z.input<typeof ZUpdateEndpointClassOpti
 export async function updateEndpointClass(
   options: UpdateEndpointClassOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateEndpointClassOptions, options, context);
   return runPolicyChange(deps, ctx, {

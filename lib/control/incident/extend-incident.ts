@@ -1,6 +1,5 @@
 import { ZIncidentOverride, ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { validationError } from "../errors";
@@ -44,7 +43,7 @@ export type ExtendIncidentOptions = z.input<typeof ZExtendIncidentOptions>;
 export async function extendIncident(
   options: ExtendIncidentOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZExtendIncidentOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,6 +1,5 @@
 import { ZIncidentOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -28,7 +27,7 @@ export type RevertIncidentOptions = z.input<typeof ZRevertIncidentOptions>;
 export async function revertIncident(
   options: RevertIncidentOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZRevertIncidentOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { AuthDeps } from "../deps";
@@ -31,7 +30,7 @@ export type DisableOperatorOptions = z.input<typeof ZDisableOperatorOptions>;
 export async function disableOperator(
   options: DisableOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<{ readonly operator: OperatorRecord; readonly sessionsRevoked: number } & AuditReceipt> {
   const { input, ctx } = parseChange(ZDisableOperatorOptions, options, context);
   return runAuditedChange(deps, ctx, {

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { AuthDeps } from "../deps";
@@ -26,7 +25,7 @@ export type EnableOperatorOptions = z.input<typeof ZEnableOperatorOptions>;
 export async function enableOperator(
   options: EnableOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<{ readonly operator: OperatorRecord } & AuditReceipt> {
   const { input, ctx } = parseChange(ZEnableOperatorOptions, options, context);
   return runAuditedChange(deps, ctx, {

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { hashPassword } from "../auth/password";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
@@ -34,7 +33,7 @@ export type ResetOperatorPasswordOptions = z.input<typeof ZResetOperatorPassword
 export async function resetOperatorPassword(
   options: ResetOperatorPasswordOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<
   {
     readonly operator: OperatorRecord;

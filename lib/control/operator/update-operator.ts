@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { AuthDeps } from "../deps";
@@ -43,7 +42,7 @@ export type UpdateOperatorOptions = z.input<typeof ZUpdateOperatorOptions>;
 export async function updateOperator(
   options: UpdateOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<{ readonly operator: OperatorRecord } & AuditReceipt> {
   const { input, ctx } = parseChange(ZUpdateOperatorOptions, options, context);
   return runAuditedChange(deps, ctx, {

@@ -1,6 +1,5 @@
 import { ZCeilings, ZGuardrails, ZPolicyDocument } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -51,7 +50,7 @@ export type UpdatePolicySettingsOptions = z.input<typeof ZUpdatePolicySettingsOp
 export async function updatePolicySettings(
   options: UpdatePolicySettingsOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly settings: PolicySettingsRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdatePolicySettingsOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,6 +1,5 @@
 import { parseScope, ZTier } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
@@ -26,7 +25,7 @@ const NAMED_CUSTOMERS = 3;
 export async function deleteTier(
   options: DeleteTierOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly tier: TierRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteTierOptions, options, context);
   return runPolicyChange(deps, ctx, {

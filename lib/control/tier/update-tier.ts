@@ -1,6 +1,5 @@
 import { ZTier } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
@@ -25,7 +24,7 @@ export type UpdateTierOptions = z.input<typeof ZUpdateTierOptions>;
 export async function updateTier(
   options: UpdateTierOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly tier: TierRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateTierOptions, options, context);
   return runPolicyChange(deps, ctx, {

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { AuthDeps } from "../deps";
@@ -25,7 +24,7 @@ export type RevokeApiTokenOptions = z.input<typeof ZRevokeApiTokenOptions>;
 export async function revokeApiToken(
   options: RevokeApiTokenOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<{ readonly apiToken: ApiTokenRecord } & AuditReceipt> {
   const { input, ctx } = parseChange(ZRevokeApiTokenOptions, options, context);
   return runAuditedChange(deps, ctx, {
