@@ -91,7 +91,7 @@ module.exports = {
       comment:
         "Client components validate with these modules (the domain's schemas and rules, the formatting): they must stay pure. Nothing they reach, however indirectly, may be server code (lib/server, the Prisma client, Redis, Postgres, server-only) or a node:* module.",
       from: {
-        path: "^(lib/control/(change-context|errors|incident/raise-incident-options)|lib/console/format|app/.+-check)\\.ts$",
+        path: "^(lib/control/(change-context|errors|incident/raise-incident-options)|lib/console/format|lib/api/api-client|app/.+-check)\\.ts$",
       },
       to: {
         reachable: true,

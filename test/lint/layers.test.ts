@@ -42,7 +42,8 @@ const FILES: Readonly<Record<string, string>> = {
     'import type { Shown } from "../../console/format";\nexport type Rule = Shown;\n',
   "lib/console/format.ts":
     'import { service } from "@/lib/control/tier/update-tier";\nexport type Shown = string;\nexport const used = service;\n',
-  "lib/control/tier/get-tier.ts": 'import { page } from "@/app/tiers/page";\nexport const shown = page;\n',
+  "lib/control/tier/get-tier.ts":
+    'import { page } from "@/app/tiers/page";\nexport const shown = page;\n',
   "app/tiers/page.tsx": "export const page = 1;\n",
   // no-circular, through type-only imports
   "lib/console/a.ts": 'import type { B } from "./b";\nexport type A = { b?: B };\n',

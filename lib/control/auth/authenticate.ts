@@ -13,10 +13,11 @@
  * update, so a busy client costs one write a minute, not one per request.
  */
 
+import { sha256Hex } from "@limitplane/enforcer/policy";
 import type { AuthDeps } from "../deps";
 import { resolveApiTokenStanding } from "../token/api-token-record";
 import type { Principal } from "./principal";
-import { API_TOKEN_PATTERN, sha256Hex } from "./secret-token";
+import { API_TOKEN_PATTERN } from "./secret-token";
 import { sessionTokenFromCookieHeader } from "./session-cookie";
 
 /** Session tokens are 32 random bytes, base64url (secret-token.ts `newSessionToken`). */

@@ -11,7 +11,7 @@
  *    cookie) and nowhere else.
  */
 
-import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
+import { hasForbiddenCharacter, sha256Hex } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { parseOptions } from "../change-context";
 import type { AuthDeps } from "../deps";
@@ -24,7 +24,7 @@ import {
   needsRehash,
   verifyPassword,
 } from "./password";
-import { newSessionToken, sha256Hex } from "./secret-token";
+import { newSessionToken } from "./secret-token";
 import {
   cleanHeaderText,
   newSessionId,

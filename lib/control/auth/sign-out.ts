@@ -1,5 +1,5 @@
+import { sha256Hex } from "@limitplane/enforcer/policy";
 import type { AuthDeps } from "../deps";
-import { sha256Hex } from "./secret-token";
 
 /**
  * Ends the session whose cookie holds `sessionToken`. Signing out twice, or with a token that
