@@ -20,8 +20,8 @@ import { type ChangeReceipt, runPolicyChange, type Tx } from "../policy/run-poli
 import { findSettings, settingsSelect, toSettingsRecord } from "../settings/settings-record";
 import { auditView, jsonColumn, toJson } from "../stored";
 import { findTier, tierSelect, toTierRecord } from "../tier/tier-record";
-import { assertExpectedVersion } from "../version-conflict";
-import { type CandidateRecord, candidateLabel, findCandidate } from "./candidate-record";
+import { versionedWrite } from "../versioned-write";
+import { type CandidateRecord, candidateEntity } from "./candidate-record";
 
 export const ZPromoteCandidateOptions = z.strictObject({
   id: ZDryRunCandidate.shape.id,
@@ -59,29 +59,19 @@ export async function promoteCandidate(
     entityType: "candidate",
     affectsSnapshot: true,
     focus: null,
-    async write(tx) {
-      const candidate = await findCandidate(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "candidate",
-          entityId: input.id,
-          label: candidateLabel(input.id),
-          current: auditView(candidate),
-        },
-        input.expectedVersion,
-      );
-      const rule = await replaceTargetRule(tx, candidate);
-      await tx.dryRunCandidate.delete({ where: { id: input.id }, select: { id: true } });
-      return {
-        entityType: rule.entityType,
-        entityId: rule.entityId,
-        customerId: null,
-        before: rule.before,
-        after: { ...rule.after, promotedCandidate: auditView(candidate) },
-        value: { candidate },
-      };
-    },
+    write: versionedWrite(
+      candidateEntity(input.id),
+      input.expectedVersion,
+      async (tx, candidate) => {
+        const rule = await replaceTargetRule(tx, candidate);
+        await tx.dryRunCandidate.delete({ where: { id: input.id }, select: { id: true } });
+        return {
+          recordedOn: { entityType: rule.entityType, entityId: rule.entityId, before: rule.before },
+          after: { ...rule.after, promotedCandidate: auditView(candidate) },
+          value: { candidate },
+        };
+      },
+    ),
   });
 }
 

@@ -4,12 +4,11 @@ import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-con
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   type CandidateRecord,
-  candidateLabel,
+  candidateEntity,
   candidateSelect,
-  findCandidate,
   toCandidateRecord,
 } from "./candidate-record";
 
@@ -36,18 +35,7 @@ export async function updateCandidate(
     entityType: "candidate",
     affectsSnapshot: true,
     focus: { collection: "dryRunCandidates", id: input.id },
-    async write(tx) {
-      const current = await findCandidate(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "candidate",
-          entityId: input.id,
-          label: candidateLabel(input.id),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(candidateEntity(input.id), input.expectedVersion, async (tx) => {
       const row = await tx.dryRunCandidate.update({
         where: { id: input.id },
         data: {
@@ -58,13 +46,7 @@ export async function updateCandidate(
         select: candidateSelect,
       });
       const candidate = toCandidateRecord(row);
-      return {
-        entityId: candidate.id,
-        customerId: null,
-        before: auditView(current),
-        after: auditView(candidate),
-        value: { candidate },
-      };
-    },
+      return { after: auditView(candidate), value: { candidate } };
+    }),
   });
 }

@@ -3,12 +3,10 @@ import { z } from "zod";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
-import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   type CustomerOverrideRecord,
-  findCustomerOverride,
-  overrideLabel,
+  customerOverrideEntity,
   overrideScope,
 } from "./customer-override-record";
 
@@ -33,26 +31,13 @@ export async function deleteCustomerOverride(
     affectsSnapshot: true,
     touches: "customer",
     focus: null,
-    async write(tx) {
-      const current = await findCustomerOverride(tx, input.customerId, input.endpointClass);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "customer-override",
-          entityId: scope,
-          label: overrideLabel(scope),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      await tx.customerOverride.delete({ where: { scope }, select: { scope: true } });
-      return {
-        entityId: scope,
-        customerId: input.customerId,
-        before: auditView(current),
-        after: null,
-        value: { override: current },
-      };
-    },
+    write: versionedWrite(
+      customerOverrideEntity(input.customerId, input.endpointClass),
+      input.expectedVersion,
+      async (tx, current) => {
+        await tx.customerOverride.delete({ where: { scope }, select: { scope: true } });
+        return { after: null, value: { override: current } };
+      },
+    ),
   });
 }

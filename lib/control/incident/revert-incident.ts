@@ -4,11 +4,10 @@ import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-con
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
-  findIncident,
   type IncidentRecord,
-  incidentLabel,
+  incidentEntity,
   incidentSelect,
   toIncidentRecord,
 } from "./incident-record";
@@ -36,36 +35,23 @@ export async function revertIncident(
     affectsSnapshot: true,
     touches: "customer",
     focus: null,
-    async write(tx, nowMs) {
-      const current = await findIncident(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "incident",
-          entityId: input.id,
-          label: incidentLabel(input.id),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      assertIncidentIsCurrent(current, nowMs, "revert");
-      const row = await tx.incidentOverride.update({
-        where: { id: input.id },
-        data: {
-          revokedAt: new Date(nowMs),
-          revokedBy: ctx.actor.name,
-          version: { increment: 1 },
-        },
-        select: incidentSelect,
-      });
-      const incident = toIncidentRecord(row);
-      return {
-        entityId: incident.id,
-        customerId: incident.customerId,
-        before: auditView(current),
-        after: auditView(incident),
-        value: { incident },
-      };
-    },
+    write: versionedWrite(
+      incidentEntity(input.id),
+      input.expectedVersion,
+      async (tx, current, nowMs) => {
+        assertIncidentIsCurrent(current, nowMs, "revert");
+        const row = await tx.incidentOverride.update({
+          where: { id: input.id },
+          data: {
+            revokedAt: new Date(nowMs),
+            revokedBy: ctx.actor.name,
+            version: { increment: 1 },
+          },
+          select: incidentSelect,
+        });
+        const incident = toIncidentRecord(row);
+        return { after: auditView(incident), value: { incident } };
+      },
+    ),
   });
 }

@@ -5,11 +5,11 @@ import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   assertAnEnabledAdminRemains,
-  findOperator,
   type OperatorRecord,
+  operatorEntity,
   operatorLabel,
   operatorSelect,
   revokeOperatorSessions,
@@ -37,38 +37,32 @@ export async function disableOperator(
     action: "operator.disable",
     entityType: "operator",
     lock: lockOperatorChanges,
-    async write(tx, nowMs) {
-      const current = await findOperator(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "operator",
-          entityId: input.id,
-          label: operatorLabel(current),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      if (current.disabledAt !== null) {
-        throw new AppError("CONFLICT", `${operatorLabel(current)} is already disabled.`);
-      }
-      if (ctx.actor.type === "operator" && ctx.actor.id === current.id) {
-        throw new AppError("CONFLICT", "You cannot disable yourself; ask another admin to do it.");
-      }
-      const row = await tx.operator.update({
-        where: { id: input.id },
-        data: { disabledAt: new Date(nowMs), version: { increment: 1 } },
-        select: operatorSelect,
-      });
-      await assertAnEnabledAdminRemains(tx);
-      const sessionsRevoked = await revokeOperatorSessions(tx, input.id, nowMs);
-      const operator = toOperatorRecord(row);
-      return {
-        entityId: operator.id,
-        before: auditView(current),
-        after: { ...auditView(operator), sessionsRevoked },
-        value: { operator, sessionsRevoked },
-      };
-    },
+    write: versionedWrite(
+      operatorEntity(input.id),
+      input.expectedVersion,
+      async (tx, current, nowMs) => {
+        if (current.disabledAt !== null) {
+          throw new AppError("CONFLICT", `${operatorLabel(current)} is already disabled.`);
+        }
+        if (ctx.actor.type === "operator" && ctx.actor.id === current.id) {
+          throw new AppError(
+            "CONFLICT",
+            "You cannot disable yourself; ask another admin to do it.",
+          );
+        }
+        const row = await tx.operator.update({
+          where: { id: input.id },
+          data: { disabledAt: new Date(nowMs), version: { increment: 1 } },
+          select: operatorSelect,
+        });
+        await assertAnEnabledAdminRemains(tx);
+        const sessionsRevoked = await revokeOperatorSessions(tx, input.id, nowMs);
+        const operator = toOperatorRecord(row);
+        return {
+          after: { ...auditView(operator), sessionsRevoked },
+          value: { operator, sessionsRevoked },
+        };
+      },
+    ),
   });
 }

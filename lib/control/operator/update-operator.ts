@@ -5,12 +5,11 @@ import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   assertAnEnabledAdminRemains,
-  findOperator,
   type OperatorRecord,
-  operatorLabel,
+  operatorEntity,
   operatorSelect,
   toOperatorRecord,
   ZOperatorEmail,
@@ -49,18 +48,7 @@ export async function updateOperator(
     action: "operator.update",
     entityType: "operator",
     lock: lockOperatorChanges,
-    async write(tx) {
-      const current = await findOperator(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "operator",
-          entityId: input.id,
-          label: operatorLabel(current),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(operatorEntity(input.id), input.expectedVersion, async (tx, current) => {
       if (input.email !== undefined && input.email !== current.email) {
         const taken = await tx.operator.findUnique({
           where: { email: input.email },
@@ -88,12 +76,7 @@ export async function updateOperator(
       });
       if (current.role === "admin" && row.role !== "admin") await assertAnEnabledAdminRemains(tx);
       const operator = toOperatorRecord(row);
-      return {
-        entityId: operator.id,
-        before: auditView(current),
-        after: auditView(operator),
-        value: { operator },
-      };
-    },
+      return { after: auditView(operator), value: { operator } };
+    }),
   });
 }

@@ -4,10 +4,10 @@ import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-con
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
-  findSettings,
   type PolicySettingsRecord,
+  settingsEntity,
   settingsSelect,
   toSettingsRecord,
 } from "./settings-record";
@@ -58,18 +58,7 @@ export async function updatePolicySettings(
     entityType: "settings",
     affectsSnapshot: true,
     focus: { collection: "settings" },
-    async write(tx) {
-      const current = await findSettings(tx);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "settings",
-          entityId: "settings",
-          label: "the settings",
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(settingsEntity(), input.expectedVersion, async (tx, current) => {
       const row = await tx.policySettings.update({
         where: { id: 1 },
         data: {
@@ -90,13 +79,7 @@ export async function updatePolicySettings(
         select: settingsSelect,
       });
       const settings = toSettingsRecord(row);
-      return {
-        entityId: "settings",
-        customerId: null,
-        before: auditView(current),
-        after: auditView(settings),
-        value: { settings },
-      };
-    },
+      return { after: auditView(settings), value: { settings } };
+    }),
   });
 }
