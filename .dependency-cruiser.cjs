@@ -1,6 +1,6 @@
 /**
  * The layers, enforced by `npm run lint` (dependency-cruiser). Each rule's comment says why; a
- * deliberate violation is checked by scripts/check-layers.test.ts.
+ * deliberate violation is checked by test/lint/layers.test.ts.
  *
  * - The enforcer package (packages/enforcer) never imports the app.
  * - The limiter core (packages/enforcer/src/limiter, stores aside) imports no I/O.
@@ -89,7 +89,7 @@ module.exports = {
       name: "client-modules-reach-server",
       severity: "error",
       comment:
-        "Client components validate with these modules (the domain's schemas and rules, the formatting): they must stay pure. Nothing they reach, however indirectly, may be server code (lib/server, the Prisma client, Redis, Postgres, server-only) or a node:* module.",
+        "Client components validate with these modules (the domain's schemas and rules, the formatting, the API client): they must stay pure. Nothing they reach, however indirectly, may be server code (lib/server, the Prisma client, Redis, Postgres, server-only) or a node:* module.",
       from: {
         path: "^(lib/control/(change-context|errors|incident/raise-incident-options)|lib/console/format|lib/api/api-client|app/.+-check)\\.ts$",
       },

@@ -1,9 +1,10 @@
 /**
  * The composition root: the one place where the process-wide dependencies are built (the Prisma
  * client, the Redis connections, the shared limiter store, the clock) and handed to services.
- * Pages, server actions, route handlers, the worker's standard jobs and services' defaults take
- * their dependencies from here and wire nothing themselves. Tests that call route handlers or
- * render pages install their own (`installDeps`: their database, a driven clock).
+ * Pages, server actions, route handlers (and the API's authenticator), the worker's standard jobs
+ * and the scripts take dependencies from here and pass them to the services, which never fetch
+ * their own. Tests that call route handlers or render pages install their own (`installDeps`:
+ * their database, a driven clock); tests of services pass them directly.
  *
  * Every value is created on first use, so importing this module opens no connection.
  */
