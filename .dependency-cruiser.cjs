@@ -1,10 +1,12 @@
 /**
  * The layers, enforced by `npm run lint` (dependency-cruiser). Each rule's comment says why; a
- * deliberate violation is checked by scripts/check-layers.test.ts.
+ * deliberate violation is checked by test/lint/layers.test.ts.
  *
  * - The enforcer package (packages/enforcer) never imports the app.
  * - The limiter core (packages/enforcer/src/limiter, stores aside) imports no I/O.
  * - components/ never reach into lib/control's modules, only its entry point.
+ * - lib/control (the services) imports no layer above it: not the composition root (lib/server),
+ *   not the console (lib/console), not the app (app/).
  * - No import cycle anywhere, type-only imports included.
  * - The pure modules that client components import (domain schemas, formatting) reach no server
  *   code, however indirectly.
@@ -61,6 +63,14 @@ module.exports = {
       to: { path: "^lib/control/.+", pathNot: "^lib/control/index\\.ts$" },
     },
     {
+      name: "control-imports-upper-layer",
+      severity: "error",
+      comment:
+        "lib/control's services take their dependencies as an argument and own the domain's rules: they import neither the composition root and the process's wiring (lib/server), nor the console's presentation (lib/console), nor the app (app/). What both sides need belongs in lib/control; the caller passes controlDeps().",
+      from: { path: "^lib/control/" },
+      to: { path: "^(lib/server|lib/console|app)/" },
+    },
+    {
       name: "outside-imports-package-internals",
       severity: "error",
       comment:
@@ -79,9 +89,9 @@ module.exports = {
       name: "client-modules-reach-server",
       severity: "error",
       comment:
-        "Client components validate with these modules (the domain's schemas and rules, the formatting): they must stay pure. Nothing they reach, however indirectly, may be server code (lib/server, the Prisma client, Redis, Postgres, server-only) or a node:* module.",
+        "Client components validate with these modules (the domain's schemas and rules, the formatting, the API client): they must stay pure. Nothing they reach, however indirectly, may be server code (lib/server, the Prisma client, Redis, Postgres, server-only) or a node:* module.",
       from: {
-        path: "^(lib/control/(change-context|errors|incident/raise-incident-options)|lib/console/format|app/.+-check)\\.ts$",
+        path: "^(lib/control/(change-context|errors|incident/raise-incident-options)|lib/console/format|lib/api/api-client|app/.+-check)\\.ts$",
       },
       to: {
         reachable: true,

@@ -6,8 +6,8 @@
 import { type NextRequest, NextResponse } from "next/server";
 import { errorResponse, requestIdOf } from "@/lib/api/error-response";
 import { malformedSegmentOf, securityHeaders } from "@/lib/api/security-headers";
-import { requestOriginOf } from "@/lib/control/auth/client-address";
 import { AppError } from "@/lib/control/errors";
+import { requestOriginOf } from "@/lib/server/client-address";
 
 function withHeaders(response: Response, headers: Record<string, string>): Response {
   for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);

@@ -254,11 +254,10 @@ export async function run(): Promise<void> {
     } finally {
       await client.end();
     }
-    bench = new AuditBench(databaseUrl);
+    const reads = new AuditBench(databaseUrl);
+    bench = reads;
     const page = (options: ListAuditEntriesOptions) => async () =>
-      (await listAuditEntries({ ...options, limit: PAGE }, bench ?? undefined)).entries.map(
-        (entry) => entry.id,
-      );
+      (await listAuditEntries({ ...options, limit: PAGE }, reads)).entries.map((entry) => entry.id);
 
     console.log("\nfirst pages");
     await bench.measure("unfiltered, first page", page({}));

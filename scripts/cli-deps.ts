@@ -5,11 +5,10 @@
  */
 
 import { MemoryStore } from "@limitplane/enforcer/limiter";
-import { sessionSettingsFromEnv } from "../lib/control/auth/auth-settings";
 import { DEFAULT_SCRYPT_PARAMS } from "../lib/control/auth/password";
 import { SignInLimiter } from "../lib/control/auth/sign-in-limiter";
 import type { AuthDeps } from "../lib/control/deps";
-import { systemClock } from "../lib/server/composition";
+import { sessionSettingsFromEnv, systemClock } from "../lib/server/composition";
 import { getPrisma } from "../lib/server/db";
 import { loadEnv } from "../lib/server/env";
 

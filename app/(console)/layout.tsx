@@ -1,6 +1,6 @@
 import type { ReactNode } from "react";
 import { AppShell } from "@/components/shell/app-shell";
-import { currentPrincipalIfReachable } from "@/lib/control/auth/current-principal";
+import { currentPrincipalIfReachable } from "@/lib/server/current-principal";
 
 /**
  * Every console page sits in the shell, which shows who is signed in. Each page checks its own

@@ -3,7 +3,7 @@ import { redirect } from "next/navigation";
 import { SignInForm } from "@/components/auth/sign-in-form";
 import { DATABASE_UNAVAILABLE_MESSAGE } from "@/lib/console/outage";
 import { safeNextPath } from "@/lib/console/safe-next-path";
-import { currentPrincipalIfReachable } from "@/lib/control/auth/current-principal";
+import { currentPrincipalIfReachable } from "@/lib/server/current-principal";
 
 export const metadata: Metadata = { title: "Sign in" };
 

@@ -1,7 +1,11 @@
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
-import { detectExpiringIncidents, detectRejectionRateAlerts } from "@/lib/console/alerts";
-import { MINUTE_MS, type ScopeMinuteCount } from "@/lib/console/minute-counts";
+import {
+  detectExpiringIncidents,
+  detectRejectionRateAlerts,
+  MINUTE_MS,
+  type ScopeMinuteCount,
+} from "@/lib/control";
 import { AlertList } from "./alert-list";
 
 const NOW_MS = Date.UTC(2025, 2, 4, 12, 0, 30);

@@ -1,5 +1,5 @@
-import type { ConsoleAlert } from "@/lib/console/alerts";
 import { formatPercent, formatRateChange } from "@/lib/console/format";
+import type { ConsoleAlert } from "@/lib/control";
 import { Badge } from "../ui/badge";
 import { Countdown } from "../ui/countdown";
 

@@ -1,8 +1,8 @@
 "use client";
 
 import { useCallback, useEffect, useRef, useState } from "react";
+import { callApi, readApiError } from "@/lib/api/api-client";
 import type { BacktestResult } from "@/lib/control";
-import { readApiError } from "../ops/api-error";
 import { Skeleton, SkeletonChart } from "../ui/skeleton";
 import styles from "./backtest.module.css";
 import { BacktestSummary } from "./backtest-summary";
@@ -58,12 +58,11 @@ async function requestBacktest(
   key: string,
   signal: AbortSignal,
 ): Promise<Outcome> {
-  let response: Response;
+  let answer: Awaited<ReturnType<typeof callApi<BacktestResult | null>>>;
   try {
-    response = await fetch(BACKTEST_URL, {
+    answer = await callApi<BacktestResult | null>(BACKTEST_URL, {
       method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ draft, windowMs }),
+      body: { draft, windowMs },
       signal,
     });
   } catch (error: unknown) {
@@ -75,21 +74,17 @@ async function requestBacktest(
       fieldErrors: [],
     };
   }
-  const payload: unknown = await response.json().catch(() => null);
-  if (response.ok && payload !== null) {
-    // The API parses its answer through its response schema (ZBacktestResult).
-    return {
-      status: "done",
-      key,
-      result: payload as BacktestResult,
-      focus: backtestFocusOf(draft),
-    };
+  if (answer.ok && answer.body !== null) {
+    return { status: "done", key, result: answer.body, focus: backtestFocusOf(draft) };
   }
-  const { message, fieldErrors } = readApiError(payload, response.status);
+  // A success without a body is no answer either.
+  const { status, message, fieldErrors } = answer.ok
+    ? readApiError(null, answer.status)
+    : answer.error;
   return {
     status: "error",
     key,
-    message: response.status === 403 ? `You may not run a backtest: ${message}` : message,
+    message: status === 403 ? `You may not run a backtest: ${message}` : message,
     fieldErrors,
   };
 }

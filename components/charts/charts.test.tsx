@@ -6,7 +6,7 @@ import {
   buildRejectionRateSeries,
   CHART_RANGES,
 } from "@/lib/console/chart-series";
-import { MINUTE_MS } from "@/lib/console/minute-counts";
+import { MINUTE_MS } from "@/lib/control";
 import { DryRunChart } from "./dry-run-chart";
 import { MarkerOverlay } from "./marker-overlay";
 import { RejectionChart } from "./rejection-chart";

@@ -4,6 +4,7 @@ import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
 import { LocalTime } from "@/components/ui/local-time";
 import { isAppError, listSeenCustomers, type SeenCustomerPage } from "@/lib/control";
+import { seenCustomerDeps } from "@/lib/server/composition";
 
 /**
  * Customers the gateways report that the registry does not hold, matching the registry search's
@@ -14,7 +15,7 @@ export async function SeenCustomersPanel({ q }: { q: string | undefined }) {
   let page: SeenCustomerPage | null = null;
   let problem: string | null = null;
   try {
-    page = await listSeenCustomers({ search: q, limit: 25 });
+    page = await listSeenCustomers({ search: q, limit: 25 }, seenCustomerDeps());
   } catch (error: unknown) {
     if (isAppError(error) && error.code === "VALIDATION_FAILED") return null;
     problem = error instanceof Error ? error.message : "Redis did not answer";

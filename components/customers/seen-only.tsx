@@ -7,6 +7,7 @@ import {
   isAppError,
   type SeenCustomerRecord,
 } from "@/lib/control";
+import { controlDeps, seenRedisDeps } from "@/lib/server/composition";
 
 /** What the customer page shows of a customer: its registry row, or the gateways' report. */
 export interface RegisteredOrSeen {
@@ -22,14 +23,14 @@ export interface RegisteredOrSeen {
  */
 export async function findRegisteredOrSeen(id: string): Promise<RegisteredOrSeen> {
   try {
-    return { customer: await getCustomer(id), seen: null };
+    return { customer: await getCustomer(id, controlDeps()), seen: null };
   } catch (error: unknown) {
     if (!isAppError(error)) throw error;
     if (error.code === "VALIDATION_FAILED") return { customer: null, seen: null };
     if (error.code !== "NOT_FOUND") throw error;
   }
   // Redis unreachable: as if not reported (the page says "not found", the registry being silent).
-  const seen = await findSeenCustomer(id).catch(() => null);
+  const seen = await findSeenCustomer(id, seenRedisDeps()).catch(() => null);
   if (seen === null) return { customer: null, seen: null };
   return {
     customer: { id: seen.id, displayName: seen.id, tier: seen.reportedTier ?? "" },

@@ -1,6 +1,6 @@
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
-import { detectDegradedDecisions } from "@/lib/console/alerts";
+import { detectDegradedDecisions } from "@/lib/control";
 import { DegradedCell, type DegradedReport, FleetDegradedSummary } from "./degraded-decisions";
 
 const healthy: DegradedReport = {

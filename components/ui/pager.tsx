@@ -1,5 +1,5 @@
 import Link from "next/link";
-import type { PageLinks } from "@/lib/console/cursor";
+import type { PageLinks } from "@/lib/console/page-links";
 
 export interface PagerProps {
   /** From `buildPageLinks`: the filters are already in them. */

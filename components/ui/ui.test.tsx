@@ -1,6 +1,6 @@
 import { renderToStaticMarkup } from "react-dom/server";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { buildPageLinks } from "@/lib/console/cursor";
+import { buildPageLinks } from "@/lib/console/page-links";
 import { Badge } from "./badge";
 import { ConfirmDialog } from "./confirm-dialog";
 import { Countdown } from "./countdown";

@@ -6,10 +6,16 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
+import type { Principal } from "@/lib/control/auth/principal";
 import { AppError } from "@/lib/control/errors";
-import { defineEndpoint, toRouteHandler } from "./endpoint";
+import { type Authenticator, defineEndpoint, toRouteHandler } from "./endpoint";
 
 const context = { params: Promise.resolve({}) };
+
+/** For public endpoints: any call to it is a bug of the wrapper. */
+const noAuthenticator: Authenticator = {
+  authenticate: () => Promise.reject(new Error("a public endpoint authenticated")),
+};
 
 function call(handle: () => Promise<unknown>, response: z.ZodType = z.unknown()) {
   const endpoint = defineEndpoint({
@@ -21,7 +27,7 @@ function call(handle: () => Promise<unknown>, response: z.ZodType = z.unknown())
     response,
     handle,
   });
-  return toRouteHandler(endpoint)(
+  return toRouteHandler(endpoint, noAuthenticator)(
     new Request("http://console.test/api/v1/test", { headers: { "x-request-id": "req-12345678" } }),
     context,
   );
@@ -90,7 +96,7 @@ describe("toRouteHandler", () => {
       response: z.object({ ok: z.boolean() }),
       handle: async () => ({ ok: true }),
     });
-    const handler = toRouteHandler(endpoint);
+    const handler = toRouteHandler(endpoint, noAuthenticator);
     const sane = await handler(
       new Request("http://x/api/v1/test", { headers: { "x-request-id": "abc-12345" } }),
       context,
@@ -101,5 +107,39 @@ describe("toRouteHandler", () => {
       context,
     );
     expect(insane.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("401 and 200: the authenticator it is given decides who calls, per request", async () => {
+    const operator: Principal = {
+      kind: "operator",
+      id: "op_1",
+      name: "Dana",
+      role: "viewer",
+      sessionId: "s_1",
+    };
+    const authenticator: Authenticator = {
+      authenticate: async (request) =>
+        request.headers.get("authorization") === "Bearer good" ? operator : null,
+    };
+    const handler = toRouteHandler(
+      defineEndpoint({
+        method: "GET",
+        path: "/api/v1/test",
+        summary: "test",
+        tag: "Test",
+        access: "authenticated",
+        response: z.object({ id: z.string() }),
+        handle: async ({ principal }) => ({ id: principal?.id ?? "" }),
+      }),
+      authenticator,
+    );
+    const call = (authorization: string) =>
+      handler(new Request("http://x/api/v1/test", { headers: { authorization } }), context);
+    const refused = await call("Bearer bad");
+    expect(refused.status).toBe(401);
+    expect((await refused.json()).error).toMatchObject({ code: "UNAUTHENTICATED" });
+    const allowed = await call("Bearer good");
+    expect(allowed.status).toBe(200);
+    expect(await allowed.json()).toEqual({ id: "op_1" });
   });
 });

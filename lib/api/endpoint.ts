@@ -34,16 +34,13 @@ export { errorResponse, requestIdOf };
  */
 export type EndpointAccess = "public" | "authenticated" | "session" | Permission;
 
-/** How the API learns who is calling; installed once by the app (`setAuthenticator`). */
+/**
+ * How the API learns who is calling. The wrapper is given it (`toRouteHandler`,
+ * `createRouteHandlers`); the app's comes from the composition root, through route-handler.ts.
+ */
 export interface Authenticator {
   /** The principal for this request, or null when it carries no valid credential. */
   authenticate(request: Request): Promise<Principal | null>;
-}
-
-let authenticator: Authenticator | null = null;
-
-export function setAuthenticator(value: Authenticator): void {
-  authenticator = value;
 }
 
 export interface EndpointInput<Params, Query, Body> {
@@ -166,7 +163,11 @@ export function principalOf(input: { readonly principal: Principal | null }): Pr
   return input.principal;
 }
 
-async function authorize(spec: AnyEndpoint, request: Request): Promise<Principal | null> {
+async function authorize(
+  spec: AnyEndpoint,
+  request: Request,
+  authenticator: Authenticator,
+): Promise<Principal | null> {
   if (spec.access === "public") {
     if (spec.refuseCrossSite === true && isCrossSiteBrowserRequest(request)) {
       throw new AppError(
@@ -176,8 +177,6 @@ async function authorize(spec: AnyEndpoint, request: Request): Promise<Principal
     }
     return null;
   }
-  if (authenticator === null)
-    throw new Error("no authenticator installed: call setAuthenticator first");
   const principal = await authenticator.authenticate(request);
   if (principal === null) {
     throw new AppError(
@@ -220,12 +219,12 @@ async function authorize(spec: AnyEndpoint, request: Request): Promise<Principal
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
 export type RouteHandler = (request: Request, context: RouteContext) => Promise<Response>;
 
-/** The Next.js route handler for `spec`. */
-export function toRouteHandler(spec: AnyEndpoint): RouteHandler {
+/** The Next.js route handler for `spec`, learning who calls from `authenticator`. */
+export function toRouteHandler(spec: AnyEndpoint, authenticator: Authenticator): RouteHandler {
   return async (request, context) => {
     const requestId = requestIdOf(request);
     try {
-      const principal = await authorize(spec, request);
+      const principal = await authorize(spec, request, authenticator);
       const params = parseWith(spec.params, await context.params, "params");
       const rawQuery = queryObject(request);
       if (spec.query === undefined) refuseUnknownQuery(rawQuery);
@@ -274,7 +273,7 @@ export interface RouteHandlers {
 
 const ANSWERED = Symbol("limitplane.answeredMethod");
 
-/** Whether `handler` is a 405 or OPTIONS answer of `routeHandlers`, not an endpoint's. */
+/** Whether `handler` is a 405 or OPTIONS answer of `createRouteHandlers`, not an endpoint's. */
 export function isMethodAnswer(handler: unknown): boolean {
   return typeof handler === "function" && ANSWERED in handler;
 }
@@ -284,13 +283,16 @@ function answer(handler: RouteHandler): RouteHandler {
 }
 
 /**
- * Every method of one route file: `export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE }
- * = routeHandlers(listTiers, createTier)`. A method no endpoint defines answers 405
- * METHOD_NOT_ALLOWED in the API's error shape, with `Allow`; OPTIONS answers 204 with `Allow`.
+ * Every method of one route file, each endpoint's authenticated by `authenticator`. A method no
+ * endpoint defines answers 405 METHOD_NOT_ALLOWED in the API's error shape, with `Allow`; OPTIONS
+ * answers 204 with `Allow`. Route files call it through route-handler.ts's `routeHandlers`.
  */
-export function routeHandlers(...endpoints: readonly AnyEndpoint[]): RouteHandlers {
+export function createRouteHandlers(
+  authenticator: Authenticator,
+  endpoints: readonly AnyEndpoint[],
+): RouteHandlers {
   const own = new Map<HttpMethod, RouteHandler>(
-    endpoints.map((endpoint) => [endpoint.method, toRouteHandler(endpoint)]),
+    endpoints.map((endpoint) => [endpoint.method, toRouteHandler(endpoint, authenticator)]),
   );
   const { notAllowed, options } = methodAnswers([...own.keys()]);
   const pick = (method: HttpMethod) => own.get(method) ?? notAllowed;

@@ -1,12 +1,23 @@
 /**
  * What route files import: `routeHandlers` (every method of the route: the endpoints', and a JSON
- * 405 for the rest), with the API's authenticator installed (sessions and API tokens,
- * lib/control/auth/authenticate.ts). Importing it from here, never from endpoint.ts, is what
- * guarantees no route runs without one.
+ * 405 for the rest), with the API's authenticator (sessions and API tokens,
+ * lib/control/auth/authenticate.ts) passed in from the composition root.
  */
-import { authenticateRequest } from "@/lib/control/auth/authenticate";
-import { methodAnswers, routeHandlers, routeNotFound, setAuthenticator } from "./endpoint";
+import { apiAuthenticator } from "@/lib/server/composition";
+import {
+  type AnyEndpoint,
+  createRouteHandlers,
+  methodAnswers,
+  type RouteHandlers,
+  routeNotFound,
+} from "./endpoint";
 
-setAuthenticator({ authenticate: (request) => authenticateRequest(request) });
+/**
+ * `export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(listTiers,
+ * createTier)`.
+ */
+export function routeHandlers(...endpoints: readonly AnyEndpoint[]): RouteHandlers {
+  return createRouteHandlers(apiAuthenticator, endpoints);
+}
 
-export { methodAnswers, routeHandlers, routeNotFound };
+export { methodAnswers, routeNotFound };

@@ -9,7 +9,7 @@
  * - `Referrer-Policy: same-origin`: a link out (an incident's ticket) does not carry the console's
  *   address, which can name a customer;
  * - `Strict-Transport-Security` when the request arrived over https (directly, or as the trusted
- *   proxy's `X-Forwarded-Proto` says: lib/control/auth/client-address.ts).
+ *   proxy's `X-Forwarded-Proto` says: lib/server/client-address.ts).
  */
 export const CONTENT_SECURITY_POLICY =
   "frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'";

@@ -11,8 +11,8 @@
  */
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
 import { assertNever } from "@limitplane/enforcer/policy";
+import { compareCodeUnits } from "@/lib/control/metric-minute/minute-counts";
 import { formatAlgorithm, formatDurationMs, formatNumber, formatRatePerSec } from "./format";
-import { compareCodeUnits } from "./minute-counts";
 
 /** One step of a path: an object key, an array position, or an array item found by its key. */
 export type DiffPathSegment =

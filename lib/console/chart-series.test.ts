@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MINUTE_MS, type ScopeMinuteCount } from "@/lib/control/metric-minute/minute-counts";
 import {
   auditEntryHref,
   buildChartMarkers,
@@ -16,7 +17,6 @@ import {
   toDryRunChartRows,
   toRateChartRows,
 } from "./chart-series";
-import { MINUTE_MS, type ScopeMinuteCount } from "./minute-counts";
 
 const HOUR_MS = 60 * MINUTE_MS;
 /** 12:07:30 UTC. */

@@ -15,7 +15,7 @@ import {
   groupByScope,
   MINUTE_MS,
   type ScopeMinuteCount,
-} from "./minute-counts";
+} from "@/lib/control/metric-minute/minute-counts";
 
 // ---------------------------------------------------------------------------------------------
 // Ranges and windows

@@ -13,9 +13,11 @@ import {
   formatSeconds,
   NO_VALUE,
 } from "@limitplane/enforcer/policy";
+import { formatPercent } from "@/lib/control/format-percent";
 
-// Numbers and durations have one implementation, shared with the policy's messages.
-export { type FormatNumberOptions, formatDurationMs, formatNumber, NO_VALUE };
+// Numbers and durations have one implementation, shared with the policy's messages; percentages
+// one, shared with the alerts' messages.
+export { type FormatNumberOptions, formatDurationMs, formatNumber, formatPercent, NO_VALUE };
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -42,27 +44,6 @@ export function formatCompactNumber(value: number): string {
     }
   }
   return formatNumber(value, { maximumFractionDigits: 1 });
-}
-
-/**
- * A rejection rate (a fraction from 0 to 1) as a percentage a person can compare at a glance:
- * `0` → `"0%"`, `0.0004` → `"<0.1%"`, `0.025` → `"2.5%"`, `0.4` → `"40%"`, `0.9996` → `">99.9%"`,
- * `1` → `"100%"`. Below 10% one decimal is shown, above it none, and a rate that is not exactly 0
- * or 1 never rounds to look like one. `null` (no traffic) or not a finite number → {@link NO_VALUE}.
- */
-export function formatPercent(rate: number | null): string {
-  if (rate === null || !Number.isFinite(rate)) return NO_VALUE;
-  if (rate === 0) return "0%";
-  if (rate === 1) return "100%";
-  const percent = rate * 100;
-  if (percent > 0 && percent < 0.1) return "<0.1%";
-  if (percent < 100 && percent > 99.9) return ">99.9%";
-  const digits = Math.abs(percent) < 10 ? 1 : 0;
-  const rounded = formatNumber(percent, { maximumFractionDigits: digits });
-  // 99.6% with no decimals would read "100%".
-  if (rounded === "100" && percent < 100)
-    return `${formatNumber(percent, { maximumFractionDigits: 1 })}%`;
-  return `${rounded}%`;
 }
 
 /** A change in a rate, in percentage points with a sign: `0.98` → `"+98 pts"`, `-0.05` → `"−5 pts"`. */

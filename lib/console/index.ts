@@ -1,28 +1,12 @@
 /**
- * The console's pure building blocks: alerts, chart math, audit diffs, keyset cursors and
- * plain-language formatting. No I/O and no clock: time is always a parameter.
+ * The console's pure building blocks: chart math, audit diffs, page links and plain-language
+ * formatting. No I/O and no clock: time is always a parameter. (The alert rules and per-minute
+ * counts they draw are the control plane's: @/lib/control.)
  *
  * Server code imports from here. Client components import the module they need directly
- * (`@/lib/console/format`), so a client bundle never pulls in the server-only parts (cursor
- * decoding brings in the control plane's error type).
+ * (`@/lib/console/format`), so a client bundle holds only what it uses.
  */
 
-export {
-  type ConsoleAlert,
-  detectExpiringIncidents,
-  detectRejectionRateAlerts,
-  evaluateRejectionRates,
-  INCIDENT_EXPIRY_ALERT_DEFAULTS,
-  type IncidentExpiryAlert,
-  type IncidentExpiryAlertOptions,
-  type IncidentForExpiry,
-  REJECTION_RATE_ALERT_DEFAULTS,
-  type RejectionRateAlert,
-  type RejectionRateAlertOptions,
-  type RejectionRateVerdict,
-  type ScopeRateEvaluation,
-  type WindowRate,
-} from "./alerts";
 export {
   type AuditChange,
   type AuditChangeKind,
@@ -78,12 +62,6 @@ export {
   toRateChartRows,
 } from "./chart-series";
 export {
-  buildPageLinks,
-  type PageLinkOptions,
-  type PageLinks,
-  type SearchParamsRecord,
-} from "./cursor";
-export {
   describeEnforcerLag,
   type EnforcerLag,
   type EnforcerVersionFacts,
@@ -117,11 +95,9 @@ export {
   toIsoString,
 } from "./format";
 export {
-  type CountTotals,
-  groupByScope,
-  isUsableCount,
-  MINUTE_MS,
-  type ScopeMinuteCount,
-  sumRange,
-} from "./minute-counts";
+  buildPageLinks,
+  type PageLinkOptions,
+  type PageLinks,
+  type SearchParamsRecord,
+} from "./page-links";
 export { MAX_REASON_LENGTH, reasonProblem } from "./reason";

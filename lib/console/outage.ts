@@ -1,7 +1,7 @@
 /**
  * The digest a server error carries when the database did not answer, so a client error boundary
  * (which in production sees no message) can say so instead of guessing. Set by
- * lib/control/auth/current-principal.ts; read by components/ui/route-error.tsx and app/error.tsx.
+ * lib/server/current-principal.ts; read by components/ui/route-error.tsx and app/error.tsx.
  */
 export const DATABASE_UNAVAILABLE_DIGEST = "LIMITPLANE_DATABASE_UNAVAILABLE";
 

@@ -6,6 +6,26 @@
  */
 
 export {
+  type ConsoleAlert,
+  DEGRADED_DECISION_ALERT_DEFAULTS,
+  type DegradedDecisionAlert,
+  type DegradedDecisionAlertOptions,
+  detectDegradedDecisions,
+  detectExpiringIncidents,
+  detectRejectionRateAlerts,
+  evaluateRejectionRates,
+  INCIDENT_EXPIRY_ALERT_DEFAULTS,
+  type IncidentExpiryAlert,
+  type IncidentExpiryAlertOptions,
+  type IncidentForExpiry,
+  REJECTION_RATE_ALERT_DEFAULTS,
+  type RejectionRateAlert,
+  type RejectionRateAlertOptions,
+  type RejectionRateVerdict,
+  type ScopeRateEvaluation,
+  type WindowRate,
+} from "./alerts/alert-rules";
+export {
   AUDIT_ACTIONS,
   AUDIT_ENTITY_TYPES,
   type AuditAction,
@@ -34,7 +54,6 @@ export {
   credentialOf,
 } from "./auth/authenticate";
 export { changeOwnPassword } from "./auth/change-own-password";
-export { clientAddressOf } from "./auth/client-address";
 export { describePrincipal, type PrincipalDescription } from "./auth/describe-principal";
 export { listSessions } from "./auth/list-sessions";
 export { actorOf, type Principal } from "./auth/principal";
@@ -188,6 +207,14 @@ export {
   revertIncident,
   ZRevertIncidentOptions,
 } from "./incident/revert-incident";
+export {
+  type CountTotals,
+  groupByScope,
+  isUsableCount,
+  MINUTE_MS,
+  type ScopeMinuteCount,
+  sumRange,
+} from "./metric-minute/minute-counts";
 export { createOperator } from "./operator/create-operator";
 export { disableOperator } from "./operator/disable-operator";
 export { enableOperator } from "./operator/enable-operator";

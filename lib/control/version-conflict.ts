@@ -7,7 +7,7 @@
 import type { AuditEntityType } from "./audit/audit-actions";
 import { AppError } from "./errors";
 import { describeChanges, diffJson, type JsonChange } from "./json-diff";
-import type { Db } from "./policy/stored-policy";
+import type { Db } from "./stored";
 
 export interface VersionedEntity {
   readonly entityType: AuditEntityType;

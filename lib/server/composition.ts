@@ -1,14 +1,17 @@
 /**
  * The composition root: the one place where the process-wide dependencies are built (the Prisma
  * client, the Redis connections, the shared limiter store, the clock) and handed to services.
- * Pages, server actions, route handlers, the worker's standard jobs and services' defaults take
- * their dependencies from here and wire nothing themselves. Tests that call route handlers or
- * render pages install their own (`installDeps`: their database, a driven clock).
+ * Pages, server actions, route handlers (and the API's authenticator), the worker's standard jobs
+ * and the scripts take dependencies from here and pass them to the services, which never fetch
+ * their own. Tests that call route handlers or render pages install their own (`installDeps`:
+ * their database, a driven clock); tests of services pass them directly.
  *
  * Every value is created on first use, so importing this module opens no connection.
  */
 import type { Clock } from "@limitplane/enforcer/limiter";
-import { sessionSettingsFromEnv } from "@/lib/control/auth/auth-settings";
+import type { Authenticator } from "@/lib/api/endpoint";
+import { type SessionSettings, TOUCH_INTERVAL_MS } from "@/lib/control/auth/auth-settings";
+import { authenticateRequest } from "@/lib/control/auth/authenticate";
 import { DEFAULT_SCRYPT_PARAMS } from "@/lib/control/auth/password";
 import { SignInLimiter } from "@/lib/control/auth/sign-in-limiter";
 import type {
@@ -19,6 +22,7 @@ import type {
   SeenCustomerDeps,
   SeenRedisDeps,
 } from "@/lib/control/deps";
+import type { ScopeCountsDeps } from "@/lib/control/dry-run/read-scope-counts";
 import { consoleRedis } from "./console-redis";
 import { getPrisma } from "./db";
 import { loadEnv } from "./env";
@@ -28,6 +32,16 @@ import { createRedis } from "./redis";
 
 /** The control plane's clock: the wall clock, in epoch milliseconds. */
 export const systemClock: Clock = { nowMs: () => Date.now() };
+
+/** The session lifetimes the environment sets (SESSION_LIFETIME_MINUTES, SESSION_IDLE_MINUTES). */
+export function sessionSettingsFromEnv(): SessionSettings {
+  const env = loadEnv();
+  return {
+    lifetimeMs: env.SESSION_LIFETIME_MINUTES * 60_000,
+    idleMs: env.SESSION_IDLE_MINUTES * 60_000,
+    touchIntervalMs: TOUCH_INTERVAL_MS,
+  };
+}
 
 /** Everything the composition root provides. */
 export interface Composition {
@@ -91,6 +105,11 @@ export function authDeps(): AuthDeps {
   return deps.auth;
 }
 
+/** The API's authenticator: a session cookie or an API token, checked against `authDeps()`. */
+export const apiAuthenticator: Authenticator = {
+  authenticate: (request) => authenticateRequest(request, authDeps()),
+};
+
 /** The fleet reads' dependencies: the console's read connection (one per process), the prefix. */
 export function fleetDeps(): FleetDeps {
   const deps = built();
@@ -114,6 +133,12 @@ export function explainDeps(): ExplainDeps {
 export function scopeMinutesDeps(): Pick<ControlDeps, "db" | "clock"> & { live: FleetDeps } {
   const control = controlDeps();
   return { db: control.db, clock: control.clock, live: fleetDeps() };
+}
+
+/** The dry-run pages' per-minute reads: the database, and the live minutes from the enforcers' Redis. */
+export function scopeCountsDeps(): ScopeCountsDeps {
+  const fleet = fleetDeps();
+  return { db: controlDeps().db, redis: fleet.redis, prefix: fleet.prefix };
 }
 
 /** The customer page's reads of the enforcers' reports (recent rejections). */

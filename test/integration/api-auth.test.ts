@@ -2,9 +2,10 @@
  * Signing in and out through the API: the cookie, wrong passwords, brute force reaching 429,
  * expired, idle and revoked sessions, revoked and expired tokens, one's own sessions and password.
  */
+
+import { sha256Hex } from "@limitplane/enforcer/policy";
 import { describe, expect, it } from "vitest";
 import { verifyPassword } from "@/lib/control/auth/password";
-import { sha256Hex } from "@/lib/control/auth/secret-token";
 import { signIn } from "@/lib/control/auth/sign-in";
 import { createOperator } from "@/lib/control/operator/create-operator";
 import { createApiToken } from "@/lib/control/token/create-api-token";

@@ -34,6 +34,17 @@ const FILES: Readonly<Record<string, string>> = {
     'import { service } from "@/lib/control/tier/update-tier";\nimport { entry } from "@/lib/control";\nexport const both = [service, entry];\n',
   "lib/control/tier/update-tier.ts": "export const service = 1;\n",
   "lib/control/index.ts": "export const entry = 2;\n",
+  // control-imports-upper-layer: the composition root, the console and the app, type-only included
+  "lib/control/tier/list-tiers.ts":
+    'import { controlDeps } from "@/lib/server/composition";\nexport const deps = controlDeps;\n',
+  "lib/server/composition.ts": "export const controlDeps = () => 1;\n",
+  "lib/control/alerts/alert-rules.ts":
+    'import type { Shown } from "../../console/format";\nexport type Rule = Shown;\n',
+  "lib/console/format.ts":
+    'import { service } from "@/lib/control/tier/update-tier";\nexport type Shown = string;\nexport const used = service;\n',
+  "lib/control/tier/get-tier.ts":
+    'import { page } from "@/app/tiers/page";\nexport const shown = page;\n',
+  "app/tiers/page.tsx": "export const page = 1;\n",
   // no-circular, through type-only imports
   "lib/console/a.ts": 'import type { B } from "./b";\nexport type A = { b?: B };\n',
   "lib/console/b.ts": 'import type { A } from "./a";\nexport type B = { a?: A };\n',
@@ -68,7 +79,7 @@ beforeAll(() => {
     spawnSync(
       DEPCRUISE,
       [
-        ...["packages", "lib", "components"],
+        ...["packages", "lib", "components", "app"],
         ...["--config", path.join(ROOT, ".dependency-cruiser.cjs"), "--output-type", outputType],
       ],
       { cwd: scratch, encoding: "utf8" },
@@ -116,6 +127,14 @@ describe("the layer rules in npm run lint", () => {
   it("refuse components reaching into lib/control's modules, and allow its entry point", () => {
     expect(reported("components-import-control-internals")).toEqual([
       "components/form.tsx -> lib/control/tier/update-tier.ts",
+    ]);
+  });
+
+  it("refuse lib/control importing the composition root, the console or the app, and allow the console importing lib/control", () => {
+    expect(reported("control-imports-upper-layer").sort()).toEqual([
+      "lib/control/alerts/alert-rules.ts -> lib/console/format.ts",
+      "lib/control/tier/get-tier.ts -> app/tiers/page.tsx",
+      "lib/control/tier/list-tiers.ts -> lib/server/composition.ts",
     ]);
   });
 

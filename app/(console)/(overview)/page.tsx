@@ -23,11 +23,11 @@ import {
 import { can } from "@/lib/control";
 import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
 import { listRateChanges } from "@/lib/control/audit/list-rate-changes";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { readDegradedDecisionAlert } from "@/lib/control/fleet/read-degraded-decisions";
 import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
-import { clock, scopeMinutesDeps } from "@/lib/server/composition";
+import { clock, controlDeps, fleetDeps, scopeMinutesDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import styles from "./overview.module.css";
 
 export const metadata: Metadata = { title: "Overview" };
@@ -158,7 +158,7 @@ async function RatesChart({ rangeId }: { rangeId: ChartRangeId }) {
     const fromMs = nowMs - range.rangeMs - range.bucketMs;
     const [minutes, changes] = await Promise.all([
       loadScopeMinutes({ fromMs, nowMs }, scopeMinutesDeps()),
-      listRateChanges({ fromMs, limit: MAX_MARKERS }),
+      listRateChanges({ fromMs, limit: MAX_MARKERS }, controlDeps()),
     ]);
     const data = buildRejectionRateSeries(minutes.rows, range, {
       nowMs,
@@ -201,8 +201,8 @@ async function FleetPanel() {
   let fleet: Awaited<ReturnType<typeof listEnforcers>>;
   let degradedAlert: Awaited<ReturnType<typeof readDegradedDecisionAlert>> = null;
   try {
-    fleet = await listEnforcers();
-    degradedAlert = await readDegradedDecisionAlert();
+    fleet = await listEnforcers(fleetDeps());
+    degradedAlert = await readDegradedDecisionAlert(fleetDeps());
   } catch (error: unknown) {
     console.error("overview: the enforcer fleet could not be read", error);
     return (

@@ -17,8 +17,9 @@ import {
   listOperators,
   ZListAuditEntriesOptions,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { parseOptions } from "@/lib/control/change-context";
+import { authDeps, controlDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import styles from "./audit.module.css";
 import { AuditEntryCard } from "./audit-entry-card";
 import {
@@ -60,8 +61,8 @@ export default async function AuditPage({
 
   const filters = readAuditFilters(params);
   const [operators, tokens] = await Promise.all([
-    listOperators(),
-    listApiTokens({ includeInactive: true }),
+    listOperators(authDeps()),
+    listApiTokens({ includeInactive: true }, authDeps()),
   ]);
   const actorOptions = [
     ...operators.map((operator) => ({
@@ -83,7 +84,7 @@ export default async function AuditPage({
         PAGE_SIZE,
       ),
     );
-    result = await listAuditEntries(options);
+    result = await listAuditEntries(options, controlDeps());
   } catch (error: unknown) {
     if (!(isAppError(error) && error.code === "VALIDATION_FAILED")) throw error;
     // The service names its paging option `cursor`; this page's URL calls it `after`.
@@ -281,7 +282,7 @@ function AuditFilterForm({
 async function SingleEntry({ id }: { id: string }) {
   let entry: Awaited<ReturnType<typeof getAuditEntry>>;
   try {
-    entry = await getAuditEntry(id);
+    entry = await getAuditEntry(id, controlDeps());
   } catch (error: unknown) {
     if (!(isAppError(error) && error.code === "NOT_FOUND")) throw error;
     return (

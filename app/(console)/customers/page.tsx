@@ -8,8 +8,9 @@ import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ScrollRegion } from "@/components/ui/scroll-region";
 import { type CustomerPage, isAppError, listCustomers } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
+import { controlDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 
 export const metadata: Metadata = { title: "Customers" };
 
@@ -30,7 +31,7 @@ export default async function CustomersPage({
   let page: CustomerPage | null = null;
   let problem: string | null = null;
   try {
-    page = await listCustomers({ search: q, after, limit: PAGE_SIZE });
+    page = await listCustomers({ search: q, after, limit: PAGE_SIZE }, controlDeps());
   } catch (error: unknown) {
     if (!isAppError(error) || error.code !== "VALIDATION_FAILED") throw error;
     problem = error.fieldErrors.map((field) => field.message).join("; ") || error.message;

@@ -4,7 +4,7 @@ import Link from "next/link";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { EmptyState } from "@/components/ui/empty-state";
 import { LocalTime } from "@/components/ui/local-time";
-import { CHART_RANGES, formatLimit } from "@/lib/console";
+import { CHART_RANGES, chartWindow, formatLimit } from "@/lib/console";
 import {
   can,
   getPolicySettings,
@@ -12,9 +12,9 @@ import {
   listEndpointClasses,
   listTiers,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { readCandidateComparisons } from "@/lib/control/dry-run/read-candidate-comparisons";
-import { clock } from "@/lib/server/composition";
+import { clock, controlDeps, scopeCountsDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import { describePolicyLimit, describeScope } from "../policies/_components/policy-words";
 import { RolloutLine } from "../policies/_components/rollout-line";
 import { ComparisonSentence } from "./_components/compared-span";
@@ -52,10 +52,10 @@ export default async function DryRunPage({
   const notice = doneNotice(query);
   const initialTarget = typeof query.target === "string" ? query.target : null;
   const [candidates, tiers, endpointClasses, settings] = await Promise.all([
-    listCandidates(),
-    listTiers(),
-    listEndpointClasses(),
-    getPolicySettings(),
+    listCandidates(controlDeps()),
+    listTiers(controlDeps()),
+    listEndpointClasses(controlDeps()),
+    getPolicySettings(controlDeps()),
   ]);
   const rules: PolicyRules = {
     defaultTier: settings.defaultTier,
@@ -66,11 +66,16 @@ export default async function DryRunPage({
   };
   const nowMs = clock().nowMs();
   // The same read as the candidate page, over its default range: each card states its span.
-  const read = await readCandidateComparisons({
-    candidates,
-    range: CHART_RANGES["15m"],
-    nowMs,
-  });
+  const range = CHART_RANGES["15m"];
+  const window = chartWindow(range, { nowMs, includeCurrentBucket: true });
+  const read = await readCandidateComparisons(
+    {
+      candidates,
+      range: { startMs: window.startMs, endMs: window.endMs, label: range.label },
+      nowMs,
+    },
+    scopeCountsDeps(),
+  );
   const canCreate = can(principal.role, "candidate.write");
   const targets: CandidateTarget[] = [
     ...tiers.map((tier) => ({

@@ -12,8 +12,9 @@ import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
 import { ScrollRegion } from "@/components/ui/scroll-region";
-import { detectExpiringIncidents, formatFactor, formatLimit } from "@/lib/console";
+import { formatFactor, formatLimit } from "@/lib/console";
 import {
+  detectExpiringIncidents,
   type IncidentPage,
   type IncidentState,
   type IncidentWithState,
@@ -21,13 +22,13 @@ import {
   listIncidents,
   listIncidentsPage,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
 import {
   type CustomerOverridePage,
   listAllCustomerOverrides,
 } from "@/lib/control/customer-override/list-all-customer-overrides";
-import { clock } from "@/lib/server/composition";
+import { clock, controlDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 
 export const metadata: Metadata = { title: "Overrides" };
 
@@ -68,17 +69,20 @@ export default async function OverridesPage({
   await connection();
   const serverNowMs = clock().nowMs();
   const [current, history, overrides] = await Promise.all([
-    listIncidentsPage({
-      status: "current",
-      limit: CURRENT_LIMIT,
-      nowMs: serverNowMs,
-      after: inForceAfter,
-    }).catch((error: unknown): IncidentPage | string => {
+    listIncidentsPage(
+      {
+        status: "current",
+        limit: CURRENT_LIMIT,
+        nowMs: serverNowMs,
+        after: inForceAfter,
+      },
+      controlDeps(),
+    ).catch((error: unknown): IncidentPage | string => {
       if (isAppError(error) && error.code === "VALIDATION_FAILED") return error.message;
       throw error;
     }),
-    listIncidents({ status: "history", limit: HISTORY_LIMIT, nowMs: serverNowMs }),
-    listAllCustomerOverrides({ after, limit: OVERRIDES_PAGE_SIZE }).catch(
+    listIncidents({ status: "history", limit: HISTORY_LIMIT, nowMs: serverNowMs }, controlDeps()),
+    listAllCustomerOverrides({ after, limit: OVERRIDES_PAGE_SIZE }, controlDeps()).catch(
       (error: unknown): CustomerOverridePage | string => {
         if (isAppError(error) && error.code === "VALIDATION_FAILED") return error.message;
         throw error;

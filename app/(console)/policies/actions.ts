@@ -10,7 +10,8 @@ import {
   previewStructureChange,
   type StructureChangePreview,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { controlDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 
 export type PreviewResult =
   | { readonly ok: true; readonly preview: PolicyChangePreview }
@@ -43,7 +44,7 @@ export async function previewPolicyChangeAction(
       : "settings";
   await requirePrincipal(PERMISSION_BY_KIND[kind], { next: "/policies" });
   try {
-    return { ok: true, preview: await previewPolicyChange(options) };
+    return { ok: true, preview: await previewPolicyChange(options, controlDeps()) };
   } catch (error: unknown) {
     if (!isAppError(error)) throw error;
     return { ok: false, message: error.message, fieldErrors: error.fieldErrors };
@@ -74,7 +75,7 @@ export async function previewStructureChangeAction(
       : "guardrails";
   await requirePrincipal(PERMISSION_BY_STRUCTURE_KIND[kind], { next: "/policies" });
   try {
-    return { ok: true, preview: await previewStructureChange(options) };
+    return { ok: true, preview: await previewStructureChange(options, controlDeps()) };
   } catch (error: unknown) {
     if (!isAppError(error)) throw error;
     return { ok: false, message: error.message, fieldErrors: error.fieldErrors };

@@ -12,7 +12,8 @@ import {
   listEndpointClasses,
   listTiers,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { controlDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import { LimitCell } from "./_components/limit-cell";
 import { RolloutLine } from "./_components/rollout-line";
 import styles from "./policies.module.css";
@@ -22,14 +23,14 @@ export const metadata: Metadata = { title: "Policies" };
 export default async function PoliciesPage() {
   const principal = await requirePrincipal("policy.read", { next: "/policies" });
   const [tiers, endpointClasses, settings, candidates, current] = await Promise.all([
-    listTiers(),
-    listEndpointClasses(),
-    getPolicySettings().catch((error: unknown) => {
+    listTiers(controlDeps()),
+    listEndpointClasses(controlDeps()),
+    getPolicySettings(controlDeps()).catch((error: unknown) => {
       if (isAppError(error) && error.code === "NOT_FOUND") return null;
       throw error;
     }),
-    listCandidates(),
-    getCurrentSnapshot().catch((error: unknown) => {
+    listCandidates(controlDeps()),
+    getCurrentSnapshot(controlDeps()).catch((error: unknown) => {
       if (isAppError(error)) return null;
       throw error;
     }),

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { AUDIT_ACTIONS, AUDIT_ENTITY_TYPES } from "@/lib/control/audit/audit-actions";
 import { listAuditEntries, ZListAuditEntriesOptions } from "@/lib/control/audit/list-audit-entries";
 import { ACTOR_TYPES } from "@/lib/control/change-context";
+import { controlDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import { queryInt, strictParams } from "./shared";
 
@@ -51,5 +52,5 @@ export const listAuditEntriesEndpoint = defineEndpoint({
       .nullable()
       .describe("Pass as `before` for the newer page; null on the first page."),
   }),
-  handle: ({ query }) => listAuditEntries(query),
+  handle: ({ query }) => listAuditEntries(query, controlDeps()),
 });

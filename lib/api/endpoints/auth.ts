@@ -7,7 +7,6 @@ import {
   changeOwnPassword,
   ZChangeOwnPasswordOptions,
 } from "@/lib/control/auth/change-own-password";
-import { clientAddressOf } from "@/lib/control/auth/client-address";
 import { describePrincipal } from "@/lib/control/auth/describe-principal";
 import { listSessions } from "@/lib/control/auth/list-sessions";
 import { revokeSession, ZSessionId } from "@/lib/control/auth/revoke-session";
@@ -18,6 +17,7 @@ import {
   sessionCookieHeader,
 } from "@/lib/control/auth/session-cookie";
 import { signIn, ZSignInCredentials } from "@/lib/control/auth/sign-in";
+import { clientAddressOf } from "@/lib/server/client-address";
 import { authDeps } from "@/lib/server/composition";
 import { loadEnv } from "@/lib/server/env";
 import { defineEndpoint, principalOf } from "../endpoint";
@@ -56,11 +56,14 @@ export const signInEndpoint = defineEndpoint({
   response: z.object({ operator: ZOperatorRecord, session: ZSessionRecord }),
   errors: ["UNAUTHENTICATED", "FORBIDDEN", "CROSS_SITE_REQUEST", "RATE_LIMITED"],
   handle: ({ body, request }) =>
-    signIn({
-      ...body,
-      address: clientAddressOf(request),
-      userAgent: request.headers.get("user-agent"),
-    }),
+    signIn(
+      {
+        ...body,
+        address: clientAddressOf(request),
+        userAgent: request.headers.get("user-agent"),
+      },
+      authDeps(),
+    ),
   headers: (result, { request }) => ({
     "set-cookie": sessionCookieHeader(result.sessionToken, {
       secure: isSecure(request),
@@ -80,7 +83,7 @@ export const signOutEndpoint = defineEndpoint({
   handle: async (input) => {
     const principal = principalOf(input);
     if (principal.kind === "operator") {
-      await revokeSession({ operatorId: principal.id, sessionId: principal.sessionId });
+      await revokeSession({ operatorId: principal.id, sessionId: principal.sessionId }, authDeps());
     }
     return null;
   },
@@ -108,7 +111,7 @@ export const meEndpoint = defineEndpoint({
       apiToken: ZApiTokenRecord,
     }),
   ]),
-  handle: (input) => describePrincipal(principalOf(input)),
+  handle: (input) => describePrincipal(principalOf(input), authDeps()),
 });
 
 export const changePasswordEndpoint = defineEndpoint({
@@ -125,10 +128,15 @@ export const changePasswordEndpoint = defineEndpoint({
   }),
   errors: ["RATE_LIMITED"],
   handle: ({ body, request, requestId, ...input }) =>
-    changeOwnPassword(principalOf(input), body, {
-      address: clientAddressOf(request),
-      requestId,
-    }),
+    changeOwnPassword(
+      principalOf(input),
+      body,
+      {
+        address: clientAddressOf(request),
+        requestId,
+      },
+      authDeps(),
+    ),
 });
 
 export const listSessionsEndpoint = defineEndpoint({
@@ -145,7 +153,7 @@ export const listSessionsEndpoint = defineEndpoint({
     const principal = principalOf(input);
     return {
       currentSessionId: principal.kind === "operator" ? principal.sessionId : "",
-      sessions: await listSessions(principal.id),
+      sessions: await listSessions(principal.id, authDeps()),
     };
   },
 });
@@ -160,7 +168,7 @@ export const revokeSessionEndpoint = defineEndpoint({
   response: z.object({ session: ZSessionRecord }),
   errors: ["NOT_FOUND"],
   handle: ({ params, ...input }) =>
-    revokeSession({ operatorId: principalOf(input).id, sessionId: params.id }),
+    revokeSession({ operatorId: principalOf(input).id, sessionId: params.id }, authDeps()),
   headers: (result, input): Record<string, string> => {
     const principal = principalOf(input);
     return principal.kind === "operator" && principal.sessionId === result.session.id

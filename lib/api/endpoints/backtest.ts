@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { runBacktest, ZRunBacktestOptions } from "@/lib/control/backtest/run-backtest";
+import { controlDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import { strictBody } from "./shared";
 
@@ -102,5 +103,5 @@ export const runBacktestEndpoint = defineEndpoint({
   access: "policy.read",
   body: strictBody(ZRunBacktestOptions.shape),
   response: ZBacktestResult,
-  handle: ({ body }) => runBacktest(body),
+  handle: ({ body }) => runBacktest(body, controlDeps()),
 });

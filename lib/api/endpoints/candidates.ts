@@ -6,6 +6,7 @@ import { getCandidate } from "@/lib/control/candidate/get-candidate";
 import { listCandidates } from "@/lib/control/candidate/list-candidates";
 import { promoteCandidate } from "@/lib/control/candidate/promote-candidate";
 import { updateCandidate, ZUpdateCandidateOptions } from "@/lib/control/candidate/update-candidate";
+import { controlDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,
@@ -34,7 +35,7 @@ export const listCandidatesEndpoint = defineEndpoint({
   tag,
   access: "policy.read",
   response: z.object({ candidates: z.array(ZCandidateRecord) }),
-  handle: async () => ({ candidates: await listCandidates() }),
+  handle: async () => ({ candidates: await listCandidates(controlDeps()) }),
 });
 
 export const createCandidateEndpoint = defineEndpoint({
@@ -48,7 +49,7 @@ export const createCandidateEndpoint = defineEndpoint({
   successStatus: 201,
   errors: ["CONFLICT"],
   handle: ({ body: { reason, ...candidate }, ...input }) =>
-    createCandidate(candidate, changeContextOf(input, reason)),
+    createCandidate(candidate, changeContextOf(input, reason), controlDeps()),
 });
 
 export const getCandidateEndpoint = defineEndpoint({
@@ -60,7 +61,7 @@ export const getCandidateEndpoint = defineEndpoint({
   params: ZCandidateParams,
   response: z.object({ candidate: ZCandidateRecord }),
   errors: ["NOT_FOUND"],
-  handle: async ({ params }) => ({ candidate: await getCandidate(params.id) }),
+  handle: async ({ params }) => ({ candidate: await getCandidate(params.id, controlDeps()) }),
 });
 
 const { id: _id, ...candidateUpdateShape } = ZUpdateCandidateOptions.shape;
@@ -76,7 +77,7 @@ export const updateCandidateEndpoint = defineEndpoint({
   response: ZCandidateChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT"],
   handle: ({ params, body: { reason, ...change }, ...input }) =>
-    updateCandidate({ ...change, id: params.id }, changeContextOf(input, reason)),
+    updateCandidate({ ...change, id: params.id }, changeContextOf(input, reason), controlDeps()),
 });
 
 export const promoteCandidateEndpoint = defineEndpoint({
@@ -92,7 +93,11 @@ export const promoteCandidateEndpoint = defineEndpoint({
   response: ZCandidateChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
-    promoteCandidate({ id: params.id, expectedVersion }, changeContextOf(input, reason)),
+    promoteCandidate(
+      { id: params.id, expectedVersion },
+      changeContextOf(input, reason),
+      controlDeps(),
+    ),
 });
 
 export const discardCandidateEndpoint = defineEndpoint({
@@ -106,5 +111,9 @@ export const discardCandidateEndpoint = defineEndpoint({
   response: ZCandidateChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
-    discardCandidate({ id: params.id, expectedVersion }, changeContextOf(input, reason)),
+    discardCandidate(
+      { id: params.id, expectedVersion },
+      changeContextOf(input, reason),
+      controlDeps(),
+    ),
 });

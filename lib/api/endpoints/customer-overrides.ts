@@ -10,6 +10,7 @@ import { createCustomerOverride } from "@/lib/control/customer-override/create-c
 import { deleteCustomerOverride } from "@/lib/control/customer-override/delete-customer-override";
 import { listCustomerOverrides } from "@/lib/control/customer-override/list-customer-overrides";
 import { updateCustomerOverride } from "@/lib/control/customer-override/update-customer-override";
+import { controlDeps, seenRedisDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,
@@ -48,7 +49,9 @@ export const listCustomerOverridesEndpoint = defineEndpoint({
   access: "policy.read",
   params: ZAccountParams,
   response: z.object({ overrides: z.array(ZCustomerOverrideRecord) }),
-  handle: async ({ params }) => ({ overrides: await listCustomerOverrides(params.id) }),
+  handle: async ({ params }) => ({
+    overrides: await listCustomerOverrides(params.id, controlDeps()),
+  }),
 });
 
 export const createCustomerOverrideEndpoint = defineEndpoint({
@@ -67,7 +70,12 @@ export const createCustomerOverrideEndpoint = defineEndpoint({
   successStatus: 201,
   errors: ["NOT_FOUND", "CONFLICT"],
   handle: ({ params, body: { reason, ...override }, ...input }) =>
-    createCustomerOverride({ ...override, customerId: params.id }, changeContextOf(input, reason)),
+    createCustomerOverride(
+      { ...override, customerId: params.id },
+      changeContextOf(input, reason),
+      controlDeps(),
+      seenRedisDeps(),
+    ),
 });
 
 export const updateAccountOverrideEndpoint = defineEndpoint({
@@ -84,6 +92,7 @@ export const updateAccountOverrideEndpoint = defineEndpoint({
     updateCustomerOverride(
       { ...change, customerId: params.id, endpointClass: null },
       changeContextOf(input, reason),
+      controlDeps(),
     ),
 });
 
@@ -101,6 +110,7 @@ export const deleteAccountOverrideEndpoint = defineEndpoint({
     deleteCustomerOverride(
       { customerId: params.id, endpointClass: null, expectedVersion },
       changeContextOf(input, reason),
+      controlDeps(),
     ),
 });
 
@@ -118,6 +128,7 @@ export const updateEndpointOverrideEndpoint = defineEndpoint({
     updateCustomerOverride(
       { ...change, customerId: params.id, endpointClass: params.endpointClass },
       changeContextOf(input, reason),
+      controlDeps(),
     ),
 });
 
@@ -135,5 +146,6 @@ export const deleteEndpointOverrideEndpoint = defineEndpoint({
     deleteCustomerOverride(
       { customerId: params.id, endpointClass: params.endpointClass, expectedVersion },
       changeContextOf(input, reason),
+      controlDeps(),
     ),
 });

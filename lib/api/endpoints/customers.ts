@@ -5,6 +5,7 @@ import { deleteCustomer } from "@/lib/control/customer/delete-customer";
 import { getCustomer } from "@/lib/control/customer/get-customer";
 import { listCustomers, ZListCustomersOptions } from "@/lib/control/customer/list-customers";
 import { updateCustomer, ZUpdateCustomerOptions } from "@/lib/control/customer/update-customer";
+import { controlDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,
@@ -40,7 +41,7 @@ export const listCustomersEndpoint = defineEndpoint({
     customers: z.array(ZCustomerRecord).readonly(),
     nextCursor: z.string().nullable(),
   }),
-  handle: ({ query }) => listCustomers(query),
+  handle: ({ query }) => listCustomers(query, controlDeps()),
 });
 
 export const createCustomerEndpoint = defineEndpoint({
@@ -54,7 +55,7 @@ export const createCustomerEndpoint = defineEndpoint({
   successStatus: 201,
   errors: ["CONFLICT"],
   handle: ({ body: { reason, ...customer }, ...input }) =>
-    createCustomer(customer, changeContextOf(input, reason)),
+    createCustomer(customer, changeContextOf(input, reason), controlDeps()),
 });
 
 export const getCustomerEndpoint = defineEndpoint({
@@ -66,7 +67,7 @@ export const getCustomerEndpoint = defineEndpoint({
   params: ZCustomerParams,
   response: z.object({ customer: ZCustomerRecord }),
   errors: ["NOT_FOUND"],
-  handle: async ({ params }) => ({ customer: await getCustomer(params.id) }),
+  handle: async ({ params }) => ({ customer: await getCustomer(params.id, controlDeps()) }),
 });
 
 const { id: _id, ...customerUpdateShape } = ZUpdateCustomerOptions.shape;
@@ -82,7 +83,7 @@ export const updateCustomerEndpoint = defineEndpoint({
   response: ZCustomerChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT"],
   handle: ({ params, body: { reason, ...change }, ...input }) =>
-    updateCustomer({ ...change, id: params.id }, changeContextOf(input, reason)),
+    updateCustomer({ ...change, id: params.id }, changeContextOf(input, reason), controlDeps()),
 });
 
 export const deleteCustomerEndpoint = defineEndpoint({
@@ -96,5 +97,9 @@ export const deleteCustomerEndpoint = defineEndpoint({
   response: ZCustomerChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
-    deleteCustomer({ id: params.id, expectedVersion }, changeContextOf(input, reason)),
+    deleteCustomer(
+      { id: params.id, expectedVersion },
+      changeContextOf(input, reason),
+      controlDeps(),
+    ),
 });

@@ -8,6 +8,7 @@ import {
   updateEndpointClass,
   ZUpdateEndpointClassOptions,
 } from "@/lib/control/endpoint-class/update-endpoint-class";
+import { controlDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,
@@ -31,7 +32,7 @@ export const listEndpointClassesEndpoint = defineEndpoint({
   tag,
   access: "policy.read",
   response: z.object({ endpointClasses: z.array(ZEndpointClassRecord) }),
-  handle: async () => ({ endpointClasses: await listEndpointClasses() }),
+  handle: async () => ({ endpointClasses: await listEndpointClasses(controlDeps()) }),
 });
 
 export const createEndpointClassEndpoint = defineEndpoint({
@@ -45,7 +46,7 @@ export const createEndpointClassEndpoint = defineEndpoint({
   successStatus: 201,
   errors: ["CONFLICT"],
   handle: ({ body: { reason, ...endpointClass }, ...input }) =>
-    createEndpointClass(endpointClass, changeContextOf(input, reason)),
+    createEndpointClass(endpointClass, changeContextOf(input, reason), controlDeps()),
 });
 
 export const getEndpointClassEndpoint = defineEndpoint({
@@ -57,7 +58,9 @@ export const getEndpointClassEndpoint = defineEndpoint({
   params: ZEndpointClassParams,
   response: z.object({ endpointClass: ZEndpointClassRecord }),
   errors: ["NOT_FOUND"],
-  handle: async ({ params }) => ({ endpointClass: await getEndpointClass(params.name) }),
+  handle: async ({ params }) => ({
+    endpointClass: await getEndpointClass(params.name, controlDeps()),
+  }),
 });
 
 const { name: _name, ...endpointClassUpdateShape } = ZUpdateEndpointClassOptions.shape;
@@ -73,7 +76,11 @@ export const updateEndpointClassEndpoint = defineEndpoint({
   response: ZEndpointClassChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT"],
   handle: ({ params, body: { reason, ...change }, ...input }) =>
-    updateEndpointClass({ ...change, name: params.name }, changeContextOf(input, reason)),
+    updateEndpointClass(
+      { ...change, name: params.name },
+      changeContextOf(input, reason),
+      controlDeps(),
+    ),
 });
 
 export const deleteEndpointClassEndpoint = defineEndpoint({
@@ -87,5 +94,9 @@ export const deleteEndpointClassEndpoint = defineEndpoint({
   response: ZEndpointClassChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
-    deleteEndpointClass({ name: params.name, expectedVersion }, changeContextOf(input, reason)),
+    deleteEndpointClass(
+      { name: params.name, expectedVersion },
+      changeContextOf(input, reason),
+      controlDeps(),
+    ),
 });

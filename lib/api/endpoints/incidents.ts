@@ -5,6 +5,7 @@ import { getIncident } from "@/lib/control/incident/get-incident";
 import { listIncidents, ZListIncidentsOptions } from "@/lib/control/incident/list-incidents";
 import { raiseIncident, ZRaiseIncidentOptions } from "@/lib/control/incident/raise-incident";
 import { revertIncident } from "@/lib/control/incident/revert-incident";
+import { controlDeps, seenRedisDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,
@@ -45,7 +46,7 @@ export const listIncidentsEndpoint = defineEndpoint({
     limit: queryInt("limit", 1, 500).optional(),
   }),
   response: z.object({ incidents: z.array(ZIncidentWithState) }),
-  handle: async ({ query }) => ({ incidents: await listIncidents(query) }),
+  handle: async ({ query }) => ({ incidents: await listIncidents(query, controlDeps()) }),
 });
 
 const { reason: _incidentReason, ...raiseShape } = ZRaiseIncidentOptions.shape;
@@ -63,7 +64,7 @@ export const raiseIncidentEndpoint = defineEndpoint({
   successStatus: 201,
   errors: ["CONFLICT"],
   handle: ({ body: { reason, ...incident }, ...input }) =>
-    raiseIncident(incident, changeContextOf(input, reason)),
+    raiseIncident(incident, changeContextOf(input, reason), controlDeps(), seenRedisDeps()),
 });
 
 export const getIncidentEndpoint = defineEndpoint({
@@ -75,7 +76,7 @@ export const getIncidentEndpoint = defineEndpoint({
   params: ZIncidentParams,
   response: z.object({ incident: ZIncidentWithState }),
   errors: ["NOT_FOUND"],
-  handle: async ({ params }) => ({ incident: await getIncident(params.id) }),
+  handle: async ({ params }) => ({ incident: await getIncident(params.id, controlDeps()) }),
 });
 
 const { id: _id, ...extendShape } = ZExtendIncidentOptions.shape;
@@ -92,7 +93,7 @@ export const extendIncidentEndpoint = defineEndpoint({
   response: ZIncidentChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
   handle: ({ params, body: { reason, ...change }, ...input }) =>
-    extendIncident({ ...change, id: params.id }, changeContextOf(input, reason)),
+    extendIncident({ ...change, id: params.id }, changeContextOf(input, reason), controlDeps()),
 });
 
 export const revertIncidentEndpoint = defineEndpoint({
@@ -106,5 +107,9 @@ export const revertIncidentEndpoint = defineEndpoint({
   response: ZIncidentChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
-    revertIncident({ id: params.id, expectedVersion }, changeContextOf(input, reason)),
+    revertIncident(
+      { id: params.id, expectedVersion },
+      changeContextOf(input, reason),
+      controlDeps(),
+    ),
 });

@@ -11,6 +11,7 @@ import {
   ZResetOperatorPasswordOptions,
 } from "@/lib/control/operator/reset-operator-password";
 import { updateOperator, ZUpdateOperatorOptions } from "@/lib/control/operator/update-operator";
+import { authDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,
@@ -47,7 +48,7 @@ export const listOperatorsEndpoint = defineEndpoint({
   tag,
   access: "operator.manage",
   response: z.object({ operators: z.array(ZOperatorRecord) }),
-  handle: async () => ({ operators: await listOperators() }),
+  handle: async () => ({ operators: await listOperators(authDeps()) }),
 });
 
 export const createOperatorEndpoint = defineEndpoint({
@@ -62,7 +63,7 @@ export const createOperatorEndpoint = defineEndpoint({
   successStatus: 201,
   errors: ["CONFLICT"],
   handle: ({ body: { reason, ...operator }, ...input }) =>
-    createOperator(operator, changeContextOf(input, reason)),
+    createOperator(operator, changeContextOf(input, reason), authDeps()),
 });
 
 export const getOperatorEndpoint = defineEndpoint({
@@ -74,7 +75,7 @@ export const getOperatorEndpoint = defineEndpoint({
   params: ZOperatorParams,
   response: z.object({ operator: ZOperatorRecord }),
   errors: ["NOT_FOUND"],
-  handle: async ({ params }) => ({ operator: await getOperator(params.id) }),
+  handle: async ({ params }) => ({ operator: await getOperator(params.id, authDeps()) }),
 });
 
 const { id: _id, ...operatorUpdateShape } = ZUpdateOperatorOptions.shape;
@@ -92,7 +93,7 @@ export const updateOperatorEndpoint = defineEndpoint({
   response: ZOperatorChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
   handle: ({ params, body: { reason, ...change }, ...input }) =>
-    updateOperator({ ...change, id: params.id }, changeContextOf(input, reason)),
+    updateOperator({ ...change, id: params.id }, changeContextOf(input, reason), authDeps()),
 });
 
 export const disableOperatorEndpoint = defineEndpoint({
@@ -106,7 +107,7 @@ export const disableOperatorEndpoint = defineEndpoint({
   response: z.object({ ...ZOperatorChange.shape, sessionsRevoked: z.number().int() }),
   errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
-    disableOperator({ id: params.id, expectedVersion }, changeContextOf(input, reason)),
+    disableOperator({ id: params.id, expectedVersion }, changeContextOf(input, reason), authDeps()),
 });
 
 export const enableOperatorEndpoint = defineEndpoint({
@@ -120,7 +121,7 @@ export const enableOperatorEndpoint = defineEndpoint({
   response: ZOperatorChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
-    enableOperator({ id: params.id, expectedVersion }, changeContextOf(input, reason)),
+    enableOperator({ id: params.id, expectedVersion }, changeContextOf(input, reason), authDeps()),
 });
 
 const { id: _resetId, ...resetShape } = ZResetOperatorPasswordOptions.shape;
@@ -141,5 +142,5 @@ export const resetOperatorPasswordEndpoint = defineEndpoint({
   }),
   errors: ["NOT_FOUND", "VERSION_CONFLICT"],
   handle: ({ params, body: { reason, ...change }, ...input }) =>
-    resetOperatorPassword({ ...change, id: params.id }, changeContextOf(input, reason)),
+    resetOperatorPassword({ ...change, id: params.id }, changeContextOf(input, reason), authDeps()),
 });

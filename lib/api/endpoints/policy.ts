@@ -4,7 +4,7 @@ import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-li
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { getSnapshotPage, ZSnapshotPageOptions } from "@/lib/control/policy/get-current-snapshot";
 import { importPolicy } from "@/lib/control/policy/import-policy";
-import { explainDeps } from "@/lib/server/composition";
+import { controlDeps, explainDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import { changeContextOf, queryInt, strictParams, ZChangeReceipt, ZReason } from "./shared";
 
@@ -33,7 +33,7 @@ export const getSnapshotEndpoint = defineEndpoint({
     nextCursor: z.string().nullable(),
   }),
   errors: ["CONFLICT"],
-  handle: ({ query }) => getSnapshotPage(query),
+  handle: ({ query }) => getSnapshotPage(query, controlDeps()),
 });
 
 export const exportPolicyEndpoint = defineEndpoint({
@@ -46,7 +46,7 @@ export const exportPolicyEndpoint = defineEndpoint({
   access: "policy.read",
   response: z.object({ document: z.string(), policyVersion: z.number().int().nullable() }),
   errors: ["CONFLICT"],
-  handle: () => exportPolicy(),
+  handle: () => exportPolicy({}, controlDeps()),
   headers: (result) => ({
     "x-policy-version": String(result.policyVersion ?? 0),
     "content-disposition": 'attachment; filename="limitplane-policy.json"',
@@ -89,7 +89,7 @@ export const importPolicyEndpoint = defineEndpoint({
   }),
   errors: ["CONFLICT"],
   handle: async ({ query, body, ...input }) => {
-    const result = await importPolicy(body, changeContextOf(input, query.reason));
+    const result = await importPolicy(body, changeContextOf(input, query.reason), controlDeps());
     return { ...result, isNoChange: "isNoChange" in result };
   },
   docs: { body: ZPolicyDocument },

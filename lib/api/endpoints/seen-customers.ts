@@ -9,6 +9,7 @@ import { z } from "zod";
 import { getSeenCustomer } from "@/lib/control/seen-customer/get-seen-customer";
 import { listSeenCustomers } from "@/lib/control/seen-customer/list-seen-customers";
 import { ZListSeenCustomersOptions } from "@/lib/control/seen-customer/seen-customer-schemas";
+import { seenCustomerDeps, seenRedisDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import { queryInt, strictParams } from "./shared";
 
@@ -42,7 +43,7 @@ export const listSeenCustomersEndpoint = defineEndpoint({
     hasMore: z.boolean(),
     unreported: z.object({ total: z.number().int(), enforcers: z.number().int() }),
   }),
-  handle: ({ query }) => listSeenCustomers(query),
+  handle: ({ query }) => listSeenCustomers(query, seenCustomerDeps()),
 });
 
 export const getSeenCustomerEndpoint = defineEndpoint({
@@ -54,5 +55,5 @@ export const getSeenCustomerEndpoint = defineEndpoint({
   params: strictParams({ id: ZCustomer.shape.id }),
   response: z.object({ customer: ZSeenCustomerRecord }),
   errors: ["NOT_FOUND"],
-  handle: async ({ params }) => ({ customer: await getSeenCustomer(params.id) }),
+  handle: async ({ params }) => ({ customer: await getSeenCustomer(params.id, seenRedisDeps()) }),
 });

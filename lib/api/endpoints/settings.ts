@@ -5,6 +5,7 @@ import {
   updatePolicySettings,
   ZUpdatePolicySettingsOptions,
 } from "@/lib/control/settings/update-policy-settings";
+import { controlDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import { changeContextOf, strictBody, ZChangeReceipt, ZReason, ZTimestamps } from "./shared";
 
@@ -25,7 +26,7 @@ export const getSettingsEndpoint = defineEndpoint({
   access: "policy.read",
   response: z.object({ settings: ZSettingsRecord }),
   errors: ["CONFLICT"],
-  handle: async () => ({ settings: await getPolicySettings() }),
+  handle: async () => ({ settings: await getPolicySettings(controlDeps()) }),
 });
 
 export const updateSettingsEndpoint = defineEndpoint({
@@ -38,5 +39,5 @@ export const updateSettingsEndpoint = defineEndpoint({
   response: z.object({ settings: ZSettingsRecord, ...ZChangeReceipt }),
   errors: ["VERSION_CONFLICT", "CONFLICT"],
   handle: ({ body: { reason, ...change }, ...input }) =>
-    updatePolicySettings(change, changeContextOf(input, reason)),
+    updatePolicySettings(change, changeContextOf(input, reason), controlDeps()),
 });

@@ -5,6 +5,7 @@ import { deleteTier } from "@/lib/control/tier/delete-tier";
 import { getTier } from "@/lib/control/tier/get-tier";
 import { listTiers } from "@/lib/control/tier/list-tiers";
 import { updateTier, ZUpdateTierOptions } from "@/lib/control/tier/update-tier";
+import { controlDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,
@@ -28,7 +29,7 @@ export const listTiersEndpoint = defineEndpoint({
   tag,
   access: "policy.read",
   response: z.object({ tiers: z.array(ZTierRecord) }),
-  handle: async () => ({ tiers: await listTiers() }),
+  handle: async () => ({ tiers: await listTiers(controlDeps()) }),
 });
 
 export const createTierEndpoint = defineEndpoint({
@@ -42,7 +43,7 @@ export const createTierEndpoint = defineEndpoint({
   successStatus: 201,
   errors: ["CONFLICT"],
   handle: ({ body: { reason, ...tier }, ...input }) =>
-    createTier(tier, changeContextOf(input, reason)),
+    createTier(tier, changeContextOf(input, reason), controlDeps()),
 });
 
 export const getTierEndpoint = defineEndpoint({
@@ -54,7 +55,7 @@ export const getTierEndpoint = defineEndpoint({
   params: ZTierParams,
   response: z.object({ tier: ZTierRecord }),
   errors: ["NOT_FOUND"],
-  handle: async ({ params }) => ({ tier: await getTier(params.name) }),
+  handle: async ({ params }) => ({ tier: await getTier(params.name, controlDeps()) }),
 });
 
 const { name: _name, ...tierUpdateShape } = ZUpdateTierOptions.shape;
@@ -70,7 +71,7 @@ export const updateTierEndpoint = defineEndpoint({
   response: ZTierChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT"],
   handle: ({ params, body: { reason, ...change }, ...input }) =>
-    updateTier({ ...change, name: params.name }, changeContextOf(input, reason)),
+    updateTier({ ...change, name: params.name }, changeContextOf(input, reason), controlDeps()),
 });
 
 export const deleteTierEndpoint = defineEndpoint({
@@ -84,5 +85,9 @@ export const deleteTierEndpoint = defineEndpoint({
   response: ZTierChange,
   errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
-    deleteTier({ name: params.name, expectedVersion }, changeContextOf(input, reason)),
+    deleteTier(
+      { name: params.name, expectedVersion },
+      changeContextOf(input, reason),
+      controlDeps(),
+    ),
 });

@@ -5,6 +5,7 @@ import { createApiToken, ZCreateApiTokenOptions } from "@/lib/control/token/crea
 import { getApiToken } from "@/lib/control/token/get-api-token";
 import { listApiTokens } from "@/lib/control/token/list-api-tokens";
 import { revokeApiToken } from "@/lib/control/token/revoke-api-token";
+import { authDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,
@@ -57,7 +58,7 @@ export const listApiTokensEndpoint = defineEndpoint({
   access: "token.manage",
   query: strictParams({ includeInactive: queryBoolean("includeInactive").optional() }),
   response: z.object({ tokens: z.array(ZApiTokenRecord) }),
-  handle: async ({ query }) => ({ tokens: await listApiTokens(query) }),
+  handle: async ({ query }) => ({ tokens: await listApiTokens(query, authDeps()) }),
 });
 
 export const createApiTokenEndpoint = defineEndpoint({
@@ -76,7 +77,7 @@ export const createApiTokenEndpoint = defineEndpoint({
   }),
   successStatus: 201,
   handle: ({ body: { reason, ...token }, ...input }) =>
-    createApiToken(token, changeContextOf(input, reason)),
+    createApiToken(token, changeContextOf(input, reason), authDeps()),
 });
 
 export const getApiTokenEndpoint = defineEndpoint({
@@ -88,7 +89,7 @@ export const getApiTokenEndpoint = defineEndpoint({
   params: ZApiTokenParams,
   response: z.object({ apiToken: ZApiTokenRecord }),
   errors: ["NOT_FOUND"],
-  handle: async ({ params }) => ({ apiToken: await getApiToken(params.id) }),
+  handle: async ({ params }) => ({ apiToken: await getApiToken(params.id, authDeps()) }),
 });
 
 export const revokeApiTokenEndpoint = defineEndpoint({
@@ -102,5 +103,5 @@ export const revokeApiTokenEndpoint = defineEndpoint({
   response: z.object({ apiToken: ZApiTokenRecord, ...ZAuditReceipt }),
   errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
-    revokeApiToken({ id: params.id, expectedVersion }, changeContextOf(input, reason)),
+    revokeApiToken({ id: params.id, expectedVersion }, changeContextOf(input, reason), authDeps()),
 });

@@ -20,10 +20,10 @@
  */
 
 import type { Clock } from "@limitplane/enforcer/limiter";
-import type { ConsoleAlert } from "@/lib/console/alerts";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import type { FleetDeps } from "../deps";
 import { toJson } from "../stored";
+import type { ConsoleAlert } from "./alert-rules";
 import { evaluateAlerts } from "./evaluate-alerts";
 
 export interface AlertWebhookDeps {

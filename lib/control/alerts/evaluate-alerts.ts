@@ -6,16 +6,16 @@
  * (`detectExpiringIncidents`).
  */
 import { type DecisionMinuteCounts, readDecisionMinute } from "@limitplane/enforcer/publication";
+import type { FleetDeps, ReadDeps } from "../deps";
+import { listIncidents } from "../incident/list-incidents";
+import { loadScopeMinutes } from "../metric-minute/load-scope-minutes";
 import {
   type ConsoleAlert,
   detectDegradedDecisions,
   detectExpiringIncidents,
   detectRejectionRateAlerts,
   REJECTION_RATE_ALERT_DEFAULTS,
-} from "@/lib/console/alerts";
-import type { FleetDeps, ReadDeps } from "../deps";
-import { listIncidents } from "../incident/list-incidents";
-import { loadScopeMinutes } from "../metric-minute/load-scope-minutes";
+} from "./alert-rules";
 
 export interface EvaluatedAlerts {
   /**

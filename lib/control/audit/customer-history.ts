@@ -1,4 +1,3 @@
-import { controlDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 import {
   type AuditPage,
@@ -13,7 +12,7 @@ import {
 export async function customerHistory(
   customerId: string,
   options: Pick<ListAuditEntriesOptions, "cursor" | "limit"> = {},
-  deps: ReadDeps = controlDeps(),
+  deps: ReadDeps,
 ): Promise<AuditPage> {
   return listAuditEntries({ ...options, customerId }, deps);
 }

@@ -9,7 +9,6 @@
 import { hasForbiddenCharacter, ZCustomerId, ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { controlDeps } from "@/lib/server/composition";
 import { ACTOR_TYPES, type Actor, parseOptions } from "../change-context";
 import type { ReadDeps } from "../deps";
 import { validationError } from "../errors";
@@ -159,8 +158,8 @@ export function toAuditEntryRecord(row: AuditRow): AuditEntryRecord {
 }
 
 export async function listAuditEntries(
-  options: ListAuditEntriesOptions = {},
-  deps: ReadDeps = controlDeps(),
+  options: ListAuditEntriesOptions,
+  deps: ReadDeps,
 ): Promise<AuditPage> {
   const input = parseOptions(ZListAuditEntriesOptions, options);
   const conditions: Prisma.AuditEntryWhereInput[] = [

@@ -1,4 +1,3 @@
-import { controlDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 import { listAuditEntries } from "./list-audit-entries";
 
@@ -24,7 +23,7 @@ export interface RateChanges {
  */
 export async function listRateChanges(
   options: { readonly fromMs: number; readonly limit: number },
-  deps: ReadDeps = controlDeps(),
+  deps: ReadDeps,
 ): Promise<RateChanges> {
   const page = await listAuditEntries(
     { from: new Date(options.fromMs).toISOString(), limit: options.limit },

@@ -3,7 +3,6 @@
  * written, and the sign-in rate limits. The defaults are what the README documents.
  */
 import type { TokenBucketLimit } from "@limitplane/enforcer/limiter";
-import { loadEnv } from "@/lib/server/env";
 
 export interface SessionSettings {
   /** A session ends this long after sign-in, however active. @default 12 h (SESSION_LIFETIME_MINUTES) */
@@ -32,12 +31,3 @@ export const SIGN_IN_LIMITS: SignInLimits = {
 };
 
 export const TOUCH_INTERVAL_MS = 60_000;
-
-export function sessionSettingsFromEnv(): SessionSettings {
-  const env = loadEnv();
-  return {
-    lifetimeMs: env.SESSION_LIFETIME_MINUTES * 60_000,
-    idleMs: env.SESSION_IDLE_MINUTES * 60_000,
-    touchIntervalMs: TOUCH_INTERVAL_MS,
-  };
-}

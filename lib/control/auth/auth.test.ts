@@ -1,7 +1,8 @@
+import { sha256Hex } from "@limitplane/enforcer/policy";
 import { describe, expect, it } from "vitest";
 import { hashPassword, needsRehash, verifyPassword } from "./password";
 import { can, PERMISSIONS, ROLES } from "./roles";
-import { apiTokenPrefix, newApiToken, sha256Hex } from "./secret-token";
+import { apiTokenPrefix, newApiToken } from "./secret-token";
 
 const FAST = { N: 2 ** 10, r: 8, p: 1 };
 

@@ -13,11 +13,11 @@
  * update, so a busy client costs one write a minute, not one per request.
  */
 
-import { authDeps } from "@/lib/server/composition";
+import { sha256Hex } from "@limitplane/enforcer/policy";
 import type { AuthDeps } from "../deps";
 import { resolveApiTokenStanding } from "../token/api-token-record";
 import type { Principal } from "./principal";
-import { API_TOKEN_PATTERN, sha256Hex } from "./secret-token";
+import { API_TOKEN_PATTERN } from "./secret-token";
 import { sessionTokenFromCookieHeader } from "./session-cookie";
 
 /** Session tokens are 32 random bytes, base64url (secret-token.ts `newSessionToken`). */
@@ -40,7 +40,7 @@ export function credentialOf(request: Pick<Request, "headers">): Credential | nu
 
 export async function authenticateRequest(
   request: Pick<Request, "headers">,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<Principal | null> {
   const credential = credentialOf(request);
   if (credential === null) return null;
@@ -51,7 +51,7 @@ export async function authenticateRequest(
 
 export async function authenticateSessionToken(
   token: string,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<Principal | null> {
   if (!SESSION_TOKEN_PATTERN.test(token)) return null;
   const nowMs = deps.clock.nowMs();
@@ -93,7 +93,7 @@ export async function authenticateSessionToken(
 
 export async function authenticateApiToken(
   token: string,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<Principal | null> {
   if (!API_TOKEN_PATTERN.test(token)) return null;
   const nowMs = deps.clock.nowMs();

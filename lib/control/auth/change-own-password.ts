@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { parseOptions } from "../change-context";
 import type { AuthDeps } from "../deps";
@@ -36,7 +35,7 @@ export async function changeOwnPassword(
   principal: Principal,
   options: ChangeOwnPasswordOptions,
   meta: { readonly address: string | null; readonly requestId?: string },
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<{ readonly operator: OperatorRecord; readonly sessionsRevoked: number } & AuditReceipt> {
   const input = parseOptions(ZChangeOwnPasswordOptions, options);
   if (principal.kind !== "operator") {

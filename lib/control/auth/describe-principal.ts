@@ -1,4 +1,3 @@
-import { authDeps } from "@/lib/server/composition";
 import type { AuthDeps } from "../deps";
 import { notFound } from "../errors";
 import { findOperator, type OperatorRecord } from "../operator/operator-record";
@@ -21,7 +20,7 @@ export type PrincipalDescription = {
 
 export async function describePrincipal(
   principal: Principal,
-  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
+  deps: Pick<AuthDeps, "db" | "clock">,
 ): Promise<PrincipalDescription> {
   const permissions = (Object.keys(PERMISSIONS) as Permission[]).filter((permission) =>
     can(principal.role, permission),

@@ -1,4 +1,3 @@
-import { authDeps } from "@/lib/server/composition";
 import type { AuthDeps } from "../deps";
 import {
   liveSessionWhere,
@@ -10,7 +9,7 @@ import {
 /** An operator's sessions that still work (not revoked, not past expiry or the idle limit), newest first. */
 export async function listSessions(
   operatorId: string,
-  deps: Pick<AuthDeps, "db" | "clock" | "sessions"> = authDeps(),
+  deps: Pick<AuthDeps, "db" | "clock" | "sessions">,
 ): Promise<SessionRecord[]> {
   const nowMs = deps.clock.nowMs();
   const rows = await deps.db.session.findMany({

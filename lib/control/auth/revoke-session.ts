@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { notFound } from "../errors";
@@ -22,7 +21,7 @@ export type RevokeSessionOptions = z.input<typeof ZRevokeSessionOptions>;
  */
 export async function revokeSession(
   options: RevokeSessionOptions,
-  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
+  deps: Pick<AuthDeps, "db" | "clock">,
 ): Promise<{ readonly session: SessionRecord }> {
   const input = parseOptions(ZRevokeSessionOptions, options);
   const nowMs = deps.clock.nowMs();

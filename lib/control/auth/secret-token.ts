@@ -1,16 +1,13 @@
 /**
- * Random bearer secrets (session tokens, API tokens). Only a SHA-256 of each is stored, so a read
- * of the database does not yield a usable credential; 256 bits of randomness make a slow hash
- * unnecessary.
+ * Random bearer secrets (session tokens, API tokens). Only a SHA-256 of each is stored (the
+ * policy's `sha256Hex`, lowercase hex of the UTF-8 bytes), so a read of the database does not
+ * yield a usable credential; 256 bits of randomness make a slow hash unnecessary.
  *
  * API tokens look like `lp_<8 char prefix>_<43 char secret>`: the prefix is stored in clear so
  * operators can recognise a token in a list, and secret scanners can match the `lp_` shape.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-
-export function sha256Hex(value: string): string {
-  return createHash("sha256").update(value).digest("hex");
-}
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { sha256Hex } from "@limitplane/enforcer/policy";
 
 export function newSessionToken(): string {
   return randomBytes(32).toString("base64url");

@@ -11,9 +11,8 @@
  *    cookie) and nowhere else.
  */
 
-import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
+import { hasForbiddenCharacter, sha256Hex } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
@@ -25,7 +24,7 @@ import {
   needsRehash,
   verifyPassword,
 } from "./password";
-import { newSessionToken, sha256Hex } from "./secret-token";
+import { newSessionToken } from "./secret-token";
 import {
   cleanHeaderText,
   newSessionId,
@@ -75,10 +74,7 @@ export interface SignInResult {
 
 const WRONG_CREDENTIALS = "The email or password is wrong.";
 
-export async function signIn(
-  options: SignInOptions,
-  deps: AuthDeps = authDeps(),
-): Promise<SignInResult> {
+export async function signIn(options: SignInOptions, deps: AuthDeps): Promise<SignInResult> {
   const input = parseOptions(ZSignInOptions, options);
   await deps.signInLimiter.check({ address: input.address, email: input.email });
   const row = await deps.db.operator.findUnique({

@@ -1,6 +1,5 @@
-import { authDeps } from "@/lib/server/composition";
+import { sha256Hex } from "@limitplane/enforcer/policy";
 import type { AuthDeps } from "../deps";
-import { sha256Hex } from "./secret-token";
 
 /**
  * Ends the session whose cookie holds `sessionToken`. Signing out twice, or with a token that
@@ -8,7 +7,7 @@ import { sha256Hex } from "./secret-token";
  */
 export async function signOut(
   sessionToken: string,
-  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
+  deps: Pick<AuthDeps, "db" | "clock">,
 ): Promise<{ readonly revoked: boolean }> {
   const result = await deps.db.session.updateMany({
     where: { tokenHash: sha256Hex(sessionToken), revokedAt: null },

@@ -6,7 +6,6 @@
  * Writes nothing.
  */
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import type { ClockedReadDeps } from "../deps";
 import { AppError, validationError } from "../errors";
 import { readCompiledSnapshot } from "../policy/get-current-snapshot";
@@ -95,7 +94,7 @@ function prefixDraft(error: unknown): never {
 
 export async function runBacktest(
   options: RunBacktestOptions,
-  deps: BacktestDeps = controlDeps(),
+  deps: BacktestDeps,
 ): Promise<BacktestResult> {
   const parsed = ZRunBacktestOptions.safeParse(options);
   if (!parsed.success) {

@@ -2,7 +2,8 @@ import { type TDryRunCandidate, ZDryRunCandidate } from "@limitplane/enforcer/po
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound } from "../errors";
 import type { Db } from "../stored";
-import { isoOf, parseStored } from "../stored";
+import { auditView, isoOf, parseStored } from "../stored";
+import type { VersionedEntity } from "../versioned-write";
 
 /** A dry-run candidate's fields in the policy document: what `readStoredPolicy` reads. */
 export const candidateDocumentSelect = {
@@ -52,4 +53,15 @@ export async function findCandidate(db: Db, id: string): Promise<CandidateRecord
   const row = await db.dryRunCandidate.findUnique({ where: { id }, select: candidateSelect });
   if (row === null) throw notFound("Dry-run candidate", id);
   return toCandidateRecord(row);
+}
+
+/** A dry-run candidate as `versionedWrite` reads, checks and records it. */
+export function candidateEntity(id: string): VersionedEntity<CandidateRecord> {
+  return {
+    find: (tx) => findCandidate(tx, id),
+    entityType: "candidate",
+    entityId: id,
+    label: candidateLabel(id),
+    view: auditView,
+  };
 }

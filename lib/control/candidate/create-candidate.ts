@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
@@ -26,7 +25,7 @@ export type CreateCandidateOptions = z.input<typeof ZCreateCandidateOptions>;
 export async function createCandidate(
   options: CreateCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZCreateCandidateOptions, options, context);
   const id = input.id ?? `cand-${randomBytes(6).toString("hex")}`;

@@ -1,12 +1,10 @@
 import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
-import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
-import { type CandidateRecord, candidateLabel, findCandidate } from "./candidate-record";
+import { versionedWrite } from "../versioned-write";
+import { type CandidateRecord, candidateEntity } from "./candidate-record";
 
 export const ZDiscardCandidateOptions = z.strictObject({
   id: ZDryRunCandidate.shape.id,
@@ -18,7 +16,7 @@ export type DiscardCandidateOptions = z.input<typeof ZDiscardCandidateOptions>;
 export async function discardCandidate(
   options: DiscardCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDiscardCandidateOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -26,26 +24,9 @@ export async function discardCandidate(
     entityType: "candidate",
     affectsSnapshot: true,
     focus: null,
-    async write(tx) {
-      const current = await findCandidate(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "candidate",
-          entityId: input.id,
-          label: candidateLabel(input.id),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(candidateEntity(input.id), input.expectedVersion, async (tx, current) => {
       await tx.dryRunCandidate.delete({ where: { id: input.id }, select: { id: true } });
-      return {
-        entityId: input.id,
-        customerId: null,
-        before: auditView(current),
-        after: null,
-        value: { candidate: current },
-      };
-    },
+      return { after: null, value: { candidate: current } };
+    }),
   });
 }

@@ -8,7 +8,6 @@ import {
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { controlDeps } from "@/lib/server/composition";
 import type { AuditEntityType } from "../audit/audit-actions";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
@@ -21,8 +20,8 @@ import { type ChangeReceipt, runPolicyChange, type Tx } from "../policy/run-poli
 import { findSettings, settingsSelect, toSettingsRecord } from "../settings/settings-record";
 import { auditView, jsonColumn, toJson } from "../stored";
 import { findTier, tierSelect, toTierRecord } from "../tier/tier-record";
-import { assertExpectedVersion } from "../version-conflict";
-import { type CandidateRecord, candidateLabel, findCandidate } from "./candidate-record";
+import { versionedWrite } from "../versioned-write";
+import { type CandidateRecord, candidateEntity } from "./candidate-record";
 
 export const ZPromoteCandidateOptions = z.strictObject({
   id: ZDryRunCandidate.shape.id,
@@ -52,7 +51,7 @@ function enforced(limit: TLimitSpec, onStoreFailure: TOnStoreFailure): TPolicyLi
 export async function promoteCandidate(
   options: PromoteCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZPromoteCandidateOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -60,29 +59,19 @@ export async function promoteCandidate(
     entityType: "candidate",
     affectsSnapshot: true,
     focus: null,
-    async write(tx) {
-      const candidate = await findCandidate(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "candidate",
-          entityId: input.id,
-          label: candidateLabel(input.id),
-          current: auditView(candidate),
-        },
-        input.expectedVersion,
-      );
-      const rule = await replaceTargetRule(tx, candidate);
-      await tx.dryRunCandidate.delete({ where: { id: input.id }, select: { id: true } });
-      return {
-        entityType: rule.entityType,
-        entityId: rule.entityId,
-        customerId: null,
-        before: rule.before,
-        after: { ...rule.after, promotedCandidate: auditView(candidate) },
-        value: { candidate },
-      };
-    },
+    write: versionedWrite(
+      candidateEntity(input.id),
+      input.expectedVersion,
+      async (tx, candidate) => {
+        const rule = await replaceTargetRule(tx, candidate);
+        await tx.dryRunCandidate.delete({ where: { id: input.id }, select: { id: true } });
+        return {
+          recordedOn: { entityType: rule.entityType, entityId: rule.entityId, before: rule.before },
+          after: { ...rule.after, promotedCandidate: auditView(candidate) },
+          value: { candidate },
+        };
+      },
+    ),
   });
 }
 

@@ -11,7 +11,6 @@
  */
 import { type TLimitSpec, ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 import type { CandidateRecord } from "./candidate-record";
 
@@ -59,7 +58,7 @@ function eventOf(entry: {
 
 export async function readCandidateLifecycle(
   candidate: Pick<CandidateRecord, "id" | "createdAt" | "limit" | "target">,
-  deps: ReadDeps = controlDeps(),
+  deps: ReadDeps,
 ): Promise<CandidateLifecycle> {
   const entries = await deps.db.auditEntry.findMany({
     where: {

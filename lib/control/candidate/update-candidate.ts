@@ -1,16 +1,14 @@
 import { ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   type CandidateRecord,
-  candidateLabel,
+  candidateEntity,
   candidateSelect,
-  findCandidate,
   toCandidateRecord,
 } from "./candidate-record";
 
@@ -29,7 +27,7 @@ export type UpdateCandidateOptions = z.input<typeof ZUpdateCandidateOptions>;
 export async function updateCandidate(
   options: UpdateCandidateOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly candidate: CandidateRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateCandidateOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -37,18 +35,7 @@ export async function updateCandidate(
     entityType: "candidate",
     affectsSnapshot: true,
     focus: { collection: "dryRunCandidates", id: input.id },
-    async write(tx) {
-      const current = await findCandidate(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "candidate",
-          entityId: input.id,
-          label: candidateLabel(input.id),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(candidateEntity(input.id), input.expectedVersion, async (tx) => {
       const row = await tx.dryRunCandidate.update({
         where: { id: input.id },
         data: {
@@ -59,13 +46,7 @@ export async function updateCandidate(
         select: candidateSelect,
       });
       const candidate = toCandidateRecord(row);
-      return {
-        entityId: candidate.id,
-        customerId: null,
-        before: auditView(current),
-        after: auditView(candidate),
-        value: { candidate },
-      };
-    },
+      return { after: auditView(candidate), value: { candidate } };
+    }),
   });
 }

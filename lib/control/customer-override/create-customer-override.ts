@@ -1,6 +1,5 @@
 import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
 import { findCustomer } from "../customer/customer-record";
 import type { ControlDeps, SeenRedisDeps } from "../deps";
@@ -23,7 +22,7 @@ export type CreateCustomerOverrideOptions = z.input<typeof ZCustomerOverride>;
 export async function createCustomerOverride(
   options: CreateCustomerOverrideOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
   seenRedis?: SeenRedisDeps,
 ): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZCustomerOverride, options, context);

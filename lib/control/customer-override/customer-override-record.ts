@@ -6,7 +6,8 @@ import {
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { AppError } from "../errors";
 import type { Db } from "../stored";
-import { isoOf, parseStored } from "../stored";
+import { auditView, isoOf, parseStored } from "../stored";
+import type { VersionedEntity } from "../versioned-write";
 
 /** A customer override (with its scope, its key)'s fields in the policy document: what `readStoredPolicy` reads. */
 export const customerOverrideDocumentSelect = {
@@ -77,4 +78,20 @@ export async function findCustomerOverride(
     );
   }
   return toCustomerOverrideRecord(row);
+}
+
+/** A customer override as `versionedWrite` reads, checks and records it (by its scope). */
+export function customerOverrideEntity(
+  customerId: string,
+  endpointClass: string | null,
+): VersionedEntity<CustomerOverrideRecord> {
+  const scope = overrideScope(customerId, endpointClass);
+  return {
+    find: (tx) => findCustomerOverride(tx, customerId, endpointClass),
+    entityType: "customer-override",
+    entityId: scope,
+    customerId: () => customerId,
+    label: overrideLabel(scope),
+    view: auditView,
+  };
 }

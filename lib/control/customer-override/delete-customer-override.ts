@@ -1,15 +1,12 @@
 import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
-import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   type CustomerOverrideRecord,
-  findCustomerOverride,
-  overrideLabel,
+  customerOverrideEntity,
   overrideScope,
 } from "./customer-override-record";
 
@@ -24,7 +21,7 @@ export type DeleteCustomerOverrideOptions = z.input<typeof ZDeleteCustomerOverri
 export async function deleteCustomerOverride(
   options: DeleteCustomerOverrideOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteCustomerOverrideOptions, options, context);
   const scope = overrideScope(input.customerId, input.endpointClass);
@@ -34,26 +31,13 @@ export async function deleteCustomerOverride(
     affectsSnapshot: true,
     touches: "customer",
     focus: null,
-    async write(tx) {
-      const current = await findCustomerOverride(tx, input.customerId, input.endpointClass);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "customer-override",
-          entityId: scope,
-          label: overrideLabel(scope),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      await tx.customerOverride.delete({ where: { scope }, select: { scope: true } });
-      return {
-        entityId: scope,
-        customerId: input.customerId,
-        before: auditView(current),
-        after: null,
-        value: { override: current },
-      };
-    },
+    write: versionedWrite(
+      customerOverrideEntity(input.customerId, input.endpointClass),
+      input.expectedVersion,
+      async (tx, current) => {
+        await tx.customerOverride.delete({ where: { scope }, select: { scope: true } });
+        return { after: null, value: { override: current } };
+      },
+    ),
   });
 }

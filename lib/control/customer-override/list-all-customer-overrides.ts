@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { ReadDeps } from "../deps";
 import {
@@ -36,8 +35,8 @@ export interface CustomerOverridePage {
  * `customer:C/endpoint:E`): keyset on the primary key, so a deep page costs what the first does.
  */
 export async function listAllCustomerOverrides(
-  options: ListAllCustomerOverridesOptions = {},
-  deps: ReadDeps = controlDeps(),
+  options: ListAllCustomerOverridesOptions,
+  deps: ReadDeps,
 ): Promise<CustomerOverridePage> {
   const input = parseOptions(ZListAllCustomerOverridesOptions, options);
   const rows = await deps.db.customerOverride.findMany({

@@ -1,4 +1,3 @@
-import { controlDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 import {
   type CustomerOverrideRecord,
@@ -9,7 +8,7 @@ import {
 /** One customer's overrides (all endpoints first, then by endpoint class). */
 export async function listCustomerOverrides(
   customerId: string,
-  deps: ReadDeps = controlDeps(),
+  deps: ReadDeps,
 ): Promise<CustomerOverrideRecord[]> {
   const rows = await deps.db.customerOverride.findMany({
     where: { customerId },

@@ -1,16 +1,14 @@
 import { ZCustomerOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   type CustomerOverrideRecord,
+  customerOverrideEntity,
   customerOverrideSelect,
-  findCustomerOverride,
-  overrideLabel,
   overrideScope,
   toCustomerOverrideRecord,
 } from "./customer-override-record";
@@ -26,7 +24,7 @@ export type UpdateCustomerOverrideOptions = z.input<typeof ZUpdateCustomerOverri
 export async function updateCustomerOverride(
   options: UpdateCustomerOverrideOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly override: CustomerOverrideRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateCustomerOverrideOptions, options, context);
   const scope = overrideScope(input.customerId, input.endpointClass);
@@ -36,31 +34,18 @@ export async function updateCustomerOverride(
     affectsSnapshot: true,
     touches: "customer",
     focus: { collection: "customerOverrides", id: scope },
-    async write(tx) {
-      const current = await findCustomerOverride(tx, input.customerId, input.endpointClass);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "customer-override",
-          entityId: scope,
-          label: overrideLabel(scope),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      const row = await tx.customerOverride.update({
-        where: { scope },
-        data: { limit: toJson(input.limit), version: { increment: 1 } },
-        select: customerOverrideSelect,
-      });
-      const override = toCustomerOverrideRecord(row);
-      return {
-        entityId: scope,
-        customerId: input.customerId,
-        before: auditView(current),
-        after: auditView(override),
-        value: { override },
-      };
-    },
+    write: versionedWrite(
+      customerOverrideEntity(input.customerId, input.endpointClass),
+      input.expectedVersion,
+      async (tx) => {
+        const row = await tx.customerOverride.update({
+          where: { scope },
+          data: { limit: toJson(input.limit), version: { increment: 1 } },
+          select: customerOverrideSelect,
+        });
+        const override = toCustomerOverrideRecord(row);
+        return { after: auditView(override), value: { override } };
+      },
+    ),
   });
 }

@@ -1,6 +1,5 @@
 import { ZCustomer } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
@@ -25,7 +24,7 @@ export type CreateCustomerOptions = z.input<typeof ZCustomer>;
 export async function createCustomer(
   options: CreateCustomerOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly customer: CustomerRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZCustomer, options, context);
   return runPolicyChange(deps, ctx, {

@@ -2,7 +2,8 @@ import { type TCustomer, ZCustomer } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound } from "../errors";
 import type { Db } from "../stored";
-import { isoOf, parseStored } from "../stored";
+import { auditView, isoOf, parseStored } from "../stored";
+import type { VersionedEntity } from "../versioned-write";
 
 /** A customer's fields in the policy document: what `readStoredPolicy` reads. */
 export const customerDocumentSelect = {
@@ -40,4 +41,16 @@ export async function findCustomer(db: Db, id: string): Promise<CustomerRecord> 
   const row = await db.customer.findUnique({ where: { id }, select: customerSelect });
   if (row === null) throw notFound("Customer", id);
   return toCustomerRecord(row);
+}
+
+/** A customer as `versionedWrite` reads, checks and records it. */
+export function customerEntity(id: string): VersionedEntity<CustomerRecord> {
+  return {
+    find: (tx) => findCustomer(tx, id),
+    entityType: "customer",
+    entityId: id,
+    customerId: () => id,
+    label: customerLabel(id),
+    view: auditView,
+  };
 }

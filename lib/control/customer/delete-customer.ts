@@ -1,13 +1,11 @@
 import { ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
-import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
-import { type CustomerRecord, customerLabel, findCustomer } from "./customer-record";
+import { versionedWrite } from "../versioned-write";
+import { type CustomerRecord, customerEntity, customerLabel } from "./customer-record";
 import { findCustomerPolicyEntries } from "./customer-references";
 
 export const ZDeleteCustomerOptions = z.strictObject({
@@ -24,7 +22,7 @@ export type DeleteCustomerOptions = z.input<typeof ZDeleteCustomerOptions>;
 export async function deleteCustomer(
   options: DeleteCustomerOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly customer: CustomerRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteCustomerOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -33,38 +31,25 @@ export async function deleteCustomer(
     affectsSnapshot: false,
     touches: "customer",
     focus: null,
-    async write(tx, nowMs) {
-      const current = await findCustomer(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "customer",
-          entityId: input.id,
-          label: customerLabel(input.id),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      const { overrides, incidents } = await findCustomerPolicyEntries(tx, input.id, nowMs);
-      const referrers = [
-        ...overrides.map((scope) => `customer override "${scope}"`),
-        ...incidents.map((id) => `incident "${id}"`),
-      ];
-      if (referrers.length > 0) {
-        throw new AppError(
-          "CONFLICT",
-          `${customerLabel(input.id)} still has ${referrers.join(", ")}; delete or revert those first.`,
-          { details: { referrers } },
-        );
-      }
-      await tx.customer.delete({ where: { id: input.id }, select: { id: true } });
-      return {
-        entityId: input.id,
-        customerId: input.id,
-        before: auditView(current),
-        after: null,
-        value: { customer: current },
-      };
-    },
+    write: versionedWrite(
+      customerEntity(input.id),
+      input.expectedVersion,
+      async (tx, current, nowMs) => {
+        const { overrides, incidents } = await findCustomerPolicyEntries(tx, input.id, nowMs);
+        const referrers = [
+          ...overrides.map((scope) => `customer override "${scope}"`),
+          ...incidents.map((id) => `incident "${id}"`),
+        ];
+        if (referrers.length > 0) {
+          throw new AppError(
+            "CONFLICT",
+            `${customerLabel(input.id)} still has ${referrers.join(", ")}; delete or revert those first.`,
+            { details: { referrers } },
+          );
+        }
+        await tx.customer.delete({ where: { id: input.id }, select: { id: true } });
+        return { after: null, value: { customer: current } };
+      },
+    ),
   });
 }

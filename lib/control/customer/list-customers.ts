@@ -1,7 +1,6 @@
 import { hasForbiddenCharacter, ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { controlDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { ReadDeps } from "../deps";
 import { type CustomerRecord, customerSelect, toCustomerRecord } from "./customer-record";
@@ -46,8 +45,8 @@ function escapeLike(text: string): string {
 
 /** Customers by id, a page at a time (keyset on id, so deep pages cost what the first does). */
 export async function listCustomers(
-  options: ListCustomersOptions = {},
-  deps: ReadDeps = controlDeps(),
+  options: ListCustomersOptions,
+  deps: ReadDeps,
 ): Promise<CustomerPage> {
   const input = parseOptions(ZListCustomersOptions, options);
   const where: Prisma.CustomerWhereInput = {

@@ -1,16 +1,14 @@
 import { ZCustomer } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   type CustomerRecord,
-  customerLabel,
+  customerEntity,
   customerSelect,
-  findCustomer,
   toCustomerRecord,
 } from "./customer-record";
 import { findCustomerPolicyEntries, requireTier } from "./customer-references";
@@ -35,7 +33,7 @@ export type UpdateCustomerOptions = z.input<typeof ZUpdateCustomerOptions>;
 export async function updateCustomer(
   options: UpdateCustomerOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly customer: CustomerRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateCustomerOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -44,41 +42,31 @@ export async function updateCustomer(
     affectsSnapshot: false,
     touches: "customer",
     focus: { collection: "customers", id: input.id },
-    async write(tx, nowMs) {
-      const current = await findCustomer(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "customer",
-          entityId: input.id,
-          label: customerLabel(input.id),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      if (input.tier !== undefined) await requireTier(tx, input.tier);
-      const row = await tx.customer.update({
-        where: { id: input.id },
-        data: {
-          displayName: input.displayName,
-          tier: input.tier,
-          version: { increment: 1 },
-        },
-        select: customerSelect,
-      });
-      const customer = toCustomerRecord(row);
-      const entries =
-        customer.tier === current.tier
-          ? null
-          : await findCustomerPolicyEntries(tx, input.id, nowMs);
-      return {
-        entityId: customer.id,
-        customerId: customer.id,
-        before: auditView(current),
-        after: auditView(customer),
-        value: { customer },
-        checkPolicy: entries !== null && entries.overrides.length + entries.incidents.length > 0,
-      };
-    },
+    write: versionedWrite(
+      customerEntity(input.id),
+      input.expectedVersion,
+      async (tx, current, nowMs) => {
+        if (input.tier !== undefined) await requireTier(tx, input.tier);
+        const row = await tx.customer.update({
+          where: { id: input.id },
+          data: {
+            displayName: input.displayName,
+            tier: input.tier,
+            version: { increment: 1 },
+          },
+          select: customerSelect,
+        });
+        const customer = toCustomerRecord(row);
+        const entries =
+          customer.tier === current.tier
+            ? null
+            : await findCustomerPolicyEntries(tx, input.id, nowMs);
+        return {
+          after: auditView(customer),
+          value: { customer },
+          checkPolicy: entries !== null && entries.overrides.length + entries.incidents.length > 0,
+        };
+      },
+    ),
   });
 }

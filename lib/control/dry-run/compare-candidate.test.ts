@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ScopeMinuteCount } from "@/lib/console/minute-counts";
+import type { ScopeMinuteCount } from "../metric-minute/minute-counts";
 import {
   type CompareCandidateOptions,
   compareCandidate,

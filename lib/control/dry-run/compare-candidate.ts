@@ -25,7 +25,7 @@ import {
   isUsableCount,
   MINUTE_MS,
   type ScopeMinuteCount,
-} from "@/lib/console/minute-counts";
+} from "../metric-minute/minute-counts";
 
 /** When the candidate came into being and each time it was changed, ms since the epoch. */
 export interface CandidateLifecycleTimes {

@@ -2,17 +2,20 @@
  * The comparisons the dry-run pages show, read once per page: for each candidate its lifecycle
  * (audit log), the per-minute counts of it and of its target over the selected range (history and
  * live minutes), and `compareCandidate` over them. The candidate page draws its chart from the
- * same rows and window, and hands the same comparison to the promote dialog.
+ * same rows over the same range, and hands the same comparison to the promote dialog.
  */
-import { type ChartRange, type ChartWindow, chartWindow } from "@/lib/console/chart-series";
-import type { ScopeMinuteCount } from "@/lib/console/minute-counts";
 import type { CandidateRecord } from "../candidate/candidate-record";
 import {
   type CandidateLifecycle,
   readCandidateLifecycle,
 } from "../candidate/read-candidate-lifecycle";
-import { type CandidateComparison, compareCandidate } from "./compare-candidate";
-import { readScopeCounts } from "./read-scope-counts";
+import type { ScopeMinuteCount } from "../metric-minute/minute-counts";
+import {
+  type CandidateComparison,
+  type CompareCandidateOptions,
+  compareCandidate,
+} from "./compare-candidate";
+import { readScopeCounts, type ScopeCountsDeps } from "./read-scope-counts";
 
 export interface CandidateComparisonRead {
   readonly candidate: CandidateRecord;
@@ -24,8 +27,6 @@ export interface CandidateComparisonRead {
 export interface CandidateComparisons {
   /** In the order the candidates were given. */
   readonly items: readonly CandidateComparisonRead[];
-  /** The range's window, the current minute included (still counting). */
-  readonly window: ChartWindow;
   /** Every row read, for charts. */
   readonly rows: readonly ScopeMinuteCount[];
   /** False when Redis could not be read: the last minutes are missing on both sides alike. */
@@ -37,22 +38,31 @@ export function candidateScopeOf(id: string): string {
   return `candidate:${id}`;
 }
 
-export async function readCandidateComparisons(options: {
-  readonly candidates: readonly CandidateRecord[];
-  readonly range: ChartRange;
-  /** The wall clock now, ms. */
-  readonly nowMs: number;
-}): Promise<CandidateComparisons> {
+export async function readCandidateComparisons(
+  options: {
+    readonly candidates: readonly CandidateRecord[];
+    /** The selected range, whole minutes, the current one included (still counting). */
+    readonly range: CompareCandidateOptions["range"];
+    /** The wall clock now, ms. */
+    readonly nowMs: number;
+  },
+  deps: ScopeCountsDeps,
+): Promise<CandidateComparisons> {
   const { candidates, range, nowMs } = options;
-  const window = chartWindow(range, { nowMs, includeCurrentBucket: true });
   const [lifecycles, counts] = await Promise.all([
-    Promise.all(candidates.map((candidate) => readCandidateLifecycle(candidate))),
-    readScopeCounts({
-      scopes: candidates.flatMap((candidate) => [candidate.target, candidateScopeOf(candidate.id)]),
-      fromMs: window.startMs,
-      toMs: window.endMs,
-      nowMs,
-    }),
+    Promise.all(candidates.map((candidate) => readCandidateLifecycle(candidate, deps))),
+    readScopeCounts(
+      {
+        scopes: candidates.flatMap((candidate) => [
+          candidate.target,
+          candidateScopeOf(candidate.id),
+        ]),
+        fromMs: range.startMs,
+        toMs: range.endMs,
+        nowMs,
+      },
+      deps,
+    ),
   ]);
   const items = candidates.map((candidate, index): CandidateComparisonRead => {
     const lifecycle = lifecycles[index];
@@ -66,10 +76,10 @@ export async function readCandidateComparisons(options: {
         candidateScope,
         targetScope: candidate.target,
         lifecycle,
-        range: { startMs: window.startMs, endMs: window.endMs, label: range.label },
+        range,
         nowMs,
       }),
     };
   });
-  return { items, window, rows: counts.rows, isLive: counts.isLive };
+  return { items, rows: counts.rows, isLive: counts.isLive };
 }

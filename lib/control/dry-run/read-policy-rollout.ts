@@ -5,7 +5,6 @@
  * followed by "enforced by 2 of 2 gateways" rather than a promise.
  */
 
-import { fleetDeps } from "@/lib/server/composition";
 import type { FleetDeps } from "../deps";
 import { listEnforcers } from "../fleet/list-enforcers";
 
@@ -30,7 +29,7 @@ export interface PolicyRollout {
 /** The rollout of `version`, or null when Redis cannot be read. */
 export async function readPolicyRollout(
   options: ReadPolicyRolloutOptions,
-  deps: FleetDeps = fleetDeps(),
+  deps: FleetDeps,
 ): Promise<PolicyRollout | null> {
   try {
     const fleet = await listEnforcers(

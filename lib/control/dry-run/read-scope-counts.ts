@@ -7,10 +7,9 @@
  */
 
 import type { MetricsReadingRedis } from "@limitplane/enforcer/publication";
-import type { ScopeMinuteCount } from "@/lib/console/minute-counts";
-import { controlDeps, fleetDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 import { loadScopeMinutes } from "../metric-minute/load-scope-minutes";
+import type { ScopeMinuteCount } from "../metric-minute/minute-counts";
 
 export interface ScopeCountsDeps extends ReadDeps {
   /** A `control` client, or null to read history only. */
@@ -38,7 +37,7 @@ export interface ScopeCounts {
 
 export async function readScopeCounts(
   options: ReadScopeCountsOptions,
-  deps: ScopeCountsDeps = defaultScopeCountsDeps(),
+  deps: ScopeCountsDeps,
 ): Promise<ScopeCounts> {
   const scopes = [...new Set(options.scopes)];
   if (scopes.length === 0 || !(options.toMs > options.fromMs)) return { rows: [], isLive: true };
@@ -50,9 +49,4 @@ export async function readScopeCounts(
     rows: minutes.rows.map(({ degraded: _degraded, ...counts }) => counts),
     isLive: minutes.hasLiveMinutes,
   };
-}
-
-function defaultScopeCountsDeps(): ScopeCountsDeps {
-  const fleet = fleetDeps();
-  return { db: controlDeps().db, redis: fleet.redis, prefix: fleet.prefix };
 }

@@ -1,6 +1,5 @@
 import { ZEndpointClass } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
@@ -21,7 +20,7 @@ export type CreateEndpointClassOptions = z.input<typeof ZEndpointClass>;
 export async function createEndpointClass(
   options: CreateEndpointClassOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZEndpointClass, options, context);
   return runPolicyChange(deps, ctx, {

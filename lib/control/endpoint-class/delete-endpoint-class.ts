@@ -1,17 +1,15 @@
 import { parseScope, ZEndpointClass } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange, type Tx } from "../policy/run-policy-change";
 import { currentIncidentWhere } from "../policy/stored-policy";
-import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   type EndpointClassRecord,
+  endpointClassEntity,
   endpointClassLabel,
-  findEndpointClass,
 } from "./endpoint-class-record";
 
 export const ZDeleteEndpointClassOptions = z.strictObject({
@@ -29,7 +27,7 @@ const NAMED = 3;
 export async function deleteEndpointClass(
   options: DeleteEndpointClassOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteEndpointClassOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -37,35 +35,22 @@ export async function deleteEndpointClass(
     entityType: "endpoint-class",
     affectsSnapshot: true,
     focus: null,
-    async write(tx, nowMs) {
-      const current = await findEndpointClass(tx, input.name);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "endpoint-class",
-          entityId: input.name,
-          label: endpointClassLabel(input.name),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      const referrers = await findEndpointClassReferrers(tx, input.name, nowMs);
-      if (referrers.length > 0) {
-        throw new AppError(
-          "CONFLICT",
-          `${endpointClassLabel(input.name)} is still used by ${referrers.join(", ")}; change or remove those first.`,
-          { details: { referrers } },
-        );
-      }
-      await tx.endpointClass.delete({ where: { name: input.name }, select: { name: true } });
-      return {
-        entityId: input.name,
-        customerId: null,
-        before: auditView(current),
-        after: null,
-        value: { endpointClass: current },
-      };
-    },
+    write: versionedWrite(
+      endpointClassEntity(input.name),
+      input.expectedVersion,
+      async (tx, current, nowMs) => {
+        const referrers = await findEndpointClassReferrers(tx, input.name, nowMs);
+        if (referrers.length > 0) {
+          throw new AppError(
+            "CONFLICT",
+            `${endpointClassLabel(input.name)} is still used by ${referrers.join(", ")}; change or remove those first.`,
+            { details: { referrers } },
+          );
+        }
+        await tx.endpointClass.delete({ where: { name: input.name }, select: { name: true } });
+        return { after: null, value: { endpointClass: current } };
+      },
+    ),
   });
 }
 

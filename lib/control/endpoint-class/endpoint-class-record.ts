@@ -2,7 +2,8 @@ import { type TEndpointClass, ZEndpointClass } from "@limitplane/enforcer/policy
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound, validationError } from "../errors";
 import type { Db } from "../stored";
-import { isoOf, jsonColumn, parseStored, toJson } from "../stored";
+import { auditView, isoOf, jsonColumn, parseStored, toJson } from "../stored";
+import type { VersionedEntity } from "../versioned-write";
 
 /** An endpoint class's fields in the policy document: what `readStoredPolicy` reads. */
 export const endpointClassDocumentSelect = {
@@ -65,6 +66,17 @@ export async function findEndpointClass(db: Db, name: string): Promise<EndpointC
   const row = await db.endpointClass.findUnique({ where: { name }, select: endpointClassSelect });
   if (row === null) throw notFound("Endpoint class", name);
   return toEndpointClassRecord(row);
+}
+
+/** An endpoint class as `versionedWrite` reads, checks and records it. */
+export function endpointClassEntity(name: string): VersionedEntity<EndpointClassRecord> {
+  return {
+    find: (tx) => findEndpointClass(tx, name),
+    entityType: "endpoint-class",
+    entityId: name,
+    label: endpointClassLabel(name),
+    view: auditView,
+  };
 }
 
 /** Refuses an endpoint class that does not exist, at the `endpointClass` field. */

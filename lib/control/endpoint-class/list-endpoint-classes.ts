@@ -1,4 +1,3 @@
-import { controlDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 import {
   type EndpointClassRecord,
@@ -7,9 +6,7 @@ import {
 } from "./endpoint-class-record";
 
 /** Every endpoint class, by name. */
-export async function listEndpointClasses(
-  deps: ReadDeps = controlDeps(),
-): Promise<EndpointClassRecord[]> {
+export async function listEndpointClasses(deps: ReadDeps): Promise<EndpointClassRecord[]> {
   const rows = await deps.db.endpointClass.findMany({
     orderBy: { name: "asc" },
     select: endpointClassSelect,

@@ -1,17 +1,15 @@
 import { ZEndpointClass } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   type EndpointClassRecord,
   endpointClassData,
-  endpointClassLabel,
+  endpointClassEntity,
   endpointClassSelect,
-  findEndpointClass,
   toEndpointClassRecord,
 } from "./endpoint-class-record";
 
@@ -47,7 +45,7 @@ export type UpdateEndpointClassOptions = z.input<typeof ZUpdateEndpointClassOpti
 export async function updateEndpointClass(
   options: UpdateEndpointClassOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly endpointClass: EndpointClassRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateEndpointClassOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -56,42 +54,29 @@ export async function updateEndpointClass(
     affectsSnapshot: true,
     touches: "core-and-costs",
     focus: { collection: "endpointClasses", id: input.name },
-    async write(tx) {
-      const current = await findEndpointClass(tx, input.name);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "endpoint-class",
-          entityId: input.name,
-          label: endpointClassLabel(input.name),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      const next = {
-        ...current,
-        displayName: given(input.displayName, current.displayName),
-        match: given(input.match, current.match),
-        cost: given(input.cost, current.cost),
-        limits: given(input.limits, current.limits),
-        anonymousLimit: given(input.anonymousLimit, current.anonymousLimit),
-        ceiling: given(input.ceiling, current.ceiling),
-        keyBy: given(input.keyBy, current.keyBy),
-      };
-      const row = await tx.endpointClass.update({
-        where: { name: input.name },
-        data: { ...endpointClassData(next), version: { increment: 1 } },
-        select: endpointClassSelect,
-      });
-      const endpointClass = toEndpointClassRecord(row);
-      return {
-        entityId: endpointClass.name,
-        customerId: null,
-        before: auditView(current),
-        after: auditView(endpointClass),
-        value: { endpointClass },
-      };
-    },
+    write: versionedWrite(
+      endpointClassEntity(input.name),
+      input.expectedVersion,
+      async (tx, current) => {
+        const next = {
+          ...current,
+          displayName: given(input.displayName, current.displayName),
+          match: given(input.match, current.match),
+          cost: given(input.cost, current.cost),
+          limits: given(input.limits, current.limits),
+          anonymousLimit: given(input.anonymousLimit, current.anonymousLimit),
+          ceiling: given(input.ceiling, current.ceiling),
+          keyBy: given(input.keyBy, current.keyBy),
+        };
+        const row = await tx.endpointClass.update({
+          where: { name: input.name },
+          data: { ...endpointClassData(next), version: { increment: 1 } },
+          select: endpointClassSelect,
+        });
+        const endpointClass = toEndpointClassRecord(row);
+        return { after: auditView(endpointClass), value: { endpointClass } };
+      },
+    ),
   });
 }
 

@@ -8,7 +8,6 @@ import {
   type PublishedVersion,
   readEnforcerHeartbeats,
 } from "@limitplane/enforcer/publication";
-import { fleetDeps } from "@/lib/server/composition";
 import type { FleetDeps } from "../deps";
 
 export interface EnforcerRecord extends EnforcerHeartbeat {
@@ -43,7 +42,7 @@ export interface ListEnforcersOptions {
  * confirmations and a version's rollout all come from here.
  */
 export async function listEnforcers(
-  deps: FleetDeps = fleetDeps(),
+  deps: FleetDeps,
   options: ListEnforcersOptions = {},
 ): Promise<Fleet> {
   const { published, heartbeats } = await readEnforcerHeartbeats(

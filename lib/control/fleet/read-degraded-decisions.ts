@@ -2,13 +2,12 @@
  * The fleet's decisions without Redis for the fleet view: the `degraded-decisions` alert as the
  * worker and the overview's alerts compute it (the same counts, the same thresholds), or null.
  */
-import { type DegradedDecisionAlert, detectDegradedDecisions } from "@/lib/console/alerts";
-import { fleetDeps } from "@/lib/server/composition";
+import { type DegradedDecisionAlert, detectDegradedDecisions } from "../alerts/alert-rules";
 import { readDecisionMinutes } from "../alerts/evaluate-alerts";
 import type { FleetDeps } from "../deps";
 
 export async function readDegradedDecisionAlert(
-  deps: FleetDeps = fleetDeps(),
+  deps: FleetDeps,
 ): Promise<DegradedDecisionAlert | null> {
   const nowMs = deps.clock.nowMs();
   const minutes = await readDecisionMinutes(nowMs, deps);

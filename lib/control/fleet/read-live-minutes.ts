@@ -1,5 +1,4 @@
 import { type MetricsReadingRedis, readScopeMinute } from "@limitplane/enforcer/publication";
-import { fleetDeps } from "@/lib/server/composition";
 import type { MetricMinuteRecord } from "../metric-minute/list-metric-minutes";
 
 const MINUTE_MS = 60_000;
@@ -19,7 +18,7 @@ export interface LiveMinutesDeps {
  */
 export async function readLiveMinutes(
   options: { nowMs: number; extraMinutes?: number },
-  deps: LiveMinutesDeps = fleetDeps(),
+  deps: LiveMinutesDeps,
 ): Promise<{ fromMs: number; rows: MetricMinuteRecord[] }> {
   const currentMinute = Math.floor(options.nowMs / MINUTE_MS);
   const first = currentMinute - Math.max(0, options.extraMinutes ?? 2);

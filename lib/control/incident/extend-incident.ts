@@ -1,17 +1,15 @@
 import { ZIncidentOverride, ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import { assertWithinGuardrails } from "./incident-guardrails";
 import {
-  findIncident,
   type IncidentRecord,
-  incidentLabel,
+  incidentEntity,
   incidentSelect,
   toIncidentRecord,
 } from "./incident-record";
@@ -44,7 +42,7 @@ export type ExtendIncidentOptions = z.input<typeof ZExtendIncidentOptions>;
 export async function extendIncident(
   options: ExtendIncidentOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZExtendIncidentOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -53,44 +51,31 @@ export async function extendIncident(
     affectsSnapshot: true,
     touches: "customer",
     focus: { collection: "incidentOverrides", id: input.id },
-    async write(tx, nowMs) {
-      const current = await findIncident(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "incident",
-          entityId: input.id,
-          label: incidentLabel(input.id),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      assertIncidentIsCurrent(current, nowMs, "extend");
-      const expiresAt =
-        input.expiresAt ??
-        new Date(Date.parse(current.startsAt) + (input.durationMs ?? 0)).toISOString();
-      if (Date.parse(expiresAt) <= Date.parse(current.expiresAt)) {
-        throw validationError([
-          {
-            path: "expiresAt",
-            message: `must be later than the current expiry ${current.expiresAt}; to end it sooner, revert it`,
-          },
-        ]);
-      }
-      await assertWithinGuardrails(tx, { ...current, expiresAt }, nowMs);
-      const row = await tx.incidentOverride.update({
-        where: { id: input.id },
-        data: { expiresAt: new Date(expiresAt), version: { increment: 1 } },
-        select: incidentSelect,
-      });
-      const incident = toIncidentRecord(row);
-      return {
-        entityId: incident.id,
-        customerId: incident.customerId,
-        before: auditView(current),
-        after: auditView(incident),
-        value: { incident },
-      };
-    },
+    write: versionedWrite(
+      incidentEntity(input.id),
+      input.expectedVersion,
+      async (tx, current, nowMs) => {
+        assertIncidentIsCurrent(current, nowMs, "extend");
+        const expiresAt =
+          input.expiresAt ??
+          new Date(Date.parse(current.startsAt) + (input.durationMs ?? 0)).toISOString();
+        if (Date.parse(expiresAt) <= Date.parse(current.expiresAt)) {
+          throw validationError([
+            {
+              path: "expiresAt",
+              message: `must be later than the current expiry ${current.expiresAt}; to end it sooner, revert it`,
+            },
+          ]);
+        }
+        await assertWithinGuardrails(tx, { ...current, expiresAt }, nowMs);
+        const row = await tx.incidentOverride.update({
+          where: { id: input.id },
+          data: { expiresAt: new Date(expiresAt), version: { increment: 1 } },
+          select: incidentSelect,
+        });
+        const incident = toIncidentRecord(row);
+        return { after: auditView(incident), value: { incident } };
+      },
+    ),
   });
 }

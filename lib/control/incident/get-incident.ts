@@ -1,4 +1,3 @@
-import { controlDeps } from "@/lib/server/composition";
 import type { ClockedReadDeps } from "../deps";
 import {
   findIncident,
@@ -10,7 +9,7 @@ import {
 /** One incident override and where it stands now, or NOT_FOUND. */
 export async function getIncident(
   id: string,
-  deps: ClockedReadDeps = controlDeps(),
+  deps: ClockedReadDeps,
   nowMs: number = deps.clock.nowMs(),
 ): Promise<IncidentRecord & { readonly state: IncidentState }> {
   const incident = await findIncident(deps.db, id);

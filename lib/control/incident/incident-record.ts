@@ -2,7 +2,8 @@ import { type TIncidentOverride, ZIncidentOverride } from "@limitplane/enforcer/
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound } from "../errors";
 import type { Db } from "../stored";
-import { isoOf, jsonColumn, parseStored } from "../stored";
+import { auditView, isoOf, jsonColumn, parseStored } from "../stored";
+import type { VersionedEntity } from "../versioned-write";
 
 /** An incident override's fields in the policy document: what `readStoredPolicy` reads. */
 export const incidentDocumentSelect = {
@@ -109,4 +110,16 @@ export async function findIncident(db: Db, id: string): Promise<IncidentRecord> 
   const row = await db.incidentOverride.findUnique({ where: { id }, select: incidentSelect });
   if (row === null) throw notFound("Incident override", id);
   return toIncidentRecord(row);
+}
+
+/** An incident override as `versionedWrite` reads, checks and records it. */
+export function incidentEntity(id: string): VersionedEntity<IncidentRecord> {
+  return {
+    find: (tx) => findIncident(tx, id),
+    entityType: "incident",
+    entityId: id,
+    customerId: (incident) => incident.customerId,
+    label: incidentLabel(id),
+    view: auditView,
+  };
 }

@@ -1,10 +1,9 @@
 import { MAX_WINDOW_MS, ZCustomerId } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { encodeCursor, parseCursor } from "@/lib/console/cursor";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { controlDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { ClockedReadDeps } from "../deps";
+import { encodeCursor, parseCursor } from "../keyset-cursor";
 import { currentIncidentWhere } from "../policy/stored-policy";
 import {
   type IncidentRecord,
@@ -51,8 +50,8 @@ export interface IncidentPage {
 
 /** Incident overrides, with where each stands (indexed: by customer and expiry, or by expiry). */
 export async function listIncidents(
-  options: ListIncidentsOptions = {},
-  deps: ClockedReadDeps = controlDeps(),
+  options: ListIncidentsOptions,
+  deps: ClockedReadDeps,
 ): Promise<IncidentWithState[]> {
   return [...(await listIncidentsPage(options, deps)).incidents];
 }
@@ -63,8 +62,8 @@ export async function listIncidents(
  * incident raised meanwhile never shifts the pages.
  */
 export async function listIncidentsPage(
-  options: ListIncidentsOptions = {},
-  deps: ClockedReadDeps = controlDeps(),
+  options: ListIncidentsOptions,
+  deps: ClockedReadDeps,
 ): Promise<IncidentPage> {
   const input = parseOptions(ZListIncidentsOptions, options);
   const nowMs = input.nowMs ?? deps.clock.nowMs();

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { fieldErrorsFromZod, ZIncidentOverride } from "@limitplane/enforcer/policy";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
 import type { ControlDeps, SeenRedisDeps } from "../deps";
 import { requireEndpointClass } from "../endpoint-class/endpoint-class-record";
@@ -41,7 +40,7 @@ function generateIncidentId(): string {
 export async function raiseIncident(
   options: RaiseIncidentOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
   seenRedis?: SeenRedisDeps,
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZRaiseIncidentOptions, options, context);

@@ -1,15 +1,13 @@
 import { ZIncidentOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
-  findIncident,
   type IncidentRecord,
-  incidentLabel,
+  incidentEntity,
   incidentSelect,
   toIncidentRecord,
 } from "./incident-record";
@@ -28,7 +26,7 @@ export type RevertIncidentOptions = z.input<typeof ZRevertIncidentOptions>;
 export async function revertIncident(
   options: RevertIncidentOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZRevertIncidentOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -37,36 +35,23 @@ export async function revertIncident(
     affectsSnapshot: true,
     touches: "customer",
     focus: null,
-    async write(tx, nowMs) {
-      const current = await findIncident(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "incident",
-          entityId: input.id,
-          label: incidentLabel(input.id),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      assertIncidentIsCurrent(current, nowMs, "revert");
-      const row = await tx.incidentOverride.update({
-        where: { id: input.id },
-        data: {
-          revokedAt: new Date(nowMs),
-          revokedBy: ctx.actor.name,
-          version: { increment: 1 },
-        },
-        select: incidentSelect,
-      });
-      const incident = toIncidentRecord(row);
-      return {
-        entityId: incident.id,
-        customerId: incident.customerId,
-        before: auditView(current),
-        after: auditView(incident),
-        value: { incident },
-      };
-    },
+    write: versionedWrite(
+      incidentEntity(input.id),
+      input.expectedVersion,
+      async (tx, current, nowMs) => {
+        assertIncidentIsCurrent(current, nowMs, "revert");
+        const row = await tx.incidentOverride.update({
+          where: { id: input.id },
+          data: {
+            revokedAt: new Date(nowMs),
+            revokedBy: ctx.actor.name,
+            version: { increment: 1 },
+          },
+          select: incidentSelect,
+        });
+        const incident = toIncidentRecord(row);
+        return { after: auditView(incident), value: { incident } };
+      },
+    ),
   });
 }

@@ -1,4 +1,3 @@
-import { controlDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 
 /** One scope's counts over one minute, as rolled up from the enforcers (`MetricMinute`). */
@@ -28,7 +27,7 @@ export interface ListMetricMinutesOptions {
  */
 export async function listMetricMinutes(
   options: ListMetricMinutesOptions,
-  deps: ReadDeps = controlDeps(),
+  deps: ReadDeps,
 ): Promise<MetricMinuteRecord[]> {
   if (!(Number.isFinite(options.fromMs) && Number.isFinite(options.toMs))) {
     throw new RangeError("fromMs and toMs must be finite epoch milliseconds");

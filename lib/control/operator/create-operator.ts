@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { hashPassword } from "../auth/password";
 import { type ChangeContext, parseChange } from "../change-context";
@@ -37,7 +36,7 @@ export type CreateOperatorOptions = z.input<typeof ZCreateOperatorOptions>;
 export async function createOperator(
   options: CreateOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<
   { readonly operator: OperatorRecord; readonly generatedPassword: string | null } & AuditReceipt
 > {

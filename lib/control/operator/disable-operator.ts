@@ -1,16 +1,15 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   assertAnEnabledAdminRemains,
-  findOperator,
   type OperatorRecord,
+  operatorEntity,
   operatorLabel,
   operatorSelect,
   revokeOperatorSessions,
@@ -31,45 +30,39 @@ export type DisableOperatorOptions = z.input<typeof ZDisableOperatorOptions>;
 export async function disableOperator(
   options: DisableOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<{ readonly operator: OperatorRecord; readonly sessionsRevoked: number } & AuditReceipt> {
   const { input, ctx } = parseChange(ZDisableOperatorOptions, options, context);
   return runAuditedChange(deps, ctx, {
     action: "operator.disable",
     entityType: "operator",
     lock: lockOperatorChanges,
-    async write(tx, nowMs) {
-      const current = await findOperator(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "operator",
-          entityId: input.id,
-          label: operatorLabel(current),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      if (current.disabledAt !== null) {
-        throw new AppError("CONFLICT", `${operatorLabel(current)} is already disabled.`);
-      }
-      if (ctx.actor.type === "operator" && ctx.actor.id === current.id) {
-        throw new AppError("CONFLICT", "You cannot disable yourself; ask another admin to do it.");
-      }
-      const row = await tx.operator.update({
-        where: { id: input.id },
-        data: { disabledAt: new Date(nowMs), version: { increment: 1 } },
-        select: operatorSelect,
-      });
-      await assertAnEnabledAdminRemains(tx);
-      const sessionsRevoked = await revokeOperatorSessions(tx, input.id, nowMs);
-      const operator = toOperatorRecord(row);
-      return {
-        entityId: operator.id,
-        before: auditView(current),
-        after: { ...auditView(operator), sessionsRevoked },
-        value: { operator, sessionsRevoked },
-      };
-    },
+    write: versionedWrite(
+      operatorEntity(input.id),
+      input.expectedVersion,
+      async (tx, current, nowMs) => {
+        if (current.disabledAt !== null) {
+          throw new AppError("CONFLICT", `${operatorLabel(current)} is already disabled.`);
+        }
+        if (ctx.actor.type === "operator" && ctx.actor.id === current.id) {
+          throw new AppError(
+            "CONFLICT",
+            "You cannot disable yourself; ask another admin to do it.",
+          );
+        }
+        const row = await tx.operator.update({
+          where: { id: input.id },
+          data: { disabledAt: new Date(nowMs), version: { increment: 1 } },
+          select: operatorSelect,
+        });
+        await assertAnEnabledAdminRemains(tx);
+        const sessionsRevoked = await revokeOperatorSessions(tx, input.id, nowMs);
+        const operator = toOperatorRecord(row);
+        return {
+          after: { ...auditView(operator), sessionsRevoked },
+          value: { operator, sessionsRevoked },
+        };
+      },
+    ),
   });
 }

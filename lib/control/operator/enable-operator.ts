@@ -1,15 +1,14 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
-  findOperator,
   type OperatorRecord,
+  operatorEntity,
   operatorLabel,
   operatorSelect,
   toOperatorRecord,
@@ -26,25 +25,14 @@ export type EnableOperatorOptions = z.input<typeof ZEnableOperatorOptions>;
 export async function enableOperator(
   options: EnableOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<{ readonly operator: OperatorRecord } & AuditReceipt> {
   const { input, ctx } = parseChange(ZEnableOperatorOptions, options, context);
   return runAuditedChange(deps, ctx, {
     action: "operator.enable",
     entityType: "operator",
     lock: lockOperatorChanges,
-    async write(tx) {
-      const current = await findOperator(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "operator",
-          entityId: input.id,
-          label: operatorLabel(current),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(operatorEntity(input.id), input.expectedVersion, async (tx, current) => {
       if (current.disabledAt === null) {
         throw new AppError("CONFLICT", `${operatorLabel(current)} is not disabled.`);
       }
@@ -54,12 +42,7 @@ export async function enableOperator(
         select: operatorSelect,
       });
       const operator = toOperatorRecord(row);
-      return {
-        entityId: operator.id,
-        before: auditView(current),
-        after: auditView(operator),
-        value: { operator },
-      };
-    },
+      return { after: auditView(operator), value: { operator } };
+    }),
   });
 }

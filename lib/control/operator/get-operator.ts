@@ -1,11 +1,7 @@
-import { authDeps } from "@/lib/server/composition";
 import type { AuthDeps } from "../deps";
 import { findOperator, type OperatorRecord } from "./operator-record";
 
 /** One operator, or NOT_FOUND. */
-export async function getOperator(
-  id: string,
-  deps: Pick<AuthDeps, "db"> = authDeps(),
-): Promise<OperatorRecord> {
+export async function getOperator(id: string, deps: Pick<AuthDeps, "db">): Promise<OperatorRecord> {
   return findOperator(deps.db, id);
 }

@@ -7,7 +7,8 @@ import { ROLES, type Role } from "../auth/roles";
 import { textField } from "../change-context";
 import { AppError, notFound } from "../errors";
 import type { Db } from "../stored";
-import { isoOf } from "../stored";
+import { auditView, isoOf } from "../stored";
+import type { VersionedEntity } from "../versioned-write";
 
 /** Trimmed and lower-cased, so one address is one account however it is typed. */
 export const ZOperatorEmail = z
@@ -103,6 +104,17 @@ export async function findOperator(db: Db, id: string): Promise<OperatorRecord> 
   const row = await db.operator.findUnique({ where: { id }, select: operatorSelect });
   if (row === null) throw notFound("Operator", id);
   return toOperatorRecord(row);
+}
+
+/** An operator as `versionedWrite` reads, checks and records it (never the password hash). */
+export function operatorEntity(id: string): VersionedEntity<OperatorRecord> {
+  return {
+    find: (tx) => findOperator(tx, id),
+    entityType: "operator",
+    entityId: id,
+    label: operatorLabel,
+    view: auditView,
+  };
 }
 
 /** Operator ids as services accept them (a path parameter, usually). */

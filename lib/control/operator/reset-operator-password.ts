@@ -1,17 +1,15 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { hashPassword } from "../auth/password";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { lockOperatorChanges } from "../locks";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
-  findOperator,
   generatePassword,
   type OperatorRecord,
-  operatorLabel,
+  operatorEntity,
   operatorSelect,
   revokeOperatorSessions,
   toOperatorRecord,
@@ -34,7 +32,7 @@ export type ResetOperatorPasswordOptions = z.input<typeof ZResetOperatorPassword
 export async function resetOperatorPassword(
   options: ResetOperatorPasswordOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<
   {
     readonly operator: OperatorRecord;
@@ -52,31 +50,22 @@ export async function resetOperatorPassword(
     action: "operator.password-reset",
     entityType: "operator",
     lock: lockOperatorChanges,
-    async write(tx, nowMs) {
-      const current = await findOperator(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "operator",
-          entityId: input.id,
-          label: operatorLabel(current),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
-      const row = await tx.operator.update({
-        where: { id: input.id },
-        data: { passwordHash, version: { increment: 1 } },
-        select: operatorSelect,
-      });
-      const sessionsRevoked = await revokeOperatorSessions(tx, input.id, nowMs);
-      const operator = toOperatorRecord(row);
-      return {
-        entityId: operator.id,
-        before: auditView(current),
-        after: { ...auditView(operator), passwordChanged: true, sessionsRevoked },
-        value: { operator, generatedPassword, sessionsRevoked },
-      };
-    },
+    write: versionedWrite(
+      operatorEntity(input.id),
+      input.expectedVersion,
+      async (tx, _current, nowMs) => {
+        const row = await tx.operator.update({
+          where: { id: input.id },
+          data: { passwordHash, version: { increment: 1 } },
+          select: operatorSelect,
+        });
+        const sessionsRevoked = await revokeOperatorSessions(tx, input.id, nowMs);
+        const operator = toOperatorRecord(row);
+        return {
+          after: { ...auditView(operator), passwordChanged: true, sessionsRevoked },
+          value: { operator, generatedPassword, sessionsRevoked },
+        };
+      },
+    ),
   });
 }

@@ -1,17 +1,15 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
 import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
   assertAnEnabledAdminRemains,
-  findOperator,
   type OperatorRecord,
-  operatorLabel,
+  operatorEntity,
   operatorSelect,
   toOperatorRecord,
   ZOperatorEmail,
@@ -43,25 +41,14 @@ export type UpdateOperatorOptions = z.input<typeof ZUpdateOperatorOptions>;
 export async function updateOperator(
   options: UpdateOperatorOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<{ readonly operator: OperatorRecord } & AuditReceipt> {
   const { input, ctx } = parseChange(ZUpdateOperatorOptions, options, context);
   return runAuditedChange(deps, ctx, {
     action: "operator.update",
     entityType: "operator",
     lock: lockOperatorChanges,
-    async write(tx) {
-      const current = await findOperator(tx, input.id);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "operator",
-          entityId: input.id,
-          label: operatorLabel(current),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(operatorEntity(input.id), input.expectedVersion, async (tx, current) => {
       if (input.email !== undefined && input.email !== current.email) {
         const taken = await tx.operator.findUnique({
           where: { email: input.email },
@@ -89,12 +76,7 @@ export async function updateOperator(
       });
       if (current.role === "admin" && row.role !== "admin") await assertAnEnabledAdminRemains(tx);
       const operator = toOperatorRecord(row);
-      return {
-        entityId: operator.id,
-        before: auditView(current),
-        after: auditView(operator),
-        value: { operator },
-      };
-    },
+      return { after: auditView(operator), value: { operator } };
+    }),
   });
 }

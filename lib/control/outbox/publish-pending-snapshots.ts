@@ -101,7 +101,12 @@ export function backoffDelayMs(attempts: number, options: BackoffOptions = {}): 
   return Math.min(maxMs, initialMs * 2 ** Math.min(Math.max(attempts - 1, 0), 30));
 }
 
-function describeError(error: unknown): string {
+/**
+ * What a failed drain reports and stores in `lastError`: the whole message (a driver's useful
+ * line is often its last), capped at 500 characters; the enforcer's log fields keep only the
+ * first line, which would lose it.
+ */
+function lastErrorText(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.length > 500 ? `${message.slice(0, 500)}…` : message;
 }
@@ -132,7 +137,7 @@ export async function publishPendingSnapshots(
     return {
       status: "failed",
       versions: [],
-      error: describeError(error),
+      error: lastErrorText(error),
       retryAtMs: publisher.clock.nowMs(),
     };
   }
@@ -250,7 +255,7 @@ async function drainOnce(
         } catch (error: unknown) {
           // Later rows wait: publishing them first would skip this version.
           const retryAtMs = nowMs() + backoffDelayMs(row.attempts + 1, publisher.backoff);
-          const message = describeError(error);
+          const message = lastErrorText(error);
           await tx.outboxEvent.update({
             where: { id: row.id },
             data: {
@@ -322,7 +327,7 @@ async function publishWholeAndMark(
     return { status: "published", versions, hasMore: more > 0 };
   } catch (error: unknown) {
     const retryAtMs = nowMs() + backoffDelayMs(pending.attempts + 1, publisher.backoff);
-    const message = describeError(error);
+    const message = lastErrorText(error);
     await publisher.db.outboxEvent.update({
       where: { id: pending.headRowId },
       data: { attempts: { increment: 1 }, lastError: message, nextAttemptAt: new Date(retryAtMs) },

@@ -14,7 +14,6 @@ import {
   ZCustomerOverride,
 } from "@limitplane/enforcer/policy";
 import { Prisma } from "@/lib/generated/prisma/client";
-import { controlDeps } from "@/lib/server/composition";
 import type { ClockedReadDeps } from "../deps";
 import { parseStored } from "../stored";
 import { noPolicyYet } from "./run-policy-change";
@@ -40,8 +39,8 @@ const PAGE = 5_000;
 
 /** The whole registry and every override, as one document (see `writePolicyExport`). */
 export async function exportPolicy(
-  options: ExportPolicyOptions = {},
-  deps: ClockedReadDeps = controlDeps(),
+  options: ExportPolicyOptions,
+  deps: ClockedReadDeps,
 ): Promise<PolicyExport> {
   const chunks: string[] = [];
   const { policyVersion } = await writePolicyExport((chunk) => chunks.push(chunk), options, deps);
@@ -55,7 +54,7 @@ export async function exportPolicy(
 export async function writePolicyExport(
   write: (chunk: string) => unknown,
   options: ExportPolicyOptions = {},
-  deps: ClockedReadDeps = controlDeps(),
+  deps: ClockedReadDeps,
 ): Promise<{ readonly policyVersion: number | null }> {
   const nowMs = options.nowMs ?? deps.clock.nowMs();
   return deps.db.$transaction(

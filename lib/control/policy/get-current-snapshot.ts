@@ -11,7 +11,6 @@ import {
   type TSnapshot,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { ReadDeps } from "../deps";
 import { POLICY_SNAPSHOT_TOPIC } from "../outbox/outbox";
@@ -32,7 +31,7 @@ export interface CurrentSnapshot {
 }
 
 /** The latest version: what every enforcer should be running. */
-export async function getCurrentSnapshot(deps: ReadDeps = controlDeps()): Promise<CurrentSnapshot> {
+export async function getCurrentSnapshot(deps: ReadDeps): Promise<CurrentSnapshot> {
   const latest = await deps.db.policyVersion.findFirst({
     orderBy: { version: "desc" },
     select: { version: true, checksum: true, entries: true, deltaBytes: true, createdAt: true },
@@ -84,8 +83,8 @@ export interface SnapshotPage extends CurrentSnapshot {
  * repeatable-read transaction so the page belongs to the version it is returned with.
  */
 export async function getSnapshotPage(
-  options: SnapshotPageOptions = {},
-  deps: ReadDeps = controlDeps(),
+  options: SnapshotPageOptions,
+  deps: ReadDeps,
 ): Promise<SnapshotPage> {
   const input = parseOptions(ZSnapshotPageOptions, options);
   return deps.db.$transaction(
@@ -115,7 +114,7 @@ export async function getSnapshotPage(
  */
 export async function readCompiledSnapshot(
   scope: { readonly customerId: string | null } | "all",
-  deps: ReadDeps = controlDeps(),
+  deps: ReadDeps,
 ): Promise<TSnapshot> {
   return deps.db.$transaction(
     async (tx) => {

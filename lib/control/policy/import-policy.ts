@@ -27,7 +27,6 @@ import {
   ZIncidentOverride,
   ZTier,
 } from "@limitplane/enforcer/policy";
-import { controlDeps } from "@/lib/server/composition";
 import { candidateSelect } from "../candidate/candidate-record";
 import { type ChangeContext, ZChangeContext } from "../change-context";
 import { overrideScope } from "../customer-override/customer-override-record";
@@ -78,7 +77,7 @@ const ANALYZE_FROM_CUSTOMERS = 10_000;
 export async function importPolicy(
   document: unknown,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
   options: ImportPolicyOptions = {},
 ): Promise<ImportPolicyResult> {
   const parsed = parsePolicyDocument(document);

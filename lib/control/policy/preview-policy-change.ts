@@ -24,7 +24,6 @@ import {
   ZLimitSpec,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import type { ClockedReadDeps, ReadDeps } from "../deps";
 import {
   type EndpointClassRecord,
@@ -158,7 +157,7 @@ export async function readPolicyRules(db: ReadDeps["db"]) {
  */
 export async function previewPolicyChange(
   options: PreviewPolicyChangeOptions,
-  deps: ClockedReadDeps = controlDeps(),
+  deps: ClockedReadDeps,
 ): Promise<PolicyChangePreview> {
   const parsed = ZPreviewPolicyChangeOptions.safeParse(options);
   if (!parsed.success) throw validationError(toFieldErrors(fieldErrorsFromZod(parsed.error)));

@@ -19,7 +19,6 @@ import {
   ZTier,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import type { ClockedReadDeps, ReadDeps } from "../deps";
 import { findEndpointClassReferrers } from "../endpoint-class/delete-endpoint-class";
 import { AppError, notFound, toFieldErrors, validationError } from "../errors";
@@ -67,7 +66,7 @@ export interface StructureChangePreview extends PolicyChangePreview {
  */
 export async function previewStructureChange(
   options: PreviewStructureChangeOptions,
-  deps: ClockedReadDeps = controlDeps(),
+  deps: ClockedReadDeps,
 ): Promise<StructureChangePreview> {
   const parsed = ZPreviewStructureChangeOptions.safeParse(options);
   if (!parsed.success) {

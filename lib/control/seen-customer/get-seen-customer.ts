@@ -1,5 +1,4 @@
 import { readSeenCustomer } from "@limitplane/enforcer/publication";
-import { seenRedisDeps as getSeenRedisDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { SeenRedisDeps } from "../deps";
 import { AppError } from "../errors";
@@ -12,7 +11,7 @@ import { ZSeenCustomerId } from "./seen-customer-schemas";
  */
 export async function getSeenCustomer(
   id: string,
-  deps: SeenRedisDeps = getSeenRedisDeps(),
+  deps: SeenRedisDeps,
 ): Promise<SeenCustomerRecord> {
   const customerId = parseOptions(ZSeenCustomerId, id);
   const seen = await readSeenCustomer(deps.redis, deps.prefix, customerId);
@@ -29,7 +28,7 @@ export async function getSeenCustomer(
 /** {@link getSeenCustomer}, null instead of NOT_FOUND. */
 export async function findSeenCustomer(
   id: string,
-  deps: SeenRedisDeps = getSeenRedisDeps(),
+  deps: SeenRedisDeps,
 ): Promise<SeenCustomerRecord | null> {
   const customerId = parseOptions(ZSeenCustomerId, id);
   const seen = await readSeenCustomer(deps.redis, deps.prefix, customerId);

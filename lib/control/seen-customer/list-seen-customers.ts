@@ -3,7 +3,6 @@ import {
   readSeenCustomerIds,
   readSeenOverflow,
 } from "@limitplane/enforcer/publication";
-import { seenCustomerDeps as getSeenCustomerDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { SeenCustomerDeps } from "../deps";
 import { type SeenCustomerRecord, toSeenCustomerRecord } from "./seen-customer-record";
@@ -29,8 +28,8 @@ const HOUR_MS = 3_600_000;
  * (one command), then the registry for the page's candidates only.
  */
 export async function listSeenCustomers(
-  options: ListSeenCustomersOptions = {},
-  deps: SeenCustomerDeps = getSeenCustomerDeps(),
+  options: ListSeenCustomersOptions,
+  deps: SeenCustomerDeps,
 ): Promise<SeenCustomerPage> {
   const input = parseOptions(ZListSeenCustomersOptions, options);
   const hour = Math.floor(deps.clock.nowMs() / HOUR_MS);

@@ -6,7 +6,6 @@
  * default tier; the operator sees which before confirming (the raise form says so).
  */
 import { isCustomerId } from "@limitplane/enforcer/policy";
-import { seenRedisDeps as getSeenRedisDeps } from "@/lib/server/composition";
 import type { TChangeContext } from "../change-context";
 import { customerSelect, toCustomerRecord } from "../customer/customer-record";
 import type { ReadDeps, SeenRedisDeps } from "../deps";
@@ -19,20 +18,21 @@ import type { SeenCustomerRecord } from "./seen-customer-record";
  * What the gateways reported of `customerId` when the registry does not hold it, read before the
  * transaction (Redis is never read while the policy lock is held). Null when it is registered or
  * no gateway reported it: the change then goes on as before (and refuses an unknown customer).
+ * Without `redisDeps` the gateways' reports are not consulted (a caller with no Redis).
  */
 export async function seenOnlyCustomer(
   db: ReadDeps["db"],
   customerId: string,
   redisDeps?: SeenRedisDeps,
 ): Promise<SeenCustomerRecord | null> {
-  if (!isCustomerId(customerId)) return null;
+  if (redisDeps === undefined || !isCustomerId(customerId)) return null;
   const registered = await db.customer.findUnique({
     where: { id: customerId },
     select: { id: true },
   });
   if (registered !== null) return null;
   // Redis unreachable: as if unseen (the change then refuses the unknown customer).
-  return findSeenCustomer(customerId, redisDeps ?? getSeenRedisDeps()).catch(() => null);
+  return findSeenCustomer(customerId, redisDeps).catch(() => null);
 }
 
 /** The tier a seen customer is registered with: the reported one if it exists, else the default. */

@@ -8,7 +8,8 @@ import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { noPolicyYet } from "../policy/run-policy-change";
 import type { Db } from "../stored";
-import { isoOf, parseStored } from "../stored";
+import { auditView, isoOf, parseStored } from "../stored";
+import type { VersionedEntity } from "../versioned-write";
 
 export const settingsSelect = {
   defaultTier: true,
@@ -57,4 +58,15 @@ export async function findSettings(db: Db): Promise<PolicySettingsRecord> {
   const row = await db.policySettings.findUnique({ where: { id: 1 }, select: settingsSelect });
   if (row === null) throw noPolicyYet();
   return toSettingsRecord(row);
+}
+
+/** The settings as `versionedWrite` reads, checks and records them. */
+export function settingsEntity(): VersionedEntity<PolicySettingsRecord> {
+  return {
+    find: (tx) => findSettings(tx),
+    entityType: "settings",
+    entityId: "settings",
+    label: "the settings",
+    view: auditView,
+  };
 }

@@ -1,14 +1,13 @@
 import { ZCeilings, ZGuardrails, ZPolicyDocument } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
+import { versionedWrite } from "../versioned-write";
 import {
-  findSettings,
   type PolicySettingsRecord,
+  settingsEntity,
   settingsSelect,
   toSettingsRecord,
 } from "./settings-record";
@@ -51,7 +50,7 @@ export type UpdatePolicySettingsOptions = z.input<typeof ZUpdatePolicySettingsOp
 export async function updatePolicySettings(
   options: UpdatePolicySettingsOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly settings: PolicySettingsRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdatePolicySettingsOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -59,18 +58,7 @@ export async function updatePolicySettings(
     entityType: "settings",
     affectsSnapshot: true,
     focus: { collection: "settings" },
-    async write(tx) {
-      const current = await findSettings(tx);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "settings",
-          entityId: "settings",
-          label: "the settings",
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(settingsEntity(), input.expectedVersion, async (tx, current) => {
       const row = await tx.policySettings.update({
         where: { id: 1 },
         data: {
@@ -91,13 +79,7 @@ export async function updatePolicySettings(
         select: settingsSelect,
       });
       const settings = toSettingsRecord(row);
-      return {
-        entityId: "settings",
-        customerId: null,
-        before: auditView(current),
-        after: auditView(settings),
-        value: { settings },
-      };
-    },
+      return { after: auditView(settings), value: { settings } };
+    }),
   });
 }

@@ -1,6 +1,5 @@
 import { ZTier } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
@@ -15,7 +14,7 @@ export type CreateTierOptions = z.input<typeof ZTier>;
 export async function createTier(
   options: CreateTierOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly tier: TierRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZTier, options, context);
   return runPolicyChange(deps, ctx, {

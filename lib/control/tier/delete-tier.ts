@@ -1,13 +1,11 @@
 import { parseScope, ZTier } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { AppError } from "../errors";
 import { type ChangeReceipt, runPolicyChange, type Tx } from "../policy/run-policy-change";
-import { auditView } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
-import { findTier, type TierRecord, tierLabel } from "./tier-record";
+import { versionedWrite } from "../versioned-write";
+import { type TierRecord, tierEntity, tierLabel } from "./tier-record";
 
 export const ZDeleteTierOptions = z.strictObject({
   name: ZTier.shape.name,
@@ -26,7 +24,7 @@ const NAMED_CUSTOMERS = 3;
 export async function deleteTier(
   options: DeleteTierOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly tier: TierRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZDeleteTierOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -34,18 +32,7 @@ export async function deleteTier(
     entityType: "tier",
     affectsSnapshot: true,
     focus: null,
-    async write(tx) {
-      const current = await findTier(tx, input.name);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "tier",
-          entityId: input.name,
-          label: tierLabel(input.name),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(tierEntity(input.name), input.expectedVersion, async (tx, current) => {
       const referrers = await findTierReferrers(tx, input.name);
       if (referrers.length > 0) {
         throw new AppError(
@@ -55,14 +42,8 @@ export async function deleteTier(
         );
       }
       await tx.tier.delete({ where: { name: input.name }, select: { name: true } });
-      return {
-        entityId: input.name,
-        customerId: null,
-        before: auditView(current),
-        after: null,
-        value: { tier: current },
-      };
-    },
+      return { after: null, value: { tier: current } };
+    }),
   });
 }
 

@@ -1,8 +1,7 @@
-import { controlDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 import { findTier, type TierRecord } from "./tier-record";
 
 /** One tier, or NOT_FOUND. */
-export async function getTier(name: string, deps: ReadDeps = controlDeps()): Promise<TierRecord> {
+export async function getTier(name: string, deps: ReadDeps): Promise<TierRecord> {
   return findTier(deps.db, name);
 }

@@ -1,9 +1,8 @@
-import { controlDeps } from "@/lib/server/composition";
 import type { ReadDeps } from "../deps";
 import { type TierRecord, tierSelect, toTierRecord } from "./tier-record";
 
 /** Every tier, by name. */
-export async function listTiers(deps: ReadDeps = controlDeps()): Promise<TierRecord[]> {
+export async function listTiers(deps: ReadDeps): Promise<TierRecord[]> {
   const rows = await deps.db.tier.findMany({ orderBy: { name: "asc" }, select: tierSelect });
   return rows.map(toTierRecord);
 }

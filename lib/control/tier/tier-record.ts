@@ -2,7 +2,8 @@ import { type TTier, ZTier } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { notFound } from "../errors";
 import type { Db } from "../stored";
-import { isoOf, parseStored, toJson } from "../stored";
+import { auditView, isoOf, parseStored, toJson } from "../stored";
+import type { VersionedEntity } from "../versioned-write";
 
 /** A tier's fields in the policy document: what `readStoredPolicy` reads. */
 export const tierDocumentSelect = {
@@ -55,4 +56,15 @@ export async function findTier(db: Db, name: string): Promise<TierRecord> {
   const row = await db.tier.findUnique({ where: { name }, select: tierSelect });
   if (row === null) throw notFound("Tier", name);
   return toTierRecord(row);
+}
+
+/** A tier as `versionedWrite` reads, checks and records it. */
+export function tierEntity(name: string): VersionedEntity<TierRecord> {
+  return {
+    find: (tx) => findTier(tx, name),
+    entityType: "tier",
+    entityId: name,
+    label: tierLabel(name),
+    view: auditView,
+  };
 }

@@ -1,12 +1,11 @@
 import { ZTier } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { controlDeps } from "@/lib/server/composition";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView, toJson } from "../stored";
-import { assertExpectedVersion } from "../version-conflict";
-import { findTier, type TierRecord, tierLabel, tierSelect, toTierRecord } from "./tier-record";
+import { versionedWrite } from "../versioned-write";
+import { type TierRecord, tierEntity, tierSelect, toTierRecord } from "./tier-record";
 
 export const ZUpdateTierOptions = z
   .strictObject({
@@ -25,7 +24,7 @@ export type UpdateTierOptions = z.input<typeof ZUpdateTierOptions>;
 export async function updateTier(
   options: UpdateTierOptions,
   context: ChangeContext,
-  deps: ControlDeps = controlDeps(),
+  deps: ControlDeps,
 ): Promise<{ readonly tier: TierRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZUpdateTierOptions, options, context);
   return runPolicyChange(deps, ctx, {
@@ -33,18 +32,7 @@ export async function updateTier(
     entityType: "tier",
     affectsSnapshot: true,
     focus: { collection: "tiers", id: input.name },
-    async write(tx) {
-      const current = await findTier(tx, input.name);
-      await assertExpectedVersion(
-        tx,
-        {
-          entityType: "tier",
-          entityId: input.name,
-          label: tierLabel(input.name),
-          current: auditView(current),
-        },
-        input.expectedVersion,
-      );
+    write: versionedWrite(tierEntity(input.name), input.expectedVersion, async (tx) => {
       const row = await tx.tier.update({
         where: { name: input.name },
         data: {
@@ -55,13 +43,7 @@ export async function updateTier(
         select: tierSelect,
       });
       const tier = toTierRecord(row);
-      return {
-        entityId: tier.name,
-        customerId: null,
-        before: auditView(current),
-        after: auditView(tier),
-        value: { tier },
-      };
-    },
+      return { after: auditView(tier), value: { tier } };
+    }),
   });
 }

@@ -6,6 +6,7 @@ import { textField } from "../change-context";
 import { notFound } from "../errors";
 import type { Db } from "../stored";
 import { isoOf } from "../stored";
+import type { VersionedEntity } from "../versioned-write";
 
 export const ZApiTokenName = textField("name", 100);
 
@@ -196,4 +197,15 @@ export async function findApiToken(db: Db, id: string, nowMs: number): Promise<A
   const row = await db.apiToken.findUnique({ where: { id }, select: apiTokenSelect });
   if (row === null) throw notFound("API token", id);
   return readApiTokenRecord(db, row, nowMs);
+}
+
+/** An API token as `versionedWrite` reads, checks and records it (never its hash). */
+export function apiTokenEntity(id: string): VersionedEntity<ApiTokenRecord> {
+  return {
+    find: (tx, nowMs) => findApiToken(tx, id, nowMs),
+    entityType: "token",
+    entityId: id,
+    label: apiTokenLabel,
+    view: apiTokenAuditView,
+  };
 }

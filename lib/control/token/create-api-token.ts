@@ -1,6 +1,5 @@
 import { ZInstant } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { type AuditReceipt, runAuditedChange } from "../audit/run-audited-change";
 import { newApiToken } from "../auth/secret-token";
 import { type ChangeContext, parseChange } from "../change-context";
@@ -35,7 +34,7 @@ export type CreateApiTokenOptions = z.input<typeof ZCreateApiTokenOptions>;
 export async function createApiToken(
   options: CreateApiTokenOptions,
   context: ChangeContext,
-  deps: AuthDeps = authDeps(),
+  deps: AuthDeps,
 ): Promise<{ readonly apiToken: ApiTokenRecord; readonly token: string } & AuditReceipt> {
   const { input, ctx } = parseChange(ZCreateApiTokenOptions, options, context);
   const nowMs = deps.clock.nowMs();

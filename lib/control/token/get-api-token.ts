@@ -1,11 +1,10 @@
-import { authDeps } from "@/lib/server/composition";
 import type { AuthDeps } from "../deps";
 import { type ApiTokenRecord, findApiToken } from "./api-token-record";
 
 /** One API token (never its secret or hash), or NOT_FOUND. */
 export async function getApiToken(
   id: string,
-  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
+  deps: Pick<AuthDeps, "db" | "clock">,
 ): Promise<ApiTokenRecord> {
   return findApiToken(deps.db, id, deps.clock.nowMs());
 }

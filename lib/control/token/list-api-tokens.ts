@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { authDeps } from "@/lib/server/composition";
 import { parseOptions } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { type ApiTokenRecord, apiTokenSelect, readApiTokenRecord } from "./api-token-record";
@@ -16,8 +15,8 @@ export type ListApiTokensOptions = z.input<typeof ZListApiTokensOptions>;
  * disabled) are listed, so they can be seen and revoked.
  */
 export async function listApiTokens(
-  options: ListApiTokensOptions = {},
-  deps: Pick<AuthDeps, "db" | "clock"> = authDeps(),
+  options: ListApiTokensOptions,
+  deps: Pick<AuthDeps, "db" | "clock">,
 ): Promise<ApiTokenRecord[]> {
   const input = parseOptions(ZListApiTokensOptions, options);
   const nowMs = deps.clock.nowMs();

@@ -30,9 +30,9 @@ import {
   listEndpointClasses,
   listIncidents,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
-import { clock, explainDeps } from "@/lib/server/composition";
+import { clock, controlDeps, explainDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import {
   type CustomerRejectionEntry,
   readCustomerRejections,
@@ -67,9 +67,9 @@ export default async function CustomerPage({
 
   const serverNowMs = clock().nowMs();
   const [classes, incidents, overrides, rejections, history] = await Promise.all([
-    listEndpointClasses(),
-    listIncidents({ customerId: id, status: "current", nowMs: serverNowMs }),
-    listCustomerOverrides(id),
+    listEndpointClasses(controlDeps()),
+    listIncidents({ customerId: id, status: "current", nowMs: serverNowMs }, controlDeps()),
+    listCustomerOverrides(id, controlDeps()),
     readCustomerRejections(id, 50).then(
       (entries) => ({ ok: true as const, entries }),
       (error: unknown) => ({
@@ -77,7 +77,7 @@ export default async function CustomerPage({
         message: error instanceof Error ? error.message : "Redis did not answer",
       }),
     ),
-    customerHistory(id, { cursor: historyCursor, limit: HISTORY_PAGE_SIZE }).catch(
+    customerHistory(id, { cursor: historyCursor, limit: HISTORY_PAGE_SIZE }, controlDeps()).catch(
       (error: unknown): AuditPage | string => {
         if (isAppError(error) && error.code === "VALIDATION_FAILED") return error.message;
         throw error;

@@ -12,12 +12,12 @@ import {
   CHART_RANGES,
   type ChartMarker,
   type ChartWindow,
+  chartWindow,
   formatLimit,
   formatNumber,
   formatPercent,
   isChartRangeId,
 } from "@/lib/console";
-import { MINUTE_MS, type ScopeMinuteCount } from "@/lib/console/minute-counts";
 import {
   can,
   getCandidate,
@@ -25,12 +25,14 @@ import {
   isAppError,
   listEndpointClasses,
   listTiers,
+  MINUTE_MS,
+  type ScopeMinuteCount,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import type { CandidateLifecycle } from "@/lib/control/candidate/read-candidate-lifecycle";
 import type { CandidateComparison, SideTotals } from "@/lib/control/dry-run/compare-candidate";
 import { readCandidateComparisons } from "@/lib/control/dry-run/read-candidate-comparisons";
-import { clock } from "@/lib/server/composition";
+import { clock, controlDeps, scopeCountsDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import { describePolicyLimit, describeScope } from "../../policies/_components/policy-words";
 import { CandidateActions } from "../_components/candidate-actions";
 import {
@@ -150,15 +152,15 @@ export default async function CandidatePage({
     next: `/dry-run/${encodeURIComponent(id)}`,
   });
   if (!isRecordId(id)) notFound();
-  const candidate = await getCandidate(id).catch((error: unknown) => {
+  const candidate = await getCandidate(id, controlDeps()).catch((error: unknown) => {
     if (isAppError(error) && error.code === "NOT_FOUND") return null;
     throw error;
   });
   if (candidate === null) notFound();
   const [tiers, endpointClasses, settings] = await Promise.all([
-    listTiers(),
-    listEndpointClasses(),
-    getPolicySettings(),
+    listTiers(controlDeps()),
+    listEndpointClasses(controlDeps()),
+    getPolicySettings(controlDeps()),
   ]);
   const current = limitAtScope(
     {
@@ -171,7 +173,15 @@ export default async function CandidatePage({
     candidate.target,
   );
   const nowMs = clock().nowMs();
-  const read = await readCandidateComparisons({ candidates: [candidate], range, nowMs });
+  const window = chartWindow(range, { nowMs, includeCurrentBucket: true });
+  const read = await readCandidateComparisons(
+    {
+      candidates: [candidate],
+      range: { startMs: window.startMs, endMs: window.endMs, label: range.label },
+      nowMs,
+    },
+    scopeCountsDeps(),
+  );
   const item = read.items[0];
   if (item === undefined) throw new Error("a comparison is read for the candidate");
   const { comparison, lifecycle, candidateScope: dryRunScope } = item;

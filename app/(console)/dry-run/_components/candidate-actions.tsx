@@ -3,9 +3,9 @@
 import { useRouter } from "next/navigation";
 import { type ReactNode, useId, useState } from "react";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
+import { callApi } from "@/lib/api/api-client";
 // A direct module import: this is client code, and the change context is pure.
 import { reasonProblem } from "@/lib/control/change-context";
-import { readApiError } from "../../policies/_components/api-error";
 import styles from "../dry-run.module.css";
 
 export interface CandidateActionsProps {
@@ -40,13 +40,12 @@ export function CandidateActions({
   const act = async (verb: "promote" | "discard", reason: string): Promise<ConfirmResult> => {
     const problem = reasonProblem(reason, "Give a reason first: it is kept in the audit log.");
     if (problem !== null) return { error: problem };
-    const response = await fetch(`/api/v1/candidates/${encodeURIComponent(id)}/${verb}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ expectedVersion: version, reason: reason.trim() }),
-    });
-    if (response.ok) {
-      const body = (await response.json()) as { policyVersion: number | null };
+    const answer = await callApi<{ policyVersion: number | null }>(
+      `/api/v1/candidates/${encodeURIComponent(id)}/${verb}`,
+      { method: "POST", body: { expectedVersion: version, reason: reason.trim() } },
+    );
+    if (answer.ok) {
+      const body = answer.body;
       const params = new URLSearchParams({
         done: verb === "promote" ? "promoted" : "discarded",
         id,
@@ -55,7 +54,7 @@ export function CandidateActions({
       router.push(`/dry-run?${params.toString()}`);
       return;
     }
-    const error = await readApiError(response);
+    const { error } = answer;
     if (error.code === "VERSION_CONFLICT") {
       return {
         error: `Someone changed this candidate since you opened it: ${error.message} Reload the page to see it.`,

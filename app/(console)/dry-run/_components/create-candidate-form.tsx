@@ -5,7 +5,7 @@ import { isRecordId } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { BacktestPanel } from "@/components/backtest/backtest-panel";
-import { readApiError } from "../../policies/_components/api-error";
+import { callApi } from "@/lib/api/api-client";
 import {
   draftOf,
   emptyDraft,
@@ -79,22 +79,20 @@ export function CreateCandidateForm({
     }
     setIsPending(true);
     try {
-      const response = await fetch("/api/v1/candidates", {
+      const answer = await callApi<{ candidate: { id: string } }>("/api/v1/candidates", {
         method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
+        body: {
           ...(id.trim() === "" ? {} : { id: id.trim() }),
           target: scope,
           limit,
           reason: reason.trim(),
-        }),
+        },
       });
-      if (response.status === 201) {
-        const body = (await response.json()) as { candidate: { id: string } };
-        router.push(`/dry-run/${encodeURIComponent(body.candidate.id)}`);
+      if (answer.ok) {
+        router.push(`/dry-run/${encodeURIComponent(answer.body.candidate.id)}`);
         return;
       }
-      const error = await readApiError(response);
+      const { error } = answer;
       setErrors(Object.fromEntries(error.fieldErrors.map((item) => [item.path, item.message])));
       setFormError(error.message);
     } catch {

@@ -4,7 +4,7 @@ import type { TLimitSpec } from "@limitplane/enforcer/policy";
 import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
-import { readApiError } from "../../policies/_components/api-error";
+import { callApi } from "@/lib/api/api-client";
 import {
   draftOfSpec,
   type FieldErrorMap,
@@ -46,12 +46,11 @@ export function UpdateCandidateForm({
     if (parsed === null || Object.keys(next).length > 0) return;
     setIsPending(true);
     try {
-      const response = await fetch(`/api/v1/candidates/${encodeURIComponent(id)}`, {
+      const answer = await callApi(`/api/v1/candidates/${encodeURIComponent(id)}`, {
         method: "PATCH",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ expectedVersion: version, limit: parsed, reason: trimmed }),
+        body: { expectedVersion: version, limit: parsed, reason: trimmed },
       });
-      if (response.ok) {
+      if (answer.ok) {
         setReason("");
         setMessage({
           tone: "ok",
@@ -60,7 +59,7 @@ export function UpdateCandidateForm({
         router.refresh();
         return;
       }
-      const error = await readApiError(response);
+      const { error } = answer;
       setErrors(Object.fromEntries(error.fieldErrors.map((item) => [item.path, item.message])));
       setMessage({
         tone: "error",

@@ -2,10 +2,10 @@
 
 import { useRouter } from "next/navigation";
 import { useId, useState } from "react";
-import { readApiError } from "@/components/ops/api-error";
 import styles from "@/components/ops/ops.module.css";
 import { ReasonField, reasonProblem } from "@/components/ops/reason-field";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
+import { callApi } from "@/lib/api/api-client";
 
 const EXTEND_BY_MS = 15 * 60_000;
 
@@ -36,19 +36,17 @@ export function IncidentActions({
   const [isExtending, setIsExtending] = useState(false);
 
   const post = async (action: "extend" | "revert", body: Record<string, unknown>) => {
-    let response: Response;
+    let answer: Awaited<ReturnType<typeof callApi>>;
     try {
-      response = await fetch(`/api/v1/incidents/${encodeURIComponent(incidentId)}/${action}`, {
+      answer = await callApi(`/api/v1/incidents/${encodeURIComponent(incidentId)}/${action}`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ expectedVersion, ...body }),
+        body: { expectedVersion, ...body },
       });
     } catch {
       return "The console did not answer. Check your connection and the incident's state.";
     }
-    if (response.ok) return null;
-    const payload: unknown = await response.json().catch(() => null);
-    const error = readApiError(payload, response.status);
+    if (answer.ok) return null;
+    const { error } = answer;
     return [error.message, ...error.fieldErrors.map((f) => `${f.path}: ${f.message}`)].join(" ");
   };
 

@@ -22,10 +22,10 @@ import {
   isAppError,
   listAuditEntries,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
 import { type EnforcerRecord, listEnforcers } from "@/lib/control/fleet/list-enforcers";
-import { clock, explainDeps } from "@/lib/server/composition";
+import { clock, controlDeps, explainDeps, fleetDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import { IncidentActions } from "./incident-actions";
 
 export const metadata: Metadata = { title: "Incident override" };
@@ -51,7 +51,7 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
 
   let incident: Awaited<ReturnType<typeof getIncident>>;
   try {
-    incident = await getIncident(id, undefined, serverNowMs);
+    incident = await getIncident(id, controlDeps(), serverNowMs);
   } catch (error: unknown) {
     if (isAppError(error) && (error.code === "NOT_FOUND" || error.code === "VALIDATION_FAILED")) {
       notFound();
@@ -60,8 +60,8 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
   }
 
   const [audit, fleet, limits] = await Promise.all([
-    listAuditEntries({ entityType: "incident", entityId: id, limit: 50 }),
-    listEnforcers(undefined, { liveWithinMs: LIVE_HEARTBEAT_MS }).then(
+    listAuditEntries({ entityType: "incident", entityId: id, limit: 50 }, controlDeps()),
+    listEnforcers(fleetDeps(), { liveWithinMs: LIVE_HEARTBEAT_MS }).then(
       (fleet) => ({
         ok: true as const,
         enforcers: [...fleet.enforcers].sort((a, b) => (a.id < b.id ? -1 : 1)),
@@ -82,7 +82,7 @@ export default async function IncidentPage({ params }: { params: Promise<{ id: s
   // An incident that arrived with an imported policy (the seed, a restore) has no change of its
   // own: the current version carries it, so that is what each enforcer must run.
   const targetVersion =
-    ownVersion ?? (await getCurrentSnapshot().then((current) => current.version));
+    ownVersion ?? (await getCurrentSnapshot(controlDeps()).then((current) => current.version));
   const confirmed = fleet.ok
     ? fleet.enforcers.filter(
         (enforcer) =>
@@ -319,7 +319,8 @@ async function effectiveLimits(
   endpointClass: string | null,
 ): Promise<{ before: LimitSpec | null; after: LimitSpec | null } | null> {
   try {
-    const className = endpointClass ?? (await getPolicySettings()).defaultEndpointClass;
+    const className =
+      endpointClass ?? (await getPolicySettings(controlDeps())).defaultEndpointClass;
     const explanation = await explainLimits(
       { customerId, endpointClass: className },
       explainDeps(),

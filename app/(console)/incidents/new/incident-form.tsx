@@ -6,10 +6,10 @@ import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect, useId, useMemo, useState } from "react";
 import { BacktestPanel } from "@/components/backtest/backtest-panel";
-import { readApiError } from "@/components/ops/api-error";
 import type { IncidentScopeOption } from "@/components/ops/incident-scopes";
 import styles from "@/components/ops/ops.module.css";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
+import { callApi } from "@/lib/api/api-client";
 // Direct module imports: this is client code.
 import { formatDurationMs, formatLimit } from "@/lib/console/format";
 import { MAX_REASON_LENGTH } from "@/lib/control/change-context";
@@ -206,23 +206,18 @@ export function IncidentForm({
   const submit = async (): Promise<ConfirmResult> => {
     setServerErrors({});
     const body = raiseBodyOf(draft);
-    let response: Response;
+    let answer: Awaited<ReturnType<typeof callApi>>;
     try {
-      response = await fetch("/api/v1/incidents", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
+      answer = await callApi("/api/v1/incidents", { method: "POST", body });
     } catch {
       return { error: "The console did not answer. Check your connection; nothing was changed." };
     }
-    const payload: unknown = await response.json().catch(() => null);
-    if (response.ok) {
-      const id = readIncidentId(payload);
+    if (answer.ok) {
+      const id = readIncidentId(answer.body);
       router.push(id === null ? "/overrides" : `/incidents/${encodeURIComponent(id)}`);
       return;
     }
-    const { message, fieldErrors } = readApiError(payload, response.status);
+    const { message, fieldErrors } = answer.error;
     setServerErrors(groupByField(fieldErrors));
     return { error: message };
   };

@@ -24,9 +24,9 @@ import {
   listTiers,
   type SeenCustomerRecord,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
 import { can } from "@/lib/control/auth/roles";
-import { clock, explainDeps } from "@/lib/server/composition";
+import { clock, controlDeps, explainDeps, seenCustomerDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import { readCustomerRejections } from "@/lib/server/ops/customer-rejections";
 import { IncidentForm } from "./incident-form";
 
@@ -107,7 +107,7 @@ async function CustomerPicker({ q, problem }: { q: string | undefined; problem: 
   let page: CustomerPage | null = null;
   let searchProblem: string | null = null;
   try {
-    page = await listCustomers({ search: q, limit: 20 });
+    page = await listCustomers({ search: q, limit: 20 }, controlDeps());
   } catch (error: unknown) {
     if (!isAppError(error) || error.code !== "VALIDATION_FAILED") throw error;
     searchProblem = error.fieldErrors.map((field) => field.message).join("; ") || error.message;
@@ -115,7 +115,7 @@ async function CustomerPicker({ q, problem }: { q: string | undefined; problem: 
   // Customers only the gateways report can be raised too (the raise registers them).
   const seen =
     searchProblem === null
-      ? await listSeenCustomers({ search: q, limit: 10 }).catch(() => null)
+      ? await listSeenCustomers({ search: q, limit: 10 }, seenCustomerDeps()).catch(() => null)
       : null;
   return (
     <section className="panel" aria-labelledby="pick-heading">
@@ -196,11 +196,11 @@ async function RaiseForCustomer({
 }) {
   const nowMs = clock().nowMs();
   const [classes, settings, incidents, rejections, tiers] = await Promise.all([
-    listEndpointClasses(),
-    getPolicySettings(),
-    listIncidents({ customerId: customer.id, status: "current", nowMs }),
+    listEndpointClasses(controlDeps()),
+    getPolicySettings(controlDeps()),
+    listIncidents({ customerId: customer.id, status: "current", nowMs }, controlDeps()),
     readCustomerRejections(customer.id, 1).catch(() => []),
-    seen === null ? null : listTiers(),
+    seen === null ? null : listTiers(controlDeps()),
   ]);
   // What a seen-only customer is registered with (register-seen-customer.ts decides the same).
   const registersWithTier =

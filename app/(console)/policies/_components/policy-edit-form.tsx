@@ -3,6 +3,7 @@
 import { useRouter } from "next/navigation";
 import { type ReactNode, useState } from "react";
 import { BacktestPanel } from "@/components/backtest/backtest-panel";
+import { callApi } from "@/lib/api/api-client";
 import { auditEntryHref } from "@/lib/console/chart-series";
 // A direct module import: this is client code, and the change context is pure.
 import { MAX_REASON_LENGTH, reasonProblem } from "@/lib/control/change-context";
@@ -12,7 +13,6 @@ import type {
 } from "@/lib/control/policy/preview-policy-change";
 import type { PreviewStructureChangeOptions } from "@/lib/control/policy/preview-structure-change";
 import { previewPolicyChangeAction, previewStructureChangeAction } from "../actions";
-import { readApiError } from "./api-error";
 import { ChangePreview } from "./change-preview";
 import type { FieldErrorMap } from "./limit-draft";
 import { Field } from "./limit-fields";
@@ -161,22 +161,21 @@ export function PolicyEditForm({
     if (result === null) return;
     setIsPending(true);
     try {
-      const response = await fetch(saveUrl, {
+      const answer = await callApi<Saved>(saveUrl, {
         method,
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
+        body: {
           ...result.body,
           ...(method === "POST" ? {} : { expectedVersion: version }),
           reason: reason.trim(),
-        }),
+        },
       });
-      if (response.ok && afterSaveHref !== undefined) {
+      if (answer.ok && afterSaveHref !== undefined) {
         router.push(afterSaveHref);
         router.refresh();
         return;
       }
-      if (response.ok) {
-        const body = (await response.json()) as Saved;
+      if (answer.ok) {
+        const body = answer.body;
         setSaved({
           policyVersion: body.policyVersion,
           published: body.published,
@@ -188,7 +187,7 @@ export function PolicyEditForm({
         router.refresh();
         return;
       }
-      const error = await readApiError(response);
+      const { error } = answer;
       if (error.code === "VERSION_CONFLICT") {
         setConflict(error.message);
         return;

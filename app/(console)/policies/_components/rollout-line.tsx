@@ -1,14 +1,14 @@
 import { Badge } from "@/components/ui/badge";
 import { formatNumber } from "@/lib/console";
 import { readPolicyRollout } from "@/lib/control";
-import { clock } from "@/lib/server/composition";
+import { clock, fleetDeps } from "@/lib/server/composition";
 
 /**
  * How many live enforcers run `version` or later, from their heartbeats: "2 of 2 enforcers run
  * it". Unknown when Redis cannot be read; none live is said as such, never as "0 of 0".
  */
 export async function RolloutLine({ version }: { version: number }) {
-  const rollout = await readPolicyRollout({ version, nowMs: clock().nowMs() });
+  const rollout = await readPolicyRollout({ version, nowMs: clock().nowMs() }, fleetDeps());
   if (rollout === null) {
     return <span className="muted">Which enforcers run it is unknown: Redis cannot be read.</span>;
   }

@@ -9,7 +9,8 @@ import {
   listEndpointClasses,
   listTiers,
 } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { controlDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import { LimitCell } from "../_components/limit-cell";
 import { RecentChanges } from "../_components/recent-changes";
 import { GuardrailsEditForm } from "./guardrails-edit-form";
@@ -20,11 +21,11 @@ export const metadata: Metadata = { title: "Ceilings and defaults" };
 export default async function SettingsPage() {
   const principal = await requirePrincipal("policy.read", { next: "/policies/settings" });
   const [settings, tiers, endpointClasses, history] = await Promise.all([
-    getPolicySettings(),
-    listTiers(),
-    listEndpointClasses(),
+    getPolicySettings(controlDeps()),
+    listTiers(controlDeps()),
+    listEndpointClasses(controlDeps()),
     can(principal.role, "audit.read")
-      ? listAuditEntries({ entityType: "settings", entityId: "settings", limit: 5 })
+      ? listAuditEntries({ entityType: "settings", entityId: "settings", limit: 5 }, controlDeps())
       : null,
   ]);
   const canEdit = can(principal.role, "settings.write");

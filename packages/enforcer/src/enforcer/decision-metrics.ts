@@ -53,7 +53,7 @@ export interface MetricsDecision {
  * A rejected request adds nothing to the enforced scopes that would have admitted it. A dry-run
  * scope counts every request it saw exactly once, as `allowed` or `wouldReject`, so
  * `allowed + rejected + wouldReject` is the requests a scope evaluated (what the console's
- * per-minute rows mean, `lib/console/minute-counts.ts`), and a dry-run scope reads "would reject
+ * per-minute rows mean, `lib/control/metric-minute/minute-counts.ts`), and a dry-run scope reads "would reject
  * Y of N" with N = allowed + wouldReject.
  */
 export interface ScopeCounts {

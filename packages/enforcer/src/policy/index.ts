@@ -132,4 +132,5 @@ export {
   ZTier,
 } from "./schemas";
 export { formatScope, parseScope, type Scope } from "./scope";
+export { sha256Hex } from "./sha256";
 export { compileSnapshot, parseSnapshot, snapshotOfEntries } from "./snapshot";

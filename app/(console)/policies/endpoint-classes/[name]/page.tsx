@@ -5,7 +5,8 @@ import { notFound } from "next/navigation";
 import { LocalTime } from "@/components/ui/local-time";
 import { formatNumber } from "@/lib/console";
 import { can, getEndpointClass, isAppError, listAuditEntries, listTiers } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { controlDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import { DeleteEntityForm } from "../../_components/delete-entity-form";
 import { LimitCell } from "../../_components/limit-cell";
 import { RecentChanges } from "../../_components/recent-changes";
@@ -19,15 +20,15 @@ export default async function EndpointClassPage({ params }: { params: Promise<{ 
     next: `/policies/endpoint-classes/${encodeURIComponent(name)}`,
   });
   if (!isName(name)) notFound();
-  const endpointClass = await getEndpointClass(name).catch((error: unknown) => {
+  const endpointClass = await getEndpointClass(name, controlDeps()).catch((error: unknown) => {
     if (isAppError(error) && error.code === "NOT_FOUND") return null;
     throw error;
   });
   if (endpointClass === null) notFound();
   const [tiers, history] = await Promise.all([
-    listTiers(),
+    listTiers(controlDeps()),
     can(principal.role, "audit.read")
-      ? listAuditEntries({ entityType: "endpoint-class", entityId: name, limit: 5 })
+      ? listAuditEntries({ entityType: "endpoint-class", entityId: name, limit: 5 }, controlDeps())
       : null,
   ]);
   const canEdit = can(principal.role, "endpoint-class.write");

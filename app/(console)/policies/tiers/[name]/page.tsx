@@ -4,7 +4,8 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import { LocalTime } from "@/components/ui/local-time";
 import { can, getTier, isAppError, listAuditEntries } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { controlDeps } from "@/lib/server/composition";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import { DeleteEntityForm } from "../../_components/delete-entity-form";
 import { LimitCell } from "../../_components/limit-cell";
 import { RecentChanges } from "../../_components/recent-changes";
@@ -18,13 +19,13 @@ export default async function TierPage({ params }: { params: Promise<{ name: str
     next: `/policies/tiers/${encodeURIComponent(name)}`,
   });
   if (!isName(name)) notFound();
-  const tier = await getTier(name).catch((error: unknown) => {
+  const tier = await getTier(name, controlDeps()).catch((error: unknown) => {
     if (isAppError(error) && error.code === "NOT_FOUND") return null;
     throw error;
   });
   if (tier === null) notFound();
   const history = can(principal.role, "audit.read")
-    ? await listAuditEntries({ entityType: "tier", entityId: name, limit: 5 })
+    ? await listAuditEntries({ entityType: "tier", entityId: name, limit: 5 }, controlDeps())
     : null;
   const canEdit = can(principal.role, "tier.write");
 

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { can } from "@/lib/control";
-import { requirePrincipal } from "@/lib/control/auth/current-principal";
+import { requirePrincipal } from "@/lib/server/current-principal";
 import { TierCreateForm } from "./tier-create-form";
 
 export const metadata: Metadata = { title: "New tier" };

@@ -3,7 +3,7 @@
  * per-address sign-in limit and the session list) and whether it arrived over https (for HSTS).
  *
  * The console's server (`npm start`) tells the app each connection's own address and whether it
- * is TLS (lib/server/console-peer.ts). With `CONSOLE_TRUST_PROXY=0`, the default, that is all
+ * is TLS (console-peer.ts). With `CONSOLE_TRUST_PROXY=0`, the default, that is all
  * that is believed: `X-Forwarded-For` and `X-Forwarded-Proto` are the client's to write, so
  * varying them dodges nothing and forging one locks out no one. With `CONSOLE_TRUST_PROXY=n`
  * (n proxies in front, each appending to `X-Forwarded-For`, as nginx's
@@ -18,8 +18,8 @@
  */
 import { forwardedClientAddress } from "@limitplane/enforcer";
 import { normalizeClientAddress } from "@limitplane/enforcer/policy";
-import { connectionPeerOf } from "@/lib/server/console-peer";
-import { loadEnv } from "@/lib/server/env";
+import { connectionPeerOf } from "./console-peer";
+import { loadEnv } from "./env";
 
 export interface RequestOrigin {
   /** Normalized (an IPv6 address by its /64); null when unknown or unparsable. */

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
-import { createPeerStamp, PEER_HEADER } from "@/lib/server/console-peer";
 import { requestOriginOf } from "./client-address";
+import { createPeerStamp, PEER_HEADER } from "./console-peer";
 
 /** A request as the console's server hands it on: stamped with the connection's peer. */
 function throughConsoleServer(

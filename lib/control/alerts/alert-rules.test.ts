@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MINUTE_MS, type ScopeMinuteCount } from "../metric-minute/minute-counts";
 import {
   type DecisionMinute,
   detectDegradedDecisions,
@@ -6,8 +7,7 @@ import {
   detectRejectionRateAlerts,
   evaluateRejectionRates,
   type IncidentForExpiry,
-} from "./alerts";
-import { MINUTE_MS, type ScopeMinuteCount } from "./minute-counts";
+} from "./alert-rules";
 
 /** 12:00:30 UTC: the current minute (12:00) is still open, so windows end at 12:00. */
 const NOW_MS = Date.UTC(2025, 2, 4, 12, 0, 30);

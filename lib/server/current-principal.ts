@@ -5,13 +5,13 @@
 import { cookies } from "next/headers";
 import { redirect } from "next/navigation";
 import { DATABASE_UNAVAILABLE_DIGEST } from "@/lib/console/outage";
-import { authDeps } from "@/lib/server/composition";
-import { AppError } from "../errors";
-import { isDatabaseUnavailable } from "../prisma-errors";
-import { authenticateSessionToken } from "./authenticate";
-import type { Principal } from "./principal";
-import { can, type Permission } from "./roles";
-import { SESSION_COOKIE } from "./session-cookie";
+import { authenticateSessionToken } from "@/lib/control/auth/authenticate";
+import type { Principal } from "@/lib/control/auth/principal";
+import { can, type Permission } from "@/lib/control/auth/roles";
+import { SESSION_COOKIE } from "@/lib/control/auth/session-cookie";
+import { AppError } from "@/lib/control/errors";
+import { isDatabaseUnavailable } from "@/lib/control/prisma-errors";
+import { authDeps } from "./composition";
 
 /**
  * Thrown by pages when the database does not answer. Its digest reaches the page's error

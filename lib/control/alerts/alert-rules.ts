@@ -14,8 +14,10 @@
  *
  * Time is a parameter (`nowMs`); nothing here reads a clock.
  */
+
+import { formatDurationMs } from "@limitplane/enforcer/policy";
 import type { DecisionMinuteCounts } from "@limitplane/enforcer/publication";
-import { formatDurationMs, formatPercent } from "./format";
+import { formatPercent } from "../format-percent";
 import {
   type CountTotals,
   compareCodeUnits,
@@ -23,7 +25,7 @@ import {
   MINUTE_MS,
   type ScopeMinuteCount,
   sumRange,
-} from "./minute-counts";
+} from "../metric-minute/minute-counts";
 
 // ---------------------------------------------------------------------------------------------
 // Rejection-rate change
