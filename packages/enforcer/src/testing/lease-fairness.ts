@@ -201,8 +201,17 @@ export class FairnessGateways {
     }
     const customerId = `fair-${this.#runId}-${++this.#rounds}`;
     const totalPerSec = round.rateMultiple * sustainedPerSec(round.limit);
-    // Every worker starts at the same instant, far enough ahead for the orders to arrive.
-    const startAtMs = Date.now() + 300;
+    // Every worker starts at the same instant, far enough ahead for the orders to arrive; a
+    // window's round just after one of its windows begins, so the round runs in one window when
+    // it is shorter than the window (where a boundary falls would otherwise decide what the
+    // limit allows, and the rounds compared would not share it).
+    let startAtMs = Date.now() + 300;
+    const limit = round.limit;
+    if (limit.algorithm === "fixed-window" || limit.algorithm === "sliding-window") {
+      if (round.durationMs + 200 <= limit.windowMs) {
+        startAtMs += limit.windowMs - (startAtMs % limit.windowMs) + 100;
+      }
+    }
     this.#workers.forEach((worker, index) => {
       const order: FairnessOrder = {
         customerId,
