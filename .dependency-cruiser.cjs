@@ -4,6 +4,7 @@
  *
  * - The enforcer package (packages/enforcer) never imports the app.
  * - The limiter core (packages/enforcer/src/limiter, stores aside) imports no I/O.
+ * - The limiter (core and stores) imports nothing else of the package: it is the bottom layer.
  * - components/ never reach into lib/control's modules, only its entry point.
  * - No import cycle anywhere, type-only imports included.
  * - The pure modules that client components import (domain schemas, formatting) reach no server
@@ -40,6 +41,14 @@ module.exports = {
       to: {
         dependencyTypes: ["core", "npm", "npm-dev", "npm-no-pkg", "npm-unknown"],
       },
+    },
+    {
+      name: "limiter-imports-enforcer",
+      severity: "error",
+      comment:
+        "The limiter (its core and its stores) is the package's bottom layer: the enforcer runtime, the policy model and the rest build on it, never the other way round. Move what a store needs from above into limiter/ (as limiter/timers.ts was).",
+      from: { path: "^packages/enforcer/src/limiter/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^packages/enforcer/src/", pathNot: "^packages/enforcer/src/limiter/" },
     },
     {
       name: "policy-imports-io",

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecisionEngine } from "../src/enforcer/decision-engine";
 import { createEnforcer } from "../src/enforcer/enforcer";
-import { ManualTimers } from "../src/enforcer/timers";
 import { RedisStore } from "../src/limiter/stores/redis";
+import { ManualTimers } from "../src/limiter/timers";
 import { prepareSnapshot } from "../src/policy/prepare";
 import type { RedisClient } from "../src/publication/redis-clients";
 import { exampleSnapshot, tokenBucket } from "../src/testing/policy-factory";

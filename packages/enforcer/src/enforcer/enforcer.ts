@@ -17,6 +17,7 @@ import { hostname } from "node:os";
 import type { Clock } from "../limiter/clock";
 import { wallClock as defaultWallClock, monotonicClock } from "../limiter/clock";
 import { RedisStore } from "../limiter/stores/redis";
+import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
 import type { PolicyStateSize } from "../policy/policy-state";
 import type { TSnapshot } from "../policy/schemas";
@@ -45,7 +46,6 @@ import type { RecentRejectionsOptions } from "./recent-rejections";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
 import type { ResolutionCacheOptions } from "./resolution-cache";
 import { SeenCustomers, type SeenCustomersOptions, SeenCustomersReporter } from "./seen-customers";
-import { systemTimers, type TimerHandle, type Timers } from "./timers";
 import { STORE_FAILURES, type StoreFailure } from "./types";
 
 /**

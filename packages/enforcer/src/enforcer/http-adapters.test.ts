@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../limiter/stores/memory";
+import { ManualTimers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
 import { prepareSnapshot } from "../policy/prepare";
 import { checkFetchResponseContract } from "../testing/http-contract";
@@ -11,7 +12,6 @@ import { DecisionEngine, type EnforcerRequest, type RequestChecker } from "./dec
 import { createFetchMiddleware, withRateLimit } from "./fetch-middleware";
 import { forwardedClientAddress, trustedHops } from "./http-adapter";
 import { createNodeMiddleware } from "./node-middleware";
-import { ManualTimers } from "./timers";
 
 /** A store that is down: every call fails at once. */
 const DOWN_STORE: LimiterStore = {
