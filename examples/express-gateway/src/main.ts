@@ -1,15 +1,21 @@
 /**
- * Starts the example: `npm start -w examples/express-gateway`, with the same Redis as the
- * control plane (REDIS_URL, REDIS_KEY_PREFIX) and PORT (default 4101).
+ * Starts the example: `npm start -w examples/express-gateway`, against REDIS_URL (default
+ * 127.0.0.1:6379) under REDIS_KEY_PREFIX, on PORT (default 4101). With
+ * `LIMITPLANE_POLICY=published`, the limits are the ones a Limitplane control plane publishes
+ * under that prefix instead of `LIMITS`.
  */
 import { createEnforcer } from "@limitplane/enforcer";
-import { ApiKeys } from "./api-keys";
-import { createApp } from "./app";
+import { ApiKeys } from "./api-keys.js";
+import { createApp } from "./app.js";
+import { LIMITS } from "./limits.js";
 
 const enforcer = await createEnforcer({
-  redisUrl: process.env.REDIS_URL ?? "redis://127.0.0.1:6379/0",
-  keyPrefix: process.env.REDIS_KEY_PREFIX ?? "lp:",
   expectedGateways: Number(process.env.EXPECTED_GATEWAYS ?? 1),
+  redis: {
+    url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379/0",
+    keyPrefix: process.env.REDIS_KEY_PREFIX ?? "express-example:",
+  },
+  policy: process.env.LIMITPLANE_POLICY === "published" ? undefined : LIMITS,
 });
 const apiKeys = new ApiKeys({
   "key-initech": { customerId: "initech", tier: "free" },

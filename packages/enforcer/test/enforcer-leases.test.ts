@@ -145,11 +145,9 @@ describe("Enforcer.stop with lease refills held back", () => {
     const statusesAtSend: string[] = [];
     try {
       const enforcer = await createEnforcer({
-        redisUrl: server.url,
-        keyPrefix: `stop-held-${Math.random().toString(36).slice(2)}:`,
+        redis: { url: server.url, keyPrefix: `stop-held-${Math.random().toString(36).slice(2)}:` },
         expectedGateways: 1,
-        bootstrapSnapshot: exampleSnapshot(),
-        startupWaitMs: 200,
+        controlPlane: { bootstrapSnapshot: exampleSnapshot(), startupWaitMs: 200 },
         logger: { log() {} },
         store: (clients, keyPrefix) => {
           const store = new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: 64 });

@@ -5,12 +5,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../limiter/stores/memory";
 import { ManualTimers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
+import { forwardedClientAddress } from "../policy/address";
 import { prepareSnapshot } from "../policy/prepare";
 import { checkFetchResponseContract } from "../testing/http-contract";
 import { exampleSnapshot } from "../testing/policy-factory";
 import { DecisionEngine, type EnforcerRequest, type RequestChecker } from "./decision-engine";
 import { createFetchMiddleware, withRateLimit } from "./fetch-middleware";
-import { forwardedClientAddress, trustedHops } from "./http-adapter";
+import { trustedHops } from "./http-adapter";
 import { createNodeMiddleware } from "./node-middleware";
 
 /** A store that is down: every call fails at once. */
