@@ -100,7 +100,9 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "^(lib/generated|\\.next|node_modules|test-results|playwright-report)/" },
+    exclude: {
+      path: "^(lib/generated|\\.next|node_modules|test-results|playwright-report|packages/enforcer/dist[^/]*)/",
+    },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     combinedDependencies: true,
