@@ -93,14 +93,15 @@ export function formatDiagnostics(diagnostics: readonly ts.Diagnostic[]): string
 
 /**
  * Emits `program` through `writeFile` with every relative module specifier rewritten to the
- * output file it names. Throws on any compiler error.
+ * output file it names. Throws on any compiler error (unless `skipDiagnostics`: the API report,
+ * which runs beside the type check, does not repeat it).
  */
 export function emitPackage(
   program: ts.Program,
   writeFile: ts.WriteFileCallback,
-  options: { readonly declarationsOnly?: boolean } = {},
+  options: { readonly declarationsOnly?: boolean; readonly skipDiagnostics?: boolean } = {},
 ): void {
-  const diagnostics = ts.getPreEmitDiagnostics(program);
+  const diagnostics = options.skipDiagnostics === true ? [] : ts.getPreEmitDiagnostics(program);
   if (diagnostics.length > 0) throw new Error(formatDiagnostics(diagnostics));
   const rewrite = specifierRewriter();
   const result = program.emit(undefined, writeFile, undefined, options.declarationsOnly ?? false, {
