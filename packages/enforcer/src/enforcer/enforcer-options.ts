@@ -109,7 +109,10 @@ export interface EnforcerControlPlaneOptions {
    * @default none
    */
   readonly bootstrapSnapshot?: TSnapshot | string;
-  /** How often the stored policy version is checked, healing missed announcements. @default 2_000 */
+  /**
+   * How often the stored policy version is checked, healing missed announcements.
+   * @default 2_000
+   */
   readonly pollIntervalMs?: number;
   /**
    * How long `createEnforcer` waits for a first snapshot before returning (plus at most the
@@ -150,7 +153,10 @@ export interface EnforcerReportingOptions {
   readonly minuteBucketTtlMs?: number;
   /** Rejections kept per customer in Redis. @default 50 */
   readonly rejectionsPerCustomer?: number;
-  /** Lifetime of a customer's rejection list after its latest rejection. @default 3_600_000 (1 h) */
+  /**
+   * Lifetime of a customer's rejection list after its latest rejection.
+   * @default 3_600_000 (1 h)
+   */
   readonly rejectionsTtlMs?: number;
   /** The in-process counts behind the metrics. @default {} */
   readonly metrics?: Omit<DecisionMetricsOptions, "wallClock">;
@@ -183,10 +189,11 @@ export interface EnforcerOptions {
   readonly expectedGateways: number;
   /**
    * The limits, written in code, in the schema of the control plane's policy document
-   * (`TPolicyDocumentInput` of `@limitplane/enforcer/policy`; docs/policy-model.md). Validated
-   * and compiled at start (a mistake throws {@link EnforcerOptionsError} naming the field), then
-   * enforced from the first request as version 1, with the same decisions, headers and metrics
-   * as a published policy. The enforcer then follows no published policy.
+   * (`TPolicyDocumentInput` of `@limitplane/enforcer/policy`; the model is described in
+   * src/policy/README.md). Validated and compiled at start (a mistake throws
+   * {@link EnforcerOptionsError} naming the field), then enforced from the first request as
+   * version 1, with the same decisions, headers and metrics as a published policy. The enforcer
+   * then follows no published policy.
    * @default none: follow the policy the control plane publishes under `redis.keyPrefix`
    */
   readonly policy?: TPolicyDocumentInput;
