@@ -26,8 +26,8 @@
  * listens: `gateway <id> listening on http://<host>:<port> policy=<version|none>`.
  * `--record` keeps the traffic record for backtests (README "The traffic record"): address hashes
  * keyed by TRAFFIC_RECORD_SECRET, subjects sampled at `--record-sample-rate` (default
- * TRAFFIC_RECORD_SAMPLE_RATE, 1). `--no-leases` asks Redis for every admission (packages/enforcer
- * README "Leases").
+ * TRAFFIC_RECORD_SAMPLE_RATE, 1). `--no-leases` asks Redis for every admission (docs/embedding.md,
+ * "Leases").
  */
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";

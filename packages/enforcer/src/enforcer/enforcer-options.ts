@@ -83,7 +83,7 @@ export interface EnforcerTimeoutOptions {
   /**
    * How long a store call may go unanswered before the enforcer looks at the connection: down,
    * and each limit's failure policy answers at once; up, and the call is only slow, so it is
-   * waited for (up to `maxWaitMs`). See docs/embedding.md ("Slow versus down").
+   * waited for (up to `maxWaitMs`). See docs/embedding.md ("When Redis fails").
    * @default 50
    */
   readonly storeCallMs?: number;
