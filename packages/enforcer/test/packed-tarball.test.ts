@@ -33,10 +33,9 @@ const SLOW_MS = 600_000;
  * `node_modules/.bin` on the path (tsx among them).
  */
 function scratchEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (name.startsWith("npm_") || name === "NODE_OPTIONS" || name === "INIT_CWD") continue;
-    env[name] = value;
+  const env = { ...process.env };
+  for (const name of Object.keys(env)) {
+    if (name.startsWith("npm_") || name === "NODE_OPTIONS" || name === "INIT_CWD") delete env[name];
   }
   env.PATH = (process.env.PATH ?? "")
     .split(path.delimiter)
