@@ -526,7 +526,8 @@ export class Enforcer implements RequestChecker {
     for (const loop of this.#loops) loop.cancel();
     this.#loops = [];
     this.#loopDelay.stop();
-    await this.#follower.stop();
+    // With limits in code the follower never subscribed: nothing to stop.
+    if (!this.#isPolicyInCode) await this.#follower.stop();
     // Lease refills held back for company go now, ahead of the QUIT below, so they are answered.
     this.#store.sendHeld?.();
     await this.#flusher.flush();
