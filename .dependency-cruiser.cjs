@@ -4,6 +4,7 @@
  *
  * - The enforcer package (packages/enforcer) never imports the app.
  * - The limiter core (packages/enforcer/src/limiter, stores aside) imports no I/O.
+ * - The limiter (core and stores) imports nothing else of the package: it is the bottom layer.
  * - components/ never reach into lib/control's modules, only its entry point.
  * - lib/control (the services) imports no layer above it: not the composition root (lib/server),
  *   not the console (lib/console), not the app (app/).
@@ -42,6 +43,14 @@ module.exports = {
       to: {
         dependencyTypes: ["core", "npm", "npm-dev", "npm-no-pkg", "npm-unknown"],
       },
+    },
+    {
+      name: "limiter-imports-enforcer",
+      severity: "error",
+      comment:
+        "The limiter (its core and its stores) is the package's bottom layer: the enforcer runtime, the policy model and the rest build on it, never the other way round. Move what a store needs from above into limiter/ (as limiter/timers.ts was).",
+      from: { path: "^packages/enforcer/src/limiter/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^packages/enforcer/src/", pathNot: "^packages/enforcer/src/limiter/" },
     },
     {
       name: "policy-imports-io",
@@ -101,7 +110,9 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "^(lib/generated|\\.next|node_modules|test-results|playwright-report)/" },
+    exclude: {
+      path: "^(lib/generated|\\.next|node_modules|test-results|playwright-report|packages/enforcer/dist[^/]*)/",
+    },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     combinedDependencies: true,

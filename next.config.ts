@@ -19,8 +19,6 @@ const nextConfig: NextConfig = {
   poweredByHeader: false,
   // Server-only packages with native-ish or dynamic requires stay out of the bundle.
   serverExternalPackages: ["ioredis", "pg", "@prisma/adapter-pg"],
-  // The enforcer package is TypeScript source in this workspace; Next compiles it with the app.
-  transpilePackages: ["@limitplane/enforcer"],
   env: {
     LIMITPLANE_VERSION: pkg.version,
     LIMITPLANE_COMMIT: process.env.LIMITPLANE_COMMIT ?? gitCommit(),

@@ -15,6 +15,9 @@ const root = fileURLToPath(new URL(".", import.meta.url));
  */
 export default defineConfig({
   resolve: {
+    // The enforcer package by its name, from its source: tsconfig.json's `paths` (its
+    // package.json exports the build, which only installs outside the workspace use).
+    tsconfigPaths: true,
     alias: {
       "@": root,
       // Tests run the server modules directly, as Next's server does: `server-only` is empty there.

@@ -22,8 +22,7 @@ const { values } = parseArgs({
 
 const enforcer = await createEnforcer({
   expectedGateways: 1,
-  redisUrl: values["redis-url"],
-  keyPrefix: values.prefix,
+  redis: { url: values["redis-url"], keyPrefix: values.prefix },
   logger: { log() {} },
   ...(values.record === "on"
     ? { recording: { addressHashKey: "bench-traffic-record-key-0123456789" } }

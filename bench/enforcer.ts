@@ -108,8 +108,7 @@ async function propagation(redis: Redis, redisUrl: string): Promise<void> {
       Array.from({ length: ENFORCERS }, (_, index) =>
         createEnforcer({
           expectedGateways: ENFORCERS,
-          redisUrl,
-          keyPrefix: prefix,
+          redis: { url: redisUrl, keyPrefix: prefix },
           enforcerId: `bench-${index}`,
           store: () => new MemoryStore(),
           logger: silentLogger,

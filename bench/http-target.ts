@@ -54,9 +54,8 @@ async function makeMiddleware(): Promise<Target> {
     case "limitplane-no-local": {
       const enforcer = await createEnforcer({
         expectedGateways: 1,
-        redisUrl,
-        keyPrefix: prefix,
-        localStage: mode === "limitplane" ? {} : false,
+        redis: { url: redisUrl, keyPrefix: prefix },
+        local: mode === "limitplane" ? {} : false,
         logger: silentLogger,
       });
       if (!enforcer.status().isReady) throw new Error("no policy published under the prefix");

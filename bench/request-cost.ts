@@ -96,9 +96,8 @@ export async function run(): Promise<void> {
   await publishTestSnapshot(redis, prefix, benchSnapshot(1));
   const enforcer = await createEnforcer({
     expectedGateways: 1,
-    redisUrl: redisServer.url,
-    keyPrefix: prefix,
-    localStage: {},
+    redis: { url: redisServer.url, keyPrefix: prefix },
+    local: {},
     logger: silentLogger,
   });
   try {

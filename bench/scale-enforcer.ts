@@ -27,13 +27,10 @@ const heapBefore = process.memoryUsage().heapUsed;
 const startedMs = performance.now();
 const enforcer = await createEnforcer({
   expectedGateways: 10,
-  redisUrl,
-  keyPrefix: prefix,
+  redis: { url: redisUrl, keyPrefix: prefix },
   store: () => new MemoryStore(),
-  startupWaitMs: 600_000,
-  pollIntervalMs: 2_000,
-  heartbeatIntervalMs: 5_000,
-  metricsFlushIntervalMs: 5_000,
+  controlPlane: { startupWaitMs: 600_000, pollIntervalMs: 2_000 },
+  reporting: { heartbeatIntervalMs: 5_000, metricsFlushIntervalMs: 5_000 },
   logger: { log: () => {} },
 });
 enforcer.onPolicyApplied((applied) => {

@@ -121,15 +121,19 @@ const storeOption: Pick<EnforcerOptions, "store"> = values.memory
 
 const env = loadEnv();
 const enforcer = await createEnforcer({
-  redisUrl: env.REDIS_URL,
-  redisClusterNodes: env.REDIS_CLUSTER_NODES,
-  keyPrefix: env.REDIS_KEY_PREFIX,
+  redis: {
+    url: env.REDIS_URL,
+    clusterNodes: env.REDIS_CLUSTER_NODES,
+    keyPrefix: env.REDIS_KEY_PREFIX,
+  },
   expectedGateways,
   enforcerId: values.id ?? `gateway-${process.pid}`,
-  timeoutMs: wholeNumber("timeout-ms", values["timeout-ms"]),
-  maxWaitMs: wholeNumber("max-wait-ms", values["max-wait-ms"]),
-  pollIntervalMs: wholeNumber("poll-interval-ms", values["poll-interval-ms"]),
-  localStage: values["no-local-stage"] ? false : {},
+  timeouts: {
+    storeCallMs: wholeNumber("timeout-ms", values["timeout-ms"]),
+    maxWaitMs: wholeNumber("max-wait-ms", values["max-wait-ms"]),
+  },
+  controlPlane: { pollIntervalMs: wholeNumber("poll-interval-ms", values["poll-interval-ms"]) },
+  local: values["no-local-stage"] ? false : {},
   leases: values["no-leases"] ? false : {},
   ...storeOption,
   ...recordingOption(),

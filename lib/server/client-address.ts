@@ -16,8 +16,7 @@
  * no connection to read: the last `X-Forwarded-For` entry, which Next.js fills with the peer's
  * address when the client sent none, stands in for it.
  */
-import { forwardedClientAddress } from "@limitplane/enforcer";
-import { normalizeClientAddress } from "@limitplane/enforcer/policy";
+import { forwardedClientAddress, normalizeClientAddress } from "@limitplane/enforcer/policy";
 import { connectionPeerOf } from "./console-peer";
 import { loadEnv } from "./env";
 

@@ -137,12 +137,10 @@ describe("alert webhooks", () => {
     const subscriber = await readyRedis("subscriber");
     const decisions = await unreachableRedis();
     const enforcer = await createEnforcer({
-      clients: { decisions, control, subscriber },
-      keyPrefix: prefix,
+      redis: { clients: { decisions, control, subscriber }, keyPrefix: prefix },
       expectedGateways: 1,
-      bootstrapSnapshot: exampleSnapshot(),
-      startupWaitMs: 500,
-      metricsFlushIntervalMs: 100,
+      controlPlane: { bootstrapSnapshot: exampleSnapshot(), startupWaitMs: 500 },
+      reporting: { metricsFlushIntervalMs: 100 },
       logger: { log() {} },
     });
     try {

@@ -21,10 +21,9 @@ beforeAll(async () => {
   installDeps({ seen: { redis, prefix, clock: systemClock } });
   const enforcer = await createEnforcer({
     expectedGateways: 1,
-    redisUrl,
-    keyPrefix: prefix,
+    redis: { url: redisUrl, keyPrefix: prefix },
     store: () => new MemoryStore(),
-    startupWaitMs: 50,
+    controlPlane: { startupWaitMs: 50 },
     logger: { log: () => undefined },
   });
   for (const [customerId, tier] of [

@@ -6,10 +6,10 @@
  */
 import { randomBytes } from "node:crypto";
 import {
-  type AppliedSnapshot,
   createEnforcer,
   type Enforcer,
   type EnforcerOptions,
+  type EnforcerStatus,
 } from "@limitplane/enforcer";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
 import {
@@ -81,22 +81,20 @@ function droppingSubscriber(drop: (message: string) => boolean): Redis {
 
 interface Started {
   readonly enforcer: Enforcer;
-  readonly applied: AppliedSnapshot[];
+  readonly applied: NonNullable<EnforcerStatus["policy"]>[];
 }
 
 async function start(prefix: string, options: Partial<EnforcerOptions> = {}): Promise<Started> {
-  const applied: AppliedSnapshot[] = [];
+  const applied: NonNullable<EnforcerStatus["policy"]>[] = [];
   const enforcer = await createEnforcer({
     expectedGateways: 1,
-    keyPrefix: prefix,
     store: () => new MemoryStore(),
     // Far longer than any test: only announcements (and reads they cause) move the policy.
-    pollIntervalMs: 600_000,
-    heartbeatIntervalMs: 60_000,
-    metricsFlushIntervalMs: 60_000,
+    controlPlane: { pollIntervalMs: 600_000 },
+    reporting: { heartbeatIntervalMs: 60_000, metricsFlushIntervalMs: 60_000 },
     logger: { log: () => {} },
-    ...(options.clients === undefined && options.redisUrl === undefined ? { redisUrl } : {}),
     ...options,
+    redis: { url: redisUrl, keyPrefix: prefix, ...options.redis },
   });
   enforcer.onPolicyApplied((snapshot) => applied.push(snapshot));
   running.push(enforcer);
@@ -181,15 +179,18 @@ describe("enforcers following deltas", () => {
     let dropped = 0;
     let dropNext = false;
     const { enforcer, applied } = await start(prefix, {
-      clients: {
-        control: client("control"),
-        decisions: client("decisions"),
-        subscriber: droppingSubscriber(() => {
-          if (!dropNext) return false;
-          dropNext = false;
-          dropped++;
-          return true;
-        }),
+      redis: {
+        url: undefined,
+        clients: {
+          control: client("control"),
+          decisions: client("decisions"),
+          subscriber: droppingSubscriber(() => {
+            if (!dropNext) return false;
+            dropNext = false;
+            dropped++;
+            return true;
+          }),
+        },
       },
     });
     const startedAt = version(enforcer);
@@ -209,10 +210,13 @@ describe("enforcers following deltas", () => {
   it("a gap the log cannot fill is resynced from the latest snapshot, swapped in whole", async () => {
     let isDropping = false;
     const { enforcer, applied } = await start(prefix, {
-      clients: {
-        control: client("control"),
-        decisions: client("decisions"),
-        subscriber: droppingSubscriber(() => isDropping),
+      redis: {
+        url: undefined,
+        clients: {
+          control: client("control"),
+          decisions: client("decisions"),
+          subscriber: droppingSubscriber(() => isDropping),
+        },
       },
     });
     const startedAt = version(enforcer);

@@ -7,8 +7,8 @@
 import {
   createEnforcer,
   type Enforcer,
+  type EnforcerLogger,
   type EnforcerOptions,
-  type LogLevel,
 } from "@limitplane/enforcer";
 import { ManualClock, MemoryStore } from "@limitplane/enforcer/limiter";
 import { publishTestSnapshot } from "@limitplane/enforcer/testing";
@@ -34,7 +34,7 @@ afterAll(() => {
 });
 
 interface LogLine {
-  readonly level: LogLevel;
+  readonly level: Parameters<EnforcerLogger["log"]>[0];
   readonly message: string;
   readonly fields: Readonly<Record<string, unknown>>;
 }
@@ -46,14 +46,12 @@ async function start(
   const logs: LogLine[] = [];
   const enforcer = await createEnforcer({
     expectedGateways: 1,
-    redisUrl,
-    keyPrefix: prefix,
     store: () => new MemoryStore(),
-    pollIntervalMs: 100,
-    heartbeatIntervalMs: 100,
-    metricsFlushIntervalMs: 100,
     logger: { log: (level, message, fields = {}) => logs.push({ level, message, fields }) },
     ...options,
+    redis: { url: redisUrl, keyPrefix: prefix, ...options.redis },
+    controlPlane: { pollIntervalMs: 100, ...options.controlPlane },
+    reporting: { heartbeatIntervalMs: 100, metricsFlushIntervalMs: 100, ...options.reporting },
   });
   running.push(enforcer);
   return { enforcer, logs };
@@ -67,7 +65,7 @@ describe("following the published policy", () => {
   it("applies the snapshot current at start, then every announced newer version", async () => {
     const prefix = filePrefix("pf");
     await publishTestSnapshot(redis, prefix, snapshotVersion(1));
-    const { enforcer } = await start(prefix, { pollIntervalMs: 60_000 });
+    const { enforcer } = await start(prefix, { controlPlane: { pollIntervalMs: 60_000 } });
     expect(enforcer.status()).toMatchObject({ isReady: true, policy: { version: 1 } });
     await publishTestSnapshot(redis, prefix, snapshotVersion(2));
     await untilVersion(enforcer, 2);
@@ -158,11 +156,28 @@ describe("startup without Redis", () => {
   it("waits a bounded time, admits without a policy and says it is not ready, then follows Redis when it comes", async () => {
     const port = await freePort();
     const prefix = filePrefix("su");
-    const { enforcer } = await start(prefix, {
-      redisUrl: `redis://127.0.0.1:${port}/0`,
-      startupWaitMs: 200,
+    const { enforcer, logs } = await start(prefix, {
+      redis: { url: `redis://127.0.0.1:${port}/0` },
+      controlPlane: { startupWaitMs: 200 },
     });
     expect(enforcer.status().isReady).toBe(false);
+    // A wrong URL or prefix never passes for a working limiter: one line says which Redis, one
+    // which key nothing was published under.
+    expect(logs.filter((line) => line.level === "error")).toEqual([
+      {
+        level: "error",
+        message: expect.stringMatching(/^cannot reach Redis: /),
+        fields: expect.objectContaining({
+          redis: `redis://127.0.0.1:${port}/0`,
+          error: expect.stringContaining("ECONNREFUSED"),
+        }),
+      },
+    ]);
+    expect(logs).toContainEqual({
+      level: "warn",
+      message: expect.stringMatching(/^no policy snapshot yet: nothing is limited until/),
+      fields: expect.objectContaining({ policyHead: `${prefix}{policy}:head` }),
+    });
     const result = await enforcer.check({ customerId: "initech", method: "GET", path: "/" });
     expect(result.decision).toMatchObject({ allowed: true, source: "no-policy" });
 
@@ -173,6 +188,9 @@ describe("startup without Redis", () => {
       client.disconnect();
       await untilVersion(enforcer, 1);
       expect(enforcer.status().isReady).toBe(true);
+      await waitFor("a line saying Redis answers", () =>
+        logs.find((line) => line.level === "info" && line.message.startsWith("Redis answering")),
+      );
     } finally {
       await own.stop();
     }
@@ -181,9 +199,8 @@ describe("startup without Redis", () => {
   it("with a bootstrap snapshot, enforces it from the first request", async () => {
     const port = await freePort();
     const { enforcer } = await start(filePrefix("sb"), {
-      redisUrl: `redis://127.0.0.1:${port}/0`,
-      startupWaitMs: 100,
-      bootstrapSnapshot: JSON.stringify(snapshotVersion(1)),
+      redis: { url: `redis://127.0.0.1:${port}/0` },
+      controlPlane: { startupWaitMs: 100, bootstrapSnapshot: JSON.stringify(snapshotVersion(1)) },
       // Time stands still for the buckets, so the 21 checks see the same instant however long a
       // busy machine takes to run them: a refill in between would rightly admit a 21st.
       store: () => new MemoryStore({ clock: new ManualClock(0) }),
@@ -205,7 +222,7 @@ describe("what an enforcer reports for the console", () => {
   it("a heartbeat hash with a TTL and a sorted set of enforcer ids; removed on stop", async () => {
     const prefix = filePrefix("hb");
     await publishTestSnapshot(redis, prefix, snapshotVersion(1));
-    const { enforcer } = await start(prefix, { heartbeatTtlMs: 5_000 });
+    const { enforcer } = await start(prefix, { reporting: { heartbeatTtlMs: 5_000 } });
     const key = `${prefix}enforcer:${enforcer.enforcerId}`;
     const hash = await redis.hgetall(key);
     expect(hash).toMatchObject({ id: enforcer.enforcerId, version: "1", breakerState: "closed" });
@@ -220,7 +237,7 @@ describe("what an enforcer reports for the console", () => {
   it("per-scope counts in expiring second and minute hashes, and each customer's recent rejections", async () => {
     const prefix = filePrefix("mx");
     await publishTestSnapshot(redis, prefix, snapshotVersion(1));
-    const { enforcer } = await start(prefix, { localStage: false });
+    const { enforcer } = await start(prefix, { local: false });
     for (let i = 0; i < 22; i++) {
       await enforcer.check({ customerId: "initech", tier: "free", method: "GET", path: "/" });
     }

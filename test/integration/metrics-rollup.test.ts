@@ -42,12 +42,11 @@ afterAll(() => {
 async function enforcerAt(prefix: string): Promise<Enforcer> {
   const enforcer = await createEnforcer({
     expectedGateways: 1,
-    redisUrl,
-    keyPrefix: prefix,
+    redis: { url: redisUrl, keyPrefix: prefix },
     store: () => new MemoryStore(),
-    localStage: false,
-    metricsFlushIntervalMs: 50,
-    wallClock: new ManualClock(MINUTE * MINUTE_MS + 10_000),
+    local: false,
+    reporting: { metricsFlushIntervalMs: 50 },
+    time: { wallClock: new ManualClock(MINUTE * MINUTE_MS + 10_000) },
     logger: silentLogger,
   });
   running.push(enforcer);

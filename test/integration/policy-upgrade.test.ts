@@ -70,10 +70,9 @@ describe("an installation upgraded from whole snapshots", () => {
     });
     enforcer = await createEnforcer({
       expectedGateways: 1,
-      redisUrl,
-      keyPrefix: prefix,
+      redis: { url: redisUrl, keyPrefix: prefix },
       store: () => new MemoryStore(),
-      pollIntervalMs: 100,
+      controlPlane: { pollIntervalMs: 100 },
       logger: { log: () => {} },
     });
     expect(enforcer.status().policy).toMatchObject({ version: 1, via: "legacy" });

@@ -57,13 +57,12 @@ function seenDeps(prefix: string): SeenCustomerDeps {
 async function start(prefix: string, options: Partial<EnforcerOptions> = {}): Promise<Enforcer> {
   const enforcer = await createEnforcer({
     expectedGateways: 1,
-    redisUrl,
-    keyPrefix: prefix,
     store: () => new MemoryStore(),
-    startupWaitMs: 50,
-    metricsFlushIntervalMs: 50,
     logger: { log: () => undefined },
     ...options,
+    redis: { url: redisUrl, keyPrefix: prefix },
+    controlPlane: { startupWaitMs: 50 },
+    reporting: { metricsFlushIntervalMs: 50, ...options.reporting },
   });
   running.push(enforcer);
   return enforcer;
@@ -105,7 +104,9 @@ describe("the enforcer's seen-customer report", () => {
 
   it("reports at most its cap of customers an hour and counts the rest, which the console shows", async () => {
     const prefix = freshPrefix();
-    const enforcer = await start(prefix, { seenCustomers: { maxCustomersPerHour: 5 } });
+    const enforcer = await start(prefix, {
+      reporting: { seenCustomers: { maxCustomersPerHour: 5 } },
+    });
     for (let index = 0; index < 40; index++) {
       await enforcer.check(request(`key-${String(index).padStart(2, "0")}`, "free"));
     }

@@ -22,6 +22,10 @@ const FILES: Readonly<Record<string, string>> = {
   // allowed: a store is an adapter, it may do I/O
   "packages/enforcer/src/limiter/stores/fine.ts":
     'import { once } from "node:events";\nexport const wait = once;\n',
+  // limiter-imports-enforcer: a store reaching up into the enforcer runtime
+  "packages/enforcer/src/limiter/stores/uses-runtime.ts":
+    'import { callWithTimeout } from "../../enforcer/timers";\nexport const call = callWithTimeout;\n',
+  "packages/enforcer/src/enforcer/timers.ts": "export const callWithTimeout = 1;\n",
   // policy-imports-io
   "packages/enforcer/src/policy/hashes.ts":
     'import { createHash } from "node:crypto";\nexport const hash = createHash;\n',
@@ -109,6 +113,12 @@ describe("the layer rules in npm run lint", () => {
   it("refuse I/O in the limiter core, and allow it in its stores", () => {
     expect(reported("limiter-imports-io")).toEqual([
       "packages/enforcer/src/limiter/reads-files.ts -> fs",
+    ]);
+  });
+
+  it("refuse the limiter importing the rest of the package, its stores included", () => {
+    expect(reported("limiter-imports-enforcer")).toEqual([
+      "packages/enforcer/src/limiter/stores/uses-runtime.ts -> packages/enforcer/src/enforcer/timers.ts",
     ]);
   });
 

@@ -1,28 +1,29 @@
 /**
- * The example end to end against the real Redis (TEST_REDIS_URL, default 127.0.0.1:6379): the
- * control plane's publication is played by `publishSnapshot`, under a key prefix of this run's
- * own, and the Express app answers real HTTP requests.
+ * The example end to end against the real Redis (TEST_REDIS_URL, default 127.0.0.1:6379), under
+ * a key prefix of this run's own: its limits in code, the Express app answering real HTTP
+ * requests.
  */
 import { once } from "node:events";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createEnforcer, type Enforcer } from "@limitplane/enforcer";
-import { createRedisClient, publishSnapshot } from "@limitplane/enforcer/publication";
-import {
-  checkFetchResponseContract,
-  deleteKeysUnder,
-  exampleSnapshot,
-  tokenBucket,
-} from "@limitplane/enforcer/testing";
+import { createRedisClient } from "@limitplane/enforcer/publication";
+import { checkFetchResponseContract, deleteKeysUnder } from "@limitplane/enforcer/testing";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiKeys } from "./api-keys";
-import { createApp } from "./app";
+import { ApiKeys } from "./api-keys.js";
+import { createApp } from "./app.js";
+import { LIMITS } from "./limits.js";
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
 const prefix = `lpx:${Date.now().toString(36)}_${process.pid}:`;
-// Refilling one token a day: the bucket's size is exactly what a burst gets, however slow the run.
-const FREE_BURST = 10;
+// The example's limits, the free tier refilling one unit a day: a burst gets exactly its size,
+// however slow the run.
+const limits = structuredClone(LIMITS);
+const free = limits.tiers.find((tier) => tier.name === "free");
+if (free === undefined) throw new Error("the example's limits have a free tier");
+free.limit.refillPerSec = 1 / 86_400;
+const FREE_BURST = free.limit.capacity;
 
 let redis: Redis;
 let enforcer: Enforcer;
@@ -31,23 +32,10 @@ let baseUrl: string;
 
 beforeAll(async () => {
   redis = createRedisClient("control", { url: REDIS_URL });
-  const snapshot = exampleSnapshot(
-    (policy) => {
-      const free = policy.tiers.find((tier) => tier.name === "free");
-      if (free === undefined) throw new Error("the example policy has a free tier");
-      free.limit = tokenBucket(FREE_BURST, 1 / 86_400);
-    },
-    { version: 1, compiledAt: new Date().toISOString() },
-  );
-  await publishSnapshot(redis, prefix, {
-    version: snapshot.version,
-    checksum: snapshot.checksum,
-    snapshotJson: JSON.stringify(snapshot),
-  });
   enforcer = await createEnforcer({
-    redisUrl: REDIS_URL,
-    keyPrefix: prefix,
     expectedGateways: 1,
+    redis: { url: REDIS_URL, keyPrefix: prefix },
+    policy: limits,
     logger: { log() {} },
   });
   const apiKeys = new ApiKeys({
@@ -73,12 +61,12 @@ const get = (path: string, key?: string) =>
   );
 
 describe("the Express example", () => {
-  it("runs the published policy", async () => {
+  it("is ready at once with its limits in code", async () => {
     const health = await (await get("/healthz")).json();
     expect(health).toMatchObject({ ready: true, policy: { version: 1 } });
   });
 
-  it("admits a free customer's burst exactly, then answers 429 with Retry-After and the scope", async () => {
+  it("admits a free customer's burst exactly, then answers 429 with the draft-11 headers and a problem", async () => {
     const responses = await Promise.all(
       Array.from({ length: FREE_BURST + 3 }, () => get("/v1/things", "key-initech")),
     );
@@ -86,10 +74,13 @@ describe("the Express example", () => {
     expect(statuses.filter((status) => status === 200)).toHaveLength(FREE_BURST);
     expect(statuses.filter((status) => status === 429)).toHaveLength(3);
     const rejected = responses.find((response) => response.status === 429);
-    expect(Number(rejected?.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(rejected?.headers.get("ratelimit-policy")).toContain('"tier:free"');
     if (rejected === undefined) throw new Error("no rejection");
-    expect((await checkFetchResponseContract(rejected)).problem).toMatchObject({
+    expect(rejected.headers.get("content-type")).toBe("application/problem+json");
+    const contract = await checkFetchResponseContract(rejected);
+    expect(contract.policies.get("tier:free")).toMatchObject({ quota: FREE_BURST });
+    expect(contract.rateLimit).toMatchObject({ name: "tier:free", remaining: 0 });
+    expect(contract.retryAfterSec).toBeGreaterThan(0);
+    expect(contract.problem).toMatchObject({
       "violated-policies": ["tier:free"],
       code: "RATE_LIMITED",
       scope: "tier:free",
@@ -106,6 +97,6 @@ describe("the Express example", () => {
 
   it("leaves health checks unlimited and serves the metrics", async () => {
     const metrics = await (await get("/metrics")).text();
-    expect(metrics).toContain('limitplane_policy_version{enforcer="');
+    expect(metrics).toMatch(/^limitplane_policy_version\{enforcer="[^"]+"\} 1$/m);
   });
 });

@@ -1,11 +1,10 @@
 /**
- * An Express API behind the enforcer: every route is limited by the policy the control plane
- * publishes. The enforcer's Node middleware has Express's `(req, res, next)` shape, so it is one
- * `app.use`.
+ * An Express API behind the enforcer: every route after the health checks is limited. The
+ * enforcer's Node middleware has Express's `(req, res, next)` shape, so it is one `app.use`.
  */
 import { createNodeMiddleware, type Enforcer } from "@limitplane/enforcer";
 import express, { type Express } from "express";
-import type { ApiKeys } from "./api-keys";
+import type { ApiKeys } from "./api-keys.js";
 
 export interface AppOptions {
   readonly enforcer: Enforcer;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecisionEngine } from "../src/enforcer/decision-engine";
 import { createEnforcer } from "../src/enforcer/enforcer";
-import { ManualTimers } from "../src/enforcer/timers";
 import { RedisStore } from "../src/limiter/stores/redis";
+import { ManualTimers } from "../src/limiter/timers";
 import { prepareSnapshot } from "../src/policy/prepare";
 import type { RedisClient } from "../src/publication/redis-clients";
 import { exampleSnapshot, tokenBucket } from "../src/testing/policy-factory";
@@ -159,11 +159,9 @@ describe("Enforcer.stop with lease refills held back", () => {
     const statusesAtSend: string[] = [];
     try {
       const enforcer = await createEnforcer({
-        redisUrl: server.url,
-        keyPrefix: `stop-held-${Math.random().toString(36).slice(2)}:`,
+        redis: { url: server.url, keyPrefix: `stop-held-${Math.random().toString(36).slice(2)}:` },
         expectedGateways: 1,
-        bootstrapSnapshot: exampleSnapshot(),
-        startupWaitMs: 200,
+        controlPlane: { bootstrapSnapshot: exampleSnapshot(), startupWaitMs: 200 },
         logger: { log() {} },
         store: (clients, keyPrefix) => {
           const store = new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: 64 });

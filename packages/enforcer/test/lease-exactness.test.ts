@@ -223,13 +223,17 @@ describe("leased units when a gateway stops, is killed, or its policy changes", 
     const limit = tokens(1_000, 1);
     const customerId = `stopped-${++customers}`;
     const enforcer = await createEnforcer({
-      clients: { decisions: client, control: client, subscriber: client },
-      keyPrefix: prefix,
+      redis: {
+        clients: { decisions: client, control: client, subscriber: client },
+        keyPrefix: prefix,
+      },
       expectedGateways: 1,
-      bootstrapSnapshot: snapshotWith(limit),
-      startupWaitMs: 100,
-      pollIntervalMs: 60_000,
-      seenCustomers: false,
+      controlPlane: {
+        bootstrapSnapshot: snapshotWith(limit),
+        startupWaitMs: 100,
+        pollIntervalMs: 60_000,
+      },
+      reporting: { seenCustomers: false },
       logger: { log() {} },
     });
     const admitted = await busy((request) => enforcer.check(request), customerId, 150);

@@ -301,13 +301,10 @@ describe("Redis Cluster, end to end", () => {
     );
     await publishWhole(control, enforcerPrefix, snapshot);
     const enforcer = await createEnforcer({
-      redisUrl: URL_FOR_NODES,
-      redisClusterNodes: cluster.nodes,
-      keyPrefix: enforcerPrefix,
+      redis: { url: URL_FOR_NODES, clusterNodes: cluster.nodes, keyPrefix: enforcerPrefix },
       expectedGateways: 1,
       enforcerId: "cluster-enforcer",
-      heartbeatIntervalMs: 100,
-      metricsFlushIntervalMs: 100,
+      reporting: { heartbeatIntervalMs: 100, metricsFlushIntervalMs: 100 },
       logger: silent,
     });
     try {

@@ -1,8 +1,8 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ManualTimers } from "../src/enforcer/timers";
 import { ManualClock } from "../src/limiter/clock";
 import { RedisStore } from "../src/limiter/stores/redis";
+import { ManualTimers } from "../src/limiter/timers";
 import type { LimitCheck, LimitMode, LimitSpec } from "../src/limiter/types";
 import { atUtc } from "../src/testing/times";
 import { readyRedis } from "./support/redis";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DecisionMetrics } from "../src/enforcer/decision-metrics";
 import { RecentRejections } from "../src/enforcer/recent-rejections";
 import { MetricsFlusher } from "../src/enforcer/reporters";
-import { ManualTimers } from "../src/enforcer/timers";
+import { ManualTimers } from "../src/limiter/timers";
 import { enforcerRedisNames } from "../src/publication/redis-keys";
 import { readyRedis } from "./support/redis";
 

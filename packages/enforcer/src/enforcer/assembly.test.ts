@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../limiter/stores/memory";
+import { ManualTimers } from "../limiter/timers";
 import type { DecideInput, LayeredDecision, LimiterStore } from "../limiter/types";
 import { prepareSnapshot } from "../policy/prepare";
 import { resolveLimits } from "../policy/resolve";
@@ -15,7 +16,6 @@ import { FailurePolicy } from "./failure-policy";
 import { GuardedStore } from "./guarded-store";
 import { buildRateLimitResponse, type RateLimitHttpResult } from "./http-headers";
 import { LocalStage } from "./local-stage";
-import { ManualTimers } from "./timers";
 import type { EnforcerDecision, EnforcerInput } from "./types";
 
 const T0 = 1_700_000_000_000;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../limiter/stores/memory";
+import { ManualTimers } from "../limiter/timers";
 import type { DecideInput, LayeredDecision, LimiterStore } from "../limiter/types";
 import { type PreparedSnapshot, prepareSnapshot } from "../policy/prepare";
 import { exampleSnapshot, tokenBucket } from "../testing/policy-factory";
 import { DecisionEngine, type DecisionEngineOptions } from "./decision-engine";
-import { ManualTimers } from "./timers";
 
 /** Wall-clock time of the tests (after the example's 2025 incident for acme). */
 const WALL_T0 = Date.parse("2026-01-01T00:00:00.000Z");

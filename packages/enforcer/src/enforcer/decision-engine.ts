@@ -10,6 +10,7 @@
 import type { Clock } from "../limiter/clock";
 import { wallClock as defaultWallClock, monotonicClock } from "../limiter/clock";
 import { UNLIMITED } from "../limiter/layered";
+import { systemTimers, type Timers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
 import { isCustomerId } from "../policy/names";
 import type { PreparedSnapshot } from "../policy/prepare";
@@ -29,7 +30,6 @@ import {
 import { LocalStage, type LocalStageOptions } from "./local-stage";
 import { RecentRejections, type RecentRejectionsOptions } from "./recent-rejections";
 import { ResolutionCache, type ResolutionCacheOptions } from "./resolution-cache";
-import { systemTimers, type Timers } from "./timers";
 import type { EnforcerDecision, EnforcerInput } from "./types";
 
 /** What the gateway knows about a request. */

@@ -1,205 +1,58 @@
 /**
- * The enforcer runtime a gateway embeds: `createEnforcer(options)` connects to Redis, follows the
- * published policy, decides requests against the shared store, and reports what it runs and what
- * it decided. See README.md ("Embedding").
+ * The enforcer runtime a gateway embeds: `createEnforcer(options)` connects to Redis, takes its
+ * limits from code (`policy`) or follows the policy the control plane publishes, decides requests
+ * against the shared store, and reports what it runs and what it decided. docs/embedding.md
+ * explains each part; `enforcer-options.ts` the options.
  *
- * Startup without Redis: `createEnforcer` waits up to `startupWaitMs` (5 s) for a first snapshot
- * and then returns anyway; it never throws because Redis is unreachable. Until a snapshot is in
- * force there is no limit to check, so requests are admitted (`source: "no-policy"`, counted) and
- * `status().isReady` is false, which the gateway should expose to its load balancer (the demo's
- * `/healthz` answers 503). To enforce from the first request whatever Redis does, pass
- * `bootstrapSnapshot` (a snapshot shipped with the gateway); a newer published one replaces it.
- * Once a snapshot is in force, losing Redis changes nothing about the policy: the last good one
- * stays, and each limit's failure policy decides.
+ * Startup without Redis: `createEnforcer` never throws because Redis is unreachable; it logs one
+ * error line naming the Redis it could not reach, and each limit's failure policy decides until
+ * Redis answers. With limits in code, they are in force from the first request. Following the
+ * control plane, it waits up to `controlPlane.startupWaitMs` (5 s) for a first snapshot and then
+ * returns anyway: until a snapshot is in force there is no limit to check, so requests are
+ * admitted (`source: "no-policy"`, counted), `status().isReady` is false (expose it to the load
+ * balancer), and a warning names the key it waited on. `controlPlane.bootstrapSnapshot` enforces
+ * a known snapshot from the first request instead; a newer published one replaces it. Once a
+ * snapshot is in force, losing Redis changes nothing about the policy: the last good one stays.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Clock } from "../limiter/clock";
 import { wallClock as defaultWallClock, monotonicClock } from "../limiter/clock";
 import { RedisStore } from "../limiter/stores/redis";
+import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
 import type { PolicyStateSize } from "../policy/policy-state";
-import type { TSnapshot } from "../policy/schemas";
+import { policyRedisNames } from "../publication/keys";
 import {
   createRedisClient,
   type RedisClient,
   type RedisClusterNode,
 } from "../publication/redis-clients";
 import { enforcerRedisNames } from "../publication/redis-keys";
-import { TrafficRecorder, type TrafficRecordingOptions } from "../recording/traffic-recorder";
-import type { BreakerSnapshot, CircuitBreakerOptions } from "./circuit-breaker";
+import { TrafficRecorder } from "../recording/traffic-recorder";
+import type { BreakerSnapshot } from "./circuit-breaker";
 import {
   DecisionEngine,
   type EnforcerRequest,
   type EnforcerResult,
   type RequestChecker,
 } from "./decision-engine";
-import type { DecisionMetricsOptions, MetricsFigures } from "./decision-metrics";
+import type { MetricsFigures } from "./decision-metrics";
+import {
+  checkEnforcerOptions,
+  type EnforcerClients,
+  type EnforcerOptions,
+  EnforcerOptionsError,
+  redactedRedisUrl,
+} from "./enforcer-options";
 import { type EventLoopDelay, EventLoopDelayMonitor } from "./event-loop-delay";
-import type { LeaseFigures, LeaseOptions } from "./lease-table";
-import type { LocalStageOptions } from "./local-stage";
+import type { LeaseFigures } from "./lease-table";
 import { describeError, type EnforcerLogger, jsonLineLogger } from "./logger";
 import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "./policy-follower";
 import { escapeLabelValue, renderPrometheus } from "./prometheus";
-import type { RecentRejectionsOptions } from "./recent-rejections";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
-import type { ResolutionCacheOptions } from "./resolution-cache";
-import { SeenCustomers, type SeenCustomersOptions, SeenCustomersReporter } from "./seen-customers";
-import { systemTimers, type TimerHandle, type Timers } from "./timers";
+import { SeenCustomers, SeenCustomersReporter } from "./seen-customers";
 import { STORE_FAILURES, type StoreFailure } from "./types";
-
-/**
- * The Redis connections an enforcer uses, one per role (`createRedisClient` in the package's
- * `/publication` entry makes them with the timeouts each role needs).
- */
-export interface EnforcerClients {
-  /**
-   * The hot path: fails at once when disconnected, so the failure policy decides. Its command
-   * timeout must exceed `maxWaitMs`, or a slow call is given up by the client before the enforcer
-   * stops waiting for it.
-   */
-  readonly decisions: RedisClient;
-  /** Snapshot reads, heartbeats, metrics. */
-  readonly control: RedisClient;
-  /** Policy announcements. */
-  readonly subscriber: RedisClient;
-}
-
-export interface EnforcerOptions {
-  /**
-   * How many gateways share the traffic. Divides every `local` limit while Redis is unreachable
-   * (each gateway then admits its share). No default: too high rejects customers for our outage,
-   * too low multiplies the limit.
-   */
-  readonly expectedGateways: number;
-  /**
-   * The shared Redis, as a `redis://` or `rediss://` URL: the enforcer opens its three connections
-   * and closes them on `stop()`. Give this or `clients`, not both.
-   */
-  readonly redisUrl?: string;
-  /**
-   * Seed nodes of a Redis Cluster: the three connections are then ioredis `Cluster` clients, and
-   * `redisUrl` says only how to reach the nodes (`rediss://` for TLS, its username and password
-   * for every node); its host, port and database are not used.
-   * @default none: one Redis at `redisUrl`
-   */
-  readonly redisClusterNodes?: readonly RedisClusterNode[];
-  /**
-   * Connections you made and own (the enforcer never closes them). The `decisions` one should
-   * fail fast (no offline queue), as `createRedisClient("decisions", ...)` makes it.
-   */
-  readonly clients?: EnforcerClients;
-  /**
-   * Prefix of every key and channel; the control plane's `REDIS_KEY_PREFIX`.
-   * @default "lp:"
-   */
-  readonly keyPrefix?: string;
-  /**
-   * This enforcer's name in heartbeats and the console; unique per process.
-   * @default `<hostname>-<pid>-<4 random hex bytes>`
-   */
-  readonly enforcerId?: string;
-  /**
-   * The shared store, made from the `decisions` client. Pass a `MemoryStore` to run one gateway
-   * without shared state (tests, local development).
-   * @default a RedisStore on the `decisions` client (one Lua script per layered decision)
-   */
-  readonly store?: (clients: EnforcerClients, keyPrefix: string) => LimiterStore;
-  /**
-   * Decisions the default RedisStore sends in one script call when they arrive in the same
-   * event-loop turn (each is still one layered decision, atomic; see `RedisStoreOptions`). On
-   * Redis Cluster the batches are per hash slot.
-   * @default 64
-   */
-  readonly storeBatchSize?: number;
-  /**
-   * How long a store call may go unanswered before the enforcer looks at the connection: down,
-   * and each limit's failure policy answers at once; up, and the call is only slow, so it is
-   * waited for (up to `maxWaitMs`). See README "Slow versus down".
-   * @default 50
-   */
-  readonly timeoutMs?: number;
-  /**
-   * The longest one decision waits for a Redis that is connected but slow (a busy host), in all,
-   * before its failure policy answers. A busy gateway serves slower; it never serves unlimited.
-   * At least `timeoutMs`, at most 60 000.
-   * @default 1_000 (or `timeoutMs`, if longer)
-   */
-  readonly maxWaitMs?: number;
-  /** @default 5 consecutive failures or >= 50 % of >= 20 calls in 10 s open it; 2 s cool-down */
-  readonly breaker?: Omit<CircuitBreakerOptions, "clock">;
-  /** Least `Retry-After` a `closed` limit tells while Redis is down. @default 1_000 */
-  readonly closedRetryAfterMs?: number;
-  /** The local first stage, or false. See `DecisionEngineOptions.localStage`. @default {} */
-  readonly localStage?: LocalStageOptions | false;
-  /**
-   * Leases: a busy subject's budget reserved in Redis in slices for this gateway, spent here
-   * without a Redis call and never beyond the limit (see README "Leases"), or false to ask Redis
-   * for every admission. Only with the default RedisStore (or a store that leases).
-   * @default {}: at most 1 000 units and 1 s a lease, 10 000 subjects
-   */
-  readonly leases?: Omit<LeaseOptions, "clock" | "timers" | "returner" | "keepsStoreTime"> | false;
-  /**
-   * The memo of resolutions of customers without overrides, per snapshot (one per customer, tier
-   * and route seen while one snapshot is in force). @default { maxEntries: 10_000 }
-   */
-  readonly resolutionCache?: ResolutionCacheOptions;
-  /** How often the stored policy version is checked, healing missed announcements. @default 2_000 */
-  readonly pollIntervalMs?: number;
-  /**
-   * How long `createEnforcer` waits for a first snapshot before returning (plus at most the
-   * control connection's command timeout, 1 s, if Redis is unreachable).
-   * @default 5_000
-   */
-  readonly startupWaitMs?: number;
-  /** A snapshot to enforce until Redis provides a newer one. @default none */
-  readonly bootstrapSnapshot?: TSnapshot | string;
-  /**
-   * Customers with overrides whose prepared rules are cached per generation: at most twice this
-   * many are held; the others' overrides are kept compact and prepared when one of their
-   * requests arrives (a few microseconds).
-   * @default 10_000
-   */
-  readonly policyCustomerCacheSize?: number;
-  /** @default 1_000 */
-  readonly heartbeatIntervalMs?: number;
-  /** How long the heartbeat hash outlives its last beat. @default 10_000 */
-  readonly heartbeatTtlMs?: number;
-  /** @default 1_000 */
-  readonly metricsFlushIntervalMs?: number;
-  /** Lifetime of the per-second metrics hashes. @default 10_800_000 (3 h) */
-  readonly secondBucketTtlMs?: number;
-  /** Lifetime of the per-minute metrics hashes the worker rolls up. @default 21_600_000 (6 h) */
-  readonly minuteBucketTtlMs?: number;
-  /** Rejections kept per customer in Redis. @default 50 */
-  readonly rejectionsPerCustomer?: number;
-  /** Lifetime of a customer's rejection list after its latest rejection. @default 3_600_000 (1 h) */
-  readonly rejectionsTtlMs?: number;
-  /** @default {} */
-  readonly metrics?: Omit<DecisionMetricsOptions, "wallClock">;
-  /** In-process record feeding the Redis lists. @default {} */
-  readonly recentRejections?: Omit<RecentRejectionsOptions, "clock" | "wallClock">;
-  /**
-   * Reporting the identified customers this gateway sees (and their tiers) for the console,
-   * bounded per hour (see `seen-customers.ts`), or false.
-   * @default {}: at most 1 000 customers an hour
-   */
-  readonly seenCustomers?: SeenCustomersOptions | false;
-  /** @default JSON lines on stderr */
-  readonly logger?: EnforcerLogger;
-  /** @default monotonicClock */
-  readonly clock?: Clock;
-  /** @default Date.now */
-  readonly wallClock?: Clock;
-  /** @default systemTimers */
-  readonly timers?: Timers;
-  /**
-   * Record every decision for backtests (`@limitplane/enforcer/recording`): appended to a bounded
-   * buffer on the decision path, written to this gateway's Redis Stream on a timer.
-   * @default none (nothing recorded)
-   */
-  readonly recording?: TrafficRecordingOptions;
-}
 
 /** What an enforcer reports about itself (the demo's `/healthz`). */
 export interface EnforcerStatus {
@@ -209,7 +62,7 @@ export interface EnforcerStatus {
   readonly policy: AppliedSnapshot | null;
   /**
    * What the policy in force holds: entries, customer overrides, the distinct limits they share,
-   * and the customers whose rules are prepared now (bounded: see `policyCustomerCacheSize`).
+   * and the customers whose rules are prepared now (bounded: see `caches.preparedCustomers`).
    */
   readonly policySize: PolicyStateSize | null;
   readonly snapshotErrors: SnapshotErrorReport;
@@ -256,94 +109,123 @@ export class Enforcer implements RequestChecker {
   readonly #loopDelay = new EventLoopDelayMonitor();
   /** The traffic record, when `recording` was given. */
   readonly recorder: TrafficRecorder | null;
+  /** `policy` was given: the limits are the code's, no published policy is followed. */
+  readonly #isPolicyInCode: boolean;
+  /** `redis.url` without its password, for log lines; null with `redis.clients`. */
+  readonly #redisUrl: string | null;
+  #lastRedisError: unknown = null;
+  readonly #onDecisionsError = (error: unknown) => {
+    this.#lastRedisError = error;
+  };
   #loops: TimerHandle[] = [];
   #isStoreFailing = false;
   #isStopped = false;
 
-  /** Use `createEnforcer`, which also starts it. */
+  /**
+   * Use `createEnforcer`, which also starts it. Throws {@link EnforcerOptionsError} for options it
+   * cannot run with, before opening any connection.
+   */
   constructor(options: EnforcerOptions) {
-    if ((options.redisUrl === undefined) === (options.clients === undefined)) {
-      throw new TypeError("createEnforcer: give either redisUrl or clients (exactly one)");
-    }
-    this.keyPrefix = options.keyPrefix ?? "lp:";
+    const time = options?.time ?? {};
+    const wallClock = time.wallClock ?? defaultWallClock;
+    const bootstrapSnapshot = checkEnforcerOptions(options, wallClock.nowMs());
+    const { redis } = options;
+    this.#isPolicyInCode = options.policy !== undefined;
+    this.keyPrefix = redis.keyPrefix ?? "lp:";
+    this.#redisUrl = redis.url === undefined ? null : redactedRedisUrl(redis.url);
     this.enforcerId =
       options.enforcerId ?? `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
-    const clock = options.clock ?? monotonicClock;
+    const clock = time.clock ?? monotonicClock;
     this.#clock = clock;
-    const wallClock = options.wallClock ?? defaultWallClock;
     this.#wallClock = wallClock;
-    this.#timers = options.timers ?? systemTimers;
+    this.#timers = time.timers ?? systemTimers;
     this.#logger = options.logger ?? jsonLineLogger({ enforcerId: this.enforcerId });
-    this.#heartbeatIntervalMs = options.heartbeatIntervalMs ?? 1_000;
-    this.#metricsFlushIntervalMs = options.metricsFlushIntervalMs ?? 1_000;
-    this.#startupWaitMs = options.startupWaitMs ?? 5_000;
-    const storeBatchSize = options.storeBatchSize ?? 64;
+    const controlPlane = options.controlPlane ?? {};
+    const reporting = options.reporting ?? {};
+    const timeouts = options.timeouts ?? {};
+    this.#heartbeatIntervalMs = reporting.heartbeatIntervalMs ?? 1_000;
+    this.#metricsFlushIntervalMs = reporting.metricsFlushIntervalMs ?? 1_000;
+    this.#startupWaitMs = controlPlane.startupWaitMs ?? 5_000;
+    const batchSize = redis.batchSize ?? 64;
     const makeStore =
       options.store ??
       ((clients: EnforcerClients, keyPrefix: string) =>
-        new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: storeBatchSize }));
+        new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: batchSize }));
 
-    this.#ownsClients = options.clients === undefined;
-    const maxWaitMs = options.maxWaitMs ?? Math.max(1_000, options.timeoutMs ?? 50);
+    const maxWaitMs = timeouts.maxWaitMs ?? Math.max(1_000, timeouts.storeCallMs ?? 50);
+    this.#ownsClients = redis.clients === undefined;
     this.#clients =
-      options.clients ??
-      this.#openClients(options.redisUrl ?? "", options.redisClusterNodes ?? [], maxWaitMs);
+      redis.clients ?? this.#openClients(redis.url ?? "", redis.clusterNodes ?? [], maxWaitMs);
+    this.#clients.decisions.on("error", this.#onDecisionsError);
     const names = enforcerRedisNames(this.keyPrefix);
-
-    this.#follower = new PolicyFollower({
-      redis: this.#clients.control,
-      subscriber: this.#clients.subscriber,
-      prefix: this.keyPrefix,
-      pollIntervalMs: options.pollIntervalMs,
-      bootstrapSnapshot: options.bootstrapSnapshot,
-      customerCacheSize: options.policyCustomerCacheSize,
-      // Node's SHA-256: the same digests as the portable one, several times faster on the
-      // million entries a large policy's snapshot holds.
-      sha256Hex: (text) => createHash("sha256").update(text).digest("hex"),
-      logger: this.#logger,
-      wallClock,
-      timers: this.#timers,
-    });
-
-    this.recorder =
-      options.recording === undefined
-        ? null
-        : new TrafficRecorder({
-            ...options.recording,
-            gatewayId: this.enforcerId,
-            redis: this.#clients.control,
-            prefix: this.keyPrefix,
+    // The parts below refuse values out of range with a RangeError naming the option: a
+    // configuration mistake, reported as one, with the connections just opened closed again.
+    try {
+      this.#follower = new PolicyFollower({
+        redis: this.#clients.control,
+        subscriber: this.#clients.subscriber,
+        prefix: this.keyPrefix,
+        pollIntervalMs: controlPlane.pollIntervalMs,
+        bootstrapSnapshot,
+        customerCacheSize: options.caches?.preparedCustomers,
+        // Node's SHA-256: the same digests as the portable one, several times faster on the
+        // million entries a large policy's snapshot holds.
+        sha256Hex: (text) => createHash("sha256").update(text).digest("hex"),
+        logger: this.#logger,
+        wallClock,
+        timers: this.#timers,
+      });
+      this.recorder =
+        options.recording === undefined
+          ? null
+          : new TrafficRecorder({
+              ...options.recording,
+              gatewayId: this.enforcerId,
+              redis: this.#clients.control,
+              prefix: this.keyPrefix,
+            });
+      this.#store = makeStore(this.#clients, this.keyPrefix);
+      this.#engine = new DecisionEngine({
+        recorder: this.recorder ?? undefined,
+        store: this.#store,
+        snapshot: () => this.#follower.current,
+        expectedGateways: options.expectedGateways,
+        timeoutMs: timeouts.storeCallMs,
+        maxWaitMs,
+        // Connected (a Cluster: ready, slots known) means a late answer is a slow one, waited for.
+        isStoreReachable: () => this.#clients.decisions.status === "ready",
+        breaker: timeouts.breaker,
+        closedRetryAfterMs: timeouts.closedRetryAfterMs,
+        localStage: options.local,
+        leases: options.leases,
+        resolutionCache:
+          options.caches?.resolutions === undefined
+            ? undefined
+            : { maxEntries: options.caches.resolutions },
+        metrics: reporting.metrics,
+        recentRejections: reporting.recentRejections,
+        clock,
+        wallClock,
+        timers: this.#timers,
+        onStoreError: (error) => {
+          // Once per outage (until the heartbeat sees the store healthy again); the metrics and
+          // the breaker state in the heartbeat say the rest.
+          if (this.#isStoreFailing) return;
+          this.#isStoreFailing = true;
+          this.#logger.log("warn", "limiter store call failed; failure policies decide", {
+            error: describeError(error),
           });
-    this.#store = makeStore(this.#clients, this.keyPrefix);
-    this.#engine = new DecisionEngine({
-      recorder: this.recorder ?? undefined,
-      store: this.#store,
-      snapshot: () => this.#follower.current,
-      expectedGateways: options.expectedGateways,
-      timeoutMs: options.timeoutMs,
-      maxWaitMs,
-      // Connected (a Cluster: ready, slots known) means a late answer is a slow one, waited for.
-      isStoreReachable: () => this.#clients.decisions.status === "ready",
-      breaker: options.breaker,
-      closedRetryAfterMs: options.closedRetryAfterMs,
-      localStage: options.localStage,
-      leases: options.leases,
-      resolutionCache: options.resolutionCache,
-      metrics: options.metrics,
-      recentRejections: options.recentRejections,
-      clock,
-      wallClock,
-      timers: this.#timers,
-      onStoreError: (error) => {
-        // Once per outage (until the heartbeat sees the store healthy again); the metrics and the
-        // breaker state in the heartbeat say the rest.
-        if (this.#isStoreFailing) return;
-        this.#isStoreFailing = true;
-        this.#logger.log("warn", "limiter store call failed; failure policies decide", {
-          error: describeError(error),
-        });
-      },
-    });
+        },
+      });
+      this.#seen =
+        reporting.seenCustomers === false
+          ? null
+          : new SeenCustomers({ ...reporting.seenCustomers, wallClock });
+    } catch (error: unknown) {
+      this.#clients.decisions.off("error", this.#onDecisionsError);
+      if (this.#ownsClients) for (const client of Object.values(this.#clients)) client.disconnect();
+      throw asOptionsError(error);
+    }
 
     this.#status = new StatusReporter({
       redis: this.#clients.control,
@@ -357,7 +239,7 @@ export class Enforcer implements RequestChecker {
         slowStoreDecisions: this.#engine.slowStoreDecisionCount,
         eventLoopDelay: this.#loopDelay.last,
       }),
-      ttlMs: options.heartbeatTtlMs ?? 10_000,
+      ttlMs: reporting.heartbeatTtlMs ?? 10_000,
       wallClock,
       logger: this.#logger,
     });
@@ -367,16 +249,12 @@ export class Enforcer implements RequestChecker {
       enforcerId: this.enforcerId,
       metrics: this.#engine.metrics,
       recentRejections: this.#engine.recentRejections,
-      secondBucketTtlMs: options.secondBucketTtlMs ?? 10_800_000,
-      minuteBucketTtlMs: options.minuteBucketTtlMs ?? 21_600_000,
-      rejectionsPerCustomer: options.rejectionsPerCustomer ?? 50,
-      rejectionsTtlMs: options.rejectionsTtlMs ?? 3_600_000,
+      secondBucketTtlMs: reporting.secondBucketTtlMs ?? 10_800_000,
+      minuteBucketTtlMs: reporting.minuteBucketTtlMs ?? 21_600_000,
+      rejectionsPerCustomer: reporting.rejectionsPerCustomer ?? 50,
+      rejectionsTtlMs: reporting.rejectionsTtlMs ?? 3_600_000,
       logger: this.#logger,
     });
-    this.#seen =
-      options.seenCustomers === false
-        ? null
-        : new SeenCustomers({ ...options.seenCustomers, wallClock });
     this.#seenReporter =
       this.#seen === null
         ? null
@@ -425,19 +303,34 @@ export class Enforcer implements RequestChecker {
   }
 
   /**
-   * Subscribes, reads the policy, starts the heartbeat and the metrics flush, and waits up to
-   * `startupWaitMs` for a first snapshot. Resolves whether a snapshot is in force.
+   * Starts following the published policy (unless the limits are in code) and waits up to
+   * `controlPlane.startupWaitMs` for a first snapshot, checks that Redis answers (one error line
+   * if not), and starts the heartbeat and the metrics flush. Resolves whether a snapshot is in
+   * force.
    */
   async start(): Promise<boolean> {
-    const startedAtMs = this.#clock.nowMs();
-    await this.#follower.start(Math.min(this.#startupWaitMs, 1_000));
-    const leftMs = Math.max(0, this.#startupWaitMs - (this.#clock.nowMs() - startedAtMs));
-    const hasPolicy = await this.#follower.waitForSnapshot(leftMs);
-    if (!hasPolicy) {
-      this.#logger.log("warn", "no policy snapshot yet; admitting requests until one arrives", {
-        waitedMs: this.#startupWaitMs,
-      });
+    let hasPolicy = true;
+    if (this.#isPolicyInCode) {
+      await this.#waitForRedis(Math.min(this.#startupWaitMs, 2_000));
+    } else {
+      const startedAtMs = this.#clock.nowMs();
+      await this.#follower.start(Math.min(this.#startupWaitMs, 1_000));
+      const leftMs = Math.max(0, this.#startupWaitMs - (this.#clock.nowMs() - startedAtMs));
+      hasPolicy = await this.#follower.waitForSnapshot(leftMs);
+      if (!hasPolicy) {
+        this.#logger.log(
+          "warn",
+          "no policy snapshot yet: nothing is limited until the control plane publishes one under this key prefix (or pass the limits in code as `policy`)",
+          {
+            waitedMs: this.#startupWaitMs,
+            keyPrefix: this.keyPrefix,
+            policyHead: policyRedisNames(this.keyPrefix).head,
+            redis: this.#redisUrl,
+          },
+        );
+      }
     }
+    this.#reportUnreachableRedis();
     this.#loopDelay.start();
     await this.#status.beat();
     this.#loops.push(
@@ -455,6 +348,49 @@ export class Enforcer implements RequestChecker {
       this.#loops.push(runEvery(this.#timers, recorder.flushIntervalMs, () => recorder.flush()));
     return hasPolicy;
   }
+
+  /** Resolves once the decisions connection is ready, has failed, or `waitMs` has passed. */
+  #waitForRedis(waitMs: number): Promise<void> {
+    const client = this.#clients.decisions;
+    if (client.status === "ready" || this.#lastRedisError !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        timer.cancel();
+        client.off("ready", done);
+        client.off("error", done);
+        resolve();
+      };
+      const timer = this.#timers.setTimer(done, waitMs);
+      client.once("ready", done);
+      client.once("error", done);
+    });
+  }
+
+  /**
+   * One error line when the decisions connection is not up at start: which Redis, and why. A
+   * wrong URL must not pass for a working limiter; each limit's failure policy decides until
+   * Redis answers, and an info line says when it does.
+   */
+  #reportUnreachableRedis(): void {
+    const client = this.#clients.decisions;
+    if (client.status === "ready") return;
+    this.#logger.log(
+      "error",
+      "cannot reach Redis: until it answers, each limit's failure policy decides (fail-open limits admit everything)",
+      {
+        redis: this.#redisUrl ?? "(the decisions client given in redis.clients)",
+        connection: client.status,
+        error: this.#lastRedisError === null ? null : describeError(this.#lastRedisError),
+      },
+    );
+    client.once("ready", this.#onRedisBack);
+  }
+
+  readonly #onRedisBack = () => {
+    this.#logger.log("info", "Redis answering: limits are decided by the shared store again", {
+      redis: this.#redisUrl ?? "(the decisions client given in redis.clients)",
+    });
+  };
 
   #noticeStoreRecovery(): void {
     if (!this.#isStoreFailing) return;
@@ -490,8 +426,9 @@ export class Enforcer implements RequestChecker {
     return this.#follower.onApplied(listener);
   }
 
-  /** Reads the stored policy now (as a poll would). */
+  /** Reads the stored policy now (as a poll would). Does nothing when the limits are in code. */
   refreshPolicy(): Promise<void> {
+    if (this.#isPolicyInCode) return Promise.resolve();
     return this.#follower.refresh("poll");
   }
 
@@ -587,10 +524,13 @@ export class Enforcer implements RequestChecker {
   async stop(): Promise<void> {
     if (this.#isStopped) return;
     this.#isStopped = true;
+    this.#clients.decisions.off("error", this.#onDecisionsError);
+    this.#clients.decisions.off("ready", this.#onRedisBack);
     for (const loop of this.#loops) loop.cancel();
     this.#loops = [];
     this.#loopDelay.stop();
-    await this.#follower.stop();
+    // With limits in code the follower never subscribed: nothing to stop.
+    if (!this.#isPolicyInCode) await this.#follower.stop();
     // Leases end: their unspent units go back to Redis. Those returns and the refills held back
     // for company go now, ahead of the QUIT below, so they are answered.
     this.#engine.leases?.clear();
@@ -618,10 +558,24 @@ function delay(timers: Timers, ms: number): Promise<void> {
 
 /**
  * Creates an enforcer and starts it (see {@link Enforcer.start}): ready to `check` when it
- * resolves, with the published policy in force unless Redis gave none within `startupWaitMs`.
+ * resolves, with the limits in code in force, or the published policy unless Redis gave none
+ * within `controlPlane.startupWaitMs`. Throws {@link EnforcerOptionsError} for options it cannot
+ * run with; never because Redis is unreachable.
  */
 export async function createEnforcer(options: EnforcerOptions): Promise<Enforcer> {
   const enforcer = new Enforcer(options);
   await enforcer.start();
   return enforcer;
+}
+
+/**
+ * A part refusing an option (a RangeError naming it, or an invalid bootstrap snapshot) as the
+ * options error it is; anything else is a bug and propagates as it is.
+ */
+function asOptionsError(error: unknown): unknown {
+  if (error instanceof EnforcerOptionsError) return error;
+  if (error instanceof RangeError || error instanceof TypeError) {
+    return new EnforcerOptionsError([{ path: [], message: error.message }], { cause: error });
+  }
+  return error;
 }

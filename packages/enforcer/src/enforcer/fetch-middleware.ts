@@ -12,13 +12,10 @@
  * exceeded) or 503 (fail-closed, limiter unavailable) with `Retry-After`, the headers, and the
  * `application/problem+json` body `buildRateLimitResponse` makes; the handler is not called.
  */
+
+import { forwardedClientAddress } from "../policy/address";
 import type { RequestChecker } from "./decision-engine";
-import {
-  enforcerRequestOf,
-  forwardedClientAddress,
-  type HttpAdapterOptions,
-  trustedHops,
-} from "./http-adapter";
+import { enforcerRequestOf, type HttpAdapterOptions, trustedHops } from "./http-adapter";
 
 export type FetchHandler = (request: Request) => Response | Promise<Response>;
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../limiter/stores/memory";
+import { ManualTimers, type Timers } from "../limiter/timers";
 import type { DecideInput, LayeredDecision, LimiterStore, LimitSpec } from "../limiter/types";
 import { CircuitBreaker } from "./circuit-breaker";
 import { FailurePolicy } from "./failure-policy";
 import { GuardedStore } from "./guarded-store";
-import { ManualTimers, type Timers } from "./timers";
 import type { EnforcerCheck, EnforcerInput, StoreFailurePolicy } from "./types";
 
 const T0 = 1_700_000_000_000;

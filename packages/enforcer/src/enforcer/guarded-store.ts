@@ -17,10 +17,11 @@
  */
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
+import { systemTimers, type Timers } from "../limiter/timers";
 import type { LeaseReturn, LeaseWanted, LimiterStore } from "../limiter/types";
 import { type BreakerPermit, CircuitBreaker } from "./circuit-breaker";
 import type { FailurePolicy } from "./failure-policy";
-import { callWithTimeout, systemTimers, type Timers } from "./timers";
+import { callWithTimeout } from "./timers";
 import { type EnforcerDecision, type EnforcerInput, fromStoreDecision } from "./types";
 
 export interface GuardedStoreOptions {

@@ -61,24 +61,6 @@ export function trustedHops(trustProxy: boolean | number | undefined): number {
   return trustProxy;
 }
 
-/**
- * The client address from `X-Forwarded-For` when `hops` proxies are trusted: the `hops`-th entry
- * from the right. Null when no proxy is trusted, the header is absent, or it has fewer entries
- * than trusted hops (the request did not come through all of them).
- */
-export function forwardedClientAddress(
-  forwardedFor: string | null | undefined,
-  hops: number,
-): string | null {
-  if (hops === 0 || forwardedFor === null || forwardedFor === undefined) return null;
-  const entries = forwardedFor
-    .split(",")
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== "");
-  const entry = entries[entries.length - hops];
-  return entry === undefined ? null : entry;
-}
-
 /** The enforcer request for what an adapter learned. */
 export function enforcerRequestOf(parts: {
   readonly identity: Identity | null;

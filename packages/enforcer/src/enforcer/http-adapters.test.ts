@@ -3,15 +3,16 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStore } from "../limiter/stores/memory";
+import { ManualTimers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
+import { forwardedClientAddress } from "../policy/address";
 import { prepareSnapshot } from "../policy/prepare";
 import { checkFetchResponseContract } from "../testing/http-contract";
 import { exampleSnapshot } from "../testing/policy-factory";
 import { DecisionEngine, type EnforcerRequest, type RequestChecker } from "./decision-engine";
 import { createFetchMiddleware, withRateLimit } from "./fetch-middleware";
-import { forwardedClientAddress, trustedHops } from "./http-adapter";
+import { trustedHops } from "./http-adapter";
 import { createNodeMiddleware } from "./node-middleware";
-import { ManualTimers } from "./timers";
 
 /** A store that is down: every call fails at once. */
 const DOWN_STORE: LimiterStore = {

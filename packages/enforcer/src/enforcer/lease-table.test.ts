@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
+import { ManualTimers } from "../limiter/timers";
 import { type LeaseGrant, type LeaseRequest, LeaseTable, returnLeadMs } from "./lease-table";
-import { ManualTimers } from "./timers";
 import type { EnforcerCheck, EnforcerDecision, EnforcerInput } from "./types";
 
 const account: EnforcerCheck = Object.freeze({

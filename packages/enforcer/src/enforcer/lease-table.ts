@@ -41,10 +41,10 @@
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
 import { type StoreTime, setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
+import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import type { LeaseReturn, LimitSpec } from "../limiter/types";
 import { limitSize } from "../policy/limit-math";
 import { GenerationalMap } from "./generational-map";
-import { systemTimers, type TimerHandle, type Timers } from "./timers";
 import {
   type EnforcerCheck,
   type EnforcerDecision,

@@ -14,10 +14,10 @@
  * goes to `next(error)`, as Express expects.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { forwardedClientAddress } from "../policy/address";
 import type { EnforcerRequest, EnforcerResult, RequestChecker } from "./decision-engine";
 import {
   enforcerRequestOf,
-  forwardedClientAddress,
   type HttpAdapterOptions,
   type Identity,
   trustedHops,

@@ -26,6 +26,7 @@
  * more read after it, so a burst of announcements costs two reads, not one per message.
  */
 import { type Clock, wallClock as defaultWallClock } from "../limiter/clock";
+import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import type { Sha256Hex } from "../policy/entries";
 import { formatFieldErrors, type PolicyFieldError } from "../policy/errors";
 import { parsePolicyDelta } from "../policy/policy-delta";
@@ -48,8 +49,6 @@ import {
   readPolicyHead,
 } from "../publication/read-policy";
 import { describeError, type EnforcerLogger } from "./logger";
-
-import { systemTimers, type TimerHandle, type Timers } from "./timers";
 
 /** The commands the follower reads with (a `control` client). */
 export interface FollowerRedis extends ReadingRedis, PolicyReadingRedis {}

@@ -25,6 +25,7 @@ import { hostname } from "node:os";
 import calculateSlot from "cluster-key-slot";
 import type { ChainableCommander } from "ioredis";
 import type { Clock } from "../limiter/clock";
+import type { TimerHandle, Timers } from "../limiter/timers";
 import type { RedisClient } from "../publication/redis-clients";
 import {
   type EnforcerRedisNames,
@@ -38,7 +39,6 @@ import type { EventLoopDelay } from "./event-loop-delay";
 import { describeError, type EnforcerLogger } from "./logger";
 import type { AppliedSnapshot, SnapshotErrorReport } from "./policy-follower";
 import type { CustomerRejection, RecentRejections } from "./recent-rejections";
-import type { TimerHandle, Timers } from "./timers";
 import type { StoreFailure } from "./types";
 
 /** The commands the reporters use; an ioredis client or Cluster. */

@@ -96,3 +96,21 @@ function parseIpv6(text: string): number[] | null {
   }
   return known === 8 ? [...left, ...tail] : null;
 }
+
+/**
+ * The client address from `X-Forwarded-For` when `hops` proxies are trusted: the `hops`-th entry
+ * from the right. Null when no proxy is trusted, the header is absent, or it has fewer entries
+ * than trusted hops (the request did not come through all of them).
+ */
+export function forwardedClientAddress(
+  forwardedFor: string | null | undefined,
+  hops: number,
+): string | null {
+  if (hops === 0 || forwardedFor === null || forwardedFor === undefined) return null;
+  const entries = forwardedFor
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  const entry = entries[entries.length - hops];
+  return entry === undefined ? null : entry;
+}

@@ -7,7 +7,7 @@
  * internal to the package.
  */
 
-export { normalizeClientAddress } from "./address";
+export { forwardedClientAddress, normalizeClientAddress } from "./address";
 export {
   type CanonicalPolicyParts,
   canonicalJson,

@@ -3,9 +3,8 @@
  * enforcers. The key names, the newer-only publication of deltas and snapshots (control plane),
  * the validated reads of the head, the log and a snapshot, and announcement parsing (enforcers),
  * the format before deltas (`publishSnapshot`, `readCurrentSnapshot`: kept for rolling upgrades), the readers of what enforcers report (heartbeats, per-scope
- * counts, recent rejections), and the one Redis client factory with a role per use. See the
- * package README ("What an enforcer writes to Redis") and lib/control/README.md for the
- * guarantees.
+ * counts, recent rejections), and the one Redis client factory with a role per use. The key
+ * layout is in docs/redis-store.md; lib/control/README.md has the guarantees.
  */
 export {
   type EnforcerHeartbeat,

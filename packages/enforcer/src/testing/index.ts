@@ -7,13 +7,6 @@
  */
 export { configureFastCheckFromEnv } from "./fast-check";
 export {
-  allowedFor,
-  type FairnessOutcome,
-  type FairnessRound,
-  FairnessGateways,
-  sustainedPerSec,
-} from "./lease-fairness";
-export {
   type ContractResponse,
   checkFetchResponseContract,
   checkRateLimitContract,
@@ -21,6 +14,13 @@ export {
   type ParsedRateLimit,
   type ParsedRateLimitContract,
 } from "./http-contract";
+export {
+  allowedFor,
+  FairnessGateways,
+  type FairnessOutcome,
+  type FairnessRound,
+  sustainedPerSec,
+} from "./lease-fairness";
 export { examplePolicy, examplePolicyInput, exampleSnapshot, tokenBucket } from "./policy-factory";
 export { deleteKeysUnder, publishTestSnapshot } from "./redis-keys";
 export {

@@ -10,9 +10,9 @@
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { DecisionEngine } from "../enforcer/decision-engine";
-import { ManualTimers } from "../enforcer/timers";
 import { RedisStore } from "../limiter/stores/redis";
 import { storeTimeOf } from "../limiter/stores/store-time";
+import { ManualTimers } from "../limiter/timers";
 import { prepareSnapshot } from "../policy/prepare";
 import { createRedisClient } from "../publication/redis-clients";
 import type { FairnessOrder, FairnessReport } from "./lease-fairness";

@@ -3,7 +3,7 @@
  * change what it gets without affecting another.
  */
 
-import example from "../policy/fixtures/example-policy.json";
+import example from "../policy/fixtures/example-policy.json" with { type: "json" };
 import type { TSnapshot } from "../policy/schemas";
 import {
   type TPolicyDocument,

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { ManualTimers } from "../../enforcer/timers";
 import { ManualClock } from "../clock";
+import { ManualTimers } from "../timers";
 import type { DecideInput, LimitSpec } from "../types";
 import { type RedisScriptClient, RedisStore, redisLogKey, redisSubjectKey } from "./redis";
 import {

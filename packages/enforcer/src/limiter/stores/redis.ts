@@ -1,11 +1,11 @@
 /// <reference path="./cluster-key-slot.d.ts" />
 import calculateSlot from "cluster-key-slot";
-import { systemTimers, type TimerHandle, type Timers } from "../../enforcer/timers";
 import { assertName, assertTimeAndCost, assertValidChecks, assertValidLimit } from "../arguments";
 import { type Clock, monotonicClock } from "../clock";
 import { combineOutcomes } from "../layered";
 import type { ShapedDecision } from "../leaky-shaper";
 import { limitSizeOf } from "../step-limit";
+import { systemTimers, type TimerHandle, type Timers } from "../timers";
 import type {
   DecideInput,
   LayeredDecision,
