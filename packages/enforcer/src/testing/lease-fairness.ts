@@ -130,6 +130,9 @@ export function allowedFor(limit: LimitSpec, sentAtMs: readonly number[], spanMs
   return admitted;
 }
 
+/** The longest a round waits for its window to begin (see `FairnessGateways.run`). */
+const MAX_ALIGN_WAIT_MS = 10_000;
+
 interface Worker {
   readonly child: ChildProcess;
   readonly next: () => Promise<string>;
@@ -202,13 +205,14 @@ export class FairnessGateways {
     const customerId = `fair-${this.#runId}-${++this.#rounds}`;
     const totalPerSec = round.rateMultiple * sustainedPerSec(round.limit);
     // Every worker starts at the same instant, far enough ahead for the orders to arrive; a
-    // window's round just after one of its windows begins, so the round runs in one window when
-    // it is shorter than the window (where a boundary falls would otherwise decide what the
-    // limit allows, and the rounds compared would not share it).
+    // round of a short window just after one of its windows begins, so the round runs in one
+    // window when it is shorter than the window (where a boundary falls would otherwise decide
+    // what the limit allows, and the rounds compared would not share it). A window of more than
+    // MAX_ALIGN_WAIT_MS is not waited for: a round rarely meets its boundary.
     let startAtMs = Date.now() + 300;
     const limit = round.limit;
     if (limit.algorithm === "fixed-window" || limit.algorithm === "sliding-window") {
-      if (round.durationMs + 200 <= limit.windowMs) {
+      if (round.durationMs + 200 <= limit.windowMs && limit.windowMs <= MAX_ALIGN_WAIT_MS) {
         startAtMs += limit.windowMs - (startAtMs % limit.windowMs) + 100;
       }
     }
