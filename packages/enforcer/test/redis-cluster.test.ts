@@ -69,7 +69,13 @@ async function publishWhole(
 }
 
 async function clusterClient(role: "decisions" | "control" | "subscriber"): Promise<RedisClient> {
-  const client = createRedisClient(role, { url: URL_FOR_NODES, clusterNodes: cluster.nodes });
+  // A long command timeout: on a busy machine a slow answer is waited for, not failed (the
+  // failure tests stop nodes, which fails commands at once).
+  const client = createRedisClient(role, {
+    url: URL_FOR_NODES,
+    clusterNodes: cluster.nodes,
+    commandTimeoutMs: 10_000,
+  });
   if (client.status !== "ready") await once(client, "ready");
   return client;
 }

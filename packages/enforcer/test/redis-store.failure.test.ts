@@ -6,7 +6,7 @@ import { REDIS_DECIDE_LIBRARY_NAME } from "../src/limiter/stores/redis-decide-sc
 import { StoreUnavailableError } from "../src/limiter/stores/store-unavailable-error";
 import type { DecideInput } from "../src/limiter/types";
 import { OwnRedisServer } from "../src/testing/redis-server";
-import { readyRedis } from "./support/redis";
+import { RELEASED_TIMEOUT_MS, readyRedis } from "./support/redis";
 
 /*
  * Failures, on a redis-server of this file's own (never the shared one): FUNCTION FLUSH and
@@ -47,7 +47,7 @@ describe("RedisStore when Redis fails", () => {
 
   beforeAll(async () => {
     server = await OwnRedisServer.start();
-    client = await readyRedis("decisions", server.url);
+    client = await readyRedis("decisions", server.url, "", RELEASED_TIMEOUT_MS);
     admin = await readyRedis("control", server.url);
     store = new RedisStore({ client, keyPrefix: "failure:" });
   });
@@ -101,7 +101,7 @@ describe("RedisStore when Redis fails", () => {
     const url = new URL(server.url);
     url.username = "no-functions";
     url.password = "any";
-    const limited = await readyRedis("decisions", url.href);
+    const limited = await readyRedis("decisions", url.href, "", RELEASED_TIMEOUT_MS);
     try {
       const store = new RedisStore({ client: limited, keyPrefix: "failure:acl:" });
       const decisions = await Promise.all(

@@ -19,7 +19,10 @@ import type { FairnessOrder, FairnessReport } from "./lease-fairness";
 import { exampleSnapshot } from "./policy-factory";
 
 const url = process.env.FAIRNESS_REDIS_URL ?? "";
-const decisions = createRedisClient("decisions", { url });
+// What is measured is what leases admit, not this machine's load: a slow answer is waited for
+// (gateways fail a call after 250 ms and answer by the failure policy, which a busy test machine
+// would otherwise turn into rejections nobody asked about).
+const decisions = createRedisClient("decisions", { url, commandTimeoutMs: 5_000 });
 const control = createRedisClient("control", { url });
 if (decisions.status !== "ready") await once(decisions, "ready");
 
@@ -113,6 +116,7 @@ async function run(order: FairnessOrder): Promise<FairnessReport> {
     fromLeases,
     firstStoreMs,
     endStoreMs,
+    lastSentAtMs: sentAtMs.at(-1) ?? null,
     grantedUnits: figures?.grantedUnits ?? 0,
     returnedUnits: figures?.returnedUnits ?? 0,
     expiredUnits: figures?.expiredUnits ?? 0,
@@ -132,6 +136,7 @@ for await (const line of lines) {
       fromLeases: 0,
       firstStoreMs: null,
       endStoreMs: 0,
+      lastSentAtMs: null,
       grantedUnits: 0,
       returnedUnits: 0,
       expiredUnits: 0,

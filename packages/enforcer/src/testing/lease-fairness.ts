@@ -5,8 +5,11 @@
  * with leases on or off. What a round admits is compared with what the limit allows:
  *
  * - a token bucket allows its capacity plus its refill over the span the round took, measured on
- *   Redis's clock (from the first decision's `TIME` to a `TIME` read once every decision was
- *   answered), capped at what was offered: the ideal, and (uncapped) the most it may admit;
+ *   Redis's clock from the first decision's `TIME`: up to when the last request was sent, capped
+ *   at what was offered, is the ideal; up to a `TIME` read once every decision was answered is
+ *   the most it may admit (a busy machine answers late, and the refill meanwhile is not the
+ *   traffic's to have asked for). Redis's `TIME` and the workers' `Date.now()` read one clock:
+ *   the gateways run on Redis's machine;
  * - any other limit allows what the pure limiter core admits when every request the workers
  *   sent is replayed through it, in order, at the instant it was sent (the machine's clock,
  *   which Redis's `TIME` reads too): what one gateway deciding every request alone, exactly and
@@ -47,6 +50,8 @@ export interface FairnessReport {
   readonly firstStoreMs: number | null;
   /** Redis `TIME` read once every one of this worker's decisions was answered. */
   readonly endStoreMs: number;
+  /** When this worker sent its last request (the machine's clock, which Redis reads too). */
+  readonly lastSentAtMs: number | null;
   readonly grantedUnits: number;
   readonly returnedUnits: number;
   readonly expiredUnits: number;
@@ -75,7 +80,7 @@ export interface FairnessOutcome {
   readonly customerId: string;
   readonly offered: number;
   readonly admitted: number;
-  /** What the limit allows, capped at what was offered. */
+  /** What the limit allows while the requests were sent, capped at what was offered. */
   readonly ideal: number;
   /**
    * What the limit allows, uncapped: for a token bucket, admitting more is a bug; for the
@@ -239,19 +244,21 @@ export class FairnessGateways {
     const startMs = Math.min(...firsts);
     const endMs = Math.max(...reports.map((report) => report.endStoreMs));
     const spanMs = Math.max(0, endMs - startMs);
+    const lastSents = reports
+      .map((report) => report.lastSentAtMs)
+      .filter((sent): sent is number => sent !== null);
+    const sentSpanMs = Math.max(0, Math.min(endMs, Math.max(...lastSents)) - startMs);
     const sum = (pick: (report: FairnessReport) => number) =>
       reports.reduce((total, report) => total + pick(report), 0);
     const offered = sum((report) => report.offered);
-    const allowed = allowedFor(
-      round.limit,
-      reports.flatMap((report) => report.sentAtMs),
-      spanMs,
-    );
+    const sentAtMs = reports.flatMap((report) => report.sentAtMs);
+    const allowed = allowedFor(round.limit, sentAtMs, spanMs);
+    const allowedWhileSent = allowedFor(round.limit, sentAtMs, sentSpanMs);
     return {
       customerId,
       offered,
       admitted: sum((report) => report.admitted),
-      ideal: Math.min(offered, Math.floor(allowed)),
+      ideal: Math.min(offered, Math.floor(allowedWhileSent)),
       allowed,
       spanMs,
       fromLeases: sum((report) => report.fromLeases),

@@ -19,25 +19,44 @@ export function parseClusterNodes(text: string): RedisClusterNode[] {
 }
 
 /**
+ * How long a test's command may take before it fails: long, so an exactness test on a busy
+ * machine (other processes on every core) waits for Redis instead of failing a decision it
+ * asserts. A test of the timeout itself passes its own (`RELEASED_TIMEOUT_MS`).
+ */
+const TEST_COMMAND_TIMEOUT_MS = 10_000;
+
+/** The `decisions` role's command timeout as gateways run it, for tests of the timeout itself. */
+export const RELEASED_TIMEOUT_MS = 250;
+
+/**
  * A client of `role` for this test run's Redis (`REDIS_URL`, set by setup-env.ts), once it is
  * ready; with `clusterNodes` (`host:port,...`, not empty) a Cluster client on them instead. The
  * `decisions` role has no offline queue, so a command sent before the connection is ready fails
- * at once: wait for it.
+ * at once: wait for it. Commands time out after {@link TEST_COMMAND_TIMEOUT_MS} unless
+ * `commandTimeoutMs` says otherwise.
  */
-export async function readyRedis(role: RedisRole, url?: string): Promise<Redis>;
+export async function readyRedis(
+  role: RedisRole,
+  url?: string,
+  clusterNodes?: "",
+  commandTimeoutMs?: number,
+): Promise<Redis>;
 export async function readyRedis(
   role: RedisRole,
   url: string | undefined,
   clusterNodes: string,
+  commandTimeoutMs?: number,
 ): Promise<RedisClient>;
 export async function readyRedis(
   role: RedisRole,
   url?: string,
   clusterNodes = "",
+  commandTimeoutMs = TEST_COMMAND_TIMEOUT_MS,
 ): Promise<RedisClient> {
   const client = createRedisClient(role, {
     url: url ?? process.env.REDIS_URL ?? "",
     clusterNodes: parseClusterNodes(clusterNodes),
+    commandTimeoutMs,
   });
   if (client.status !== "ready") await once(client, "ready");
   return client;
