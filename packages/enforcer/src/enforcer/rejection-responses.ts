@@ -39,6 +39,8 @@ interface PrebuiltRejection {
   // What every response made from it shares.
   readonly headers: Readonly<Record<string, string>>;
   readonly rawHeaders: readonly string[];
+  /** The body's `violated-policies`: the scope alone, frozen. */
+  readonly violated: readonly string[];
   /** The body's text up to the value of `retryAfterMs`. */
   readonly bodyPrefix: string;
 }
@@ -131,7 +133,7 @@ export class RejectionResponses {
               type: QUOTA_EXCEEDED_TYPE,
               title: "Quota exceeded",
               status: 429,
-              "violated-policies": [scope],
+              "violated-policies": entry.violated,
               code: "RATE_LIMITED",
               scope,
               retryAfterMs,
@@ -168,6 +170,7 @@ export class RejectionResponses {
       retryAfterDigits: retryAfterText.length,
       headers,
       rawHeaders: Object.freeze(rawHeaders),
+      violated: Object.freeze([scope]),
       bodyPrefix: bodyText.slice(0, bodyText.length - tail.length),
     };
     if (kept.count >= this.#maxPerLimit) {
