@@ -123,7 +123,9 @@ export function loadServiceConfig(
   env: Readonly<Record<string, string | undefined>>,
   readFile: (path: string) => Buffer = (path) => readFileSync(path),
 ): ServiceConfig {
-  const parsed = ZServiceEnv.safeParse(env);
+  // An empty variable is an unset one (`VAR=` in a unit file or a compose file).
+  const set = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const parsed = ZServiceEnv.safeParse(set);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new ServiceConfigError(
