@@ -17,7 +17,7 @@ import {
   sessionCookieHeader,
 } from "@/lib/control/auth/session-cookie";
 import { signIn, ZSignInCredentials } from "@/lib/control/auth/sign-in";
-import { clientAddressOf } from "@/lib/server/client-address";
+import { clientAddressOf, requestOriginOf } from "@/lib/server/client-address";
 import { authDeps } from "@/lib/server/composition";
 import { loadEnv } from "@/lib/server/env";
 import { defineEndpoint, principalOf } from "../endpoint";
@@ -40,7 +40,7 @@ const ZPermission = z.enum(Object.keys(PERMISSIONS) as [Permission, ...Permissio
 const tag = "Authentication";
 
 function isSecure(request: Request): boolean {
-  return isSecureCookieRequest(request, loadEnv().COOKIE_SECURE);
+  return isSecureCookieRequest(requestOriginOf(request), loadEnv().COOKIE_SECURE);
 }
 
 export const signInEndpoint = defineEndpoint({
