@@ -252,10 +252,14 @@ function databaseTarget(): { target: DeployTarget; appEnv: Record<string, string
   return { target: deployTargetFromEnv(env), appEnv: {} };
 }
 
-/** A session secret kept across restarts (so sign-ins survive), created on first run. */
-function sessionSecret(): string {
-  if (process.env.SESSION_SECRET) return process.env.SESSION_SECRET;
-  const file = path.join(STATE_DIR, "session-secret");
+/**
+ * A secret kept across restarts (so sign-ins survive and the record's hashes stay comparable),
+ * created on first run in the state directory, unless the environment gives one.
+ */
+function keptSecret(variable: string, fileName: string): string {
+  const given = process.env[variable];
+  if (given) return given;
+  const file = path.join(STATE_DIR, fileName);
   if (existsSync(file)) return readFileSync(file, "utf8").trim();
   mkdirSync(STATE_DIR, { recursive: true });
   const secret = randomBytes(32).toString("base64url");
@@ -331,7 +335,8 @@ async function main(): Promise<void> {
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
     ...appEnv,
-    SESSION_SECRET: sessionSecret(),
+    SESSION_SECRET: keptSecret("SESSION_SECRET", "session-secret"),
+    TRAFFIC_RECORD_SECRET: keptSecret("TRAFFIC_RECORD_SECRET", "traffic-record-secret"),
     NEXT_TELEMETRY_DISABLED: "1",
   };
 
