@@ -247,6 +247,7 @@ export class Enforcer implements RequestChecker {
     this.#flusher = new MetricsFlusher({
       redis: this.#clients.control,
       names,
+      prefix: this.keyPrefix,
       enforcerId: this.enforcerId,
       metrics: this.#engine.metrics,
       recentRejections: this.#engine.recentRejections,
