@@ -13,7 +13,8 @@
  * | `subscriber`| snapshot announcements (pub/sub)     | reconnects forever and resubscribes       |
  *
  * Every role reconnects by itself with capped exponential backoff (50 ms doubling to 2 s), so a
- * Redis restart heals without a process restart. Nothing waits forever: connecting is bounded by
+ * Redis restart heals without a process restart, and reconnects at once when a demoted primary
+ * answers `READONLY` (`reconnectOnReadOnly`). Nothing waits forever: connecting is bounded by
  * `connectTimeout` and every command by `commandTimeout`.
  *
  * **Redis Cluster.** With `clusterNodes` the client is an ioredis `Cluster` seeded with those
@@ -85,6 +86,17 @@ export function reconnectDelayMs(attempt: number): number {
   return Math.min(2_000, 50 * 2 ** Math.min(attempt - 1, 6));
 }
 
+/**
+ * A `READONLY` reply means the server this connection reached is a replica now: the primary was
+ * demoted (how managed services and a healed partition fail over). It is a failover, not an error
+ * to retry on the same connection: reconnect (through the sentinels, or the URL's name resolved
+ * again) and do not resend (1, not 2): the command that failed is decided by the failure policy,
+ * and a decision is never sent twice.
+ */
+export function reconnectOnReadOnly(error: Error): 1 | false {
+  return error.message.startsWith("READONLY") ? 1 : false;
+}
+
 export function redisOptionsFor(
   role: RedisRole,
   options: Omit<CreateRedisOptions, "url" | "clusterNodes" | "sentinel"> = {},
@@ -92,6 +104,7 @@ export function redisOptionsFor(
   const common: RedisOptions = {
     connectTimeout: 2_000,
     retryStrategy: reconnectDelayMs,
+    reconnectOnError: reconnectOnReadOnly,
     // Never keep a half-open socket for minutes: detect a dead peer within ~15 s.
     keepAlive: 5_000,
     lazyConnect: false,
