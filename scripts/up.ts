@@ -25,7 +25,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { readdir, stat } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import { EnvError, loadEnv } from "../lib/server/env";
+import { type Env, EnvError, loadEnv } from "../lib/server/env";
 import { type ApplicationRole, ApplicationRoleError, urlForRole } from "./db/app-role";
 import { type DeployTarget, deploy, deployTargetFromEnv } from "./db/migrate";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./lib/embedded-postgres";
@@ -292,13 +292,27 @@ async function databaseFree(): Promise<void> {
   await embeddedPostgres?.whenIdle();
 }
 
+/** The operator's Redis for the summary: where the client starts from, never a password. */
+function describeRedis(env: Env): string {
+  if (env.REDIS_SENTINEL_NAME !== undefined && env.REDIS_SENTINELS.length > 0) {
+    const sentinels = env.REDIS_SENTINELS.map((node) => `${node.host}:${node.port}`).join(",");
+    return `Sentinel master "${env.REDIS_SENTINEL_NAME}" via ${sentinels}`;
+  }
+  if (env.REDIS_CLUSTER_NODES.length > 0) {
+    return `Cluster via ${env.REDIS_CLUSTER_NODES.map((node) => `${node.host}:${node.port}`).join(",")}`;
+  }
+  return new URL(env.REDIS_URL).host;
+}
+
 async function main(): Promise<void> {
   mkdirSync(STATE_DIR, { recursive: true });
   await clearLeftovers();
   record.clear();
   startWatchdog();
   const useEmbeddedPostgres = !process.env.DATABASE_URL;
-  const usePrivateRedis = !process.env.REDIS_URL;
+  // REDIS_SENTINELS or REDIS_CLUSTER_NODES name a Redis of the operator's even without REDIS_URL.
+  const usePrivateRedis =
+    !process.env.REDIS_URL && !process.env.REDIS_SENTINELS && !process.env.REDIS_CLUSTER_NODES;
 
   let redisBinary: string | null = null;
   if (usePrivateRedis) {
@@ -468,7 +482,7 @@ async function main(): Promise<void> {
       `  Rate-limit service: Envoy RLS at 127.0.0.1:${rlsGrpcPort} (plaintext), forward-auth ${rlsUrl}/check (try: curl -i -H "X-Limitplane-Secret: ${rlsSecret}" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /v1/things" -H "X-Customer-Id: initech" ${rlsUrl}/check)`,
       `  API token: ${path.relative(ROOT, path.join(STATE_DIR, "api-token"))} (role operator; a curl example is in docs/http-api.md)`,
       `  Postgres:  ${useEmbeddedPostgres ? `embedded (PGlite), data in ${path.relative(ROOT, path.join(STATE_DIR, "pgdata"))}` : database.host}`,
-      `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : new URL(env.REDIS_URL).host}`,
+      `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : describeRedis(env)}`,
       "  Traffic is flowing; Ctrl-C stops everything started here.",
       "",
     ].join("\n"),

@@ -60,6 +60,7 @@ export {
   type RedisClient,
   type RedisClusterNode,
   type RedisRole,
+  type RedisSentinelOptions,
   redisOptionsFor,
 } from "./redis-clients";
 export { type EnforcerRedisNames, enforcerRedisNames, scopeField } from "./redis-keys";
