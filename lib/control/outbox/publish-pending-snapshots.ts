@@ -30,8 +30,7 @@ import {
   publishPolicySnapshot,
 } from "@limitplane/enforcer/publication";
 import { Prisma, type PrismaClient } from "@/lib/generated/prisma/client";
-import { lockOutboxPublisher, lockPolicyChanges } from "../locks";
-import { upgradeToEntries } from "../policy/upgrade-to-entries";
+import { lockOutboxPublisher } from "../locks";
 import { POLICY_SNAPSHOT_TOPIC, ZPolicySnapshotPayload } from "./outbox";
 
 /** Exponential backoff between attempts while Redis is unreachable. */
@@ -362,16 +361,6 @@ export async function publishWholePolicy(
   publisher: SnapshotPublisher,
   mode: "publish" | "compact",
 ): Promise<WholePublication> {
-  await publisher.db.$transaction(async (tx) => {
-    const latest = await tx.policyVersion.findFirst({
-      orderBy: { version: "desc" },
-      select: { entries: true },
-    });
-    if (latest !== null && latest.entries === null) {
-      await lockPolicyChanges(tx);
-      await upgradeToEntries(tx);
-    }
-  });
   return publisher.db.$transaction(
     async (tx) => {
       const latest = await tx.policyVersion.findFirst({

@@ -24,9 +24,9 @@ import type { LimiterStore } from "../limiter/types";
 import type { PolicyStateSize } from "../policy/policy-state";
 import { policyRedisNames } from "../publication/keys";
 import {
+  type CreateRedisOptions,
   createRedisClient,
   type RedisClient,
-  type RedisClusterNode,
 } from "../publication/redis-clients";
 import { enforcerRedisNames } from "../publication/redis-keys";
 import { TrafficRecorder } from "../recording/traffic-recorder";
@@ -155,7 +155,11 @@ export class Enforcer implements RequestChecker {
     const maxWaitMs = timeouts.maxWaitMs ?? Math.max(1_000, timeouts.storeCallMs ?? 50);
     this.#ownsClients = redis.clients === undefined;
     this.#clients =
-      redis.clients ?? this.#openClients(redis.url ?? "", redis.clusterNodes ?? [], maxWaitMs);
+      redis.clients ??
+      this.#openClients(
+        { url: redis.url ?? "", clusterNodes: redis.clusterNodes, sentinel: redis.sentinel },
+        maxWaitMs,
+      );
     this.#clients.decisions.on("error", this.#onDecisionsError);
     const names = enforcerRedisNames(this.keyPrefix);
     // The parts below refuse values out of range with a RangeError naming the option: a
@@ -247,6 +251,7 @@ export class Enforcer implements RequestChecker {
     this.#flusher = new MetricsFlusher({
       redis: this.#clients.control,
       names,
+      prefix: this.keyPrefix,
       enforcerId: this.enforcerId,
       metrics: this.#engine.metrics,
       recentRejections: this.#engine.recentRejections,
@@ -277,27 +282,20 @@ export class Enforcer implements RequestChecker {
   }
 
   #openClients(
-    url: string,
-    clusterNodes: readonly RedisClusterNode[],
+    target: Pick<CreateRedisOptions, "url" | "clusterNodes" | "sentinel">,
     maxWaitMs: number,
   ): EnforcerClients {
     const connectionName = (role: string) => `limitplane-enforcer-${role}-${this.enforcerId}`;
     return {
       decisions: createRedisClient("decisions", {
-        url,
-        clusterNodes,
+        ...target,
         connectionName: connectionName("d"),
         // The client must not give up on a slow call before the enforcer does.
         commandTimeoutMs: maxWaitMs + 250,
       }),
-      control: createRedisClient("control", {
-        url,
-        clusterNodes,
-        connectionName: connectionName("c"),
-      }),
+      control: createRedisClient("control", { ...target, connectionName: connectionName("c") }),
       subscriber: createRedisClient("subscriber", {
-        url,
-        clusterNodes,
+        ...target,
         connectionName: connectionName("s"),
       }),
     };

@@ -10,7 +10,12 @@
  *   out as a whole snapshot), the enforcer resyncs: it loads the head's snapshot and the deltas
  *   after it, and swaps the result in only when all of it checked out;
  * - every `pollIntervalMs`, compares the head's version with the one in force (one HGET), which
- *   heals announcements missed while the subscriber was reconnecting; a reconnect reads at once.
+ *   heals announcements missed while the subscriber was reconnecting; a reconnect (to the same
+ *   Redis, or to a replica promoted by a failover) reads the head at once;
+ * - a head at the version in force but with another checksum means this enforcer cannot prove it
+ *   holds what Redis publishes: it resyncs from the head's snapshot. A head behind the version in
+ *   force (a failover lost the last writes) is logged and the version in force kept, until the
+ *   control plane publishes again (docs/failover.md).
  *
  * Every delta and every snapshot is validated (`PolicyState`: shapes, references, base version
  * and checksum, and the checksum the changes must produce); a bad one is refused, counted once,
@@ -149,6 +154,8 @@ export class PolicyFollower {
   #lastSeenVersionField: string | null = null;
   #isSourceDown = false;
   #protocolError: RedisProtocolError | null = null;
+  /** The last head-behind situation logged (`head<inForce`), so a poll does not log it again. */
+  #headBehindKey: string | null = null;
   #inFlight: Promise<void> | null = null;
   #isReadAgain = false;
   #againTrigger: SnapshotTrigger = "poll";
@@ -366,6 +373,16 @@ export class PolicyFollower {
   /** Brings the policy in force up to `head`: through the log when it can, else by a resync. */
   async #catchUp(head: PolicyHead, trigger: SnapshotTrigger): Promise<void> {
     const state = this.#state;
+    if (state !== null && head.version === state.version && head.checksum !== state.checksum) {
+      // The same version with another set: this enforcer cannot prove it holds what Redis
+      // publishes (a promoted replica with another history). The snapshot decides.
+      await this.#resync(head, trigger, true);
+      return;
+    }
+    if (state !== null && head.version < state.version) {
+      this.#headBehind(head.version, state.version);
+      return;
+    }
     if (state !== null && head.version <= state.version) return;
     if (state !== null && state.version >= head.snapshotVersion) {
       const texts = await readPolicyDeltas(
@@ -385,7 +402,7 @@ export class PolicyFollower {
   }
 
   /** Loads the head's snapshot and the deltas after it; swaps it in only if all of it checks out. */
-  async #resync(head: PolicyHead, trigger: SnapshotTrigger): Promise<void> {
+  async #resync(head: PolicyHead, trigger: SnapshotTrigger, isSameVersion = false): Promise<void> {
     const loaded = await loadPolicySnapshot(this.#redis, this.#prefix, head, this.#stateOptions);
     if (loaded.status === "invalid") {
       this.#refuse(head.snapshotVersion, formatFieldErrors(loaded.errors));
@@ -409,7 +426,8 @@ export class PolicyFollower {
       }
       if (!this.#applyLogged(state, texts, state.version + 1)) return;
     }
-    if (this.#state !== null && state.version <= this.#state.version) return;
+    const isNewer = this.#state === null || state.version > this.#state.version;
+    if (!isNewer && !(isSameVersion && state.version === this.#state?.version)) return;
     this.#swapIn(state, head.publishedAtMs, trigger, "snapshot");
   }
 
@@ -522,6 +540,22 @@ export class PolicyFollower {
         });
       }
     }
+  }
+
+  /**
+   * Redis holds an older head than the version in force: writes were lost (a failover to a replica
+   * that had not received them, or a restart without persistence). The version in force came from
+   * the control plane and stays; the worker republishes the latest version (republish-latest.ts),
+   * and a newer one is applied as usual. Logged once per version pair.
+   */
+  #headBehind(headVersion: number, inForce: number): void {
+    const key = `${headVersion}<${inForce}`;
+    if (this.#headBehindKey === key) return;
+    this.#headBehindKey = key;
+    this.#logger.log("warn", "Redis's policy head is behind the version in force; keeping it", {
+      headVersion,
+      keptVersion: inForce,
+    });
   }
 
   #sourceDown(error: unknown): void {

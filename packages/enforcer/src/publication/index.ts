@@ -3,8 +3,8 @@
  * enforcers. The key names, the newer-only publication of deltas and snapshots (control plane),
  * the validated reads of the head, the log and a binary snapshot, and announcement parsing
  * (enforcers), the one protocol version both sides check (`REDIS_PROTOCOL_VERSION`), the readers
- * of what enforcers report (heartbeats, per-scope counts, recent rejections), and the one Redis
- * client factory with a role per use. The key
+ * of what enforcers report (heartbeats, per-scope counts, recent rejections, the per-minute
+ * rejection tally), and the one Redis client factory with a role per use. The key
  * layout is in docs/redis-store.md; lib/control/README.md has the guarantees.
  */
 export {
@@ -60,9 +60,17 @@ export {
   type RedisClient,
   type RedisClusterNode,
   type RedisRole,
+  type RedisSentinelOptions,
   redisOptionsFor,
 } from "./redis-clients";
 export { type EnforcerRedisNames, enforcerRedisNames, scopeField } from "./redis-keys";
+export {
+  REJECTION_TALLY_KEPT,
+  type RejectionTallyEntry,
+  type RejectionTallyReadingRedis,
+  readRejectionTally,
+  rejectionTallyKey,
+} from "./rejection-tally";
 export {
   NO_TIER_FIELD,
   type ReportedTier,

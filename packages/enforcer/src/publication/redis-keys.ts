@@ -12,6 +12,7 @@
  * | `metrics:min:<epochMinute>` | the same fields, per minute (what the worker rolls up) | every enforcer, HINCRBY | `minuteBucketTtlMs` (6 h) |
  * | `rejections:<customerId>` | list of JSON `{atMs, scope, endpointClass, enforcerId}`, newest first | every enforcer | `rejectionsTtlMs` (1 h), capped |
  * | `rejections:customers` | sorted set: customer id, scored by its latest rejection (epoch ms) | every enforcer | capped at 1000 members |
+ * | `rejected:min:<epochMinute>` | sorted set: `<customerId>\|<scope>` by that minute's rejections (`rejection-tally.ts`) | every enforcer | `minuteBucketTtlMs` (6 h), capped at 1000 members |
  *
  * `<epochSecond>` is `floor(ms / 1000)` and `<epochMinute>` is `floor(ms / 60000)` of the wall
  * clock, so every enforcer adds into the same buckets.
