@@ -14,11 +14,23 @@
  * Each run alternates the sides within each workload (a 1 s warm-up, then 3 s measured), so a
  * change in the machine's load falls on both alike; every ratio is per run, then the median.
  * Exactness in the same runs: no customer of the one-request tier is admitted more than once.
+ *
+ * Then nginx (Debian's, when installed) with `auth_request` to the service, configured by
+ * docs/nginx-ratelimit.conf, against the same nginx proxying directly to the same upstream
+ * (`upstream-target.ts`): autocannon at 64 connections, 1,000 customers admitted, alternating
+ * per run. A subrequest per request is the architecture's own cost; the aim is at least 0.5x.
  */
 import * as grpc from "@grpc/grpc-js";
-import { exampleSnapshot, publishTestSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
+import {
+  exampleSnapshot,
+  freePort,
+  publishTestSnapshot,
+  tokenBucket,
+} from "@limitplane/enforcer/testing";
+import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import { rateLimitServiceClient } from "@/lib/ratelimit-service/rls-proto";
+import { findNginx, type RunningNginx, startNginx } from "../test/support/nginx";
 import { benchRedis, loadLine, MIN_RUNS, pairedRatios, summary } from "./fair";
 import { Targets } from "./results";
 import { startTargetProcess, stopTargetProcess, type TargetProcess } from "./target-process";
@@ -28,6 +40,7 @@ const KEYS = 1_000;
 const WARM_MS = 1_000;
 const MEASURE_MS = 3_000;
 const PREFIX = "lpbench-rls:";
+const BENCH_SECRET = "bench-secret-0123456789abcdef0123456789";
 /** The tight tier holds one call of this cost (the example's costliest class costs 10). */
 const TIGHT_COST = 10;
 
@@ -154,6 +167,7 @@ export async function run(): Promise<void> {
         { version: 1, compiledAt: new Date().toISOString() },
       ),
     );
+    const serviceHttpPort = await freePort();
     const service = await startTargetProcess(
       "scripts/ratelimit-service.ts",
       ["--expected-gateways", "1", "--id", "bench-rls"],
@@ -162,9 +176,9 @@ export async function run(): Promise<void> {
         REDIS_URL: redisServer.url,
         REDIS_KEY_PREFIX: PREFIX,
         RATELIMIT_SERVICE_GRPC_PORT: "0",
-        RATELIMIT_SERVICE_HTTP_PORT: "0",
+        RATELIMIT_SERVICE_HTTP_PORT: String(serviceHttpPort),
         RATELIMIT_SERVICE_GRPC_PLAINTEXT: "true",
-        RATELIMIT_SERVICE_SECRET: "bench-secret-0123456789abcdef0123456789",
+        RATELIMIT_SERVICE_SECRET: BENCH_SECRET,
       },
     );
     targets.push(service);
@@ -224,6 +238,7 @@ export async function run(): Promise<void> {
       overAdmitted === 0,
       "0 over",
     );
+    await benchNginx(result, serviceHttpPort);
     result.print("ratelimit-service targets");
     console.log(loadLine("at the end"));
   } finally {
@@ -231,4 +246,119 @@ export async function run(): Promise<void> {
     redis.disconnect();
     await redisServer.stop();
   }
+}
+
+/** Answers other than 200 over the nginx trials, by status. */
+const statusCounts = new Map<string, number>();
+
+/** One autocannon trial against `url`: requests a second and p99 latency. */
+async function hammer(
+  url: string,
+  durationSec: number,
+): Promise<{ perSecond: number; p99Ms: number; non2xx: number }> {
+  let next = 0;
+  const result = await autocannon({
+    url,
+    connections: IN_FLIGHT,
+    duration: durationSec,
+    requests: [
+      {
+        method: "GET",
+        path: "/v1/things",
+        setupRequest: (request: autocannon.Request) => {
+          const customer = `nginx-${next++ % KEYS}`;
+          return {
+            ...request,
+            headers: { ...request.headers, "x-customer-id": customer, "x-tier": "wide" },
+          };
+        },
+      },
+    ],
+  });
+  for (const [status, stats] of Object.entries(result.statusCodeStats ?? {})) {
+    if (status !== "200")
+      statusCounts.set(status, (statusCounts.get(status) ?? 0) + (stats.count ?? 0));
+  }
+  return { perSecond: result.requests.average, p99Ms: result.latency.p99, non2xx: result.non2xx };
+}
+
+/** nginx with auth_request to the service against nginx proxying directly. */
+async function benchNginx(result: Targets, httpPort: number): Promise<void> {
+  const binary = findNginx();
+  if (binary === null) {
+    console.log("\nnginx is not installed (apt-get install nginx): its comparison is left out");
+    return;
+  }
+  const upstream = await startTargetProcess("upstream-target.ts", [], "upstream");
+  const running: RunningNginx[] = [];
+  try {
+    const app = Number(upstream.url.port);
+    const direct = startNginx(
+      binary,
+      { nginx: await freePort(), app, service: null },
+      BENCH_SECRET,
+    );
+    running.push(direct);
+    const checked = startNginx(
+      binary,
+      { nginx: await freePort(), app, service: httpPort },
+      BENCH_SECRET,
+    );
+    running.push(checked);
+    const sides = [
+      { name: "auth_request", url: checked.url },
+      { name: "direct", url: direct.url },
+    ];
+    for (const side of sides) {
+      await waitForAnswer(side.url);
+    }
+    const perSecond = new Map<string, number[]>();
+    const p99 = new Map<string, number[]>();
+    let non2xx = 0;
+    for (let runIndex = 0; runIndex < MIN_RUNS; runIndex++) {
+      const order = runIndex % 2 === 0 ? sides : [...sides].reverse();
+      for (const side of order) {
+        await hammer(side.url, WARM_MS / 1000);
+        const trialResult = await hammer(side.url, MEASURE_MS / 1000);
+        non2xx += trialResult.non2xx;
+        perSecond.set(side.name, [...(perSecond.get(side.name) ?? []), trialResult.perSecond]);
+        p99.set(side.name, [...(p99.get(side.name) ?? []), trialResult.p99Ms]);
+      }
+    }
+    console.log("\nnginx at 64 connections (median [min-max] over the runs)");
+    for (const side of sides) {
+      console.log(
+        `  ${side.name.padEnd(14)} ${summary(perSecond.get(side.name) ?? [], 0)} requests/s   p99 ${summary(p99.get(side.name) ?? [])} ms`,
+      );
+    }
+    result.atLeast(
+      "nginx: auth_request vs direct throughput",
+      pairedRatios(perSecond.get("auth_request") ?? [], perSecond.get("direct") ?? []),
+      0.5,
+    );
+    const byStatus = [...statusCounts].map(([status, count]) => `${count}x${status}`).join(", ");
+    result.holds(
+      "nginx: answers other than 2xx",
+      non2xx === 0 ? "0" : `${non2xx} (${byStatus})`,
+      non2xx === 0,
+      "0",
+    );
+  } finally {
+    for (const nginx of running) await nginx.stop();
+    await stopTargetProcess(upstream);
+  }
+}
+
+async function waitForAnswer(url: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const status = await fetch(`${url}/v1/things`, {
+      headers: { "x-customer-id": "warm", "x-tier": "wide" },
+    }).then(
+      (response) => response.status,
+      () => 0,
+    );
+    if (status === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${url} did not answer 200`);
 }
