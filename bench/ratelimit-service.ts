@@ -336,6 +336,13 @@ async function benchNginx(result: Targets, httpPort: number): Promise<void> {
       pairedRatios(perSecond.get("auth_request") ?? [], perSecond.get("direct") ?? []),
       0.5,
     );
+    const errorLines = checked
+      .errors()
+      .split("\n")
+      .filter((line) => /\[(error|crit)\]/.test(line));
+    if (errorLines.length > 0) {
+      console.log(`nginx logged ${errorLines.length} errors; the first: ${errorLines[0]}`);
+    }
     const byStatus = [...statusCounts].map(([status, count]) => `${count}x${status}`).join(", ");
     result.holds(
       "nginx: answers other than 2xx",
