@@ -81,6 +81,7 @@ export function controlDeps(): ControlDeps {
         clock: systemClock,
       },
       clock: systemClock,
+      auditKey: loadEnv().AUDIT_KEY,
     };
   }
   return deps.control;
@@ -100,6 +101,7 @@ export function authDeps(): AuthDeps {
         store: getSharedLimiterStore("signin:"),
         secret: loadEnv().SESSION_SECRET,
       }),
+      auditKey: loadEnv().AUDIT_KEY,
     };
   }
   return deps.auth;
