@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EnvError, parseEnv, requireTrafficRecordSecret } from "./env";
+import { EnvError, parseEnv, redisTargetOf, requireTrafficRecordSecret } from "./env";
 
 describe("parseEnv", () => {
   it("works on this machine with nothing set", () => {
@@ -51,6 +51,42 @@ describe("parseEnv", () => {
     [
       { REDIS_CLUSTER_NODES: "10.0.0.1:7000", REDIS_URL: "redis://cache:6379/3" },
       "REDIS_URL selects database 3, but REDIS_CLUSTER_NODES is set and a Redis Cluster has database 0 only",
+    ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379,sentinel-b" },
+      "REDIS_SENTINELS entry 2 is not host:port with a port from 1 to 65535 (a comma-separated list such as 10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379 is expected)",
+    ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379,10.0.0.1:26379", REDIS_SENTINEL_NAME: "main" },
+      "REDIS_SENTINELS lists the same host:port twice",
+    ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379" },
+      "REDIS_SENTINEL_NAME must be set with REDIS_SENTINELS: the master group name the sentinels watch",
+    ],
+    [
+      { REDIS_SENTINEL_NAME: "main" },
+      "REDIS_SENTINEL_NAME is set but REDIS_SENTINELS is not: list the sentinels, or unset it",
+    ],
+    [
+      { REDIS_SENTINEL_PASSWORD: "hunter2" },
+      'REDIS_SENTINEL_PASSWORD is set but REDIS_SENTINELS is not: list the sentinels, or unset it (got "<hidden>")',
+    ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "main primary" },
+      "REDIS_SENTINEL_NAME must be 1-64 letters, digits, '.', '_' or '-'",
+    ],
+    [
+      {
+        REDIS_SENTINELS: "10.0.0.1:26379",
+        REDIS_SENTINEL_NAME: "main",
+        REDIS_CLUSTER_NODES: "10.0.0.1:7000",
+      },
+      "REDIS_SENTINELS is set together with REDIS_CLUSTER_NODES: a Redis is either behind Sentinel or a Cluster, set one",
+    ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "main", REDIS_SENTINEL_TLS: "yes" },
+      "REDIS_SENTINEL_TLS must be true or false",
     ],
   ])("names the variable and the problem in one line: %o", (source, expected) => {
     let message = "";
@@ -105,6 +141,49 @@ describe("parseEnv", () => {
       { host: "redis-a.internal", port: 7001 },
       { host: "::1", port: 7002 },
     ]);
+  });
+
+  it("reports every Sentinel mistake at once, one clause each", () => {
+    expect(() =>
+      parseEnv({
+        REDIS_SENTINELS: "a:1,b",
+        REDIS_SENTINEL_USERNAME: "ops",
+        REDIS_SENTINEL_TLS: "1",
+      }),
+    ).toThrow(
+      'Invalid configuration: REDIS_SENTINELS entry 2 is not host:port with a port from 1 to 65535 (a comma-separated list such as 10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379 is expected) (got "a:1,b"); REDIS_SENTINEL_TLS must be true or false (got "1")',
+    );
+  });
+
+  it("gives every process the same Redis target: one Redis, a Cluster, or the sentinels' primary", () => {
+    expect(redisTargetOf(parseEnv({}))).toEqual({
+      url: "redis://127.0.0.1:6379/0",
+      clusterNodes: [],
+    });
+    expect(
+      redisTargetOf(
+        parseEnv({
+          REDIS_URL: "rediss://app:pw@ignored:6379/2",
+          REDIS_SENTINELS: "10.0.0.1:26379, [::1]:26380",
+          REDIS_SENTINEL_NAME: "limitplane",
+          REDIS_SENTINEL_PASSWORD: "sentinel-pw",
+          REDIS_SENTINEL_TLS: "true",
+        }),
+      ),
+    ).toEqual({
+      url: "rediss://app:pw@ignored:6379/2",
+      clusterNodes: [],
+      sentinel: {
+        nodes: [
+          { host: "10.0.0.1", port: 26379 },
+          { host: "::1", port: 26380 },
+        ],
+        name: "limitplane",
+        username: undefined,
+        password: "sentinel-pw",
+        tls: true,
+      },
+    });
   });
 
   it("reads ALERT_WEBHOOK_URLS as a list, empty when unset", () => {
