@@ -351,6 +351,7 @@ async function main(): Promise<void> {
     ...appEnv,
     SESSION_SECRET: keptSecret("SESSION_SECRET", "session-secret"),
     TRAFFIC_RECORD_SECRET: keptSecret("TRAFFIC_RECORD_SECRET", "traffic-record-secret"),
+    AUDIT_KEY: keptSecret("AUDIT_KEY", "audit-key"),
     NEXT_TELEMETRY_DISABLED: "1",
   };
 

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { Suspense } from "react";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
@@ -31,6 +32,7 @@ import {
   readAuditFilters,
   toListOptions,
 } from "./audit-search-params";
+import { ChainStatus } from "./chain-status";
 import { FilterForm } from "./filter-form";
 import { TimeRangeFields } from "./time-range-fields";
 
@@ -104,6 +106,9 @@ export default async function AuditPage({
           link to exactly these changes.
         </p>
       </header>
+      <Suspense fallback={<p className="muted small">Verifying the audit chain…</p>}>
+        <ChainStatus />
+      </Suspense>
       <section className="panel" aria-labelledby="audit-filters-heading">
         <h2 id="audit-filters-heading" className="visually-hidden">
           Filters
