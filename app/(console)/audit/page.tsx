@@ -29,6 +29,7 @@ import {
   firstParam,
   hasAnyFilter,
   readAuditFilters,
+  timePresetLinks,
   toListOptions,
 } from "./audit-search-params";
 import { FilterForm } from "./filter-form";
@@ -109,6 +110,14 @@ export default async function AuditPage({
           Filters
         </h2>
         <AuditFilterForm filters={filters} actorOptions={actorOptions} />
+        <nav aria-label="Time presets" className={styles.presets}>
+          <span className="muted small">Since:</span>
+          {timePresetLinks(filters, controlDeps().clock.nowMs()).map((preset) => (
+            <Link key={preset.label} href={preset.href} className="small">
+              {preset.label}
+            </Link>
+          ))}
+        </nav>
       </section>
       {fieldErrors.length > 0 ? (
         <ErrorState
