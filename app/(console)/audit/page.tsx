@@ -30,6 +30,7 @@ import {
   firstParam,
   hasAnyFilter,
   readAuditFilters,
+  timePresetLinks,
   toListOptions,
 } from "./audit-search-params";
 import { ChainStatus } from "./chain-status";
@@ -114,6 +115,14 @@ export default async function AuditPage({
           Filters
         </h2>
         <AuditFilterForm filters={filters} actorOptions={actorOptions} />
+        <nav aria-label="Time presets" className={styles.presets}>
+          <span className="muted small">Since:</span>
+          {timePresetLinks(filters, controlDeps().clock.nowMs()).map((preset) => (
+            <Link key={preset.label} href={preset.href} className="small">
+              {preset.label}
+            </Link>
+          ))}
+        </nav>
       </section>
       {fieldErrors.length > 0 ? (
         <ErrorState
