@@ -41,7 +41,8 @@ import {
 } from "@limitplane/enforcer";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
 import { isCustomerId } from "@limitplane/enforcer/policy";
-import { loadEnv, redisTargetOf } from "@/lib/server/env";
+import { loadEnv, redisTargetOf, requireTrafficRecordSecret } from "@/lib/server/env";
+import { readConfigOrExit } from "@/lib/server/startup-check";
 
 const { values } = parseArgs({
   options: {
@@ -120,7 +121,8 @@ const storeOption: Pick<EnforcerOptions, "store"> = values.memory
   ? { store: () => new MemoryStore() }
   : {};
 
-const env = loadEnv();
+const env = readConfigOrExit(loadEnv);
+const recording = readConfigOrExit(recordingOption);
 const enforcer = await createEnforcer({
   redis: { ...redisTargetOf(env), keyPrefix: env.REDIS_KEY_PREFIX },
   expectedGateways,
@@ -133,7 +135,7 @@ const enforcer = await createEnforcer({
   local: values["no-local-stage"] ? false : {},
   leases: values["no-leases"] ? false : {},
   ...storeOption,
-  ...recordingOption(),
+  ...recording,
 });
 
 function recordingOption(): Pick<EnforcerOptions, "recording"> {
@@ -146,7 +148,7 @@ function recordingOption(): Pick<EnforcerOptions, "recording"> {
     );
     process.exit(2);
   }
-  return { recording: { addressHashKey: env.TRAFFIC_RECORD_SECRET, sampleRate } };
+  return { recording: { addressHashKey: requireTrafficRecordSecret(env), sampleRate } };
 }
 
 const identities = new WeakMap<IncomingMessage, Identity | null>();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EnvError, parseEnv, redisTargetOf } from "./env";
+import { EnvError, parseEnv, redisTargetOf, requireTrafficRecordSecret } from "./env";
 
 describe("parseEnv", () => {
   it("works on this machine with nothing set", () => {
@@ -90,6 +90,33 @@ describe("parseEnv", () => {
     }
     expect(message).toContain(expected);
     expect(message).not.toContain("\n");
+  });
+
+  it("says each problem on a line of its own", () => {
+    let message = "";
+    try {
+      parseEnv({ REDIS_KEY_PREFIX: "has space", PORT: "eighty" });
+    } catch (error: unknown) {
+      message = (error as EnvError).message;
+    }
+    expect(message.split("\n")).toEqual([
+      "Invalid configuration: REDIS_KEY_PREFIX must be 1-32 letters, digits, ':', '_' or '-' (got \"has space\")",
+      'Invalid configuration: PORT must be a number (got "eighty")',
+    ]);
+  });
+
+  it("production refuses the traffic record's development key; development keeps it", () => {
+    const secret = "a-secret-of-my-own-0123456789";
+    const production = { NODE_ENV: "production", SESSION_SECRET: "s".repeat(32) };
+    expect(() => requireTrafficRecordSecret(parseEnv(production))).toThrow(
+      new EnvError(
+        "Invalid configuration: TRAFFIC_RECORD_SECRET must be set in production to keep the traffic record (the development default is public, so the recorded address hashes could be reversed)",
+      ),
+    );
+    expect(
+      requireTrafficRecordSecret(parseEnv({ ...production, TRAFFIC_RECORD_SECRET: secret })),
+    ).toBe(secret);
+    expect(requireTrafficRecordSecret(parseEnv({}))).toMatch(/development/);
   });
 
   it("reads REDIS_CLUSTER_NODES as a list of nodes, empty when unset, IPv6 in brackets", () => {

@@ -379,18 +379,35 @@ export class EnvError extends Error {
   override name = "EnvError";
 }
 
-/** Turns zod issues into one line: `DATABASE_URL is not a URL (got "foo")`. */
+/**
+ * Turns zod issues into one line per problem:
+ * `Invalid configuration: DATABASE_URL is not a URL (got "foo")`.
+ */
 export function formatEnvError(
   error: z.ZodError,
   source: Record<string, string | undefined>,
 ): string {
-  const parts = error.issues.map((issue) => {
+  const lines = error.issues.map((issue) => {
     const variable = String(issue.path[0] ?? "environment");
     const raw = source[variable];
     const shown = raw === undefined ? "" : ` (got ${JSON.stringify(redact(variable, raw))})`;
-    return `${variable} ${issue.message}${shown}`;
+    return `Invalid configuration: ${variable} ${issue.message}${shown}`;
   });
-  return `Invalid configuration: ${parts.join("; ")}`;
+  return lines.join("\n");
+}
+
+/**
+ * A gateway that keeps the traffic record hashes client addresses with TRAFFIC_RECORD_SECRET. In
+ * production the public development key is refused: addresses hashed with a key anyone can read
+ * can be recovered by trying every address. Throws `EnvError` with one line.
+ */
+export function requireTrafficRecordSecret(env: Env): string {
+  if (env.NODE_ENV === "production" && env.TRAFFIC_RECORD_SECRET === DEV_TRAFFIC_RECORD_SECRET) {
+    throw new EnvError(
+      "Invalid configuration: TRAFFIC_RECORD_SECRET must be set in production to keep the traffic record (the development default is public, so the recorded address hashes could be reversed)",
+    );
+  }
+  return env.TRAFFIC_RECORD_SECRET;
 }
 
 /** Never echo a password or secret back into a log line. */
