@@ -1,8 +1,8 @@
 /**
  * Enforcers following the control plane change by change, against the real Postgres and Redis:
  * deltas applied in order, a missed announcement filled from the log, a gap the log cannot fill
- * resynced from a snapshot, a restarted enforcer catching up, and a corrupted delta refused with
- * the last good policy kept.
+ * resynced from a snapshot, a restarted enforcer catching up, a corrupted delta refused with
+ * the last good policy kept, and a head that went back (a failover lost a publication).
  */
 import { randomBytes } from "node:crypto";
 import {
@@ -36,6 +36,7 @@ import { createCustomerOverride } from "@/lib/control/customer-override/create-c
 import { updateCustomerOverride } from "@/lib/control/customer-override/update-customer-override";
 import type { ControlDeps } from "@/lib/control/deps";
 import { publishWholePolicy } from "@/lib/control/outbox/publish-pending-snapshots";
+import { republishLatestIfBehind } from "@/lib/control/outbox/republish-latest";
 import { systemClock } from "@/lib/server/composition";
 import { waitFor } from "./helpers/gateway-processes";
 import { importExamplePolicy, operatorContext, uniqueName } from "./helpers/policy-fixtures";
@@ -389,5 +390,56 @@ describe("a corrupted delta", () => {
     );
     expect(version(enforcer)).toBe(3);
     expect(await accountCapacity(enforcer, "zeta")).toMatchObject({ limit: 50 });
+  });
+});
+
+describe("after a failover that lost the last publication", () => {
+  it("keeps the version in force, says so once, and follows the next version the control plane publishes", async () => {
+    const { db } = database.current();
+    prefix = testPrefix();
+    const publisher = { db, redis, prefix, clock: systemClock };
+    deps = { db, publisher, clock: systemClock };
+    await importExamplePolicy(deps);
+    const warnings: string[] = [];
+    const subscriber = client("subscriber");
+    const { enforcer } = await start(prefix, {
+      logger: {
+        log: (level, message) => {
+          if (level === "warn") warnings.push(message);
+        },
+      },
+      redis: {
+        url: undefined,
+        clients: { control: client("control"), decisions: client("decisions"), subscriber },
+      },
+    });
+    // What a replica holds when it has not received the next publication yet.
+    const names = policyRedisNames(prefix);
+    const replicaHead = await redis.dumpBuffer(names.head);
+    const replicaDeltas = await redis.dumpBuffer(names.deltas);
+    const lost = await newOverride(520);
+    await untilVersion(enforcer, lost.version);
+
+    // The replica is promoted: the head goes back, and the subscriber reconnects to it.
+    if (replicaHead !== null) await redis.restore(names.head, 0, replicaHead, "REPLACE");
+    if (replicaDeltas === null) await redis.del(names.deltas);
+    else await redis.restore(names.deltas, 0, replicaDeltas, "REPLACE");
+    subscriber.disconnect(true);
+    await waitFor("the enforcer to notice the head behind", () =>
+      warnings.includes("Redis's policy head is behind the version in force; keeping it")
+        ? true
+        : undefined,
+    );
+    expect(version(enforcer)).toBe(lost.version);
+
+    // The worker republishes the latest version; the next change is then a delta on it.
+    expect(await republishLatestIfBehind(publisher)).toMatchObject({ status: "republished" });
+    const next = await newOverride(530);
+    await untilVersion(enforcer, next.version);
+    expect(enforcer.status().policy?.checksum).toBe((await latestStored()).checksum);
+    expect(await accountCapacity(enforcer, lost.customerId)).toMatchObject({ limit: 520 });
+    expect(
+      warnings.filter((warning) => warning.startsWith("Redis's policy head is behind")),
+    ).toHaveLength(1);
   });
 });
