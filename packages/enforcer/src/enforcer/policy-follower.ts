@@ -366,6 +366,9 @@ export class PolicyFollower {
         }
       }
     } catch (error: unknown) {
+      // The version seen was not caught up to: the next poll must read again, not skip it as seen
+      // (a snapshot read that timed out would otherwise wait for the next publication).
+      this.#lastSeenVersionField = null;
       this.#sourceDown(error);
     }
   }

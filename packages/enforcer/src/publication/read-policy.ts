@@ -123,7 +123,7 @@ export type SnapshotLoad =
   | { readonly status: "invalid"; readonly errors: readonly PolicyFieldError[] };
 
 /** Bytes per GETRANGE when a snapshot is read: Redis is never blocked by one large reply. */
-export const SNAPSHOT_READ_CHUNK_BYTES = 4 * 1024 * 1024;
+export const SNAPSHOT_READ_CHUNK_BYTES = 1024 * 1024;
 
 /**
  * Reads the head's snapshot (one binary value, in ranges of {@link SNAPSHOT_READ_CHUNK_BYTES}) and
