@@ -214,6 +214,8 @@ test.describe("security headers", () => {
   test("HSTS over a TLS connection to the console itself; a forged X-Forwarded-Proto gets none", async ({
     playwright,
   }) => {
+    // Two consoles of its own start one after the other: more than the default 30 s on a busy host.
+    test.setTimeout(120_000);
     const dir = mkdtempSync(path.join(tmpdir(), "lp-tls-"));
     const [cert, key] = [path.join(dir, "cert.pem"), path.join(dir, "key.pem")];
     execFileSync(
