@@ -79,7 +79,9 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
       }
       return / listening on grpc:\/\/(\S+) http=(\S+)/.exec(stdout) ?? undefined;
     },
-    { timeoutMs: 60_000, intervalMs: 50 },
+    // Four processes start at once under tsx; on a machine loaded far beyond its cores that
+    // takes more than a minute.
+    { timeoutMs: 150_000, intervalMs: 50 },
   );
   return {
     id: options.id,
