@@ -5,8 +5,8 @@
  *
  *   RATELIMIT_SERVICE_SECRET=... RATELIMIT_SERVICE_GRPC_PLAINTEXT=true npm run ratelimit-service
  *
- * Redis and the key prefix come from REDIS_URL, REDIS_CLUSTER_NODES and REDIS_KEY_PREFIX, as for
- * every gateway; the service's own settings from RATELIMIT_SERVICE_* (`service-config.ts`).
+ * Redis and the key prefix come from REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS and
+ * REDIS_SENTINEL_* (docs/failover.md), and REDIS_KEY_PREFIX, as for every gateway; the service's own settings from RATELIMIT_SERVICE_* (`service-config.ts`).
  * `--id` names it in the console's fleet, `--expected-gateways` is how many replicas share the
  * budgets (it sizes leases). Prints one line on stdout when it listens:
  * `ratelimit-service <id> grpc=<host>:<port> http=<url> policy=<version|none>`.
@@ -15,7 +15,8 @@ import { parseArgs } from "node:util";
 import { createEnforcer } from "@limitplane/enforcer";
 import { startRateLimitService } from "@/lib/ratelimit-service/ratelimit-service";
 import { loadServiceConfig, ServiceConfigError } from "@/lib/ratelimit-service/service-config";
-import { loadEnv } from "@/lib/server/env";
+import { loadEnv, redisTargetOf } from "@/lib/server/env";
+import { readConfigOrExit } from "@/lib/server/startup-check";
 
 const { values } = parseArgs({
   options: {
@@ -42,13 +43,9 @@ try {
   process.exit(2);
 }
 
-const env = loadEnv();
+const env = readConfigOrExit(loadEnv);
 const enforcer = await createEnforcer({
-  redis: {
-    url: env.REDIS_URL,
-    clusterNodes: env.REDIS_CLUSTER_NODES,
-    keyPrefix: env.REDIS_KEY_PREFIX,
-  },
+  redis: { ...redisTargetOf(env), keyPrefix: env.REDIS_KEY_PREFIX },
   expectedGateways,
   enforcerId: values.id ?? `ratelimit-service-${process.pid}`,
   leases: values["no-leases"] ? false : {},

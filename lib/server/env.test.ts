@@ -131,7 +131,7 @@ describe("parseEnv", () => {
     ]);
   });
 
-  it("reports every Sentinel mistake at once, one clause each", () => {
+  it("reports every Sentinel mistake at once, one line each", () => {
     expect(() =>
       parseEnv({
         REDIS_SENTINELS: "a:1,b",
@@ -139,7 +139,7 @@ describe("parseEnv", () => {
         REDIS_SENTINEL_TLS: "1",
       }),
     ).toThrow(
-      'Invalid configuration: REDIS_SENTINELS entry 2 is not host:port with a port from 1 to 65535 (a comma-separated list such as 10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379 is expected) (got "a:1,b"); REDIS_SENTINEL_TLS must be true or false (got "1")',
+      'Invalid configuration: REDIS_SENTINELS entry 2 is not host:port with a port from 1 to 65535 (a comma-separated list such as 10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379 is expected) (got "a:1,b")\nInvalid configuration: REDIS_SENTINEL_TLS must be true or false (got "1")',
     );
   });
 
