@@ -12,6 +12,7 @@ import {
   BASE_URL,
   DEAD_REDIS_URL,
   E2E_APP_DATABASE_URL,
+  E2E_AUDIT_KEY,
   E2E_DATABASE_URL,
   E2E_PORT,
   E2E_REDIS_PREFIX,
@@ -29,6 +30,7 @@ const serverEnv = {
   DATABASE_OWNER_URL: E2E_DATABASE_URL,
   REDIS_KEY_PREFIX: E2E_REDIS_PREFIX,
   SESSION_SECRET: E2E_SESSION_SECRET,
+  AUDIT_KEY: E2E_AUDIT_KEY,
   DATABASE_POOL_SIZE: "4",
   // The specs stand for clients behind one proxy: each sends an X-Forwarded-For of its own, so
   // the per-address sign-in limit of one spec touches no other. e2e/console-server.spec.ts runs

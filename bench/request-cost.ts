@@ -89,6 +89,64 @@ class CountingResponse {
   }
 }
 
+/**
+ * The objects one cached denial's `EnforcerResult` holds that no two requests can share: the
+ * result, its decision, the one outcome and its list, the HTTP parts, the problem body, and the
+ * body text (the parts that never change, shared). What the enforcer returns, built alone.
+ */
+function publicDenialShape(
+  retryAfterMs: number,
+  violated: readonly string[],
+  headers: Readonly<Record<string, string>>,
+): unknown {
+  const outcome = {
+    allowed: false,
+    limit: 10,
+    remaining: 0,
+    retryAfterMs,
+    resetAfterMs: retryAfterMs * 10,
+    reason: "limit-exceeded",
+    scope: "tier:tight",
+    mode: "enforce",
+    fallback: null,
+  };
+  const decision = {
+    allowed: false,
+    limit: 10,
+    remaining: 0,
+    retryAfterMs,
+    resetAfterMs: retryAfterMs * 10,
+    reason: "limit-exceeded",
+    scope: "tier:tight",
+    outcomes: [outcome],
+    source: "denial-cache",
+    degraded: false,
+    failure: null,
+  };
+  return {
+    decision,
+    http: {
+      status: 429,
+      headers,
+      body: {
+        type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+        title: "Quota exceeded",
+        status: 429,
+        "violated-policies": violated,
+        code: "RATE_LIMITED",
+        scope: "tier:tight",
+        retryAfterMs,
+      },
+      bodyText: `{"retryAfterMs":${retryAfterMs}}`,
+    },
+    subject: "c:tight",
+    endpointClass: "default",
+    cost: 1,
+    checks: violated,
+    policyVersion: 1,
+  };
+}
+
 function youngGenerationBytes(): number {
   return getHeapSpaceStatistics().find((space) => space.space_name === "new_space")
     ?.space_used_size as number;
@@ -291,6 +349,28 @@ export async function run(): Promise<void> {
         );
       }
     }
+    // The floor under the denial's bytes: the objects the result of one cached denial is made of
+    // by its public shape (`EnforcerResult`: the decision, its one outcome in a list, the HTTP
+    // parts with the problem body and its text), allocated alone in the same chunks.
+    const floorBytes: number[] = [];
+    const keep: unknown[] = new Array(ALLOCATION_CHUNK);
+    const violated = Object.freeze(["tier:tight"]);
+    const headers = Object.freeze({});
+    for (let round = 0; round < ROUNDS * PASSES; round++) {
+      for (let chunk = 0; chunk < CUSTOMERS; chunk += ALLOCATION_CHUNK) {
+        const before = youngGenerationBytes();
+        for (let i = 0; i < ALLOCATION_CHUNK; i++) {
+          const retryAfterMs = 8_000_000 + round * CUSTOMERS + chunk + i;
+          keep[i] = publicDenialShape(retryAfterMs, violated, headers);
+        }
+        const after = youngGenerationBytes();
+        if (after > before) floorBytes.push((after - before) / ALLOCATION_CHUNK);
+      }
+    }
+    console.log(
+      `  the public result of one cached denial, its objects alone (the floor under the target): ${summary(floorBytes, 0)} bytes a request`,
+    );
+    if (keep.length !== ALLOCATION_CHUNK) throw new Error("unreachable");
     targets.print("request-cost targets");
     if (sink < 0 || (response as unknown as CountingResponse).bytes < 0) {
       throw new Error("unreachable: keeps the loops from being optimized away");

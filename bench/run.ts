@@ -25,6 +25,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   "lease-fairness": () => import("./lease-fairness"),
   redis: () => import("./redis"),
   "redis-instructions": () => import("./redis-instructions"),
+  "ratelimit-service": () => import("./ratelimit-service"),
   "request-cost": () => import("./request-cost"),
   scale: () => import("./scale"),
 };

@@ -15,16 +15,21 @@ export interface TargetProcess {
   readonly child: ChildProcess;
 }
 
-/** Runs `bench/<script>` with `args`; `label` names it in errors. */
+/**
+ * Runs `bench/<script>` (a path relative to the repository when it starts with `scripts/`) with
+ * `args` and `env` added to this process's environment; `label` names it in errors.
+ */
 export function startTargetProcess(
   script: string,
   args: readonly string[],
   label: string,
+  env: Readonly<Record<string, string>> = {},
 ): Promise<TargetProcess> {
+  const file = script.startsWith("scripts/") ? script : `bench/${script}`;
   const child = spawn(
     process.execPath,
-    ["--conditions=react-server", "--import", "tsx", `bench/${script}`, ...args],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+    ["--conditions=react-server", "--import", "tsx", file, ...args],
+    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } },
   );
   return new Promise((resolve, reject) => {
     let stdout = "";

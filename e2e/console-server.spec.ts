@@ -9,13 +9,14 @@
  *   when the request arrived over https as a trusted proxy says;
  * - the sign-in limit counts the connection's address unless a proxy is trusted, so a varied or
  *   forged `X-Forwarded-For` neither dodges it nor locks anyone else out;
- * - with Postgres unreachable (a console pointed at a closed port), the API answers 503
- *   DATABASE_UNAVAILABLE with Retry-After, pages say the database is unreachable, and /status
- *   and /sign-in still render.
+ * - with Postgres unreachable (a console pointed at a closed port, or at a server that accepts
+ *   connections and never answers), the API answers 503 DATABASE_UNAVAILABLE with Retry-After,
+ *   pages say the database is unreachable, and /status and /sign-in still render.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
+import { createServer as createNetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { APIRequestContext } from "@playwright/test";
@@ -352,84 +353,116 @@ test.describe("the sign-in limit's client address", () => {
   });
 });
 
-test.describe("Postgres unreachable", () => {
-  test.setTimeout(120_000);
-  let own: OwnConsole | null = null;
-  const session = "A".repeat(43);
-  const token = `lp_abcdefgh_${"B".repeat(43)}`;
+/**
+ * A Postgres that accepts connections and never answers (a hung server, a partition), on `port`:
+ * it reads and holds every socket until stopped.
+ */
+async function startHungPostgres(port: number): Promise<{ stop(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", () => resolve()));
+  return {
+    async stop() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
-  test.beforeAll(async () => {
-    // A port where nothing listens: the shared Postgres is never stopped.
-    own = await startOwnConsole(E2E_PORT + 32, {
-      DATABASE_URL: `postgresql://postgres@127.0.0.1:${E2E_PORT + 33}/limitplane`,
-      REDIS_KEY_PREFIX: `${E2E_REDIS_PREFIX}nodb:`,
+for (const outage of ["refused", "hung"] as const) {
+  test.describe(`Postgres unreachable (${outage})`, () => {
+    test.setTimeout(outage === "hung" ? 240_000 : 120_000);
+    let own: OwnConsole | null = null;
+    let hung: { stop(): Promise<void> } | null = null;
+    const session = "A".repeat(43);
+    const token = `lp_abcdefgh_${"B".repeat(43)}`;
+    const consolePort = outage === "refused" ? E2E_PORT + 32 : E2E_PORT + 36;
+    const databasePort = outage === "refused" ? E2E_PORT + 33 : E2E_PORT + 37;
+
+    test.beforeAll(async () => {
+      // refused: a port where nothing listens (the shared Postgres is never stopped); hung: a
+      // server that accepts and never answers.
+      if (outage === "hung") hung = await startHungPostgres(databasePort);
+      own = await startOwnConsole(consolePort, {
+        DATABASE_URL: `postgresql://postgres@127.0.0.1:${databasePort}/limitplane`,
+        REDIS_KEY_PREFIX: `${E2E_REDIS_PREFIX}nodb-${outage}:`,
+      });
     });
-  });
-  test.afterAll(async () => {
-    await own?.stop();
-  });
+    test.afterAll(async () => {
+      await own?.stop();
+      await hung?.stop();
+    });
 
-  test("the API answers 503 DATABASE_UNAVAILABLE with Retry-After, to tokens and sessions", async ({
-    request,
-  }) => {
-    const url = own?.url ?? "";
-    for (const [method, path] of [
-      ["GET", "/api/v1/tiers"],
-      ["GET", "/api/v1/audit"],
-      ["POST", "/api/v1/incidents"],
-    ] as const) {
-      const credentials: Record<string, string>[] = [
-        { authorization: `Bearer ${token}` },
-        { cookie: `lp_session=${session}`, origin: url },
-      ];
-      for (const headers of credentials) {
-        const response = await request.fetch(`${url}${path}`, {
-          method,
-          headers: { ...headers, "content-type": "application/json" },
-          data: method === "POST" ? "{}" : undefined,
-        });
-        expect(response.status(), `${method} ${path}`).toBe(503);
-        expect(response.headers()["retry-after"]).toBe("5");
-        expectApiError(await response.json(), "DATABASE_UNAVAILABLE");
+    test("the API answers 503 DATABASE_UNAVAILABLE with Retry-After, to tokens and sessions", async ({
+      request,
+    }) => {
+      const url = own?.url ?? "";
+      for (const [method, path] of [
+        ["GET", "/api/v1/tiers"],
+        ["GET", "/api/v1/audit"],
+        ["POST", "/api/v1/incidents"],
+      ] as const) {
+        const credentials: Record<string, string>[] = [
+          { authorization: `Bearer ${token}` },
+          { cookie: `lp_session=${session}`, origin: url },
+        ];
+        for (const headers of credentials) {
+          const response = await request.fetch(`${url}${path}`, {
+            method,
+            headers: { ...headers, "content-type": "application/json" },
+            data: method === "POST" ? "{}" : undefined,
+          });
+          expect(response.status(), `${method} ${path}`).toBe(503);
+          expect(response.headers()["retry-after"]).toBe("5");
+          expectApiError(await response.json(), "DATABASE_UNAVAILABLE");
+        }
       }
-    }
-    expect(own?.output()).not.toContain("unhandled error");
-  });
-
-  test("pages say the database is unreachable; /status and /sign-in render", async ({
-    page,
-    context,
-  }) => {
-    const url = own?.url ?? "";
-    await context.addCookies([{ name: "lp_session", value: session, url }]);
-    for (const path of ["/", "/policies", "/customers", "/audit"]) {
-      await page.goto(`${url}${path}`);
-      await expect(page.getByText("The database is unreachable").first(), path).toBeVisible();
-    }
-    await page.screenshot({
-      path: test.info().outputPath("database-down-page.png"),
-      fullPage: true,
+      expect(own?.output()).not.toContain("unhandled error");
     });
-    await page.goto(`${url}/status`);
-    await expect(page.getByRole("heading", { name: "Status", level: 1 })).toBeVisible();
-    await expect(page.getByTestId("postgres-state")).toHaveText(/Unreachable/);
-    await expect(page.getByTestId("service-postgres")).toContainText("cannot connect");
-    await page.goto(`${url}/sign-in`);
-    await expect(page.getByRole("heading", { name: "Sign in", level: 1 })).toBeVisible();
-    await expect(page.getByTestId("database-unreachable")).toBeVisible();
-    await expect(page.getByLabel("Email")).toBeVisible();
-    // A sign-in that fails on the console's side shows the request id its message asks to quote,
-    // the one the server answered with (and logged under).
-    await page.getByLabel("Email").fill("someone@e2e.test");
-    await page.getByLabel("Password").fill("any password at all");
-    const [answer] = await Promise.all([
-      page.waitForResponse((response) => response.url().endsWith("/api/v1/auth/sign-in")),
-      page.getByRole("button", { name: "Sign in" }).click(),
-    ]);
-    expect(answer.status()).toBe(503);
-    const requestId = answer.headers()["x-request-id"] ?? "";
-    expect(requestId).not.toBe("");
-    await expect(page.getByTestId("sign-in-request-id")).toHaveText(requestId);
-    await expect(page.locator(".field-error")).toContainText(`Request id: ${requestId}`);
+
+    test("pages say the database is unreachable; /status and /sign-in render", async ({
+      page,
+      context,
+    }) => {
+      const url = own?.url ?? "";
+      await context.addCookies([{ name: "lp_session", value: session, url }]);
+      for (const path of ["/", "/policies", "/customers", "/audit"]) {
+        const startedAt = Date.now();
+        await page.goto(`${url}${path}`);
+        console.log(`Postgres ${outage}: ${path} answered in ${Date.now() - startedAt} ms`);
+        await expect(page.getByText("The database is unreachable").first(), path).toBeVisible();
+      }
+      await page.screenshot({
+        path: test.info().outputPath(`database-${outage}-page.png`),
+        fullPage: true,
+      });
+      await page.goto(`${url}/status`);
+      await expect(page.getByRole("heading", { name: "Status", level: 1 })).toBeVisible();
+      await expect(page.getByTestId("postgres-state")).toHaveText(/Unreachable/);
+      await expect(page.getByTestId("service-postgres")).toContainText(
+        outage === "refused" ? "cannot connect" : /cannot connect|timed out/,
+      );
+      await page.goto(`${url}/sign-in`);
+      await expect(page.getByRole("heading", { name: "Sign in", level: 1 })).toBeVisible();
+      await expect(page.getByTestId("database-unreachable")).toBeVisible();
+      await expect(page.getByLabel("Email")).toBeVisible();
+      // A sign-in that fails on the console's side shows the request id its message asks to quote,
+      // the one the server answered with (and logged under).
+      await page.getByLabel("Email").fill("someone@e2e.test");
+      await page.getByLabel("Password").fill("any password at all");
+      const [answer] = await Promise.all([
+        page.waitForResponse((response) => response.url().endsWith("/api/v1/auth/sign-in")),
+        page.getByRole("button", { name: "Sign in" }).click(),
+      ]);
+      expect(answer.status()).toBe(503);
+      const requestId = answer.headers()["x-request-id"] ?? "";
+      expect(requestId).not.toBe("");
+      await expect(page.getByTestId("sign-in-request-id")).toHaveText(requestId);
+      await expect(page.locator(".field-error")).toContainText(`Request id: ${requestId}`);
+    });
   });
-});
+}

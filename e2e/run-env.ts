@@ -32,6 +32,8 @@ export const E2E_APP_DATABASE_URL = urlForRole(E2E_DATABASE_URL, TEST_APPLICATIO
 export const E2E_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
 export const E2E_REDIS_PREFIX = `lpe:${run}:`;
 export const E2E_SESSION_SECRET = `e2e-session-secret-${run}-0123456789abcdef`;
+/** Signs the run's audit chain; the console runs as production, which refuses the default. */
+export const E2E_AUDIT_KEY = `e2e-audit-key-${run}-0123456789abcdef-0123456789`;
 
 /** Demo gateways the global setup starts for the run, sharing the run's Redis prefix. */
 export const GATEWAY_PORTS = [E2E_PORT + 10, E2E_PORT + 11] as const;
@@ -69,6 +71,7 @@ export function runEnvironment(): NodeJS.ProcessEnv {
     REDIS_URL: E2E_REDIS_URL,
     REDIS_KEY_PREFIX: E2E_REDIS_PREFIX,
     SESSION_SECRET: E2E_SESSION_SECRET,
+    AUDIT_KEY: E2E_AUDIT_KEY,
     NEXT_TELEMETRY_DISABLED: "1",
   };
 }

@@ -22,6 +22,7 @@ export function cliAuthDeps(): AuthDeps {
       store: new MemoryStore({ maxKeys: 16 }),
       secret: loadEnv().SESSION_SECRET,
     }),
+    auditKey: loadEnv().AUDIT_KEY,
   };
 }
 

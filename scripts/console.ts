@@ -7,7 +7,8 @@
  * - it tells the app each request's connection (peer address, TLS) in a header only it can write
  *   (lib/server/console-peer.ts), which the sign-in limit and HSTS rely on;
  * - it keeps idle connections open for 65 s, longer than clients keep theirs (Node's agent: 5 s),
- *   so a client never sends on a socket the server is closing;
+ *   so a client never sends on a socket the server is closing, and sheds slow or greedy clients
+ *   (lib/server/server-limits.ts: headers within 10 s, 1 000 connections at most);
  * - SIGTERM or SIGINT stops it: no new connections, requests in flight finish (10 s at most),
  *   exit 0;
  * - it runs as production unless NODE_ENV says otherwise, so production's refusals (a
@@ -20,6 +21,7 @@ import { createServer as createTlsServer } from "node:https";
 import path from "node:path";
 import { createPeerStamp } from "../lib/server/console-peer";
 import { EnvError, loadEnv } from "../lib/server/env";
+import { applyServerLimits, serverLimitOptions } from "../lib/server/server-limits";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const KEEP_ALIVE_MS = 65_000;
@@ -45,9 +47,12 @@ async function main(): Promise<void> {
           key: readTlsFile("CONSOLE_TLS_KEY_FILE", env.CONSOLE_TLS_KEY_FILE),
         }
       : null;
-  const server = tls === null ? createServer(listener) : createTlsServer(tls, listener);
-  server.keepAliveTimeout = KEEP_ALIVE_MS;
-  server.headersTimeout = KEEP_ALIVE_MS + 1_000;
+  const limits = serverLimitOptions(KEEP_ALIVE_MS);
+  const server =
+    tls === null
+      ? createServer(limits, listener)
+      : createTlsServer({ ...limits, ...tls }, listener);
+  applyServerLimits(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(env.PORT, env.CONSOLE_HOST, () => resolve());

@@ -42,6 +42,7 @@ import {
 import { MemoryStore } from "@limitplane/enforcer/limiter";
 import { isCustomerId } from "@limitplane/enforcer/policy";
 import { loadEnv, redisTargetOf, requireTrafficRecordSecret } from "@/lib/server/env";
+import { applyServerLimits, serverLimitOptions } from "@/lib/server/server-limits";
 import { readConfigOrExit } from "@/lib/server/startup-check";
 
 const { values } = parseArgs({
@@ -157,7 +158,7 @@ const limit = createNodeMiddleware(enforcer, {
   trustProxy: wholeNumber("trust-proxy", values["trust-proxy"]) ?? 0,
 });
 
-const server = createServer((req, res) => {
+const server = createServer(serverLimitOptions(30_000), (req, res) => {
   req.resume();
   const path = (req.url ?? "/").split("?")[0];
   if (req.method === "GET" && path === "/metrics") {
@@ -186,7 +187,7 @@ const server = createServer((req, res) => {
     route(req, res, identity);
   });
 });
-server.keepAliveTimeout = 30_000;
+applyServerLimits(server);
 server.listen(port, values.host);
 await once(server, "listening");
 const address = server.address();

@@ -9,7 +9,7 @@
  * REDIS_SENTINEL_* (docs/failover.md), and REDIS_KEY_PREFIX, as for every gateway; the service's own settings from RATELIMIT_SERVICE_* (`service-config.ts`).
  * `--id` names it in the console's fleet, `--expected-gateways` is how many replicas share the
  * budgets (it sizes leases). Prints one line on stdout when it listens:
- * `ratelimit-service <id> grpc=<host>:<port> http=<url> policy=<version|none>`.
+ * `ratelimit-service <id> listening on grpc://<host>:<port> http=<url> policy=<version|none>`.
  */
 import { parseArgs } from "node:util";
 import { createEnforcer } from "@limitplane/enforcer";
@@ -68,7 +68,7 @@ const service = await startRateLimitService({
 
 const grpcHost = config.host.includes(":") ? `[${config.host}]` : config.host;
 console.log(
-  `ratelimit-service ${enforcer.enforcerId} grpc=${grpcHost}:${service.grpcPort} http=${service.httpUrl} policy=${
+  `ratelimit-service ${enforcer.enforcerId} listening on grpc://${grpcHost}:${service.grpcPort} http=${service.httpUrl} policy=${
     enforcer.status().policy?.version ?? "none"
   }`,
 );

@@ -56,6 +56,7 @@ async function main(): Promise<void> {
     db,
     publisher: { db, redis, prefix: loadEnv().REDIS_KEY_PREFIX, clock: systemClock },
     clock: systemClock,
+    auditKey: loadEnv().AUDIT_KEY,
   };
   try {
     const outcome = await seedPolicy(deps);

@@ -8,9 +8,10 @@
  *   installed; otherwise it stops with a one-line hint.
  * - Then: migrations, the Prisma client, the example policy (only into an empty database), the
  *   first admin (credentials printed) and a local API token, a build of the console when missing
- *   or older than the sources; then the console, the worker, two demo gateways, the rate-limit
- *   service (Envoy RLS and forward-auth, docs/ratelimit-service.md) and the traffic generator,
- *   and where to look.
+ *   or older than the sources; then the console, the worker, two demo gateways (recording traffic
+ *   for backtests, with a TRAFFIC_RECORD_SECRET kept in .limitplane/traffic-record-secret), the
+ *   rate-limit service (Envoy RLS and forward-auth, docs/ratelimit-service.md) and the traffic
+ *   generator, and where to look.
  *
  * Stopping: Ctrl-C, SIGTERM or SIGHUP (to `npm`, which passes it on, or to this process) stops the
  * traffic generator first (it prints its summary), then the gateways, the console and the worker,
@@ -58,6 +59,8 @@ interface Child {
 const children: Child[] = [];
 let embeddedPostgres: EmbeddedPostgres | null = null;
 let privateRedis: PrivateRedis | null = null;
+/** The private redis-server from its spawn on, before `privateRedis` is set (it answers). */
+let privateRedisProcess: ChildProcess | null = null;
 let watchdog: ChildProcess | null = null;
 const record = new ProcessRecord(path.join(STATE_DIR, "processes.json"));
 
@@ -162,9 +165,19 @@ async function shutdown(exitCode: number): Promise<never> {
   await stopStage("service", 10_000);
   // The database and Redis go last: the console may still be finishing a write.
   await privateRedis?.stop().catch(() => {});
+  if (privateRedis === null) await stopStartingRedis();
   await embeddedPostgres?.stop().catch(() => {});
   record.clear();
   process.exit(exitCode);
+}
+
+/** Stops a redis-server interrupted while starting (spawned, not answering yet). */
+async function stopStartingRedis(): Promise<void> {
+  const child = privateRedisProcess;
+  if (child === null || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  await exited;
 }
 
 /** Starts the watchdog; it stops every tracked group when this process ends, however it ends. */
@@ -253,17 +266,20 @@ function databaseTarget(): { target: DeployTarget; appEnv: Record<string, string
 }
 
 /**
- * A secret kept across restarts (so sign-ins survive and the record's hashes stay comparable),
- * created on first run in the state directory, unless the environment gives one.
+ * A secret from `envVar`, else one kept in `.limitplane/<file>` across restarts, made on first
+ * run (32 random bytes; the file readable by its owner only).
  */
-function keptSecret(variable: string, fileName: string): string {
-  const given = process.env[variable];
-  if (given) return given;
-  const file = path.join(STATE_DIR, fileName);
-  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+function keptSecret(
+  envVar: "SESSION_SECRET" | "TRAFFIC_RECORD_SECRET" | "AUDIT_KEY",
+  file: string,
+): string {
+  const fromEnv = process.env[envVar];
+  if (fromEnv) return fromEnv;
+  const location = path.join(STATE_DIR, file);
+  if (existsSync(location)) return readFileSync(location, "utf8").trim();
   mkdirSync(STATE_DIR, { recursive: true });
   const secret = randomBytes(32).toString("base64url");
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  writeFileSync(location, `${secret}\n`, { mode: 0o600 });
   return secret;
 }
 
@@ -338,8 +354,15 @@ async function main(): Promise<void> {
   }
   if (redisBinary !== null) {
     step("Starting a private redis-server (set REDIS_URL to use yours)");
-    privateRedis = await startPrivateRedis({ binary: redisBinary, port: await freePort() });
-    track("redis-server", privateRedis.process, "redis-server");
+    privateRedis = await startPrivateRedis({
+      binary: redisBinary,
+      port: await freePort(),
+      // Tracked before it answers: Ctrl-C meanwhile stops it too (see shutdown).
+      onSpawn: (child) => {
+        privateRedisProcess = child;
+        track("redis-server", child, "redis-server");
+      },
+    });
     process.env.REDIS_URL = privateRedis.url;
   }
 
@@ -349,8 +372,11 @@ async function main(): Promise<void> {
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
     ...appEnv,
+    // Kept across restarts: sign-ins survive, and the traffic record's address hashes stay
+    // comparable (the demo gateways record, so a tier preview shows a backtest).
     SESSION_SECRET: keptSecret("SESSION_SECRET", "session-secret"),
     TRAFFIC_RECORD_SECRET: keptSecret("TRAFFIC_RECORD_SECRET", "traffic-record-secret"),
+    AUDIT_KEY: keptSecret("AUDIT_KEY", "audit-key"),
     NEXT_TELEMETRY_DISABLED: "1",
   };
 
@@ -418,12 +444,22 @@ async function main(): Promise<void> {
   startService("console", process.execPath, [...NODE_SCRIPT, "scripts/console.ts"], childEnv);
 
   const gatewayPorts = [await freePort(), await freePort()];
-  step(`Starting two demo gateways on ports ${gatewayPorts.join(" and ")}`);
+  step(
+    `Starting two demo gateways on ports ${gatewayPorts.join(" and ")} (recording traffic for backtests)`,
+  );
   for (const port of gatewayPorts) {
     startService(
       `gateway on ${port}`,
       process.execPath,
-      [...NODE_SCRIPT, "scripts/gateway.ts", "--port", String(port), "--expected-gateways", "2"],
+      [
+        ...NODE_SCRIPT,
+        "scripts/gateway.ts",
+        "--port",
+        String(port),
+        "--expected-gateways",
+        "2",
+        "--record",
+      ],
       childEnv,
     );
   }

@@ -94,6 +94,7 @@ export {
   toEpochMs,
   toIsoString,
 } from "./format";
+export { describeNoPolicy, type NoPolicyFacts, type NoPolicyNotice } from "./no-policy";
 export {
   buildPageLinks,
   type PageLinkOptions,

@@ -26,6 +26,8 @@ export interface ControlDeps {
   readonly publisher: SnapshotPublisher | null;
   /** The wall clock: incident times are checked and snapshots compiled against it. */
   readonly clock: Clock;
+  /** Signs each audit entry's chain hash (AUDIT_KEY; audit/audit-chain.ts). @default DEV_AUDIT_KEY */
+  readonly auditKey?: string;
 }
 
 /** Read services need only the database. */
@@ -43,6 +45,8 @@ export interface AuthDeps {
   readonly passwordParams: ScryptParams;
   readonly sessions: SessionSettings;
   readonly signInLimiter: SignInLimiter;
+  /** Signs each audit entry's chain hash (AUDIT_KEY; audit/audit-chain.ts). @default DEV_AUDIT_KEY */
+  readonly auditKey?: string;
 }
 
 /** The commands the fleet reads use; an ioredis client satisfies it. */

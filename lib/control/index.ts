@@ -46,6 +46,10 @@ export {
   type AuditReceipt,
   runAuditedChange,
 } from "./audit/run-audited-change";
+export {
+  type AuditChainVerification,
+  verifyAuditChain,
+} from "./audit/verify-audit-chain";
 export { type SessionSettings, SIGN_IN_LIMITS, type SignInLimits } from "./auth/auth-settings";
 export {
   authenticateApiToken,

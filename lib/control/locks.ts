@@ -12,6 +12,10 @@
  * |                        |             | connection; released when that connection ends         |
  * | `OPERATOR_CHANGE`      | transaction | every change to operators, so "at least one enabled    |
  * |                        |             | admin" is checked against what the last one committed  |
+ * | `AUDIT_CHAIN`          | transaction | every audit entry's writer, from drawing its id to     |
+ * |                        |             | commit, so each entry chains onto the last committed   |
+ * |                        |             | one (audit/audit-chain.ts). Taken after any other lock |
+ * |                        |             | of the transaction, never before one, so no cycle      |
  */
 import type { Prisma } from "@/lib/generated/prisma/client";
 
@@ -23,6 +27,7 @@ export const LOCK_KEYS = {
   OUTBOX_PUBLISHER: 2,
   WORKER_LEADER: 3,
   OPERATOR_CHANGE: 4,
+  AUDIT_CHAIN: 5,
 } as const;
 
 /** Waits for the policy-change lock; it is released when the transaction ends. */
@@ -48,4 +53,9 @@ export async function lockOutboxPublisher(
 /** Waits for the operator-change lock; it is released when the transaction ends. */
 export async function lockOperatorChanges(tx: Prisma.TransactionClient): Promise<void> {
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int4, ${LOCK_KEYS.OPERATOR_CHANGE}::int4)`;
+}
+
+/** Waits for the audit-chain lock; it is released when the transaction ends. */
+export async function lockAuditChain(tx: Prisma.TransactionClient): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int4, ${LOCK_KEYS.AUDIT_CHAIN}::int4)`;
 }

@@ -99,8 +99,19 @@ const UNREACHABLE_CODES = new Set(["P1001", "P1002", "P1008", "P1017", "P2024"])
 const UNREACHABLE_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
 
 /**
- * Whether `error` says the database cannot be reached now (refused, timed out, closed, shutting
- * down): a 503 DATABASE_UNAVAILABLE to retry, not a 500 to report.
+ * What node-postgres says, with no code, when a server accepts the connection and never answers
+ * (a hung database, a partition): the connection timeout (lib/server/db.ts), a pool checkout that
+ * timed out, a connection that died mid-handshake. The messages are pg's own (pg and pg-pool).
+ */
+const UNANSWERED_MESSAGES = [
+  "Connection terminated due to connection timeout",
+  "timeout exceeded when trying to connect",
+  "Connection terminated unexpectedly",
+];
+
+/**
+ * Whether `error` says the database cannot be reached now (refused, timed out, unanswered,
+ * closed, shutting down): a 503 DATABASE_UNAVAILABLE to retry, not a 500 to report.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (error instanceof Prisma.PrismaClientKnownRequestError) {
@@ -112,6 +123,13 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     );
   }
   if (error instanceof Prisma.PrismaClientInitializationError) return true;
+  if (
+    error instanceof Error &&
+    error.constructor === Error &&
+    UNANSWERED_MESSAGES.includes(error.message)
+  ) {
+    return true;
+  }
   const code = (error as { code?: unknown } | null)?.code;
   return (
     typeof code === "string" &&

@@ -82,6 +82,7 @@ export function controlDeps(): ControlDeps {
         clock: systemClock,
       },
       clock: systemClock,
+      auditKey: loadEnv().AUDIT_KEY,
     };
   }
   return deps.control;
@@ -101,6 +102,7 @@ export function authDeps(): AuthDeps {
         store: getSharedLimiterStore("signin:"),
         secret: loadEnv().SESSION_SECRET,
       }),
+      auditKey: loadEnv().AUDIT_KEY,
     };
   }
   return deps.auth;

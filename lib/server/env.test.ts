@@ -22,7 +22,15 @@ describe("parseEnv", () => {
     [{ PORT: "eighty" }, "PORT must be a number"],
     [{ PORT: "0" }, "PORT must be between 1 and 65535"],
     [{ REDIS_KEY_PREFIX: "has space" }, "REDIS_KEY_PREFIX must be 1-32 letters"],
-    [{ NODE_ENV: "production" }, "SESSION_SECRET must be set in production"],
+    [
+      { NODE_ENV: "production", AUDIT_KEY: "k".repeat(32) },
+      "SESSION_SECRET must be set in production",
+    ],
+    [
+      { NODE_ENV: "production", SESSION_SECRET: "s".repeat(32) },
+      "AUDIT_KEY must be set in production (the development default is public, so anyone could sign forged audit entries)",
+    ],
+    [{ AUDIT_KEY: "short" }, 'AUDIT_KEY must be at least 32 characters (got "<hidden>")'],
     [
       { ALERT_WEBHOOK_URLS: "https://hooks.example/a, ftp://hooks.example/b" },
       "ALERT_WEBHOOK_URLS entry 2 is not an http:// or https:// URL",
@@ -107,7 +115,11 @@ describe("parseEnv", () => {
 
   it("production refuses the traffic record's development key; development keeps it", () => {
     const secret = "a-secret-of-my-own-0123456789";
-    const production = { NODE_ENV: "production", SESSION_SECRET: "s".repeat(32) };
+    const production = {
+      NODE_ENV: "production",
+      SESSION_SECRET: "s".repeat(32),
+      AUDIT_KEY: "k".repeat(32),
+    };
     expect(() => requireTrafficRecordSecret(parseEnv(production))).toThrow(
       new EnvError(
         "Invalid configuration: TRAFFIC_RECORD_SECRET must be set in production to keep the traffic record (the development default is public, so the recorded address hashes could be reversed)",

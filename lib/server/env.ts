@@ -8,6 +8,7 @@
  */
 import "server-only";
 import { z } from "zod";
+import { DEV_AUDIT_KEY } from "@/lib/control/audit/audit-chain";
 
 const postgresUrl = z
   .string()
@@ -133,6 +134,12 @@ export const ZEnv = z
       .string()
       .min(32, "must be at least 32 characters")
       .default(DEV_SESSION_SECRET),
+    /**
+     * Signs each audit entry's chain hash (lib/control/audit/audit-chain.ts), so a row inserted
+     * by whoever holds DATABASE_URL is detected. At least 32 characters; required in production.
+     * The console and the worker need the same one.
+     */
+    AUDIT_KEY: z.string().min(32, "must be at least 32 characters").default(DEV_AUDIT_KEY),
     /** A signed-in session ends this long after sign-in, however active it is. */
     SESSION_LIFETIME_MINUTES: minutes(5, 43_200).default(720),
     /** A session unused for this long ends (measured to the minute). */
@@ -298,6 +305,14 @@ export const ZEnv = z
         message: "must be set in production (the development default is public)",
       });
     }
+    if (env.NODE_ENV === "production" && env.AUDIT_KEY === DEV_AUDIT_KEY) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["AUDIT_KEY"],
+        message:
+          "must be set in production (the development default is public, so anyone could sign forged audit entries)",
+      });
+    }
   });
 
 export type Env = z.infer<typeof ZEnv>;
@@ -412,13 +427,7 @@ export function requireTrafficRecordSecret(env: Env): string {
 
 /** Never echo a password or secret back into a log line. */
 function redact(variable: string, raw: string): string {
-  if (
-    variable.includes("SECRET") ||
-    variable.includes("WEBHOOK") ||
-    variable.includes("PASSWORD")
-  ) {
-    return "<hidden>";
-  }
+  if (/SECRET|PASSWORD|_KEY$|WEBHOOK/.test(variable)) return "<hidden>";
   if (!URL.canParse(raw)) return raw.length > 80 ? `${raw.slice(0, 80)}…` : raw;
   const url = new URL(raw);
   if (url.password !== "") url.password = "***";

@@ -51,7 +51,7 @@ export function describeConnectionError(error: unknown): string {
   // Prisma's driver adapter says this for a refused or unanswered connection alike.
   if (/Can't reach database server/.test(message)) return "cannot connect";
   if (code === "ENOTFOUND" || /ENOTFOUND/.test(message)) return "host not found";
-  if (code === "ETIMEDOUT" || /timed? ?out/i.test(message)) return "timed out";
+  if (code === "ETIMEDOUT" || /timed? ?out|timeout/i.test(message)) return "timed out";
   if (code === "3D000" || /does not exist/.test(message)) return "database does not exist";
   if (code === "28P01" || /authentication/i.test(message)) return "authentication failed";
   if (/max retries|Connection is closed|isn't writeable/i.test(message)) {

@@ -55,7 +55,7 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
       },
     }),
     recordIncidentExpiriesJob({
-      deps: { db, publisher: null, clock: systemClock },
+      deps: { db, publisher: null, clock: systemClock, auditKey: loadEnv().AUDIT_KEY },
       onRecorded: (ids) => log(`worker: recorded the expiry of ${ids.join(", ")}`),
     }),
     rollUpMetricsJob({

@@ -38,12 +38,18 @@ function canConnect(port: number): Promise<boolean> {
 export async function startPrivateRedis(options: {
   binary: string;
   port: number;
+  /**
+   * Called as soon as the process exists, before it answers: the caller tracks it then, so a stop
+   * while it starts (Ctrl-C) finds it and a later start can stop what was left.
+   */
+  onSpawn?: (child: ChildProcess) => void;
 }): Promise<PrivateRedis> {
   const child = spawn(
     options.binary,
     ["--port", String(options.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
     { stdio: "ignore", detached: true },
   );
+  options.onSpawn?.(child);
   const deadline = Date.now() + 10_000;
   while (!(await canConnect(options.port))) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);

@@ -12,6 +12,7 @@ import {
 } from "@limitplane/enforcer";
 import { ManualClock, MemoryStore } from "@limitplane/enforcer/limiter";
 import {
+  checkRedisProtocol,
   policyRedisNames,
   REDIS_PROTOCOL_VERSION,
   RedisProtocolError,
@@ -147,6 +148,27 @@ describe("the Redis protocol version", () => {
     await expect(started).rejects.toThrow(RedisProtocolError);
     await expect(started).rejects.toThrow(
       `Redis protocol mismatch under key prefix "${prefix}": Redis holds protocol version ${REDIS_PROTOCOL_VERSION - 1}, this enforcer speaks version ${REDIS_PROTOCOL_VERSION}: upgrade the control plane (its worker republishes the policy in the new version when it starts), or run this enforcer from the control plane's release`,
+    );
+  });
+
+  it("checkRedisProtocol: what the worker and an enforcer find at start", async () => {
+    const prefix = filePrefix("pc");
+    const head = policyRedisNames(prefix).head;
+    expect(await checkRedisProtocol(redis, prefix, "control plane")).toBe("none");
+    await publishTestSnapshot(redis, prefix, snapshotVersion(1));
+    expect(await checkRedisProtocol(redis, prefix, "enforcer")).toBe("same");
+    await redis.hset(head, "format", String(REDIS_PROTOCOL_VERSION - 1));
+    expect(await checkRedisProtocol(redis, prefix, "control plane")).toBe("older");
+    await expect(checkRedisProtocol(redis, prefix, "enforcer")).rejects.toThrow(
+      `Redis holds protocol version ${REDIS_PROTOCOL_VERSION - 1}, this enforcer speaks version ${REDIS_PROTOCOL_VERSION}`,
+    );
+    await redis.hset(head, "format", String(REDIS_PROTOCOL_VERSION + 1));
+    await expect(checkRedisProtocol(redis, prefix, "control plane")).rejects.toThrow(
+      `Redis protocol mismatch under key prefix "${prefix}": Redis holds protocol version ${REDIS_PROTOCOL_VERSION + 1}, this control plane speaks version ${REDIS_PROTOCOL_VERSION}: upgrade this control plane to the release that wrote it; it does not overwrite a newer protocol`,
+    );
+    await redis.hset(head, "format", "two");
+    await expect(checkRedisProtocol(redis, prefix, "control plane")).rejects.toThrow(
+      "Redis holds a policy head whose protocol version cannot be read, this control plane speaks",
     );
   });
 

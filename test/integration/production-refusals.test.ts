@@ -1,7 +1,8 @@
 /**
- * Production refuses the public development secrets: `npm start` (scripts/console.ts, production
- * unless NODE_ENV says otherwise) and a recording gateway under NODE_ENV=production each exit 1
- * before serving anything, with one line per variable and no stack trace.
+ * Production refuses the public development secrets (SESSION_SECRET, AUDIT_KEY, and
+ * TRAFFIC_RECORD_SECRET where gateways record): `npm start` (scripts/console.ts, production unless
+ * NODE_ENV says otherwise) and a recording gateway under NODE_ENV=production each exit 1 before
+ * serving anything, with one line per variable and no stack trace.
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
@@ -39,7 +40,10 @@ describe.concurrent("production refuses development secrets", () => {
     const { code, output } = await run("scripts/console.ts", [], {});
     expect(code).toBe(1);
     expect(output).toContain(
-      "Invalid configuration: SESSION_SECRET must be set in production (the development default is public)\n",
+      [
+        "Invalid configuration: SESSION_SECRET must be set in production (the development default is public)",
+        "Invalid configuration: AUDIT_KEY must be set in production (the development default is public, so anyone could sign forged audit entries)",
+      ].join("\n"),
     );
     expect(output).not.toMatch(/\n\s+at /);
   });
@@ -48,6 +52,7 @@ describe.concurrent("production refuses development secrets", () => {
     const { code, output } = await run("scripts/gateway.ts", ["--record", "--memory"], {
       NODE_ENV: "production",
       SESSION_SECRET: "a-production-session-secret-0123456789",
+      AUDIT_KEY: "a-production-audit-key-0123456789abcdef",
     });
     expect(code).toBe(1);
     expect(output.trim()).toBe(

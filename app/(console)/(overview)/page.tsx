@@ -18,6 +18,7 @@ import {
   buildRejectionRateSeries,
   CHART_RANGES,
   type ChartRangeId,
+  describeNoPolicy,
   formatNumber,
   isChartRangeId,
   type SearchParamsRecord,
@@ -325,6 +326,7 @@ async function FleetPanel() {
           )}
         </span>
       </div>
+      <NoPolicyAlert fleet={fleet} />
       <FleetDegradedSummary reports={fleet.enforcers} alert={degradedAlert} />
       {fleet.enforcers.length === 0 ? (
         <EmptyState title="No enforcer is reporting">
@@ -392,5 +394,21 @@ async function FleetPanel() {
         </ScrollRegion>
       )}
     </section>
+  );
+}
+
+/** Loud: a gateway without a policy admits every request. */
+function NoPolicyAlert({ fleet }: { fleet: Awaited<ReturnType<typeof listEnforcers>> }) {
+  const notice = describeNoPolicy(fleet);
+  if (notice === null) return null;
+  return (
+    <div className="notice notice-bad" role="alert" data-testid="no-policy">
+      <p>
+        <strong>{notice.title}</strong>
+      </p>
+      <p className="small">
+        {notice.detail} Without a policy: {notice.enforcerIds.join(", ")}.
+      </p>
+    </div>
   );
 }

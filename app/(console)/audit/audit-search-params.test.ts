@@ -6,6 +6,7 @@ import {
   firstParam,
   hasAnyFilter,
   readAuditFilters,
+  timePresetLinks,
   toListOptions,
 } from "./audit-search-params";
 
@@ -54,5 +55,29 @@ describe("the audit page's URL", () => {
     );
     expect(entityHistoryHref("tier", "pro")).toBe("/audit?entityType=tier&entityId=pro");
     expect(entityHistoryHref("customer", "org:umbrella")).toBe("/customers/org%3Aumbrella");
+  });
+});
+
+describe("timePresetLinks", () => {
+  it("keeps the other filters, sets from that long before now and drops to", () => {
+    const nowMs = Date.parse("2026-12-05T09:00:00.000Z");
+    const links = timePresetLinks(
+      { action: "incident.raise", to: "2026-12-01T00:00:00.000Z" },
+      nowMs,
+    );
+    expect(links).toEqual([
+      {
+        label: "Last hour",
+        href: "/audit?action=incident.raise&from=2026-12-05T08%3A00%3A00.000Z",
+      },
+      {
+        label: "Last 24 hours",
+        href: "/audit?action=incident.raise&from=2026-12-04T09%3A00%3A00.000Z",
+      },
+      {
+        label: "Last 7 days",
+        href: "/audit?action=incident.raise&from=2026-11-28T09%3A00%3A00.000Z",
+      },
+    ]);
   });
 });

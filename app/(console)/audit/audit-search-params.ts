@@ -81,3 +81,28 @@ export function entityHistoryHref(entityType: string, entityId: string): string 
   if (entityType === "customer") return `/customers/${encodeURIComponent(entityId)}`;
   return auditHref({ entityType, entityId });
 }
+
+/** The time presets offered beside From and To: each sets `from` that long before now. */
+export const AUDIT_TIME_PRESETS = [
+  { label: "Last hour", spanMs: 3_600_000 },
+  { label: "Last 24 hours", spanMs: 86_400_000 },
+  { label: "Last 7 days", spanMs: 7 * 86_400_000 },
+] as const;
+
+/**
+ * Each preset's link: these filters with `from` that long before `nowMs` and no `to`, so the link
+ * names a fixed instant (shared, it shows the same entries later, plus newer ones).
+ */
+export function timePresetLinks(
+  filters: AuditFilters,
+  nowMs: number,
+): { readonly label: string; readonly href: string }[] {
+  return AUDIT_TIME_PRESETS.map((preset) => ({
+    label: preset.label,
+    href: auditHref({
+      ...filters,
+      from: new Date(nowMs - preset.spanMs).toISOString(),
+      to: undefined,
+    }),
+  }));
+}

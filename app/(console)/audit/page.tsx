@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { Suspense } from "react";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
@@ -29,8 +30,10 @@ import {
   firstParam,
   hasAnyFilter,
   readAuditFilters,
+  timePresetLinks,
   toListOptions,
 } from "./audit-search-params";
+import { ChainStatus } from "./chain-status";
 import { FilterForm } from "./filter-form";
 import { TimeRangeFields } from "./time-range-fields";
 
@@ -104,11 +107,22 @@ export default async function AuditPage({
           link to exactly these changes.
         </p>
       </header>
+      <Suspense fallback={<p className="muted small">Verifying the audit chain…</p>}>
+        <ChainStatus />
+      </Suspense>
       <section className="panel" aria-labelledby="audit-filters-heading">
         <h2 id="audit-filters-heading" className="visually-hidden">
           Filters
         </h2>
         <AuditFilterForm filters={filters} actorOptions={actorOptions} />
+        <nav aria-label="Time presets" className={styles.presets}>
+          <span className="muted small">Since:</span>
+          {timePresetLinks(filters, controlDeps().clock.nowMs()).map((preset) => (
+            <Link key={preset.label} href={preset.href} className="small">
+              {preset.label}
+            </Link>
+          ))}
+        </nav>
       </section>
       {fieldErrors.length > 0 ? (
         <ErrorState

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AUDIT_ACTIONS, AUDIT_ENTITY_TYPES } from "@/lib/control/audit/audit-actions";
 import { listAuditEntries, ZListAuditEntriesOptions } from "@/lib/control/audit/list-audit-entries";
+import { verifyAuditChain } from "@/lib/control/audit/verify-audit-chain";
 import { ACTOR_TYPES } from "@/lib/control/change-context";
 import { controlDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
@@ -53,4 +54,38 @@ export const listAuditEntriesEndpoint = defineEndpoint({
       .describe("Pass as `before` for the newer page; null on the first page."),
   }),
   handle: ({ query }) => listAuditEntries(query, controlDeps()),
+});
+
+export const ZAuditChainVerification = z.object({
+  isWhole: z.boolean().describe("True when every chained entry verified."),
+  entriesVerified: z.number().int(),
+  entriesBeforeChain: z
+    .number()
+    .int()
+    .describe("Entries written before the chain existed: counted, not judged."),
+  head: z
+    .object({ entryId: z.string(), chainHash: z.string() })
+    .nullable()
+    .describe(
+      "The last entry that verified. Note it: a later check that no longer reaches it shows entries were removed from the end.",
+    ),
+  firstBreak: z
+    .object({
+      entryId: z.string(),
+      problem: z.enum(["altered", "unsigned", "unchained"]),
+      message: z.string(),
+    })
+    .nullable(),
+});
+
+export const verifyAuditChainEndpoint = defineEndpoint({
+  method: "GET",
+  path: "/api/v1/audit/verification",
+  summary: "Whether the audit log's hash chain is whole, and the first entry where it is not",
+  description:
+    "Reads the whole log in id order and checks each entry's chain hash (its content and the previous entry's hash) and its MAC under AUDIT_KEY. `altered`: changed after it was written, or an entry before it was removed; `unsigned`: written without the key; `unchained`: no hash after the chain started. What this proves: docs/audit-chain.md.",
+  tag: "Audit log",
+  access: "audit.read",
+  response: ZAuditChainVerification,
+  handle: () => verifyAuditChain(controlDeps()),
 });

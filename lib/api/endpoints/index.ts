@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { AnyEndpoint } from "../endpoint";
 import { defineEndpoint } from "../endpoint";
 import { buildOpenApi } from "../openapi";
-import { listAuditEntriesEndpoint } from "./audit";
+import { listAuditEntriesEndpoint, verifyAuditChainEndpoint } from "./audit";
 import {
   changePasswordEndpoint,
   listSessionsEndpoint,
@@ -160,5 +160,6 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   explainEndpoint,
   runBacktestEndpoint,
   listAuditEntriesEndpoint,
+  verifyAuditChainEndpoint,
   openApiEndpoint,
 ];

@@ -12,9 +12,11 @@
 import { Prisma, type PrismaClient } from "@/lib/generated/prisma/client";
 import type { TChangeContext } from "../change-context";
 import { AppError } from "../errors";
+import { lockAuditChain } from "../locks";
 import { isRetryableTransactionError } from "../prisma-errors";
 import { jsonColumn } from "../stored";
 import type { AuditAction, AuditEntityType } from "./audit-actions";
+import { type ChainedContent, chainHashOf, chainMacOf, DEV_AUDIT_KEY } from "./audit-chain";
 
 export type AuditTx = Prisma.TransactionClient;
 
@@ -68,28 +70,59 @@ export interface AuditRow {
   readonly policyVersion: number | null;
 }
 
-/** Writes the change's one audit entry in `tx` and returns its id. */
+/**
+ * Writes one audit entry in `tx`, chained onto the last one (audit-chain.ts), and returns its id.
+ * Takes the AUDIT_CHAIN lock, held until `tx` ends; then draws the id and the time and reads the
+ * previous hash, in one statement that sees every entry committed before the lock was granted.
+ * `auditKey` signs the hash (AUDIT_KEY; @default DEV_AUDIT_KEY).
+ */
 export async function writeAuditEntry(
   tx: AuditTx,
   ctx: TChangeContext,
   row: AuditRow,
+  auditKey: string = DEV_AUDIT_KEY,
 ): Promise<bigint> {
-  const audit = await tx.auditEntry.create({
+  await lockAuditChain(tx);
+  const [head] = await tx.$queryRaw<{ id: bigint; at: Date; previous: string | null }[]>`
+    SELECT nextval(pg_get_serial_sequence('"AuditEntry"', 'id')) AS id,
+           date_trunc('milliseconds', clock_timestamp()) AS at,
+           (SELECT "chainHash" FROM "AuditEntry" WHERE "chainHash" IS NOT NULL
+             ORDER BY "id" DESC LIMIT 1) AS previous`;
+  if (head === undefined) throw new Error("drawing an audit entry's id returned no row");
+  // Exactly what the JSON columns will hold, so a hash of what is read back matches.
+  const before = storedJson(row.before);
+  const after = storedJson(row.after);
+  const content: ChainedContent = {
+    id: head.id,
+    at: head.at,
+    actorType: ctx.actor.type,
+    actorId: ctx.actor.id,
+    actorName: ctx.actor.name,
+    action: row.action,
+    entityType: row.entityType,
+    entityId: row.entityId,
+    customerId: row.customerId,
+    before,
+    after,
+    reason: ctx.reason,
+    requestId: ctx.requestId ?? null,
+    policyVersion: row.policyVersion,
+  };
+  const chainHash = chainHashOf(content, head.previous ?? "");
+  await tx.auditEntry.create({
     data: {
-      actorType: ctx.actor.type,
-      actorId: ctx.actor.id,
-      actorName: ctx.actor.name,
-      action: row.action,
-      entityType: row.entityType,
-      entityId: row.entityId,
-      customerId: row.customerId,
-      before: jsonColumn(row.before),
-      after: jsonColumn(row.after),
-      reason: ctx.reason,
-      requestId: ctx.requestId ?? null,
-      policyVersion: row.policyVersion,
+      ...content,
+      before: jsonColumn(before),
+      after: jsonColumn(after),
+      chainHash,
+      chainMac: chainMacOf(chainHash, auditKey),
     },
     select: { id: true },
   });
-  return audit.id;
+  return head.id;
+}
+
+/** What a nullable JSON column holds for `value` (jsonColumn's rule): an object, or null. */
+function storedJson(value: unknown): unknown {
+  return typeof value === "object" && value !== null ? JSON.parse(JSON.stringify(value)) : null;
 }

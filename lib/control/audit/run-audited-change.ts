@@ -47,6 +47,8 @@ export interface AuditReceipt {
 export interface AuditedChangeDeps {
   readonly db: PrismaClient;
   readonly clock: Clock;
+  /** Signs the entry's chain hash (AUDIT_KEY). @default DEV_AUDIT_KEY */
+  readonly auditKey?: string;
 }
 
 export async function runAuditedChange<Value extends object>(
@@ -57,15 +59,20 @@ export async function runAuditedChange<Value extends object>(
   return runAuditedTransaction(deps.db, {}, async (tx) => {
     await change.lock?.(tx);
     const written = await change.write(tx, deps.clock.nowMs());
-    const auditEntryId = await writeAuditEntry(tx, ctx, {
-      action: change.action,
-      entityType: change.entityType,
-      entityId: written.entityId,
-      customerId: null,
-      before: written.before,
-      after: written.after,
-      policyVersion: null,
-    });
+    const auditEntryId = await writeAuditEntry(
+      tx,
+      ctx,
+      {
+        action: change.action,
+        entityType: change.entityType,
+        entityId: written.entityId,
+        customerId: null,
+        before: written.before,
+        after: written.after,
+        policyVersion: null,
+      },
+      deps.auditKey,
+    );
     return { ...written.value, auditEntryId: auditEntryId.toString() };
   });
 }

@@ -11,7 +11,7 @@ import { inflateRaw } from "node:zlib";
 import {
   decodeTrafficBatch,
   type TrafficBatch,
-  type TrafficProfile,
+  TrafficBatchBuilder,
 } from "@limitplane/enforcer/recording";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import { orderTrafficWindow } from "./order-traffic-window";
@@ -44,140 +44,62 @@ const PAGE_ROWS = 24;
 
 const inflate = promisify(inflateRaw);
 
-/** The window's columns, filled batch by batch (sized by the rows' request counts; grown if short). */
+/**
+ * The window's columns, filled batch by batch by the recording's one column builder (sized by the
+ * rows' request counts; grown if short), and each request's weight (1 / its batch's sample rate),
+ * kept as runs and spread into a column once at the end.
+ */
 class WindowColumns {
-  count = 0;
-  timeMs: Float64Array;
-  subject: Uint32Array;
-  profile: Uint32Array;
-  order: Uint16Array;
-  flags: Uint8Array;
-  binding: Uint8Array;
-  weight: Float32Array;
-  readonly subjects: string[] = [];
-  readonly #subjectIndex = new Map<string, number>();
-  readonly profiles: TrafficProfile[] = [];
-  readonly #profileIndex = new Map<string, number>();
-  firstRecordedMs = Number.POSITIVE_INFINITY;
-  lastRecordedMs = Number.NEGATIVE_INFINITY;
+  readonly #columns: TrafficBatchBuilder;
+  readonly #weightRuns: { readonly end: number; readonly weight: number }[] = [];
 
   constructor(capacity: number) {
-    this.timeMs = new Float64Array(capacity);
-    this.subject = new Uint32Array(capacity);
-    this.profile = new Uint32Array(capacity);
-    this.order = new Uint16Array(capacity);
-    this.flags = new Uint8Array(capacity);
-    this.binding = new Uint8Array(capacity);
-    this.weight = new Float32Array(capacity);
+    this.#columns = new TrafficBatchBuilder(capacity);
   }
 
-  #ensure(more: number): void {
-    const needed = this.count + more;
-    if (needed <= this.timeMs.length) return;
-    const capacity = Math.max(needed, this.timeMs.length * 2);
-    const grow = <A extends Float64Array | Uint32Array | Uint16Array | Uint8Array | Float32Array>(
-      from: A,
-      make: (length: number) => A,
-    ): A => {
-      const to = make(capacity);
-      to.set(from.subarray(0, this.count));
-      return to;
-    };
-    this.timeMs = grow(this.timeMs, (l) => new Float64Array(l));
-    this.subject = grow(this.subject, (l) => new Uint32Array(l));
-    this.profile = grow(this.profile, (l) => new Uint32Array(l));
-    this.order = grow(this.order, (l) => new Uint16Array(l));
-    this.flags = grow(this.flags, (l) => new Uint8Array(l));
-    this.binding = grow(this.binding, (l) => new Uint8Array(l));
-    this.weight = grow(this.weight, (l) => new Float32Array(l));
+  get count(): number {
+    return this.#columns.count;
   }
 
   /** Appends the batch's requests within [fromMs, toMs), in the batch's order. */
   append(batch: TrafficBatch, fromMs: number, toMs: number): void {
-    const subjectMap = new Uint32Array(batch.subjects.length);
-    batch.subjects.forEach((name, i) => {
-      let id = this.#subjectIndex.get(name);
-      if (id === undefined) {
-        id = this.subjects.length;
-        this.subjects.push(name);
-        this.#subjectIndex.set(name, id);
-      }
-      subjectMap[i] = id;
-    });
-    const profileMap = new Uint32Array(batch.profiles.length);
-    batch.profiles.forEach((value, i) => {
-      const key = JSON.stringify(value);
-      let id = this.#profileIndex.get(key);
-      if (id === undefined) {
-        id = this.profiles.length;
-        this.profiles.push(value);
-        this.#profileIndex.set(key, id);
-      }
-      profileMap[i] = id;
-    });
-    const w = 1 / batch.sampleRate;
-    const count = batch.count;
-    const times = batch.timeMs;
-    let minMs = Number.POSITIVE_INFINITY;
-    let maxMs = Number.NEGATIVE_INFINITY;
-    for (let i = 0; i < count; i++) {
-      const t = times[i] as number;
-      if (t < minMs) minMs = t;
-      if (t > maxMs) maxMs = t;
-    }
-    this.#ensure(count);
-    const at = this.count;
-    if (count > 0 && minMs >= fromMs && maxMs < toMs) {
-      // The whole batch is in the span: columns copied whole, ids mapped.
-      this.timeMs.set(times, at);
-      this.order.set(batch.order, at);
-      this.flags.set(batch.flags, at);
-      this.binding.set(batch.binding, at);
-      this.weight.fill(w, at, at + count);
-      const subject = this.subject;
-      const profile = this.profile;
-      const fromSubject = batch.subject;
-      const fromProfile = batch.profile;
-      for (let i = 0; i < count; i++) {
-        subject[at + i] = subjectMap[fromSubject[i] as number] as number;
-        profile[at + i] = profileMap[fromProfile[i] as number] as number;
-      }
-      this.count += count;
-      if (minMs < this.firstRecordedMs) this.firstRecordedMs = minMs;
-      if (maxMs > this.lastRecordedMs) this.lastRecordedMs = maxMs;
-      return;
-    }
-    let n = at;
-    for (let i = 0; i < count; i++) {
-      const t = times[i] as number;
-      if (t < fromMs || t >= toMs) continue;
-      if (t < this.firstRecordedMs) this.firstRecordedMs = t;
-      if (t > this.lastRecordedMs) this.lastRecordedMs = t;
-      this.timeMs[n] = t;
-      this.subject[n] = subjectMap[batch.subject[i] as number] as number;
-      this.profile[n] = profileMap[batch.profile[i] as number] as number;
-      this.order[n] = batch.order[i] as number;
-      this.flags[n] = batch.flags[i] as number;
-      this.binding[n] = batch.binding[i] as number;
-      this.weight[n] = w;
-      n++;
-    }
-    this.count = n;
+    if (this.#columns.appendBatch(batch, { fromMs, toMs }) === 0) return;
+    this.#weightRuns.push({ end: this.#columns.count, weight: 1 / batch.sampleRate });
   }
 
-  window(): TrafficWindow {
-    const n = this.count;
+  /** The window, and the earliest and latest request times in it (infinite when empty). */
+  window(): { window: TrafficWindow; firstRecordedMs: number; lastRecordedMs: number } {
+    const columns = this.#columns;
+    const n = columns.count;
+    const weight = new Float32Array(n);
+    let start = 0;
+    for (const run of this.#weightRuns) {
+      weight.fill(run.weight, start, run.end);
+      start = run.end;
+    }
+    const timeMs = columns.timeMs.subarray(0, n);
+    let firstRecordedMs = Number.POSITIVE_INFINITY;
+    let lastRecordedMs = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < n; i++) {
+      const t = timeMs[i] as number;
+      if (t < firstRecordedMs) firstRecordedMs = t;
+      if (t > lastRecordedMs) lastRecordedMs = t;
+    }
     return {
-      count: n,
-      subjects: this.subjects,
-      profiles: this.profiles,
-      timeMs: this.timeMs.subarray(0, n),
-      subject: this.subject.subarray(0, n),
-      profile: this.profile.subarray(0, n),
-      order: this.order.subarray(0, n),
-      flags: this.flags.subarray(0, n),
-      binding: this.binding.subarray(0, n),
-      weight: this.weight.subarray(0, n),
+      window: {
+        count: n,
+        subjects: columns.subjects,
+        profiles: columns.profiles,
+        timeMs,
+        subject: columns.subject.subarray(0, n),
+        profile: columns.profile.subarray(0, n),
+        order: columns.order.subarray(0, n),
+        flags: columns.flags.subarray(0, n),
+        binding: columns.binding.subarray(0, n),
+        weight,
+      },
+      firstRecordedMs,
+      lastRecordedMs,
     };
   }
 }
@@ -273,15 +195,16 @@ export async function loadTrafficWindow(
     }
   }
   const n = columns.count;
+  const { window, firstRecordedMs, lastRecordedMs } = columns.window();
   return {
     // In subject order, as the replay walks it.
-    window: orderTrafficWindow(columns.window()),
+    window: orderTrafficWindow(window),
     sampleRates: [...sampleRates].sort((a, b) => a - b),
     dropped,
     gaps: gaps.sort((a, b) => a.fromMs - b.fromMs),
     gateways: gateways.size,
-    firstRecordedMs: n === 0 ? null : columns.firstRecordedMs,
-    lastRecordedMs: n === 0 ? null : columns.lastRecordedMs,
+    firstRecordedMs: n === 0 ? null : firstRecordedMs,
+    lastRecordedMs: n === 0 ? null : lastRecordedMs,
     batchesRead: rows.length,
   };
 }

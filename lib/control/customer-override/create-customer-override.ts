@@ -36,7 +36,7 @@ export async function createCustomerOverride(
     touches: "customer",
     focus: { collection: "customerOverrides", id: scope },
     async write(tx) {
-      await registerSeenCustomer(tx, ctx, seen);
+      await registerSeenCustomer(tx, ctx, seen, deps.auditKey);
       await findCustomer(tx, input.customerId);
       await requireEndpointClass(tx, input.endpointClass);
       const existing = await tx.customerOverride.findUnique({

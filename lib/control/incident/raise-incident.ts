@@ -63,7 +63,7 @@ export async function raiseIncident(
     touches: "customer",
     focus: { collection: "incidentOverrides", id: incident.id },
     async write(tx, changeNowMs) {
-      await registerSeenCustomer(tx, ctx, seen);
+      await registerSeenCustomer(tx, ctx, seen, deps.auditKey);
       const existing = await tx.incidentOverride.findUnique({
         where: { id: incident.id },
         select: { id: true },

@@ -172,15 +172,20 @@ export async function runPolicyChangeOrNothing<Value extends object>(
           change.affectsSnapshot || written.checkPolicy === true
             ? await validateAndPlan(tx, change, written, nowMs)
             : null;
-        const auditEntryId = await writeAuditEntry(tx, ctx, {
-          action: change.action,
-          entityType: written.entityType ?? change.entityType,
-          entityId: written.entityId,
-          customerId: written.customerId,
-          before: written.before,
-          after: written.after,
-          policyVersion: planned?.version ?? null,
-        });
+        const auditEntryId = await writeAuditEntry(
+          tx,
+          ctx,
+          {
+            action: change.action,
+            entityType: written.entityType ?? change.entityType,
+            entityId: written.entityId,
+            customerId: written.customerId,
+            before: written.before,
+            after: written.after,
+            policyVersion: planned?.version ?? null,
+          },
+          deps.auditKey,
+        );
         if (planned !== null) {
           await writeVersion(tx, planned, auditEntryId, {
             wholeSetBytes: written.entries?.wholeSetBytes,

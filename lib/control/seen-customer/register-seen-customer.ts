@@ -6,11 +6,12 @@
  * default tier; the operator sees which before confirming (the raise form says so).
  */
 import { isCustomerId } from "@limitplane/enforcer/policy";
+import { writeAuditEntry } from "../audit/audited-transaction";
 import type { TChangeContext } from "../change-context";
 import { customerSelect, toCustomerRecord } from "../customer/customer-record";
 import type { ReadDeps, SeenRedisDeps } from "../deps";
 import type { Tx } from "../policy/run-policy-change";
-import { auditView, jsonColumn } from "../stored";
+import { auditView } from "../stored";
 import { findSeenCustomer } from "./get-seen-customer";
 import type { SeenCustomerRecord } from "./seen-customer-record";
 
@@ -59,6 +60,7 @@ export async function registerSeenCustomer(
   tx: Tx,
   ctx: TChangeContext,
   seen: SeenCustomerRecord | null,
+  auditKey: string | undefined,
 ): Promise<boolean> {
   if (seen === null) return false;
   const existing = await tx.customer.findUnique({ where: { id: seen.id }, select: { id: true } });
@@ -71,26 +73,24 @@ export async function registerSeenCustomer(
     select: customerSelect,
   });
   const customer = toCustomerRecord(row);
-  await tx.auditEntry.create({
-    data: {
-      actorType: ctx.actor.type,
-      actorId: ctx.actor.id,
-      actorName: ctx.actor.name,
+  await writeAuditEntry(
+    tx,
+    ctx,
+    {
       action: "customer.create",
       entityType: "customer",
       entityId: customer.id,
       customerId: customer.id,
-      before: jsonColumn(null),
-      after: jsonColumn({
+      before: null,
+      after: {
         ...auditView(customer),
         registeredFrom: "gateway-report",
         reportedTier: seen.reportedTier,
         lastSeenAt: seen.lastSeenAt,
-      }),
-      reason: ctx.reason,
-      requestId: ctx.requestId ?? null,
+      },
+      policyVersion: null,
     },
-    select: { id: true },
-  });
+    auditKey,
+  );
   return true;
 }

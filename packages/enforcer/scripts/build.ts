@@ -1,7 +1,8 @@
 /**
  * Builds the package for use outside this workspace (`npm run build -w packages/enforcer`, and
  * before every `npm pack` as `prepack`): ESM JavaScript and `.d.ts` in `dist/`, one file per
- * source module, by the pinned TypeScript compiler, plus the example policy document. Inside the
+ * source module, by the pinned TypeScript compiler, plus the files the modules read at run time
+ * (the example policy document, and the Redis store's Lua beside its loader). Inside the
  * workspace nothing reads `dist/`: tsconfig `paths` map the package's entry points to `src/`.
  *
  * Written to a scratch directory first and swapped in whole, so a failed build leaves the last
@@ -29,9 +30,10 @@ try {
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, text);
   });
-  const example = "policy/fixtures/example-policy.json";
-  mkdirSync(path.dirname(path.join(scratch, example)), { recursive: true });
-  copyFileSync(path.join(PACKAGE_DIR, "src", example), path.join(scratch, example));
+  for (const asset of runtimeAssets()) {
+    mkdirSync(path.dirname(path.join(scratch, asset)), { recursive: true });
+    copyFileSync(path.join(PACKAGE_DIR, "src", asset), path.join(scratch, asset));
+  }
   checkSpecifiers(scratch);
   for (const entry of entryPoints()) {
     for (const file of [entry.javascript, entry.types]) {
@@ -44,6 +46,17 @@ try {
   rmSync(scratch, { recursive: true, force: true });
 }
 console.log(`built ${path.relative(process.cwd(), dist) || "dist"}`);
+
+/**
+ * The files of `src/` that modules read at run time, relative to `src/`: the example policy
+ * document, and every `.lua` file (`limiter/stores/redis-decide-script.ts` reads its script with
+ * `new URL("./redis-decide.lua", import.meta.url)`, so it must sit beside the built module).
+ */
+function runtimeAssets(): string[] {
+  const source = path.join(PACKAGE_DIR, "src");
+  const lua = listFiles(source).filter((file) => file.endsWith(".lua"));
+  return ["policy/fixtures/example-policy.json", ...lua.map((file) => path.relative(source, file))];
+}
 
 /**
  * Every relative specifier in the output names a file of the output: what Node's loader (and

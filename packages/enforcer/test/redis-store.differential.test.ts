@@ -22,7 +22,7 @@ import { packedStateOf } from "./support/stored-state";
  * Decisions are rounded (whole units, whole milliseconds), so a script that drifted from the core
  * by a unit in the last place would still agree for a long while. The first property therefore
  * also reads back what Redis stores after every decision and requires it to be the core's state,
- * bit for bit. That reads the script's storage format (see redis-decide-script.ts), which only
+ * bit for bit. That reads the script's storage format (see redis-decide.lua), which only
  * this test may know.
  */
 

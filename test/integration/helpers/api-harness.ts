@@ -24,7 +24,7 @@ import { installDeps } from "@/lib/server/composition";
 import { closeSharedLimiterStores } from "@/lib/server/limiter-store";
 import { createRedis } from "@/lib/server/redis";
 import { countEverything, importExamplePolicy } from "./policy-fixtures";
-import { provideTestDatabase } from "./test-database";
+import { provideTestDatabase, type TestDatabase } from "./test-database";
 
 const ROOT = path.resolve(import.meta.dirname, "../../..");
 
@@ -72,6 +72,8 @@ export interface SignedIn {
 
 export interface ApiHarness {
   db(): PrismaClient;
+  /** The file's database: its URLs as the application role and as the owner. */
+  database(): TestDatabase;
   authDeps(): AuthDeps;
   /** Moves the clock the services and authentication read. */
   advanceClock(ms: number): void;
@@ -258,6 +260,7 @@ export function provideApiHarness(options: HarnessOptions = {}): ApiHarness {
 
   const harness: ApiHarness = {
     db: () => database.current().db,
+    database: () => database.current(),
     authDeps: () => {
       if (authDeps === undefined) throw new Error("the harness is not ready");
       return authDeps;

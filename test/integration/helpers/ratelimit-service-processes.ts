@@ -77,7 +77,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
       if (child.exitCode !== null) {
         throw new Error(`service ${options.id} exited with ${child.exitCode}: ${stderr}`);
       }
-      return / grpc=(\S+) http=(\S+)/.exec(stdout) ?? undefined;
+      return / listening on grpc:\/\/(\S+) http=(\S+)/.exec(stdout) ?? undefined;
     },
     { timeoutMs: 60_000, intervalMs: 50 },
   );

@@ -3,7 +3,7 @@
  * (`checkRaiseIncident`: the same schemas and guardrails the service applies), grouped by the
  * form field each problem belongs to. Pure, so a unit test holds it against the service's rules.
  */
-import type { LimitSpec } from "@limitplane/enforcer/limiter";
+import type { TLimitSpec as LimitSpec } from "@limitplane/enforcer/policy";
 // Direct module imports: this is client code, and these modules are pure.
 import {
   checkRaiseIncident,

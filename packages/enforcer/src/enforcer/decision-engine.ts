@@ -298,7 +298,6 @@ export class DecisionEngine implements RequestChecker {
       resolution = this.#resolutions.resolveAndKeep(prepared, resolveRequest, wallNowMs);
     }
     const cost = request.cost ?? resolution.cost;
-    const input: EnforcerInput = { subject: resolution.subject, checks: resolution.checks, cost };
 
     // In order: a cached denial (the cheapest answer, and the common one when a client is over
     // its limit), a lease, the flood guard, the shared store. `startedAtMs` serves as the instant
@@ -306,8 +305,15 @@ export class DecisionEngine implements RequestChecker {
     // need (an earlier instant only makes a denial or a lease end sooner).
     const leases = this.leases;
     const localStage = this.#localStage;
-    let decision = localStage?.denialCache?.find(input, startedAtMs) ?? null;
-    if (decision === null && leases !== null) {
+    const denied =
+      localStage?.denialCache?.findFor(resolution.subject, resolution.checks, cost, startedAtMs) ??
+      null;
+    if (denied !== null) {
+      return this.#answer(request, prepared, resolution, cost, denied, 0, wallNowMs);
+    }
+    const input: EnforcerInput = { subject: resolution.subject, checks: resolution.checks, cost };
+    let decision: EnforcerDecision | null = null;
+    if (leases !== null) {
       if (prepared.version !== this.#leaseVersion) {
         leases.clear();
         this.#leaseVersion = prepared.version;
@@ -316,14 +322,14 @@ export class DecisionEngine implements RequestChecker {
     }
     if (decision === null) decision = localStage?.floodGuard?.check(input) ?? null;
     if (decision !== null) {
-      return this.#answer(request, prepared, resolution, input, decision, 0, wallNowMs);
+      return this.#answer(request, prepared, resolution, cost, decision, 0, wallNowMs);
     }
     return this.#decideShared(input, startedAtMs).then((shared) => {
       const decided = this.#fromLeaseInstead(input, shared);
       // A rejection a lease paid for instead is not cached: the lease's units come first.
       if (decided === shared) localStage?.recordSharedDecision(input, shared, startedAtMs);
       const latencyMicros = (this.#clock.nowMs() - startedAtMs) * 1000;
-      return this.#answer(request, prepared, resolution, input, decided, latencyMicros, wallNowMs);
+      return this.#answer(request, prepared, resolution, cost, decided, latencyMicros, wallNowMs);
     });
   }
 
@@ -332,7 +338,7 @@ export class DecisionEngine implements RequestChecker {
     request: EnforcerRequest,
     prepared: PreparedSnapshot,
     resolution: Resolution,
-    input: EnforcerInput,
+    cost: number,
     decision: EnforcerDecision,
     latencyMicros: number,
     wallNowMs: number,
@@ -342,7 +348,6 @@ export class DecisionEngine implements RequestChecker {
     if (!decision.allowed && customerId !== null && decision.scope !== null) {
       this.recentRejections.record(customerId, decision.scope, resolution.endpointClass, wallNowMs);
     }
-    const cost = input.cost ?? 1;
     this.#recorder?.record({
       subject: resolution.subject,
       tier: request.tier ?? null,

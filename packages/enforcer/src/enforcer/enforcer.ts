@@ -49,7 +49,12 @@ import { type EventLoopDelay, EventLoopDelayMonitor } from "./event-loop-delay";
 import type { LeaseFigures } from "./lease-table";
 import { describeError, type EnforcerLogger, jsonLineLogger } from "./logger";
 import { type AppliedSnapshot, PolicyFollower, type SnapshotErrorReport } from "./policy-follower";
-import { escapeLabelValue, renderPrometheus } from "./prometheus";
+import {
+  type PrometheusFamily,
+  type PrometheusSample,
+  renderPrometheus,
+  renderPrometheusFamilies,
+} from "./prometheus";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
 import { SeenCustomers, SeenCustomersReporter } from "./seen-customers";
 import { STORE_FAILURES, type StoreFailure } from "./types";
@@ -480,43 +485,76 @@ export class Enforcer implements RequestChecker {
    * decisions made without Redis by reason, slow store decisions and the event-loop delay.
    */
   prometheus(): string {
-    const labels = { enforcer: this.enforcerId };
-    const id = escapeLabelValue(this.enforcerId);
-    const label = `{enforcer="${id}"}`;
     const status = this.status();
     const delay = status.eventLoopDelay;
     const leases = this.leaseFigures();
-    const extra = [
-      "# HELP limitplane_decisions_without_store_total Decisions made without Redis, by why: store-error (down or refusing), timeout (no answer in time), circuit-open (the breaker answered). Each was decided by its limits' failure policies; 0 while Redis is healthy.",
-      "# TYPE limitplane_decisions_without_store_total counter",
-      ...STORE_FAILURES.map(
-        (failure) =>
-          `limitplane_decisions_without_store_total{enforcer="${id}",reason="${failure}"} ${status.decisionsWithoutStore[failure]}`,
-      ),
-      "# HELP limitplane_store_slow_decisions_total Store decisions that came after the timeout and were waited for (Redis connected but slow, or this host busy) instead of decided without Redis.",
-      "# TYPE limitplane_store_slow_decisions_total counter",
-      `limitplane_store_slow_decisions_total${label} ${status.slowStoreDecisions}`,
-      "# HELP limitplane_event_loop_delay_seconds This process's event-loop delay over the last heartbeat interval (monitorEventLoopDelay, beyond its 10 ms sampling interval): how late timers and I/O callbacks ran.",
-      "# TYPE limitplane_event_loop_delay_seconds gauge",
-      `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="0.5"} ${delay.p50Ms / 1000}`,
-      `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="0.99"} ${delay.p99Ms / 1000}`,
-      `limitplane_event_loop_delay_seconds{enforcer="${id}",quantile="1"} ${delay.maxMs / 1000}`,
-      "# HELP limitplane_lease_units_total Units of cost leased from Redis for this gateway alone, by what became of them: granted; returned (not spent when the lease ended, given back to Redis); expired (not spent and not taken back: the window they came from was over, or Redis did not answer; the limit admitted that many fewer).",
-      "# TYPE limitplane_lease_units_total counter",
-      `limitplane_lease_units_total{enforcer="${id}",state="granted"} ${leases.grantedUnits}`,
-      `limitplane_lease_units_total{enforcer="${id}",state="returned"} ${leases.returnedUnits}`,
-      `limitplane_lease_units_total{enforcer="${id}",state="expired"} ${leases.expiredUnits}`,
-      "# HELP limitplane_policy_version The policy snapshot version in force (0: none yet).",
-      "# TYPE limitplane_policy_version gauge",
-      `limitplane_policy_version${label} ${status.policy?.version ?? 0}`,
-      "# HELP limitplane_policy_snapshot_errors_total Published snapshots refused as invalid.",
-      "# TYPE limitplane_policy_snapshot_errors_total counter",
-      `limitplane_policy_snapshot_errors_total${label} ${status.snapshotErrors.count}`,
-      "# HELP limitplane_circuit_open Whether the store's circuit breaker is open (1) or not (0).",
-      "# TYPE limitplane_circuit_open gauge",
-      `limitplane_circuit_open${label} ${status.breaker.state === "open" ? 1 : 0}`,
+    const only = (value: number): PrometheusSample[] => [{ value }];
+    const families: PrometheusFamily[] = [
+      {
+        name: "decisions_without_store_total",
+        type: "counter",
+        help: "Decisions made without Redis, by why: store-error (down or refusing), timeout (no answer in time), circuit-open (the breaker answered). Each was decided by its limits' failure policies; 0 while Redis is healthy.",
+        samples: STORE_FAILURES.map((failure) => ({
+          labels: [["reason", failure]] as const,
+          value: status.decisionsWithoutStore[failure],
+        })),
+      },
+      {
+        name: "store_slow_decisions_total",
+        type: "counter",
+        help: "Store decisions that came after the timeout and were waited for (Redis connected but slow, or this host busy) instead of decided without Redis.",
+        samples: only(status.slowStoreDecisions),
+      },
+      {
+        name: "event_loop_delay_seconds",
+        type: "gauge",
+        help: "This process's event-loop delay over the last heartbeat interval (monitorEventLoopDelay, beyond its 10 ms sampling interval): how late timers and I/O callbacks ran.",
+        samples: (
+          [
+            ["0.5", delay.p50Ms],
+            ["0.99", delay.p99Ms],
+            ["1", delay.maxMs],
+          ] as const
+        ).map(([quantile, ms]) => ({
+          labels: [["quantile", quantile]] as const,
+          value: ms / 1000,
+        })),
+      },
+      {
+        name: "lease_units_total",
+        type: "counter",
+        help: "Units of cost leased from Redis for this gateway alone, by what became of them: granted; returned (not spent when the lease ended, given back to Redis); expired (not spent and not taken back: the window they came from was over, or Redis did not answer; the limit admitted that many fewer).",
+        samples: (
+          [
+            ["granted", leases.grantedUnits],
+            ["returned", leases.returnedUnits],
+            ["expired", leases.expiredUnits],
+          ] as const
+        ).map(([state, value]) => ({ labels: [["state", state]] as const, value })),
+      },
+      {
+        name: "policy_version",
+        type: "gauge",
+        help: "The policy snapshot version in force (0: none yet).",
+        samples: only(status.policy?.version ?? 0),
+      },
+      {
+        name: "policy_snapshot_errors_total",
+        type: "counter",
+        help: "Published snapshots refused as invalid.",
+        samples: only(status.snapshotErrors.count),
+      },
+      {
+        name: "circuit_open",
+        type: "gauge",
+        help: "Whether the store's circuit breaker is open (1) or not (0).",
+        samples: only(status.breaker.state === "open" ? 1 : 0),
+      },
     ];
-    return `${renderPrometheus(this.metricsTotals(), { constantLabels: labels })}${extra.join("\n")}\n`;
+    const options = { constantLabels: { enforcer: this.enforcerId } };
+    return (
+      renderPrometheus(this.metricsTotals(), options) + renderPrometheusFamilies(families, options)
+    );
   }
 
   /**

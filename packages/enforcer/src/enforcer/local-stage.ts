@@ -181,19 +181,36 @@ export class DenialCache {
    * this cache's clock, when the caller has read it already.
    */
   find(input: EnforcerInput, nowMs?: number): EnforcerDecision | null {
-    if (this.#count === 0) return null;
-    const denials = this.#bySubject.get(input.subject);
-    if (denials === undefined) return null;
-    return this.#findIn(denials, input, nowMs ?? this.#clock.nowMs());
+    return this.findFor(input.subject, input.checks, input.cost ?? 1, nowMs);
   }
 
-  #findIn(denials: SubjectDenial[], input: EnforcerInput, nowMs: number): EnforcerDecision | null {
-    const cost = input.cost ?? 1;
+  /**
+   * {@link find} for a request given part by part: the hot path's lookup, which makes no input
+   * object for a request the cache answers.
+   */
+  findFor(
+    subject: string,
+    checks: readonly EnforcerCheck[],
+    cost: number,
+    nowMs?: number,
+  ): EnforcerDecision | null {
+    if (this.#count === 0) return null;
+    const denials = this.#bySubject.get(subject);
+    if (denials === undefined) return null;
+    return this.#findIn(denials, subject, checks, cost, nowMs ?? this.#clock.nowMs());
+  }
+
+  #findIn(
+    denials: SubjectDenial[],
+    subject: string,
+    checks: readonly EnforcerCheck[],
+    cost: number,
+    nowMs: number,
+  ): EnforcerDecision | null {
     // The common case is one live denial covering the request: it is kept alone, and a list is
     // made only for a second one (a `[]` grown by push would reserve room for many).
     let first: EnforcerOutcome | null = null;
     let more: EnforcerOutcome[] | null = null;
-    const { checks } = input;
     for (let checkIndex = 0; checkIndex < checks.length; checkIndex++) {
       const check = checks[checkIndex] as EnforcerCheck;
       if (check.mode !== "enforce") continue;
@@ -211,7 +228,7 @@ export class DenialCache {
       else if (more === null) more = [first, outcome];
       else more.push(outcome);
     }
-    if (denials.length === 0) this.#bySubject.delete(input.subject);
+    if (denials.length === 0) this.#bySubject.delete(subject);
     if (first === null) return null;
     return enforcerDecisionOf(more ?? [first], DENIAL_CACHE_PROVENANCE);
   }

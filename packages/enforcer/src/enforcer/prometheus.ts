@@ -29,14 +29,32 @@ function formatLabels(labels: readonly (readonly [string, string])[]): string {
   return `{${labels.map(([name, value]) => `${name}="${escapeLabelValue(value)}"`).join(",")}}`;
 }
 
+/** One sample of a family: an optional name suffix (`_bucket`), its own labels, its value. */
+export interface PrometheusSample {
+  /** Appended to the family's name (`_bucket`, `_sum`, `_count`). @default "" */
+  readonly suffix?: string;
+  /** Labels after the constant ones, in this order. @default [] */
+  readonly labels?: readonly (readonly [name: string, value: string])[];
+  readonly value: number;
+}
+
+/** A metric family: `# HELP`, `# TYPE`, then its samples. */
+export interface PrometheusFamily {
+  /** The name after the prefix and its `_` (`decisions_total`). */
+  readonly name: string;
+  readonly type: "counter" | "gauge" | "histogram";
+  readonly help: string;
+  readonly samples: readonly PrometheusSample[];
+}
+
 /**
- * The Prometheus text exposition format (version 0.0.4) of `figures` (usually
- * `metrics.totals()`): counters per scope and outcome, degraded decisions per scope and per store
- * failure, decisions per source, and the latency histogram in seconds with cumulative `_bucket`
- * series, `_sum` and `_count`. Series are in a stable order. Ends with a newline.
+ * The Prometheus text exposition format (version 0.0.4) of `families`, in the order given, every
+ * name prefixed and every sample labelled with the constant labels first. Ends with a newline.
+ * The one writer of the format: the totals ({@link renderPrometheus}) and the runtime's own
+ * families (`Enforcer.prometheus`) both go through it.
  */
-export function renderPrometheus(
-  figures: MetricsFigures,
+export function renderPrometheusFamilies(
+  families: readonly PrometheusFamily[],
   options: RenderPrometheusOptions = {},
 ): string {
   const prefix = options.prefix ?? "limitplane";
@@ -48,76 +66,103 @@ export function renderPrometheus(
     }
   }
   const lines: string[] = [];
-  const family = (name: string, type: "counter" | "histogram", help: string) => {
-    lines.push(`# HELP ${prefix}_${name} ${escapeHelp(help)}`, `# TYPE ${prefix}_${name} ${type}`);
-  };
-  const sample = (name: string, labels: readonly (readonly [string, string])[], value: number) => {
-    lines.push(`${prefix}_${name}${formatLabels([...constant, ...labels])} ${formatValue(value)}`);
-  };
-
-  family(
-    "decisions_total",
-    "counter",
-    "Requests per scope: admitted (allowed; for a dry-run scope, would have admitted), rejected by the scope, or would have been rejected by a dry-run scope (would_reject).",
-  );
-  for (const counts of figures.scopes) {
-    sample(
-      "decisions_total",
-      [
-        ["scope", counts.scope],
-        ["outcome", "allowed"],
-      ],
-      counts.allowed,
-    );
-    sample(
-      "decisions_total",
-      [
-        ["scope", counts.scope],
-        ["outcome", "rejected"],
-      ],
-      counts.rejected,
-    );
-    sample(
-      "decisions_total",
-      [
-        ["scope", counts.scope],
-        ["outcome", "would_reject"],
-      ],
-      counts.wouldReject,
-    );
+  for (const family of families) {
+    const name = `${prefix}_${family.name}`;
+    lines.push(`# HELP ${name} ${escapeHelp(family.help)}`, `# TYPE ${name} ${family.type}`);
+    for (const sample of family.samples) {
+      const labels = formatLabels([...constant, ...(sample.labels ?? [])]);
+      lines.push(`${name}${sample.suffix ?? ""}${labels} ${formatValue(sample.value)}`);
+    }
   }
+  return `${lines.join("\n")}\n`;
+}
 
-  family(
-    "degraded_decisions_total",
-    "counter",
-    "Limits decided by their failure policy (open, closed, local) because the store failed, per scope.",
-  );
-  for (const counts of figures.scopes) {
-    sample("degraded_decisions_total", [["scope", counts.scope]], counts.degraded);
-  }
+/**
+ * The Prometheus text exposition format (version 0.0.4) of `figures` (usually
+ * `metrics.totals()`): counters per scope and outcome, degraded decisions per scope and per store
+ * failure, decisions per source, and the latency histogram in seconds with cumulative `_bucket`
+ * series, `_sum` and `_count`. Series are in a stable order. Ends with a newline.
+ */
+export function renderPrometheus(
+  figures: MetricsFigures,
+  options: RenderPrometheusOptions = {},
+): string {
+  return renderPrometheusFamilies(familiesOf(figures), options);
+}
 
-  family("store_failures_total", "counter", "Degraded decisions by the store failure behind them.");
-  for (const failure of STORE_FAILURES) {
-    sample("store_failures_total", [["failure", failure]], figures.degradedByFailure[failure]);
-  }
-
-  family("decision_sources_total", "counter", "Decisions by who answered.");
-  for (const source of DECISION_SOURCES) {
-    sample("decision_sources_total", [["source", source]], figures.decisionsBySource[source]);
-  }
-
+/** The families of the metrics totals. */
+function familiesOf(figures: MetricsFigures): PrometheusFamily[] {
   const { latency } = figures;
-  family("decision_latency_seconds", "histogram", "Time to decide one request.");
+  const buckets: PrometheusSample[] = [];
   let cumulative = 0;
   latency.boundsMicros.forEach((boundMicros, index) => {
     cumulative += latency.counts[index] ?? 0;
-    sample("decision_latency_seconds_bucket", [["le", formatValue(boundMicros / 1e6)]], cumulative);
+    buckets.push({
+      suffix: "_bucket",
+      labels: [["le", formatValue(boundMicros / 1e6)]],
+      value: cumulative,
+    });
   });
-  sample("decision_latency_seconds_bucket", [["le", "+Inf"]], latency.count);
-  sample("decision_latency_seconds_sum", [], latency.sumMicros / 1e6);
-  sample("decision_latency_seconds_count", [], latency.count);
-
-  return `${lines.join("\n")}\n`;
+  return [
+    {
+      name: "decisions_total",
+      type: "counter",
+      help: "Requests per scope: admitted (allowed; for a dry-run scope, would have admitted), rejected by the scope, or would have been rejected by a dry-run scope (would_reject).",
+      samples: figures.scopes.flatMap((counts) =>
+        (
+          [
+            ["allowed", counts.allowed],
+            ["rejected", counts.rejected],
+            ["would_reject", counts.wouldReject],
+          ] as const
+        ).map(([outcome, value]) => ({
+          labels: [
+            ["scope", counts.scope],
+            ["outcome", outcome],
+          ] as const,
+          value,
+        })),
+      ),
+    },
+    {
+      name: "degraded_decisions_total",
+      type: "counter",
+      help: "Limits decided by their failure policy (open, closed, local) because the store failed, per scope.",
+      samples: figures.scopes.map((counts) => ({
+        labels: [["scope", counts.scope]] as const,
+        value: counts.degraded,
+      })),
+    },
+    {
+      name: "store_failures_total",
+      type: "counter",
+      help: "Degraded decisions by the store failure behind them.",
+      samples: STORE_FAILURES.map((failure) => ({
+        labels: [["failure", failure]] as const,
+        value: figures.degradedByFailure[failure],
+      })),
+    },
+    {
+      name: "decision_sources_total",
+      type: "counter",
+      help: "Decisions by who answered.",
+      samples: DECISION_SOURCES.map((source) => ({
+        labels: [["source", source]] as const,
+        value: figures.decisionsBySource[source],
+      })),
+    },
+    {
+      name: "decision_latency_seconds",
+      type: "histogram",
+      help: "Time to decide one request.",
+      samples: [
+        ...buckets,
+        { suffix: "_bucket", labels: [["le", "+Inf"]], value: latency.count },
+        { suffix: "_sum", value: latency.sumMicros / 1e6 },
+        { suffix: "_count", value: latency.count },
+      ],
+    },
+  ];
 }
 
 /** A sample value: shortest round-trip decimal, `+Inf`/`-Inf`/`NaN` as the format spells them. */

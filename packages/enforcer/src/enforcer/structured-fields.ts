@@ -2,6 +2,13 @@
  * The few Structured Field Values (RFC 9651) serializers the rate-limit headers need: strings,
  * integers, parameterized items and lists. Serialization fails (throws) where the RFC says
  * "fail serialization", so a malformed value never reaches a response.
+ *
+ * Why not the `structured-headers` dependency (which the HTTP contract checks parse with): the
+ * `RateLimit` item is serialized for every admitted response, and in one run over the same 1,000
+ * outcomes, alternating, `formatRateLimit` took 137-138 ns an item against 3,678-4,049 ns for
+ * `serializeItem(scope, new Map([["r", remaining], ["t", seconds]]))` (4,030-4,654 ns with
+ * `serializeList`), load average 38 on 2 cores. Its `serializeInteger` also accepts 1.5 and NaN,
+ * where §4.1.4 says to fail.
  */
 
 /** RFC 9651 §3.3.1: integers have at most 15 decimal digits. */

@@ -44,7 +44,7 @@ export function timeNoiseMs(nowMs: number): number {
  * that a retry at that instant fits. Within the limiter's bounds one or two suffice (they absorb
  * rounding); the cap makes the check bounded whatever the input, and an algorithm that reaches it
  * answers the instant its limit is entirely unused again, where any cost the limit can hold fits.
- * The Redis script uses the same number (`redis-decide-script.ts`).
+ * The Redis script uses the same number (`stores/redis-decide.lua`).
  */
 export const RETRY_CORRECTION_STEPS = 8;
 

@@ -33,7 +33,10 @@ export class RedisProtocolError extends Error {
     readonly keyPrefix: string;
     readonly reader: ProtocolReader;
   }) {
-    const stored = options.storedVersion === null ? "an unreadable" : String(options.storedVersion);
+    const holds =
+      options.storedVersion === null
+        ? "Redis holds a policy head whose protocol version cannot be read"
+        : `Redis holds protocol version ${options.storedVersion}`;
     const isNewer =
       options.storedVersion !== null && options.storedVersion > REDIS_PROTOCOL_VERSION;
     const remedy =
@@ -43,7 +46,7 @@ export class RedisProtocolError extends Error {
           : "upgrade the control plane (its worker republishes the policy in the new version when it starts), or run this enforcer from the control plane's release"
         : "upgrade this control plane to the release that wrote it; it does not overwrite a newer protocol";
     super(
-      `Redis protocol mismatch under key prefix "${options.keyPrefix}": Redis holds protocol version ${stored}, this ${options.reader} speaks version ${REDIS_PROTOCOL_VERSION}: ${remedy}`,
+      `Redis protocol mismatch under key prefix "${options.keyPrefix}": ${holds}, this ${options.reader} speaks version ${REDIS_PROTOCOL_VERSION}: ${remedy}`,
     );
     this.name = "RedisProtocolError";
     this.storedVersion = options.storedVersion;

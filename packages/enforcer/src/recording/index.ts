@@ -5,7 +5,7 @@
  * decodes them (`decodeTrafficBatch`). See README.md ("The traffic record").
  */
 
-export { mergeTrafficBatches } from "./traffic-batch-builder";
+export { mergeTrafficBatches, TrafficBatchBuilder } from "./traffic-batch-builder";
 export {
   decodeTrafficBatch,
   encodeTrafficBatch,

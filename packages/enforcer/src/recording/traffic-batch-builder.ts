@@ -1,7 +1,7 @@
 /**
- * The columns of a traffic batch being put together, with its subject and profile dictionaries:
- * what the recorder fills one decision at a time and what `mergeTrafficBatches` (here) fills from
- * parts.
+ * The columns of traffic being put together, with its subject and profile dictionaries: what the
+ * recorder fills one decision at a time, what `mergeTrafficBatches` (here) fills from parts, and
+ * what the backtest fills from the batches of a span (`lib/control/backtest/load-traffic-window.ts`).
  * Columns are typed arrays that grow by doubling (a recorder sizes them once, to its buffer);
  * `clear` keeps them for the next batch. Pure.
  */
@@ -77,6 +77,79 @@ export class TrafficBatchBuilder {
   }
 
   /**
+   * Appends the requests `[from, to)` of `batch` whose time is in `[fromMs, toMs)`, in the
+   * batch's order, its subjects and profiles added to this builder's dictionaries as they are
+   * used. Returns how many were appended. A batch wholly in the span is copied column by column.
+   */
+  appendBatch(
+    batch: TrafficBatch,
+    range: {
+      readonly from?: number;
+      readonly to?: number;
+      readonly fromMs?: number;
+      readonly toMs?: number;
+    } = {},
+  ): number {
+    const from = range.from ?? 0;
+    const to = range.to ?? batch.count;
+    const fromMs = range.fromMs ?? Number.NEGATIVE_INFINITY;
+    const toMs = range.toMs ?? Number.POSITIVE_INFINITY;
+    const subjectMap = new Int32Array(batch.subjects.length).fill(-1);
+    const profileMap = new Int32Array(batch.profiles.length).fill(-1);
+    const subjectOf = (s: number): number => {
+      let id = subjectMap[s] as number;
+      if (id === -1) {
+        id = this.subjectIdOf(batch.subjects[s] ?? "");
+        subjectMap[s] = id;
+      }
+      return id;
+    };
+    const profileOf = (p: number): number => {
+      let id = profileMap[p] as number;
+      if (id === -1) {
+        const value = batch.profiles[p] as TrafficProfile;
+        id = this.profileIdOf(trafficProfileKey(value), () => value);
+        profileMap[p] = id;
+      }
+      return id;
+    };
+    const times = batch.timeMs;
+    let isWhole = true;
+    for (let i = from; i < to && isWhole; i++) {
+      const t = times[i] as number;
+      isWhole = t >= fromMs && t < toMs;
+    }
+    this.#ensure(to - from);
+    const at = this.count;
+    if (isWhole) {
+      this.timeMs.set(times.subarray(from, to), at);
+      this.order.set(batch.order.subarray(from, to), at);
+      this.flags.set(batch.flags.subarray(from, to), at);
+      this.binding.set(batch.binding.subarray(from, to), at);
+      for (let i = from; i < to; i++) {
+        this.subject[at + i - from] = subjectOf(batch.subject[i] as number);
+        this.profile[at + i - from] = profileOf(batch.profile[i] as number);
+      }
+      this.count = at + to - from;
+      return to - from;
+    }
+    let n = at;
+    for (let i = from; i < to; i++) {
+      const t = times[i] as number;
+      if (t < fromMs || t >= toMs) continue;
+      this.timeMs[n] = t;
+      this.subject[n] = subjectOf(batch.subject[i] as number);
+      this.profile[n] = profileOf(batch.profile[i] as number);
+      this.order[n] = batch.order[i] as number;
+      this.flags[n] = batch.flags[i] as number;
+      this.binding[n] = batch.binding[i] as number;
+      n++;
+    }
+    this.count = n;
+    return n - at;
+  }
+
+  /**
    * The batch so far: columns are views of this builder's (valid until it is written to again),
    * the dictionaries are handed over (a `clear` starts new ones).
    */
@@ -107,6 +180,12 @@ export class TrafficBatchBuilder {
     this.profiles = [];
     this.#subjectIndex = new Map();
     this.#profileIndex = new Map();
+  }
+
+  /** Room for `more` requests: doubled, or to what is needed if that is more. */
+  #ensure(more: number): void {
+    const needed = this.count + more;
+    if (needed > this.timeMs.length) this.#grow(Math.max(needed, this.timeMs.length * 2));
   }
 
   #grow(capacity: number): void {
@@ -155,33 +234,7 @@ export function mergeTrafficBatches(
     n += part.to - part.from;
   }
   const builder = new TrafficBatchBuilder(n);
-  for (const { batch, from, to } of parts) {
-    const subjectMap = new Int32Array(batch.subjects.length).fill(-1);
-    const profileMap = new Int32Array(batch.profiles.length).fill(-1);
-    for (let i = from; i < to; i++) {
-      const s = batch.subject[i] as number;
-      let ms = subjectMap[s] as number;
-      if (ms === -1) {
-        ms = builder.subjectIdOf(batch.subjects[s] ?? "");
-        subjectMap[s] = ms;
-      }
-      const p = batch.profile[i] as number;
-      let mp = profileMap[p] as number;
-      if (mp === -1) {
-        const value = batch.profiles[p] as TrafficProfile;
-        mp = builder.profileIdOf(trafficProfileKey(value), () => value);
-        profileMap[p] = mp;
-      }
-      builder.append(
-        batch.timeMs[i] as number,
-        ms,
-        mp,
-        batch.order[i] as number,
-        batch.flags[i] as number,
-        batch.binding[i] as number,
-      );
-    }
-  }
+  for (const { batch, from, to } of parts) builder.appendBatch(batch, { from, to });
   return {
     format: TRAFFIC_BATCH_FORMAT,
     ...builder.batch({ gatewayId: first.gatewayId, sampleRate: first.sampleRate, dropped }),

@@ -1,0 +1,124 @@
+/**
+ * Who is hurting, end to end: a customer is rejected at the run's two demo gateways, the overview's
+ * "Who is being rejected" lists it first, and an operator raises its limit from there in at most
+ * three clicks (Raise, Review and raise, Raise limit) plus typing a reason; every enforcer
+ * confirms and the gateways admit more. The Customers list shows the same customer first when
+ * sorted by rejections.
+ *
+ * Traffic: `GET /v1/things` (endpoint class `default`) with `x-customer-id` and `x-tier: free` (the
+ * demo gateway's identify). Tier free: a token bucket of 20 refilling 10/s on the account layer,
+ * so a burst from a full bucket admits at least 20 before and at least 60 after a ×3 raise.
+ */
+import { randomBytes } from "node:crypto";
+import type { APIRequestContext } from "@playwright/test";
+import { expect, test } from "./fixtures";
+import { GATEWAY_URLS } from "./run-env";
+
+const CUSTOMER = `vandelay-${randomBytes(3).toString("hex")}`;
+/** More than any other spec sends one customer, so this one is the most rejected. */
+const BURST = 400;
+
+async function burst(count: number): Promise<{ allowed: number; rejected: number }> {
+  let allowed = 0;
+  let rejected = 0;
+  for (let index = 0; index < count; index++) {
+    const gateway = GATEWAY_URLS[index % GATEWAY_URLS.length];
+    const response = await fetch(`${gateway}/v1/things`, {
+      headers: { "x-customer-id": CUSTOMER, "x-tier": "free" },
+    });
+    await response.arrayBuffer();
+    if (response.status === 200) allowed++;
+    else if (response.status === 429) rejected++;
+    else throw new Error(`gateway answered ${response.status}`);
+  }
+  return { allowed, rejected };
+}
+
+/** Waits (polling the read-only peek, no sleeps) until the account bucket is full at `capacity`. */
+async function untilFull(request: APIRequestContext, capacity: number): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        const response = await request.get(
+          `/api/v1/explain?customerId=${CUSTOMER}&tier=free&endpointClass=default`,
+        );
+        const body = (await response.json()) as {
+          checks?: { layer: string; mode: string; live: { limit: number; remaining: number } }[];
+        };
+        const live = body.checks?.find((c) => c.layer === "account" && c.mode === "enforce")?.live;
+        return live !== undefined && live.limit === capacity && live.remaining >= capacity - 1;
+      },
+      { timeout: 20_000, intervals: [200, 300, 500] },
+    )
+    .toBe(true);
+}
+
+test("the overview names the most rejected customer and raises it in three clicks; the gateways admit more", async ({
+  page,
+  signIn,
+}) => {
+  test.setTimeout(120_000);
+  await signIn("operator");
+  const api = page.request;
+
+  await untilFull(api, 20);
+  const before = await burst(BURST);
+  console.log(`before the raise: ${before.allowed} of ${BURST} admitted`);
+  expect(before.rejected).toBeGreaterThan(BURST / 2);
+
+  // The gateways flush their tally every second: reload until the overview ranks it first.
+  const firstRow = page.getByTestId("rejected-customer-row").first();
+  await expect(async () => {
+    await page.goto("/?range=15m");
+    await expect(firstRow).toContainText(CUSTOMER, { timeout: 1_000 });
+  }).toPass({ timeout: 20_000 });
+  await expect(firstRow).toContainText("tier:free");
+  await expect(firstRow.getByRole("img")).toBeVisible();
+  // The API answers the same (for alerting tools).
+  const ranked = await api.get("/api/v1/rejected-customers?minutes=15&limit=1");
+  expect(ranked.status(), await ranked.text()).toBe(200);
+  const top = (await ranked.json()) as {
+    customers: { customerId: string; rejected: number; bindingScope: string }[];
+  };
+  expect(top.customers[0]).toMatchObject({ customerId: CUSTOMER, bindingScope: "tier:free" });
+  expect(top.customers[0]?.rejected).toBeGreaterThanOrEqual(before.rejected);
+
+  // From the overview to a confirmed raise: clicks counted, seconds measured.
+  const startedAtMs = Date.now();
+  let clicks = 0;
+  await firstRow.getByRole("link", { name: /^Raise / }).click();
+  clicks++;
+  await expect(page.getByRole("heading", { name: "Raise a limit (incident)" })).toBeVisible();
+  // Prefilled: this customer, the layer that rejected it, ×3 for 15 minutes.
+  await expect(page.getByText(CUSTOMER).first()).toBeVisible();
+  await expect(page.getByLabel("Scope")).toHaveValue("account");
+  await expect(page.getByLabel("Multiply by")).toHaveValue("3");
+  // Untouched, the form names what it still needs, and marks nothing.
+  await expect(page.getByTestId("incident-blocked")).toHaveText("Fill in Reason to continue.");
+  await expect(page.getByTestId("field-error")).toHaveCount(0);
+  await page.getByLabel("Reason (required)").fill(`e2e: ${CUSTOMER} is rejected at its tier`);
+  await page.getByRole("button", { name: "Review and raise" }).click();
+  clicks++;
+  await page.getByRole("dialog").getByRole("button", { name: "Raise limit" }).click();
+  clicks++;
+  await page.waitForURL(/\/incidents\/inc-[0-9a-f]+$/);
+  await expect(page.getByText("all confirmed")).toBeVisible({ timeout: 30_000 });
+  const seconds = (Date.now() - startedAtMs) / 1000;
+  console.log(
+    `overview → every enforcer confirming: ${clicks} clicks (plus typing the reason), ${seconds.toFixed(1)} s`,
+  );
+  expect(clicks).toBeLessThanOrEqual(3);
+
+  await untilFull(api, 60);
+  const raised = await burst(120);
+  console.log(`after the raise: ${raised.allowed} of 120 admitted`);
+  expect(raised.allowed).toBeGreaterThanOrEqual(60);
+
+  // The Customers list sorted by rejections puts it first (registered by the raise now).
+  await page.goto("/customers?sort=rejected");
+  await expect(page.getByTestId("customer-row").first()).toContainText(CUSTOMER);
+  await expect(page.getByRole("columnheader", { name: /Rejected, last hour/ })).toHaveAttribute(
+    "aria-sort",
+    "descending",
+  );
+});

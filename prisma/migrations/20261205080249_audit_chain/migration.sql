@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "AuditEntry" ADD COLUMN     "chainHash" TEXT,
+ADD COLUMN     "chainMac" TEXT;
