@@ -5,9 +5,9 @@
  *
  *   RATELIMIT_SERVICE_SECRET=... RATELIMIT_SERVICE_GRPC_PLAINTEXT=true npm run ratelimit-service
  *
- * Redis and the key prefix come from REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS and
- * REDIS_KEY_PREFIX, as for every gateway; the service's own settings from RATELIMIT_SERVICE_*
- * (`service-config.ts`).
+ * Redis and the key prefix come from REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS and
+ * REDIS_SENTINEL_* (docs/failover.md), and REDIS_KEY_PREFIX, as for every gateway; the service's
+ * own settings from RATELIMIT_SERVICE_* (`service-config.ts`).
  * `--id` names it in the console's fleet, `--expected-gateways` is how many replicas share the
  * budgets (it sizes leases). Prints one line on stdout when it listens:
  * `ratelimit-service <id> listening on grpc://<host>:<port> http=<url> policy=<version|none>`.
@@ -17,6 +17,7 @@ import { createEnforcer } from "@limitplane/enforcer";
 import { startRateLimitService } from "@/lib/ratelimit-service/ratelimit-service";
 import { loadServiceConfig, ServiceConfigError } from "@/lib/ratelimit-service/service-config";
 import { loadEnv, redisTargetOf } from "@/lib/server/env";
+import { readConfigOrExit } from "@/lib/server/startup-check";
 
 const { values } = parseArgs({
   options: {
@@ -43,7 +44,7 @@ try {
   process.exit(2);
 }
 
-const env = loadEnv();
+const env = readConfigOrExit(loadEnv);
 const enforcer = await createEnforcer({
   redis: { ...redisTargetOf(env), keyPrefix: env.REDIS_KEY_PREFIX },
   expectedGateways,

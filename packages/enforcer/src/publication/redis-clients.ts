@@ -25,8 +25,8 @@
  * subscribers on every node).
  *
  * **Redis Sentinel.** With `sentinel` the client asks the sentinels where the primary of
- * `sentinel.name` is and connects there; when that connection drops, or a sentinel announces
- * `+switch-master`, it asks again, so a promoted replica is found without a restart (pub/sub
+ * `sentinel.name` is and connects there; when that connection drops, or the server answers
+ * READONLY (demoted), it asks again, so a promoted replica is found without a restart (pub/sub
  * connections resubscribe on it). The URL then says how to talk to the primary: `rediss://` for
  * TLS, its username, password and database; its host and port are not used. What a failover
  * costs is in docs/failover.md.
@@ -181,10 +181,11 @@ function urlAuthOptions(text: string): RedisOptions {
 
 /**
  * The Sentinel options for `role`: the role's settings on the primary's connection, TLS,
- * credentials and database from `url`, and the sentinels asked with the same backoff. The
- * failover detector listens to the sentinels' `+switch-master`, so a primary that is demoted
- * without its connection dropping (a partition healed, a manual `SENTINEL FAILOVER`) is left at
- * once instead of answering READONLY.
+ * credentials and database from `url`, and the sentinels asked with the same backoff. A primary
+ * demoted without its connection dropping answers READONLY, on which every role reconnects
+ * (`reconnectOnReadOnly`). ioredis's `failoverDetector` (reconnect on the sentinels'
+ * `+switch-master`) stays off: with it on, one run of the failover test left a control client
+ * closed for good ("Connection is closed." on every command for a minute).
  */
 export function sentinelOptionsFor(
   role: RedisRole,
@@ -208,7 +209,6 @@ export function sentinelOptionsFor(
     enableTLSForSentinelMode: new URL(options.url).protocol === "rediss:",
     sentinelRetryStrategy: reconnectDelayMs,
     sentinelCommandTimeout: 1_000,
-    failoverDetector: true,
   };
 }
 

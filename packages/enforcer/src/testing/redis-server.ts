@@ -88,13 +88,28 @@ export class OwnRedisCluster {
   readonly #nodes: ClusterNodeProcess[];
   readonly #directory: string;
 
-  private constructor(nodes: ClusterNodeProcess[], directory: string) {
+  readonly #settings: readonly string[];
+
+  private constructor(nodes: ClusterNodeProcess[], directory: string, settings: readonly string[]) {
     this.#nodes = nodes;
     this.#directory = directory;
+    this.#settings = settings;
   }
 
-  /** Starts `masters` nodes (3 by default), creates the Cluster and waits until it is ok. */
-  static async start(masters = 3): Promise<OwnRedisCluster> {
+  /**
+   * Starts `masters` nodes (3 by default), each with `options.replicasPerMaster` replicas (none by
+   * default), creates the Cluster and waits until it is ok. `nodeTimeoutMs` is the
+   * `cluster-node-timeout` (2000 by default; 3000 or more where a failover is tested, or a busy
+   * machine fails over spuriously), `requireFullCoverage` the `cluster-require-full-coverage`.
+   */
+  static async start(
+    masters = 3,
+    options: {
+      readonly replicasPerMaster?: number;
+      readonly nodeTimeoutMs?: number;
+      readonly requireFullCoverage?: boolean;
+    } = {},
+  ): Promise<OwnRedisCluster> {
     const { mkdtemp } = await import("node:fs/promises");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
@@ -110,10 +125,16 @@ export class OwnRedisCluster {
         }
       }
     };
-    for (let i = 0; i < masters; i++) {
+    const replicas = options.replicasPerMaster ?? 0;
+    for (let i = 0; i < masters * (1 + replicas); i++) {
       nodes.push({ port: await distinctPort(), busPort: await distinctPort(), process: undefined });
     }
-    const cluster = new OwnRedisCluster(nodes, directory);
+    const cluster = new OwnRedisCluster(nodes, directory, [
+      "--cluster-node-timeout",
+      String(options.nodeTimeoutMs ?? 2_000),
+      "--cluster-require-full-coverage",
+      options.requireFullCoverage === false ? "no" : "yes",
+    ]);
     try {
       await Promise.all(nodes.map((node) => cluster.#startNode(node)));
       await run("redis-cli", [
@@ -121,7 +142,7 @@ export class OwnRedisCluster {
         "create",
         ...nodes.map((node) => `127.0.0.1:${node.port}`),
         "--cluster-replicas",
-        "0",
+        String(replicas),
         "--cluster-yes",
       ]);
       await cluster.waitUntilOk();
@@ -161,6 +182,35 @@ export class OwnRedisCluster {
     }
   }
 
+  /** The port of the master that serves `slot` now, as the first running node sees it. */
+  async masterPortOf(slot: number): Promise<number> {
+    const running = this.#nodes.find((node) => node.process !== undefined);
+    if (running === undefined) throw new Error("no node is running");
+    const table = await run("redis-cli", ["-p", String(running.port), "cluster", "nodes"]);
+    for (const line of table.split("\n")) {
+      const fields = line.trim().split(" ");
+      if (!fields[2]?.includes("master") || fields[2].includes("fail")) continue;
+      const port = Number(/:(\d+)@/.exec(fields[1] ?? "")?.[1]);
+      for (const range of fields.slice(8)) {
+        const [from, to] = range.split("-").map(Number);
+        if (from !== undefined && slot >= from && slot <= (to ?? from)) return port;
+      }
+    }
+    throw new Error(`no master serves slot ${slot}`);
+  }
+
+  /** Kills the node on `port` with SIGKILL (no goodbye to its replicas or clients). */
+  async killPort(port: number): Promise<void> {
+    const node = this.#nodes.find((candidate) => candidate.port === port);
+    const child = node?.process;
+    if (node === undefined || child === undefined) throw new Error(`no node on ${port}`);
+    node.process = undefined;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, "exit");
+    child.kill("SIGKILL");
+    await exited;
+  }
+
   /** Stops one node (its process exits): the slots it served become unreachable. */
   async stopNode(index: number): Promise<void> {
     const node = this.#nodes[index];
@@ -187,8 +237,7 @@ export class OwnRedisCluster {
       "yes",
       "--cluster-config-file",
       `nodes-${node.port}.conf`,
-      "--cluster-node-timeout",
-      "2000",
+      ...this.#settings,
       "--dir",
       this.#directory,
       "--save",
