@@ -5,7 +5,10 @@
  * plane its readings are wall-clock epoch milliseconds): no service reads `Date.now` itself.
  */
 import type { Clock, LimiterStore } from "@limitplane/enforcer/limiter";
-import type { SeenReadingRedis } from "@limitplane/enforcer/publication";
+import type {
+  RejectionTallyReadingRedis,
+  SeenReadingRedis,
+} from "@limitplane/enforcer/publication";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import type { SessionSettings } from "./auth/auth-settings";
 import type { ScryptParams } from "./auth/password";
@@ -73,3 +76,11 @@ export interface SeenRedisDeps {
 
 /** Listing seen customers also reads the registry (to leave registered customers out). */
 export interface SeenCustomerDeps extends SeenRedisDeps, ReadDeps {}
+
+/** Ranking rejected customers: the enforcers' tally in Redis, the registry for their names. */
+export interface RejectedCustomerDeps extends ReadDeps {
+  readonly redis: RejectionTallyReadingRedis;
+  /** REDIS_KEY_PREFIX. */
+  readonly prefix: string;
+  readonly clock: Clock;
+}

@@ -244,6 +244,11 @@ export {
   type StructureChangePreview,
 } from "./policy/preview-structure-change";
 export type { ChangeReceipt } from "./policy/run-policy-change";
+export {
+  listRejectedCustomers,
+  type RejectedCustomerPage,
+  type RejectedCustomerRecord,
+} from "./rejected-customer/list-rejected-customers";
 export { findSeenCustomer, getSeenCustomer } from "./seen-customer/get-seen-customer";
 export { listSeenCustomers, type SeenCustomerPage } from "./seen-customer/list-seen-customers";
 export type { SeenCustomerRecord } from "./seen-customer/seen-customer-record";

@@ -19,6 +19,7 @@ import type {
   ControlDeps,
   ExplainDeps,
   FleetDeps,
+  RejectedCustomerDeps,
   SeenCustomerDeps,
   SeenRedisDeps,
 } from "@/lib/control/deps";
@@ -158,6 +159,11 @@ export function seenRedisDeps(): SeenRedisDeps {
 /** Listing seen customers: the Redis side and the registry's database. */
 export function seenCustomerDeps(): SeenCustomerDeps {
   return { ...seenRedisDeps(), db: controlDeps().db };
+}
+
+/** Ranking rejected customers: the same Redis reads (the enforcers' tally) and the registry. */
+export function rejectedCustomerDeps(): RejectedCustomerDeps {
+  return seenCustomerDeps();
 }
 
 /**

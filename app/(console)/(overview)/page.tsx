@@ -6,6 +6,7 @@ import { AutoRefresh } from "@/components/auto-refresh";
 import { RejectionChart } from "@/components/charts/rejection-chart";
 import { DegradedCell, FleetDegradedSummary } from "@/components/fleet/degraded-decisions";
 import { EnforcerLagCell } from "@/components/ops/enforcer-lag";
+import { RejectedCustomersTable } from "@/components/rejected/rejected-customers-table";
 import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
@@ -17,6 +18,7 @@ import {
   buildRejectionRateSeries,
   CHART_RANGES,
   type ChartRangeId,
+  formatNumber,
   isChartRangeId,
   type SearchParamsRecord,
 } from "@/lib/console";
@@ -26,7 +28,14 @@ import { listRateChanges } from "@/lib/control/audit/list-rate-changes";
 import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { readDegradedDecisionAlert } from "@/lib/control/fleet/read-degraded-decisions";
 import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
-import { clock, controlDeps, fleetDeps, scopeMinutesDeps } from "@/lib/server/composition";
+import { listRejectedCustomers } from "@/lib/control/rejected-customer/list-rejected-customers";
+import {
+  clock,
+  controlDeps,
+  fleetDeps,
+  rejectedCustomerDeps,
+  scopeMinutesDeps,
+} from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
 import styles from "./overview.module.css";
 
@@ -36,6 +45,18 @@ export const metadata: Metadata = { title: "Overview" };
 const REFRESH_MS = 10_000;
 /** Most changes marked on one chart. */
 const MAX_MARKERS = 200;
+/** Most customers in "Who is being rejected". */
+const MAX_REJECTED_CUSTOMERS = 10;
+
+/**
+ * The rejected customers' span for each range: the gateways keep their per-customer tally 6
+ * hours, so "last day" shows the last 6.
+ */
+const REJECTED_SPANS: Readonly<Record<ChartRangeId, { minutes: number; words: string }>> = {
+  "15m": { minutes: 15, words: "last 15 minutes" },
+  "1h": { minutes: 60, words: "last hour" },
+  "1d": { minutes: 360, words: "last 6 hours (what the gateways keep per customer)" },
+};
 
 function rangeOf(params: SearchParamsRecord): ChartRangeId {
   const raw = params.range;
@@ -70,6 +91,13 @@ export default async function OverviewPage({
           ) : null}
         </div>
       </header>
+      <RangeTabs current={rangeId} />
+      <Suspense
+        key={`rejected-${rangeId}`}
+        fallback={<PanelSkeleton title="Who is being rejected" lines={3} />}
+      >
+        <RejectedCustomersPanel rangeId={rangeId} canRaise={canRaise} />
+      </Suspense>
       <Suspense fallback={<PanelSkeleton title="Alerts" lines={2} />}>
         <AlertsPanel />
       </Suspense>
@@ -77,7 +105,6 @@ export default async function OverviewPage({
         <div className={styles.sectionHeader}>
           <h2 id="rates-heading">Rejection rate by scope</h2>
         </div>
-        <RangeTabs current={rangeId} />
         <Suspense key={rangeId} fallback={<SkeletonChart />}>
           <RatesChart rangeId={rangeId} />
         </Suspense>
@@ -116,6 +143,67 @@ function RangeTabs({ current }: { current: ChartRangeId }) {
         ))}
       </ul>
     </nav>
+  );
+}
+
+async function RejectedCustomersPanel({
+  rangeId,
+  canRaise,
+}: {
+  rangeId: ChartRangeId;
+  canRaise: boolean;
+}) {
+  const span = REJECTED_SPANS[rangeId];
+  const heading = (
+    <div className={styles.sectionHeader}>
+      <h2 id="rejected-heading">Who is being rejected</h2>
+      <span className="muted small">Identified customers, {span.words}</span>
+    </div>
+  );
+  let page: Awaited<ReturnType<typeof listRejectedCustomers>>;
+  try {
+    page = await listRejectedCustomers(
+      { minutes: span.minutes, limit: MAX_REJECTED_CUSTOMERS },
+      rejectedCustomerDeps(),
+    );
+  } catch (error: unknown) {
+    console.error("overview: the rejected customers could not be read", error);
+    return (
+      <section className="panel" aria-labelledby="rejected-heading">
+        {heading}
+        <ErrorState
+          title="The rejected customers could not be read"
+          message="The gateways count rejections per customer in Redis, which did not answer. The page retries on its next refresh."
+          retryHref={rangeId === "1h" ? "/" : `/?range=${rangeId}`}
+        />
+      </section>
+    );
+  }
+  return (
+    <section className="panel" aria-labelledby="rejected-heading" data-testid="overview-rejected">
+      {heading}
+      {page.customers.length === 0 ? (
+        <EmptyState title={`No customer was rejected in the ${span.words}`}>
+          Gateways count each identified customer's rejections per minute; none were counted.
+          Anonymous traffic is charted per scope below.
+        </EmptyState>
+      ) : (
+        <>
+          <RejectedCustomersTable
+            customers={page.customers}
+            spanWords={span.words}
+            canRaise={canRaise}
+          />
+          <p className="muted small">
+            {page.rejectedCustomerCount > page.customers.length
+              ? `The ${page.customers.length} most rejected of ${page.rejectedCustomerCount} customers rejected; `
+              : ""}
+            {formatNumber(page.totalRejected)} rejections in all.{" "}
+            <Link href="/customers?sort=rejected">All customers by rejections</Link>
+          </p>
+        </>
+      )}
+    </section>
   );
 }
 

@@ -69,6 +69,7 @@ import {
   getSnapshotEndpoint,
   importPolicyEndpoint,
 } from "./policy";
+import { listRejectedCustomersEndpoint } from "./rejected-customers";
 import { getSeenCustomerEndpoint, listSeenCustomersEndpoint } from "./seen-customers";
 import { getSettingsEndpoint, updateSettingsEndpoint } from "./settings";
 import {
@@ -135,6 +136,7 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   deleteCustomerEndpoint,
   listSeenCustomersEndpoint,
   getSeenCustomerEndpoint,
+  listRejectedCustomersEndpoint,
   listCustomerOverridesEndpoint,
   createCustomerOverrideEndpoint,
   updateAccountOverrideEndpoint,

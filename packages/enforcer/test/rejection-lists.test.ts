@@ -5,6 +5,11 @@ import { RecentRejections } from "../src/enforcer/recent-rejections";
 import { MetricsFlusher } from "../src/enforcer/reporters";
 import { ManualTimers } from "../src/limiter/timers";
 import { enforcerRedisNames } from "../src/publication/redis-keys";
+import {
+  REJECTION_TALLY_KEPT,
+  readRejectionTally,
+  rejectionTallyKey,
+} from "../src/publication/rejection-tally";
 import { readyRedis } from "./support/redis";
 
 /*
@@ -29,6 +34,7 @@ describe("MetricsFlusher rejection lists", () => {
     flusher = new MetricsFlusher({
       redis,
       names,
+      prefix,
       enforcerId: 'gw-"1"',
       metrics: new DecisionMetrics({ wallClock: wall }),
       recentRejections: rejections,
@@ -114,5 +120,64 @@ describe("MetricsFlusher rejection lists", () => {
     expect(listed).toEqual(expect.arrayContaining(customers));
     // The newest rejection's time is each customer's score.
     expect(Number(await redis.zscore(names.rejectedCustomers, "many-236"))).toBe(wall.nowMs());
+  });
+
+  it("tallies each customer's rejections per minute and limit, exactly, across flushes", async () => {
+    // Start of a fresh minute, so every rejection below falls in it.
+    wall.advance(60_000 - (wall.nowMs() % 60_000));
+    const minute = Math.floor(wall.nowMs() / 60_000);
+    for (let i = 0; i < 30; i++) {
+      wall.advance(100);
+      rejections.record("tally-a", "tier:free", null);
+      if (i % 3 === 0) rejections.record("tally-b", "ceiling", "search");
+    }
+    await flusher.flush();
+    // A second flush adds into the same minute (ZINCRBY), never replaces.
+    rejections.record("tally-a", "customer:tally-a", null);
+    rejections.record("tally-a", "tier:free", null);
+    await flusher.flush();
+    const tally = await readRejectionTally(redis, prefix, minute, minute);
+    expect(tally).toEqual([
+      { epochMinute: minute, customerId: "tally-a", scope: "tier:free", count: 31 },
+      { epochMinute: minute, customerId: "tally-b", scope: "ceiling", count: 10 },
+      { epochMinute: minute, customerId: "tally-a", scope: "customer:tally-a", count: 1 },
+    ]);
+    expect(await redis.pttl(rejectionTallyKey(prefix, minute))).toBeGreaterThan(TTL_MS - 10_000);
+  });
+
+  it("keeps at most REJECTION_TALLY_KEPT members a minute: the largest counts", async () => {
+    wall.advance(60_000 - (wall.nowMs() % 60_000));
+    const minute = Math.floor(wall.nowMs() / 60_000);
+    // Two rejections each for the heavy ones (within a second: one entry, count 2), one for the rest.
+    for (let i = 0; i < REJECTION_TALLY_KEPT + 200; i++) {
+      rejections.record(`wide-${i}`, "tier:free", null);
+      if (i < 10) rejections.record(`wide-${i}`, "tier:free", null);
+    }
+    await flusher.flush();
+    const key = rejectionTallyKey(prefix, minute);
+    expect(await redis.zcard(key)).toBe(REJECTION_TALLY_KEPT);
+    const top = await readRejectionTally(redis, prefix, minute, minute, 10);
+    expect(top.map((entry) => entry.count)).toEqual(Array.from({ length: 10 }, () => 2));
+  });
+
+  it("reads past members that are not a customer id and a scope, and counts that are not whole", async () => {
+    const minute = 1;
+    const key = rejectionTallyKey(prefix, minute);
+    await redis.zadd(
+      key,
+      5,
+      "ok|tier:free",
+      4,
+      "no-scope",
+      3,
+      "a b|tier:free",
+      2,
+      "ok|",
+      1.5,
+      "x|y",
+    );
+    expect(await readRejectionTally(redis, prefix, minute, minute)).toEqual([
+      { epochMinute: minute, customerId: "ok", scope: "tier:free", count: 5 },
+    ]);
   });
 });

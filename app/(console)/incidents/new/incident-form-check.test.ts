@@ -1,6 +1,11 @@
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
 import { describe, expect, it } from "vitest";
-import { checkIncidentDraft, type IncidentDraft, raiseBodyOf } from "./incident-form-check";
+import {
+  blockedMessage,
+  checkIncidentDraft,
+  type IncidentDraft,
+  raiseBodyOf,
+} from "./incident-form-check";
 
 const NOW_MS = Date.parse("2025-06-02T10:00:00.000Z");
 const HOUR_MS = 3_600_000;
@@ -111,5 +116,27 @@ describe("checkIncidentDraft: the form checks with the service's rules", () => {
       durationMs: 15 * 60_000,
       reason: "backfill after their outage",
     });
+  });
+});
+
+describe("blockedMessage: what the form says while it cannot be sent", () => {
+  it.each([
+    ["nothing blocks", {}, [], null],
+    [
+      "an untouched form names the reason it still needs, never marked fields",
+      { reason: "Say why" },
+      [],
+      "Fill in Reason to continue.",
+    ],
+    [
+      "a marked field is pointed at",
+      { reason: "Say why", factor: "too big" },
+      ["factor"],
+      "Fix the fields marked above to continue.",
+    ],
+  ] as const)("%s", (_label, hints, marked, message) => {
+    expect(blockedMessage(hints, (field) => (marked as readonly string[]).includes(field))).toBe(
+      message,
+    );
   });
 });

@@ -79,3 +79,39 @@ export function checkIncidentDraft(
   const { reason, ...options } = raiseBodyOf(draft);
   return groupByField(checkRaiseIncident(options, reason, context));
 }
+
+/** The fields as the form lays them out. */
+const FIELDS_IN_FORM_ORDER: readonly IncidentField[] = [
+  "scope",
+  "factor",
+  "limit",
+  "duration",
+  "reason",
+  "ticketUrl",
+  "form",
+];
+
+const FIELD_WORDS: Readonly<Record<IncidentField, string>> = {
+  scope: "Scope",
+  factor: "Multiply by",
+  limit: "the limit",
+  duration: "Duration",
+  reason: "Reason",
+  ticketUrl: "Ticket link",
+  form: "the form",
+};
+
+/**
+ * What the form says beside its disabled submit button, or null when it can be sent. "Fix the
+ * fields marked" only when one is marked; otherwise it names what is still missing (the reason is
+ * not marked before the operator has been in it, so an untouched form says "Fill in Reason").
+ */
+export function blockedMessage(
+  hints: IncidentFieldErrors,
+  isMarked: (field: IncidentField) => boolean,
+): string | null {
+  const blocking = FIELDS_IN_FORM_ORDER.filter((field) => hints[field] !== undefined);
+  if (blocking.length === 0) return null;
+  if (blocking.some(isMarked)) return "Fix the fields marked above to continue.";
+  return `Fill in ${blocking.map((field) => FIELD_WORDS[field]).join(" and ")} to continue.`;
+}

@@ -14,6 +14,7 @@ import { callApi } from "@/lib/api/api-client";
 import { formatDurationMs, formatLimit } from "@/lib/console/format";
 import { MAX_REASON_LENGTH } from "@/lib/control/change-context";
 import {
+  blockedMessage,
   checkIncidentDraft,
   type IncidentField as Field,
   groupByField,
@@ -193,6 +194,7 @@ export function IncidentForm({
   const errorOf = (field: Field) =>
     serverErrors[field] ?? (field === "reason" && !isReasonTouched ? undefined : hints[field]);
   const isValid = Object.keys(hints).length === 0;
+  const blocked = blockedMessage(hints, (field) => errorOf(field) !== undefined);
 
   const scopeWords = scope?.endpointClass ?? "all endpoints";
   const beforeWords = scope?.current ? formatLimit(scope.current) : "no limit";
@@ -439,7 +441,11 @@ export function IncidentForm({
           the audit log under your name.
         </p>
       </ConfirmDialog>
-      {!isValid ? <p className="muted small">Fix the fields marked above to continue.</p> : null}
+      {blocked !== null ? (
+        <p className="muted small" data-testid="incident-blocked">
+          {blocked}
+        </p>
+      ) : null}
     </form>
   );
 }

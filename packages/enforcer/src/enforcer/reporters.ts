@@ -33,6 +33,11 @@ import {
   SCOPE_COUNT_FIELDS,
   scopeField,
 } from "../publication/redis-keys";
+import {
+  REJECTION_TALLY_KEPT,
+  rejectionTallyKey,
+  rejectionTallyMember,
+} from "../publication/rejection-tally";
 import type { CircuitBreaker } from "./circuit-breaker";
 import type { DecisionMetrics, MetricsBucket } from "./decision-metrics";
 import type { EventLoopDelay } from "./event-loop-delay";
@@ -213,6 +218,8 @@ export class StatusReporter {
 export interface MetricsFlusherOptions {
   readonly redis: ReportingRedis;
   readonly names: EnforcerRedisNames;
+  /** The installation's key prefix, for the per-minute rejection tally (`rejection-tally.ts`). */
+  readonly prefix: string;
   readonly enforcerId: string;
   readonly metrics: DecisionMetrics;
   readonly recentRejections: RecentRejections;
@@ -297,6 +304,7 @@ export class MetricsFlusher {
     for (const customerId of byCustomer.keys()) {
       scores.push(latestAtMs.get(customerId) ?? 0, customerId);
     }
+    transactions.push(...this.#tallyTransactions(rejections));
     if (byCustomer.size > 0) {
       transactions.push(
         redis
@@ -325,6 +333,35 @@ export class MetricsFlusher {
         });
       }
     }
+  }
+
+  /**
+   * The per-minute rejection tally (`rejection-tally.ts`): each customer-and-limit pair's
+   * rejections added into its minute's sorted set, which keeps the largest counts. One
+   * transaction per minute key.
+   */
+  #tallyTransactions(rejections: readonly CustomerRejection[]): ChainableCommander[] {
+    const byMinute = new Map<number, Map<string, number>>();
+    for (const rejection of rejections) {
+      const minute = Math.floor(rejection.atMs / 60_000);
+      let counts = byMinute.get(minute);
+      if (counts === undefined) {
+        counts = new Map();
+        byMinute.set(minute, counts);
+      }
+      const member = rejectionTallyMember(rejection.customerId, rejection.scope);
+      counts.set(member, (counts.get(member) ?? 0) + rejection.count);
+    }
+    const transactions: ChainableCommander[] = [];
+    for (const [minute, counts] of byMinute) {
+      const key = rejectionTallyKey(this.#options.prefix, minute);
+      const tx = this.#options.redis.multi();
+      for (const [member, count] of counts) tx.zincrby(key, count, member);
+      tx.zremrangebyrank(key, 0, -(REJECTION_TALLY_KEPT + 1));
+      tx.pexpire(key, this.#options.minuteBucketTtlMs);
+      transactions.push(tx);
+    }
+    return transactions;
   }
 
   /**

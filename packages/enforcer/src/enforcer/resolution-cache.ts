@@ -13,9 +13,10 @@
  * overrides and anonymous requests are never cached: their limits depend on the time (incidents)
  * or the client address.
  */
+
+import { GenerationalMap } from "../collections/generational-map";
 import type { PreparedSnapshot } from "../policy/prepare";
 import { type Resolution, type ResolveRequest, resolveLimits } from "../policy/resolve";
-import { GenerationalMap } from "./generational-map";
 
 export interface ResolutionCacheOptions {
   /**

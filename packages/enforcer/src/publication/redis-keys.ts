@@ -6,13 +6,13 @@
  * | --- | --- | --- | --- |
  * | `{policy}:head`, `{policy}:snapshot:<v>`, `{policy}:deltas` | the published policy (`keys.ts`) | the publisher | none (replaced snapshots expire) |
  * | `policy:announce` | channel, JSON `{version, base, checksum, publishedAt, delta}` (`keys.ts`) | the publisher | - |
- * | `policy:current` | the format before deltas, read only while no head exists (`keys.ts`) | an old publisher | none |
  * | `enforcers` | sorted set: enforcer id, scored by its last heartbeat (epoch ms) | each enforcer | members older than an hour are trimmed on every heartbeat |
  * | `enforcer:<id>` | hash: what one enforcer runs and reports (see `heartbeat.ts`) | that enforcer | `heartbeatTtlMs` |
  * | `metrics:sec:<epochSecond>` | hash `<scope>\|allowed` ... and `@latency\|...` | every enforcer, HINCRBY | `secondBucketTtlMs` (3 h) |
  * | `metrics:min:<epochMinute>` | the same fields, per minute (what the worker rolls up) | every enforcer, HINCRBY | `minuteBucketTtlMs` (6 h) |
  * | `rejections:<customerId>` | list of JSON `{atMs, scope, endpointClass, enforcerId}`, newest first | every enforcer | `rejectionsTtlMs` (1 h), capped |
  * | `rejections:customers` | sorted set: customer id, scored by its latest rejection (epoch ms) | every enforcer | capped at 1000 members |
+ * | `rejected:min:<epochMinute>` | sorted set: `<customerId>\|<scope>` by that minute's rejections (`rejection-tally.ts`) | every enforcer | `minuteBucketTtlMs` (6 h), capped at 1000 members |
  *
  * `<epochSecond>` is `floor(ms / 1000)` and `<epochMinute>` is `floor(ms / 60000)` of the wall
  * clock, so every enforcer adds into the same buckets.
