@@ -4,7 +4,7 @@
  * (lib/api/security-headers.ts) on every response.
  */
 import { type NextRequest, NextResponse } from "next/server";
-import { errorResponse, requestIdOf } from "@/lib/api/error-response";
+import { errorResponse, newRequestId } from "@/lib/api/error-response";
 import { malformedSegmentOf, securityHeaders } from "@/lib/api/security-headers";
 import { AppError } from "@/lib/control/errors";
 import { requestOriginOf } from "@/lib/server/client-address";
@@ -26,7 +26,7 @@ export function proxy(request: NextRequest): Response {
           new AppError("MALFORMED_URL", message, {
             fieldErrors: [{ path: "path", message }],
           }),
-          requestIdOf(request),
+          newRequestId(),
         ),
         headers,
       );

@@ -11,13 +11,17 @@
  * 2. HTTP through a gateway: a node:http server in a child process per target, protected by the
  *    enforcer (RedisStore, local stage and leases on), by rate-limiter-flexible at its best (ioredis
  *    autopipelining, one limiter per check ours makes, chained, `inMemoryBlockOnConsumed`), or by
- *    nothing (the server's own ceiling), driven from this process by autocannon (as in the
+ *    nothing (the server's own ceiling; for the all-rejected workload also `bare-429`, a server
+ *    with no limiter that answers every request with the same 429, the floor of a rejection
+ *    flood), driven from this process by autocannon (as in the
  *    issue's measurements) with 64 keep-alive connections, one request in flight on each. Four
  *    workloads (1,000 keys admitted; 1,000 keys, half rejected; one hot key; 1,000 keys all
  *    rejected, the local stage's rejection path), at least 5 runs, targets restarted each run
  *    and alternating within it. Every run also checks exactness: no tight-tier customer (one
  *    request per day) is ever admitted more than once, by any process in any run.
  *    And it counts the decisions made without Redis (aim 0: Redis is healthy throughout).
+ *    The gateway's CPU per request (from /proc) is a target for the rejection workloads: at most
+ *    0.67x rlf's with half rejected; at most 0.9x rlf's and 1.15x bare-429's with all rejected.
  *
  * Redis: a redis-server of the bench's own on a free port, or `BENCH_REDIS_URL`.
  * `BENCH_PROPAGATION=0` skips part 1 (which creates and drops an `lp_bench_*` database).
@@ -299,7 +303,7 @@ const WORKLOADS: readonly Workload[] = [
   },
   {
     name: "1,000 keys, all rejected (the local stage's rejection path)",
-    modes: ["bare", "limitplane", "flexible"],
+    modes: ["bare", "bare-429", "limitplane", "flexible"],
     customerAt: (n) => [tightKeys[n % KEYS] ?? "", "tight"],
   },
 ];
@@ -439,7 +443,7 @@ async function measure(target: Target, workload: Workload): Promise<LoadResult> 
 async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   const prefix = `bench:ht${randomBytes(3).toString("hex")}:`;
   await publishTestSnapshot(redis, prefix, benchSnapshot(1));
-  const modes = ["bare", "limitplane", "flexible"];
+  const modes = ["bare", "bare-429", "limitplane", "flexible"];
   /** results[workload][mode] = one result per run. */
   const results = WORKLOADS.map(() => new Map<string, LoadResult[]>(modes.map((m) => [m, []])));
   const serverUs = new Map<string, number[]>(modes.map((mode) => [mode, []]));
@@ -522,13 +526,16 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
     const ours = byMode.get("limitplane") ?? [];
     const theirs = byMode.get("flexible") ?? [];
     const bare = byMode.get("bare") ?? [];
+    const bare429 = byMode.get("bare-429") ?? [];
     const sources = sourcesLine(ours);
     if (sources !== "") console.log(`    limitplane decided by: ${sources}`);
     const cpu = (runs: readonly LoadResult[]) =>
       runs.flatMap((r) => (r.cpuMicrosPerRequest === null ? [] : [r.cpuMicrosPerRequest]));
+    const cpuOfTheirs = pairedRatios(cpu(ours), cpu(theirs));
+    const cpuOfBare429 = pairedRatios(cpu(ours), cpu(bare429));
     if (cpu(ours).length > 0) {
       console.log(
-        `    the target's CPU per request (info): bare ${summary(cpu(bare), 1)} us, limitplane ${summary(cpu(ours), 1)} us, flexible ${summary(cpu(theirs), 1)} us; limitplane / flexible ${summary(pairedRatios(cpu(ours), cpu(theirs)))}x`,
+        `    the target's CPU per request: bare ${summary(cpu(bare), 1)} us,${bare429.length > 0 ? ` bare-429 ${summary(cpu(bare429), 1)} us,` : ""} limitplane ${summary(cpu(ours), 1)} us, flexible ${summary(cpu(theirs), 1)} us; limitplane / flexible ${summary(cpuOfTheirs)}x${bare429.length > 0 ? `; limitplane / bare-429 ${summary(cpuOfBare429)}x` : ""}`,
       );
     }
     const perSec = (runs: readonly LoadResult[]) => runs.map((r) => r.perSec);
@@ -554,6 +561,19 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
       );
     } else {
       targets.atLeast("local-stage rejection path: ours / bare server throughput", oursOfBare, 0.8);
+    }
+    // A flood of rejections: the gateway's CPU per request, against rlf's and against the floor
+    // (a server with no limiter writing the same 429). Throughput is bounded by the load client.
+    if (index === 1 && cpu(ours).length > 0) {
+      targets.atMost(`HTTP, ${workload.name}: ours / rlf CPU per request`, cpuOfTheirs, 0.67);
+    }
+    if (index === 3 && cpu(ours).length > 0) {
+      targets.atMost(`HTTP, ${workload.name}: ours / rlf CPU per request`, cpuOfTheirs, 0.9);
+      targets.atMost(
+        `HTTP, ${workload.name}: ours / bare-429 CPU per request (bare-429: no limiter, the same 429 written)`,
+        cpuOfBare429,
+        1.15,
+      );
     }
   }
 

@@ -11,7 +11,10 @@
  *   a 429 problem body on rejection, the way its README wires Express;
  * - `flexible-no-block`: the same without `inMemoryBlockOnConsumed` (to compare with
  *   `limitplane-no-local`);
- * - `bare`: nothing (the HTTP server's own ceiling on this machine).
+ * - `bare`: nothing (the HTTP server's own ceiling on this machine);
+ * - `bare-429`: no limiter, every request answered with the 429 the enforcer gives a tight
+ *   customer (the same status, headers and body size), written as the enforcer's Node middleware
+ *   writes one: the floor of a rejection flood, since a 429 is a larger write than a 200.
  *
  *   tsx bench/http-target.ts --mode limitplane --prefix bench:x: [--redis-url redis://...]
  *
@@ -40,6 +43,39 @@ const { values } = parseArgs({
 const mode = values.mode;
 const prefix = values.prefix;
 const redisUrl = values["redis-url"];
+
+/**
+ * The enforcer's 429 for a tight customer of the bench's policy (`http-policy.ts`), as its Node
+ * middleware writes it: the body with a `retryAfterMs` of the same length, and Node's flat list of
+ * headers, `Content-Length` first.
+ */
+const BARE_429_BODY = JSON.stringify({
+  type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+  title: "Quota exceeded",
+  status: 429,
+  "violated-policies": ["tier:tight"],
+  code: "RATE_LIMITED",
+  scope: "tier:tight",
+  retryAfterMs: 8_639_992,
+});
+const BARE_429_HEADERS = [
+  "Content-Length",
+  String(Buffer.byteLength(BARE_429_BODY)),
+  "RateLimit-Policy",
+  `"tier:tight";q=${BENCH_LIMITS.tightPerDay};w=86400, "ceiling";q=${BENCH_LIMITS.widePerSec};w=1`,
+  "RateLimit",
+  '"tier:tight";r=0;t=8640',
+  "X-RateLimit-Limit",
+  String(BENCH_LIMITS.tightPerDay),
+  "X-RateLimit-Remaining",
+  "0",
+  "X-RateLimit-Reset",
+  "86400",
+  "Retry-After",
+  "8640",
+  "Content-Type",
+  "application/problem+json",
+];
 
 interface Target {
   readonly middleware: Middleware;
@@ -136,6 +172,14 @@ async function makeMiddleware(): Promise<Target> {
     }
     case "bare":
       return { middleware: (_req, _res, next) => next(), stop: async () => {} };
+    case "bare-429":
+      return {
+        middleware: (_req, res) => {
+          res.writeHead(429, BARE_429_HEADERS);
+          res.end(BARE_429_BODY);
+        },
+        stop: async () => {},
+      };
     default:
       throw new Error(`unknown --mode ${mode}`);
   }

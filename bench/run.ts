@@ -19,6 +19,7 @@ interface BenchSuite {
 const SUITES: Record<string, () => Promise<BenchSuite>> = {
   audit: () => import("./audit"),
   backtest: () => import("./backtest"),
+  "cold-start": () => import("./cold-start"),
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
   "lease-fairness": () => import("./lease-fairness"),

@@ -9,13 +9,15 @@
  * - it keeps idle connections open for 65 s, longer than clients keep theirs (Node's agent: 5 s),
  *   so a client never sends on a socket the server is closing;
  * - SIGTERM or SIGINT stops it: no new connections, requests in flight finish (10 s at most),
- *   exit 0.
+ *   exit 0;
+ * - it runs as production unless NODE_ENV says otherwise, so production's refusals (a
+ *   development secret, lib/server/env.ts) apply to `npm start` without anyone remembering to set
+ *   NODE_ENV; `NODE_ENV=development npm start` is the explicit way out.
  */
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import path from "node:path";
-import next from "next";
 import { createPeerStamp } from "../lib/server/console-peer";
 import { EnvError, loadEnv } from "../lib/server/env";
 
@@ -24,7 +26,10 @@ const KEEP_ALIVE_MS = 65_000;
 const DRAIN_MS = 10_000;
 
 async function main(): Promise<void> {
+  // Before Next.js loads (it reads NODE_ENV when imported) and before the configuration is read.
+  Object.assign(process.env, { NODE_ENV: process.env.NODE_ENV ?? "production" });
   const env = loadEnv();
+  const { default: next } = await import("next");
   const stamp = createPeerStamp();
   const app = next({ dev: false, dir: ROOT, hostname: env.CONSOLE_HOST, port: env.PORT });
   const handle = app.getRequestHandler();

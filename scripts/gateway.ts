@@ -20,7 +20,8 @@
  * | `GET /metrics` | not limited: Prometheus text | - |
  * | `GET /healthz` | not limited: the enforcer's status; 503 until a policy is in force | - |
  *
- * Reads REDIS_URL, REDIS_CLUSTER_NODES (a Redis Cluster) and REDIS_KEY_PREFIX from the environment.
+ * Reads REDIS_URL, REDIS_CLUSTER_NODES (a Redis Cluster), REDIS_SENTINELS and REDIS_SENTINEL_*
+ * (a Redis behind Sentinel) and REDIS_KEY_PREFIX from the environment.
  * `--timeout-ms` is when a late store answer makes it look at the connection (50), `--max-wait-ms`
  * the longest it waits for a connected but slow Redis (1000). Prints one line on stdout when it
  * listens: `gateway <id> listening on http://<host>:<port> policy=<version|none>`.
@@ -40,7 +41,8 @@ import {
 } from "@limitplane/enforcer";
 import { MemoryStore } from "@limitplane/enforcer/limiter";
 import { isCustomerId } from "@limitplane/enforcer/policy";
-import { loadEnv } from "@/lib/server/env";
+import { loadEnv, redisTargetOf, requireTrafficRecordSecret } from "@/lib/server/env";
+import { readConfigOrExit } from "@/lib/server/startup-check";
 
 const { values } = parseArgs({
   options: {
@@ -119,13 +121,10 @@ const storeOption: Pick<EnforcerOptions, "store"> = values.memory
   ? { store: () => new MemoryStore() }
   : {};
 
-const env = loadEnv();
+const env = readConfigOrExit(loadEnv);
+const recording = readConfigOrExit(recordingOption);
 const enforcer = await createEnforcer({
-  redis: {
-    url: env.REDIS_URL,
-    clusterNodes: env.REDIS_CLUSTER_NODES,
-    keyPrefix: env.REDIS_KEY_PREFIX,
-  },
+  redis: { ...redisTargetOf(env), keyPrefix: env.REDIS_KEY_PREFIX },
   expectedGateways,
   enforcerId: values.id ?? `gateway-${process.pid}`,
   timeouts: {
@@ -136,7 +135,7 @@ const enforcer = await createEnforcer({
   local: values["no-local-stage"] ? false : {},
   leases: values["no-leases"] ? false : {},
   ...storeOption,
-  ...recordingOption(),
+  ...recording,
 });
 
 function recordingOption(): Pick<EnforcerOptions, "recording"> {
@@ -149,7 +148,7 @@ function recordingOption(): Pick<EnforcerOptions, "recording"> {
     );
     process.exit(2);
   }
-  return { recording: { addressHashKey: env.TRAFFIC_RECORD_SECRET, sampleRate } };
+  return { recording: { addressHashKey: requireTrafficRecordSecret(env), sampleRate } };
 }
 
 const identities = new WeakMap<IncomingMessage, Identity | null>();

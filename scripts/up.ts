@@ -8,9 +8,9 @@
  *   installed; otherwise it stops with a one-line hint.
  * - Then: migrations, the Prisma client, the example policy (only into an empty database), the
  *   first admin (credentials printed) and a local API token, a build of the console when missing
- *   or older than the sources; then the console, the worker, two demo gateways (recording traffic
- *   for backtests, with a TRAFFIC_RECORD_SECRET kept in .limitplane/traffic-record-secret) and the
- *   traffic generator, and where to look.
+ *   or older than the sources; then the console, the worker, two demo gateways, the rate-limit
+ *   service (Envoy RLS and forward-auth, docs/ratelimit-service.md) and the traffic generator,
+ *   and where to look.
  *
  * Stopping: Ctrl-C, SIGTERM or SIGHUP (to `npm`, which passes it on, or to this process) stops the
  * traffic generator first (it prints its summary), then the gateways, the console and the worker,
@@ -25,7 +25,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { readdir, stat } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import { EnvError, loadEnv } from "../lib/server/env";
+import { type Env, EnvError, loadEnv } from "../lib/server/env";
 import { type ApplicationRole, ApplicationRoleError, urlForRole } from "./db/app-role";
 import { type DeployTarget, deploy, deployTargetFromEnv } from "./db/migrate";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./lib/embedded-postgres";
@@ -265,17 +265,17 @@ function databaseTarget(): { target: DeployTarget; appEnv: Record<string, string
 }
 
 /**
- * A secret from `envVar`, else one kept in `.limitplane/<file>` across restarts, made on first
- * run (32 random bytes; the file readable by its owner only).
+ * A secret kept across restarts (so sign-ins survive and the record's hashes stay comparable),
+ * created on first run in the state directory, unless the environment gives one.
  */
-function keptSecret(envVar: "SESSION_SECRET" | "TRAFFIC_RECORD_SECRET", file: string): string {
-  const fromEnv = process.env[envVar];
-  if (fromEnv) return fromEnv;
-  const location = path.join(STATE_DIR, file);
-  if (existsSync(location)) return readFileSync(location, "utf8").trim();
+function keptSecret(variable: string, fileName: string): string {
+  const given = process.env[variable];
+  if (given) return given;
+  const file = path.join(STATE_DIR, fileName);
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
   mkdirSync(STATE_DIR, { recursive: true });
   const secret = randomBytes(32).toString("base64url");
-  writeFileSync(location, `${secret}\n`, { mode: 0o600 });
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
   return secret;
 }
 
@@ -304,13 +304,27 @@ async function databaseFree(): Promise<void> {
   await embeddedPostgres?.whenIdle();
 }
 
+/** The operator's Redis for the summary: where the client starts from, never a password. */
+function describeRedis(env: Env): string {
+  if (env.REDIS_SENTINEL_NAME !== undefined && env.REDIS_SENTINELS.length > 0) {
+    const sentinels = env.REDIS_SENTINELS.map((node) => `${node.host}:${node.port}`).join(",");
+    return `Sentinel master "${env.REDIS_SENTINEL_NAME}" via ${sentinels}`;
+  }
+  if (env.REDIS_CLUSTER_NODES.length > 0) {
+    return `Cluster via ${env.REDIS_CLUSTER_NODES.map((node) => `${node.host}:${node.port}`).join(",")}`;
+  }
+  return new URL(env.REDIS_URL).host;
+}
+
 async function main(): Promise<void> {
   mkdirSync(STATE_DIR, { recursive: true });
   await clearLeftovers();
   record.clear();
   startWatchdog();
   const useEmbeddedPostgres = !process.env.DATABASE_URL;
-  const usePrivateRedis = !process.env.REDIS_URL;
+  // REDIS_SENTINELS or REDIS_CLUSTER_NODES name a Redis of the operator's even without REDIS_URL.
+  const usePrivateRedis =
+    !process.env.REDIS_URL && !process.env.REDIS_SENTINELS && !process.env.REDIS_CLUSTER_NODES;
 
   let redisBinary: string | null = null;
   if (usePrivateRedis) {
@@ -354,8 +368,6 @@ async function main(): Promise<void> {
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
     ...appEnv,
-    // Kept across restarts: sign-ins survive, and the traffic record's address hashes stay
-    // comparable (the demo gateways record, so a tier preview shows a backtest).
     SESSION_SECRET: keptSecret("SESSION_SECRET", "session-secret"),
     TRAFFIC_RECORD_SECRET: keptSecret("TRAFFIC_RECORD_SECRET", "traffic-record-secret"),
     NEXT_TELEMETRY_DISABLED: "1",
@@ -447,6 +459,26 @@ async function main(): Promise<void> {
   const gatewayUrls = gatewayPorts.map((port) => `http://127.0.0.1:${port}`);
   await Promise.all(gatewayUrls.map((url) => untilAnswering(`${url}/healthz`, 60_000)));
 
+  const [rlsGrpcPort, rlsHttpPort] = [await freePort(), await freePort()];
+  const rlsSecret = randomBytes(24).toString("hex");
+  step(`Starting the rate-limit service (gRPC ${rlsGrpcPort}, forward-auth ${rlsHttpPort})`);
+  startService(
+    "ratelimit-service",
+    process.execPath,
+    [...NODE_SCRIPT, "scripts/ratelimit-service.ts", "--expected-gateways", "1"],
+    {
+      ...childEnv,
+      RATELIMIT_SERVICE_HOST: "127.0.0.1",
+      RATELIMIT_SERVICE_GRPC_PORT: String(rlsGrpcPort),
+      RATELIMIT_SERVICE_HTTP_PORT: String(rlsHttpPort),
+      // Loopback only, for trying it out; docs/ratelimit-service.md sets up TLS.
+      RATELIMIT_SERVICE_GRPC_PLAINTEXT: "true",
+      RATELIMIT_SERVICE_SECRET: rlsSecret,
+    },
+  );
+  const rlsUrl = `http://127.0.0.1:${rlsHttpPort}`;
+  await untilAnswering(`${rlsUrl}/healthz`, 60_000);
+
   step("Starting the traffic generator (customers on every tier, steady and bursty)");
   startService(
     "traffic",
@@ -476,9 +508,10 @@ async function main(): Promise<void> {
         : `  Sign in:   ${credentials.email} / ${credentials.password}   (also in ${credentialsPath})`,
       `  Gateways:  ${gatewayUrls.join("  ")}   (try: curl -i -H "Authorization: Bearer initech" ${gatewayUrls[0]}/v1/things)`,
       `  Metrics:   ${gatewayUrls.map((url) => `${url}/metrics`).join("  ")}`,
+      `  Rate-limit service: Envoy RLS at 127.0.0.1:${rlsGrpcPort} (plaintext), forward-auth ${rlsUrl}/check (try: curl -i -H "X-Limitplane-Secret: ${rlsSecret}" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /v1/things" -H "X-Customer-Id: initech" ${rlsUrl}/check)`,
       `  API token: ${path.relative(ROOT, path.join(STATE_DIR, "api-token"))} (role operator; a curl example is in docs/http-api.md)`,
       `  Postgres:  ${useEmbeddedPostgres ? `embedded (PGlite), data in ${path.relative(ROOT, path.join(STATE_DIR, "pgdata"))}` : database.host}`,
-      `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : new URL(env.REDIS_URL).host}`,
+      `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : describeRedis(env)}`,
       "  Traffic is flowing; Ctrl-C stops everything started here.",
       "",
     ].join("\n"),

@@ -5,15 +5,21 @@
  * as many copies as you like: one leads (a Postgres advisory lock), the others wait to take over.
  * Ctrl-C or SIGTERM stops it cleanly: current runs finish and the lead is released.
  */
+import { checkRedisProtocol, RedisProtocolError } from "@limitplane/enforcer/publication";
 import { getPrisma } from "../lib/server/db";
 import { EnvError, loadEnv } from "../lib/server/env";
 import { createRedis } from "../lib/server/redis";
 import { createStandardJobs, startWorker } from "../lib/worker";
 
-function main(): void {
+async function main(): Promise<void> {
   const env = loadEnv();
   const db = getPrisma();
   const redis = createRedis("control", { connectionName: "limitplane-worker" });
+  // Refuses a Redis a newer release wrote; an older one's policy is republished by the job below.
+  const protocol = await checkRedisProtocol(redis, env.REDIS_KEY_PREFIX, "control plane");
+  if (protocol === "older") {
+    console.log("worker: Redis holds an older protocol's policy; publishing it in this one");
+  }
   const worker = startWorker({
     databaseUrl: env.DATABASE_URL,
     jobs: createStandardJobs({ db, redis, prefix: env.REDIS_KEY_PREFIX }),
@@ -40,13 +46,11 @@ function main(): void {
   process.on("SIGTERM", () => stop("SIGTERM"));
 }
 
-try {
-  main();
-} catch (error: unknown) {
+main().catch((error: unknown) => {
   console.error(
-    error instanceof EnvError
+    error instanceof EnvError || error instanceof RedisProtocolError
       ? error.message
       : `worker: ${error instanceof Error ? error.message : String(error)}`,
   );
   process.exit(1);
-}
+});

@@ -36,6 +36,16 @@ describe("isSameOriginRequest", () => {
       },
       true,
     ],
+    [
+      "behind a chain of proxies: the nearest proxy's (last) scheme and host count",
+      {
+        host: "10.0.0.5:3000",
+        "x-forwarded-host": "evil.example, console.example.com",
+        "x-forwarded-proto": "http, https",
+        origin: "https://console.example.com",
+      },
+      true,
+    ],
   ])("%s: %s", (_label, headers, expected) => {
     expect(isSameOriginRequest(request(headers))).toBe(expected);
   });

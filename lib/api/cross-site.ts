@@ -8,20 +8,21 @@
  * `Sec-Fetch-Site` must be `same-origin`. Requests with an API token carry no ambient credential
  * and are not checked.
  */
+import { requestOriginOf } from "@/lib/server/client-address";
+
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function isSafeMethod(method: string): boolean {
   return SAFE_METHODS.has(method.toUpperCase());
 }
 
-/** The origin the request was addressed to, from the Host header the client used. */
+/**
+ * The origin the request was addressed to: its scheme and host as `requestOriginOf` reads them,
+ * so forwarded headers count only from trusted proxies, by the nearest proxy's (last) value.
+ */
 export function requestOrigin(request: Request): string | null {
-  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
-  if (!host) return null;
-  const proto =
-    request.headers.get("x-forwarded-proto")?.split(",")[0]?.trim() ??
-    new URL(request.url).protocol.replace(":", "");
-  return `${proto}://${host}`.toLowerCase();
+  const { host, isHttps } = requestOriginOf(request);
+  return host === null ? null : `${isHttps ? "https" : "http"}://${host}`;
 }
 
 export function isSameOriginRequest(request: Request): boolean {

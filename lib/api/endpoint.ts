@@ -16,13 +16,13 @@ import { can } from "@/lib/control/auth/roles";
 import { AppError, type ErrorCode, toFieldErrors, validationError } from "@/lib/control/errors";
 import { isDatabaseUnavailable } from "@/lib/control/prisma-errors";
 import { isCrossSiteBrowserRequest, isSafeMethod, isSameOriginRequest } from "./cross-site";
-import { errorResponse, requestIdOf } from "./error-response";
+import { clientRequestIdOf, errorResponse, newRequestId } from "./error-response";
 import { readJson } from "./read-json";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export type { Principal };
-export { errorResponse, requestIdOf };
+export { errorResponse, newRequestId };
 
 /**
  * Who may call an endpoint:
@@ -222,41 +222,54 @@ export type RouteHandler = (request: Request, context: RouteContext) => Promise<
 /** The Next.js route handler for `spec`, learning who calls from `authenticator`. */
 export function toRouteHandler(spec: AnyEndpoint, authenticator: Authenticator): RouteHandler {
   return async (request, context) => {
-    const requestId = requestIdOf(request);
-    try {
-      const principal = await authorize(spec, request, authenticator);
-      const params = parseWith(spec.params, await context.params, "params");
-      const rawQuery = queryObject(request);
-      if (spec.query === undefined) refuseUnknownQuery(rawQuery);
-      const query = parseWith(spec.query, rawQuery, "query");
-      const rawBody =
-        spec.body === undefined
-          ? undefined
-          : await readJson(request, { maxBytes: spec.maxBodyBytes });
-      const body = parseWith(spec.body, rawBody, "body");
-      const input = { params, query, body, principal, request, requestId };
-      const result = await spec.handle(input);
-      const status = spec.successStatus ?? 200;
-      const headers = new Headers(spec.headers?.(result, input));
-      headers.set("x-request-id", requestId);
-      headers.set("cache-control", "no-store");
-      if (status === 204) return new Response(null, { status, headers });
-      const output = spec.response.safeParse(result);
-      if (!output.success) {
-        throw new Error(
-          `response of ${spec.method} ${spec.path} does not match its schema: ${output.error.message}`,
-        );
-      }
-      if (spec.render !== undefined) {
-        const rendered = spec.render(output.data);
-        headers.set("content-type", rendered.contentType);
-        return new Response(rendered.body, { status, headers });
-      }
-      return Response.json(output.data, { status, headers });
-    } catch (error: unknown) {
-      return errorResponse(translateOutage(error, requestId), requestId);
-    }
+    const requestId = newRequestId();
+    const response = await answerWith(spec, authenticator, request, context, requestId);
+    const clientRequestId = clientRequestIdOf(request);
+    if (clientRequestId !== null) response.headers.set("x-client-request-id", clientRequestId);
+    return response;
   };
+}
+
+async function answerWith(
+  spec: AnyEndpoint,
+  authenticator: Authenticator,
+  request: Request,
+  context: RouteContext,
+  requestId: string,
+): Promise<Response> {
+  try {
+    const principal = await authorize(spec, request, authenticator);
+    const params = parseWith(spec.params, await context.params, "params");
+    const rawQuery = queryObject(request);
+    if (spec.query === undefined) refuseUnknownQuery(rawQuery);
+    const query = parseWith(spec.query, rawQuery, "query");
+    const rawBody =
+      spec.body === undefined
+        ? undefined
+        : await readJson(request, { maxBytes: spec.maxBodyBytes });
+    const body = parseWith(spec.body, rawBody, "body");
+    const input = { params, query, body, principal, request, requestId };
+    const result = await spec.handle(input);
+    const status = spec.successStatus ?? 200;
+    const headers = new Headers(spec.headers?.(result, input));
+    headers.set("x-request-id", requestId);
+    headers.set("cache-control", "no-store");
+    if (status === 204) return new Response(null, { status, headers });
+    const output = spec.response.safeParse(result);
+    if (!output.success) {
+      throw new Error(
+        `response of ${spec.method} ${spec.path} does not match its schema: ${output.error.message}`,
+      );
+    }
+    if (spec.render !== undefined) {
+      const rendered = spec.render(output.data);
+      headers.set("content-type", rendered.contentType);
+      return new Response(rendered.body, { status, headers });
+    }
+    return Response.json(output.data, { status, headers });
+  } catch (error: unknown) {
+    return errorResponse(translateOutage(error, requestId), requestId);
+  }
 }
 
 /** The methods a route file answers: its endpoints' own, and a JSON 405 for the others. */
@@ -323,15 +336,15 @@ export function methodAnswers(allowed: readonly HttpMethod[]): {
         `${request.method} is not allowed here; this route answers ${allow}.`,
         { details: { allow: allow.split(", ") } },
       ),
-      requestIdOf(request),
+      newRequestId(),
       { allow },
     ),
   );
   const options = answer(
-    async (request) =>
+    async () =>
       new Response(null, {
         status: 204,
-        headers: { allow, "x-request-id": requestIdOf(request), "cache-control": "no-store" },
+        headers: { allow, "x-request-id": newRequestId(), "cache-control": "no-store" },
       }),
   );
   return { notAllowed, options };
@@ -344,6 +357,6 @@ export const routeNotFound: RouteHandler = answer(async (request) =>
       "NOT_FOUND",
       `No API route at ${new URL(request.url).pathname}. The routes are listed in /api/v1/openapi.json.`,
     ),
-    requestIdOf(request),
+    newRequestId(),
   ),
 );

@@ -8,10 +8,23 @@ import { AppError, isAppError } from "@/lib/control/errors";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{8,64}$/;
 
-/** The caller's request id when it is sane, else a new one; echoed in every response. */
-export function requestIdOf(request: Request): string {
+/**
+ * A new id for the request, made by the server and echoed in every response as `X-Request-Id`;
+ * audit entries and log lines carry it. The caller's own `X-Request-Id` never becomes it, so a
+ * client cannot make a log line and an audit entry point at each other falsely: that id is kept
+ * apart (`clientRequestIdOf`).
+ */
+export function newRequestId(): string {
+  return randomUUID();
+}
+
+/**
+ * The caller's `X-Request-Id` when it is sane (8 to 64 of A-Z a-z 0-9 . _ -), else null: echoed
+ * as `X-Client-Request-Id` and logged beside the server's id, labelled as the client's.
+ */
+export function clientRequestIdOf(request: Pick<Request, "headers">): string | null {
   const given = request.headers.get("x-request-id");
-  return given !== null && REQUEST_ID.test(given) ? given : randomUUID();
+  return given !== null && REQUEST_ID.test(given) ? given : null;
 }
 
 /** `extraHeaders`: what a status needs besides the defaults, e.g. `Allow` on a 405. */

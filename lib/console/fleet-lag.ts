@@ -15,7 +15,7 @@ export interface EnforcerVersionFacts {
   readonly startedAtMs: number | null;
 }
 
-/** What `policy:current` says. */
+/** What the policy head (`{policy}:head`) says. */
 export interface PublishedVersionFacts {
   readonly version: number;
   readonly publishedAtMs: number | null;

@@ -25,52 +25,83 @@ describe("requestOriginOf behind the console's server", () => {
       0,
       { address: "203.0.113.9" },
       { "x-forwarded-for": "6.6.6.6", "x-forwarded-proto": "https" },
-      { address: "203.0.113.9", isHttps: false },
+      { address: "203.0.113.9", isHttps: false, host: null },
     ],
     [
       "the connection's TLS, directly",
       0,
       { address: "203.0.113.9", tls: true },
       {},
-      { address: "203.0.113.9", isHttps: true },
+      { address: "203.0.113.9", isHttps: true, host: null },
     ],
     [
       "one trusted proxy: the entry it appended, and the scheme it wrote",
       1,
       { address: "10.0.0.2" },
       { "x-forwarded-for": "6.6.6.6, 198.51.100.7", "x-forwarded-proto": "https" },
-      { address: "198.51.100.7", isHttps: true },
+      { address: "198.51.100.7", isHttps: true, host: null },
     ],
     [
       "two trusted proxies: the second entry from the right",
       2,
       { address: "10.0.0.2" },
       { "x-forwarded-for": "6.6.6.6, 198.51.100.7, 10.0.0.9" },
-      { address: "198.51.100.7", isHttps: false },
+      { address: "198.51.100.7", isHttps: false, host: null },
     ],
     [
       "a request that skipped the proxy is known by its connection",
       2,
       { address: "192.0.2.50" },
       { "x-forwarded-for": "6.6.6.6" },
-      { address: "192.0.2.50", isHttps: false },
+      { address: "192.0.2.50", isHttps: false, host: null },
     ],
     [
       "IPv4 on a dual stack, by its IPv4 address",
       0,
       { address: "::ffff:127.0.0.1" },
       {},
-      { address: "127.0.0.1", isHttps: false },
+      { address: "127.0.0.1", isHttps: false, host: null },
     ],
     [
       "IPv6 by its /64",
       0,
       { address: "2001:db8:0:1::5" },
       {},
-      { address: "2001:db8:0:1::/64", isHttps: false },
+      { address: "2001:db8:0:1::/64", isHttps: false, host: null },
     ],
   ] as const)("%s", (_label, trustProxy, peer, headers, expected) => {
     expect(requestOriginOf(throughConsoleServer(peer, headers), trustProxy)).toEqual(expected);
+  });
+
+  it("with no proxy trusted, a client's own X-Forwarded-Proto and X-Forwarded-Host change nothing", () => {
+    const origin = requestOriginOf(
+      throughConsoleServer(
+        { address: "203.0.113.9", tls: true },
+        {
+          host: "console.example.com",
+          "x-forwarded-proto": "http",
+          "x-forwarded-host": "evil.example",
+        },
+      ),
+      0,
+    );
+    expect(origin).toEqual({ address: "203.0.113.9", isHttps: true, host: "console.example.com" });
+  });
+
+  it("behind trusted proxies, the nearest proxy's (last) scheme and host count", () => {
+    const origin = requestOriginOf(
+      throughConsoleServer(
+        { address: "10.0.0.2" },
+        {
+          host: "10.0.0.5:3000",
+          "x-forwarded-for": "198.51.100.7",
+          "x-forwarded-proto": "http, https",
+          "x-forwarded-host": "evil.example, Console.Example.com",
+        },
+      ),
+      1,
+    );
+    expect(origin).toEqual({ address: "198.51.100.7", isHttps: true, host: "console.example.com" });
   });
 
   it("replaces a peer header the client sent, and ignores one with a wrong key", () => {
@@ -82,7 +113,7 @@ describe("requestOriginOf behind the console's server", () => {
     const forged = new Request("http://console.test/", {
       headers: { [PEER_HEADER]: "0123456789abcdef0123456789abcdef https 6.6.6.6" },
     });
-    expect(requestOriginOf(forged, 0)).toEqual({ address: null, isHttps: false });
+    expect(requestOriginOf(forged, 0)).toEqual({ address: null, isHttps: false, host: null });
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EnvError, parseEnv } from "./env";
+import { EnvError, parseEnv, redisTargetOf, requireTrafficRecordSecret } from "./env";
 
 describe("parseEnv", () => {
   it("works on this machine with nothing set", () => {
@@ -44,6 +44,42 @@ describe("parseEnv", () => {
       { REDIS_CLUSTER_NODES: "10.0.0.1:7000", REDIS_URL: "redis://cache:6379/3" },
       "REDIS_URL selects database 3, but REDIS_CLUSTER_NODES is set and a Redis Cluster has database 0 only",
     ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379,sentinel-b" },
+      "REDIS_SENTINELS entry 2 is not host:port with a port from 1 to 65535 (a comma-separated list such as 10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379 is expected)",
+    ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379,10.0.0.1:26379", REDIS_SENTINEL_NAME: "main" },
+      "REDIS_SENTINELS lists the same host:port twice",
+    ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379" },
+      "REDIS_SENTINEL_NAME must be set with REDIS_SENTINELS: the master group name the sentinels watch",
+    ],
+    [
+      { REDIS_SENTINEL_NAME: "main" },
+      "REDIS_SENTINEL_NAME is set but REDIS_SENTINELS is not: list the sentinels, or unset it",
+    ],
+    [
+      { REDIS_SENTINEL_PASSWORD: "hunter2" },
+      'REDIS_SENTINEL_PASSWORD is set but REDIS_SENTINELS is not: list the sentinels, or unset it (got "<hidden>")',
+    ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "main primary" },
+      "REDIS_SENTINEL_NAME must be 1-64 letters, digits, '.', '_' or '-'",
+    ],
+    [
+      {
+        REDIS_SENTINELS: "10.0.0.1:26379",
+        REDIS_SENTINEL_NAME: "main",
+        REDIS_CLUSTER_NODES: "10.0.0.1:7000",
+      },
+      "REDIS_SENTINELS is set together with REDIS_CLUSTER_NODES: a Redis is either behind Sentinel or a Cluster, set one",
+    ],
+    [
+      { REDIS_SENTINELS: "10.0.0.1:26379", REDIS_SENTINEL_NAME: "main", REDIS_SENTINEL_TLS: "yes" },
+      "REDIS_SENTINEL_TLS must be true or false",
+    ],
   ])("names the variable and the problem in one line: %o", (source, expected) => {
     let message = "";
     try {
@@ -56,6 +92,33 @@ describe("parseEnv", () => {
     expect(message).not.toContain("\n");
   });
 
+  it("says each problem on a line of its own", () => {
+    let message = "";
+    try {
+      parseEnv({ REDIS_KEY_PREFIX: "has space", PORT: "eighty" });
+    } catch (error: unknown) {
+      message = (error as EnvError).message;
+    }
+    expect(message.split("\n")).toEqual([
+      "Invalid configuration: REDIS_KEY_PREFIX must be 1-32 letters, digits, ':', '_' or '-' (got \"has space\")",
+      'Invalid configuration: PORT must be a number (got "eighty")',
+    ]);
+  });
+
+  it("production refuses the traffic record's development key; development keeps it", () => {
+    const secret = "a-secret-of-my-own-0123456789";
+    const production = { NODE_ENV: "production", SESSION_SECRET: "s".repeat(32) };
+    expect(() => requireTrafficRecordSecret(parseEnv(production))).toThrow(
+      new EnvError(
+        "Invalid configuration: TRAFFIC_RECORD_SECRET must be set in production to keep the traffic record (the development default is public, so the recorded address hashes could be reversed)",
+      ),
+    );
+    expect(
+      requireTrafficRecordSecret(parseEnv({ ...production, TRAFFIC_RECORD_SECRET: secret })),
+    ).toBe(secret);
+    expect(requireTrafficRecordSecret(parseEnv({}))).toMatch(/development/);
+  });
+
   it("reads REDIS_CLUSTER_NODES as a list of nodes, empty when unset, IPv6 in brackets", () => {
     expect(parseEnv({}).REDIS_CLUSTER_NODES).toEqual([]);
     expect(
@@ -66,6 +129,49 @@ describe("parseEnv", () => {
       { host: "redis-a.internal", port: 7001 },
       { host: "::1", port: 7002 },
     ]);
+  });
+
+  it("reports every Sentinel mistake at once, one clause each", () => {
+    expect(() =>
+      parseEnv({
+        REDIS_SENTINELS: "a:1,b",
+        REDIS_SENTINEL_USERNAME: "ops",
+        REDIS_SENTINEL_TLS: "1",
+      }),
+    ).toThrow(
+      'Invalid configuration: REDIS_SENTINELS entry 2 is not host:port with a port from 1 to 65535 (a comma-separated list such as 10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379 is expected) (got "a:1,b"); REDIS_SENTINEL_TLS must be true or false (got "1")',
+    );
+  });
+
+  it("gives every process the same Redis target: one Redis, a Cluster, or the sentinels' primary", () => {
+    expect(redisTargetOf(parseEnv({}))).toEqual({
+      url: "redis://127.0.0.1:6379/0",
+      clusterNodes: [],
+    });
+    expect(
+      redisTargetOf(
+        parseEnv({
+          REDIS_URL: "rediss://app:pw@ignored:6379/2",
+          REDIS_SENTINELS: "10.0.0.1:26379, [::1]:26380",
+          REDIS_SENTINEL_NAME: "limitplane",
+          REDIS_SENTINEL_PASSWORD: "sentinel-pw",
+          REDIS_SENTINEL_TLS: "true",
+        }),
+      ),
+    ).toEqual({
+      url: "rediss://app:pw@ignored:6379/2",
+      clusterNodes: [],
+      sentinel: {
+        nodes: [
+          { host: "10.0.0.1", port: 26379 },
+          { host: "::1", port: 26380 },
+        ],
+        name: "limitplane",
+        username: undefined,
+        password: "sentinel-pw",
+        tls: true,
+      },
+    });
   });
 
   it("reads ALERT_WEBHOOK_URLS as a list, empty when unset", () => {

@@ -77,32 +77,37 @@ const webhookUrls = z
   });
 
 /**
- * Redis Cluster seed nodes: comma-separated `host:port` (IPv6 as `[::1]:7000`), parsed to a list
- * (empty: no Cluster). Each problem names the entry by position.
+ * A comma-separated `host:port` list (IPv6 as `[::1]:7000`), parsed to a list (empty: unset). Each
+ * problem names the entry by position. Redis Cluster seed nodes and Redis sentinels use it.
  */
-const clusterNodes = z
-  .string()
-  .default("")
-  .transform((value, ctx) => {
-    const entries = value
-      .split(",")
-      .map((entry) => entry.trim())
-      .filter((entry) => entry !== "");
-    const nodes: { host: string; port: number }[] = [];
-    entries.forEach((entry, index) => {
-      const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(entry);
-      const port = Number(match?.[3]);
-      if (match === null || !(port >= 1 && port <= 65535)) {
-        ctx.addIssue({
-          code: "custom",
-          message: `entry ${index + 1} is not host:port with a port from 1 to 65535 (a comma-separated list such as 10.0.0.1:7000,10.0.0.2:7000 is expected)`,
-        });
-        return;
+function hostPortList(example: string) {
+  return z
+    .string()
+    .default("")
+    .transform((value, ctx) => {
+      const entries = value
+        .split(",")
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== "");
+      const nodes: { host: string; port: number }[] = [];
+      entries.forEach((entry, index) => {
+        const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(entry);
+        const port = Number(match?.[3]);
+        if (match === null || !(port >= 1 && port <= 65535)) {
+          ctx.addIssue({
+            code: "custom",
+            message: `entry ${index + 1} is not host:port with a port from 1 to 65535 (a comma-separated list such as ${example} is expected)`,
+          });
+          return;
+        }
+        nodes.push({ host: match[1] ?? match[2] ?? "", port });
+      });
+      if (new Set(nodes.map((node) => `${node.host}:${node.port}`)).size !== nodes.length) {
+        ctx.addIssue({ code: "custom", message: "lists the same host:port twice" });
       }
-      nodes.push({ host: match[1] ?? match[2] ?? "", port });
+      return nodes;
     });
-    return nodes;
-  });
+}
 
 /** The development secret. Refused when NODE_ENV is production. */
 const DEV_SESSION_SECRET = "limitplane-development-secret-do-not-use-in-production";
@@ -237,7 +242,31 @@ export const ZEnv = z
      * to the nodes: `rediss://` for TLS, its username and password for every node; its host,
      * port and database are then not used. Unset: one Redis at REDIS_URL.
      */
-    REDIS_CLUSTER_NODES: clusterNodes,
+    REDIS_CLUSTER_NODES: hostPortList("10.0.0.1:7000,10.0.0.2:7000"),
+
+    // Redis Sentinel (docs/failover.md) -------------------------------------------------------
+    /**
+     * Sentinels watching the Redis primary (`host:port,host:port`). Set, the console, the worker
+     * and every enforcer ask them where the primary of REDIS_SENTINEL_NAME is and follow a
+     * failover by themselves; REDIS_URL then says how to talk to the primary (`rediss://` for TLS,
+     * its username, password and database); its host and port are not used. Unset: no Sentinel.
+     */
+    REDIS_SENTINELS: hostPortList("10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379"),
+    /** The master group name the sentinels watch (`sentinel monitor <name> ...`). */
+    REDIS_SENTINEL_NAME: z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/, "must be 1-64 letters, digits, '.', '_' or '-'")
+      .optional(),
+    /** ACL user of the sentinels themselves (the primary's is REDIS_URL's). Unset: none. */
+    REDIS_SENTINEL_USERNAME: z.string().min(1).optional(),
+    /** Password of the sentinels themselves (`requirepass` in sentinel.conf). Unset: none. */
+    REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
+    /** TLS to the sentinels themselves (TLS to the primary follows REDIS_URL's `rediss://`). */
+    REDIS_SENTINEL_TLS: z
+      .enum(["true", "false"], { error: "must be true or false" })
+      .default("false")
+      .transform((value) => value === "true"),
   })
   .superRefine((env, ctx) => {
     if ((env.CONSOLE_TLS_CERT_FILE === undefined) !== (env.CONSOLE_TLS_KEY_FILE === undefined)) {
@@ -261,6 +290,7 @@ export const ZEnv = z
         });
       }
     }
+    checkSentinelSettings(env, ctx);
     if (env.NODE_ENV === "production" && env.SESSION_SECRET === DEV_SESSION_SECRET) {
       ctx.addIssue({
         code: "custom",
@@ -272,28 +302,123 @@ export const ZEnv = z
 
 export type Env = z.infer<typeof ZEnv>;
 
+/** The Sentinel variables belong together, and not with a Cluster. */
+function checkSentinelSettings(
+  env: {
+    REDIS_SENTINELS: readonly unknown[];
+    REDIS_SENTINEL_NAME?: string;
+    REDIS_SENTINEL_USERNAME?: string;
+    REDIS_SENTINEL_PASSWORD?: string;
+    REDIS_CLUSTER_NODES: readonly unknown[];
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const hasSentinels = env.REDIS_SENTINELS.length > 0;
+  if (hasSentinels && env.REDIS_CLUSTER_NODES.length > 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["REDIS_SENTINELS"],
+      message:
+        "is set together with REDIS_CLUSTER_NODES: a Redis is either behind Sentinel or a Cluster, set one",
+    });
+  }
+  if (hasSentinels && env.REDIS_SENTINEL_NAME === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["REDIS_SENTINEL_NAME"],
+      message:
+        "must be set with REDIS_SENTINELS: the master group name the sentinels watch (sentinel monitor <name> ...)",
+    });
+  }
+  for (const variable of [
+    "REDIS_SENTINEL_NAME",
+    "REDIS_SENTINEL_USERNAME",
+    "REDIS_SENTINEL_PASSWORD",
+  ] as const) {
+    if (!hasSentinels && env[variable] !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: [variable],
+        message: "is set but REDIS_SENTINELS is not: list the sentinels, or unset it",
+      });
+    }
+  }
+}
+
+/**
+ * Where this installation's Redis is, as `createRedisClient` and the enforcer take it: a Cluster,
+ * a Sentinel deployment, or one Redis at REDIS_URL. Every process reads it here.
+ */
+export function redisTargetOf(env: Env): {
+  url: string;
+  clusterNodes: readonly { host: string; port: number }[];
+  sentinel?: {
+    nodes: readonly { host: string; port: number }[];
+    name: string;
+    username?: string;
+    password?: string;
+    tls: boolean;
+  };
+} {
+  const target = { url: env.REDIS_URL, clusterNodes: env.REDIS_CLUSTER_NODES };
+  if (env.REDIS_SENTINELS.length === 0 || env.REDIS_SENTINEL_NAME === undefined) return target;
+  return {
+    ...target,
+    sentinel: {
+      nodes: env.REDIS_SENTINELS,
+      name: env.REDIS_SENTINEL_NAME,
+      username: env.REDIS_SENTINEL_USERNAME,
+      password: env.REDIS_SENTINEL_PASSWORD,
+      tls: env.REDIS_SENTINEL_TLS,
+    },
+  };
+}
+
 /** Raised by `loadEnv`; its message is the single line to print. */
 export class EnvError extends Error {
   override name = "EnvError";
 }
 
-/** Turns zod issues into one line: `DATABASE_URL is not a URL (got "foo")`. */
+/**
+ * Turns zod issues into one line per problem:
+ * `Invalid configuration: DATABASE_URL is not a URL (got "foo")`.
+ */
 export function formatEnvError(
   error: z.ZodError,
   source: Record<string, string | undefined>,
 ): string {
-  const parts = error.issues.map((issue) => {
+  const lines = error.issues.map((issue) => {
     const variable = String(issue.path[0] ?? "environment");
     const raw = source[variable];
     const shown = raw === undefined ? "" : ` (got ${JSON.stringify(redact(variable, raw))})`;
-    return `${variable} ${issue.message}${shown}`;
+    return `Invalid configuration: ${variable} ${issue.message}${shown}`;
   });
-  return `Invalid configuration: ${parts.join("; ")}`;
+  return lines.join("\n");
+}
+
+/**
+ * A gateway that keeps the traffic record hashes client addresses with TRAFFIC_RECORD_SECRET. In
+ * production the public development key is refused: addresses hashed with a key anyone can read
+ * can be recovered by trying every address. Throws `EnvError` with one line.
+ */
+export function requireTrafficRecordSecret(env: Env): string {
+  if (env.NODE_ENV === "production" && env.TRAFFIC_RECORD_SECRET === DEV_TRAFFIC_RECORD_SECRET) {
+    throw new EnvError(
+      "Invalid configuration: TRAFFIC_RECORD_SECRET must be set in production to keep the traffic record (the development default is public, so the recorded address hashes could be reversed)",
+    );
+  }
+  return env.TRAFFIC_RECORD_SECRET;
 }
 
 /** Never echo a password or secret back into a log line. */
 function redact(variable: string, raw: string): string {
-  if (variable.includes("SECRET") || variable.includes("WEBHOOK")) return "<hidden>";
+  if (
+    variable.includes("SECRET") ||
+    variable.includes("WEBHOOK") ||
+    variable.includes("PASSWORD")
+  ) {
+    return "<hidden>";
+  }
   if (!URL.canParse(raw)) return raw.length > 80 ? `${raw.slice(0, 80)}…` : raw;
   const url = new URL(raw);
   if (url.password !== "") url.password = "***";

@@ -2,7 +2,8 @@
  * Redis clients for the console, the worker and the scripts: the package's one client factory
  * (`createRedisClient`, with its per-role timeouts and reconnects), pointed at this installation's
  * Redis unless told otherwise: a Cluster client on REDIS_CLUSTER_NODES when that is set (with
- * REDIS_URL's TLS and credentials), else one Redis at REDIS_URL.
+ * REDIS_URL's TLS and credentials), the primary the sentinels name when REDIS_SENTINELS is set,
+ * else one Redis at REDIS_URL (`redisTargetOf` in env.ts decides, for every process).
  */
 import "server-only";
 import {
@@ -12,18 +13,22 @@ import {
   type RedisRole,
 } from "@limitplane/enforcer/publication";
 import type { Redis } from "ioredis";
-import { loadEnv } from "@/lib/server/env";
+import { loadEnv, redisTargetOf } from "@/lib/server/env";
 
 export type { RedisClient, RedisRole } from "@limitplane/enforcer/publication";
 
 /** A client of one Redis at `url`, whatever the environment says. The caller must `quit()` it. */
 export function createRedis(
   role: RedisRole,
-  options: Partial<CreateRedisOptions> & { url: string; clusterNodes?: undefined },
+  options: Partial<CreateRedisOptions> & {
+    url: string;
+    clusterNodes?: undefined;
+    sentinel?: undefined;
+  },
 ): Redis;
 /**
  * A new client for `role` on this installation's Redis: a Cluster client when REDIS_CLUSTER_NODES
- * is set, else one Redis at REDIS_URL. The caller owns it and must `quit()` it.
+ * is set, the sentinels' primary when REDIS_SENTINELS is, else one Redis at REDIS_URL. The caller owns it and must `quit()` it.
  */
 export function createRedis(role: RedisRole, options?: Partial<CreateRedisOptions>): RedisClient;
 export function createRedis(
@@ -33,10 +38,10 @@ export function createRedis(
   if (options.url !== undefined) {
     return createRedisClient(role, { ...options, url: options.url });
   }
-  const env = loadEnv();
+  const target = redisTargetOf(loadEnv());
   return createRedisClient(role, {
     ...options,
-    url: env.REDIS_URL,
-    clusterNodes: options.clusterNodes ?? env.REDIS_CLUSTER_NODES,
+    ...target,
+    clusterNodes: options.clusterNodes ?? target.clusterNodes,
   });
 }

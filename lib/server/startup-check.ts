@@ -7,8 +7,13 @@
 import { EnvError, loadEnv } from "@/lib/server/env";
 
 export function checkEnvOrExit(): void {
+  readConfigOrExit(loadEnv);
+}
+
+/** `read()`, or, when it throws `EnvError`, its lines on stderr and exit 1 (no stack trace). */
+export function readConfigOrExit<T>(read: () => T): T {
   try {
-    loadEnv();
+    return read();
   } catch (error: unknown) {
     if (error instanceof EnvError) {
       console.error(error.message);

@@ -121,23 +121,40 @@ describe("POST /api/v1/auth/sign-in", () => {
     ]);
   });
 
-  it("429: five attempts at one account, then refused with Retry-After, even with the right password", async () => {
+  it("429: five wrong passwords for one account from one address, then refused with Retry-After, even with the right password", async () => {
     const { email } = await newOperator();
+    const address = newAddress();
     for (let attempt = 0; attempt < 5; attempt++) {
-      const response = await signInCall({ email, password: `guess number ${attempt}` });
+      const response = await signInCall({ email, password: `guess number ${attempt}` }, address);
       expect(response.status).toBe(401);
     }
-    const limited = await signInCall({ email, password: TEST_PASSWORD });
+    const limited = await signInCall({ email, password: TEST_PASSWORD }, address);
     expect(limited.status).toBe(429);
     expect(limited.body.error).toMatchObject({
       code: "RATE_LIMITED",
-      message: expect.stringMatching(/^Too many sign-in attempts for this account\. Wait \d+ s/),
-      details: { limitedBy: "account" },
+      message: expect.stringMatching(
+        /^Too many failed sign-ins for this account from your address\. Wait \d+ s/,
+      ),
+      details: { limitedBy: "pair" },
     });
     const retryAfter = Number(limited.headers.get("retry-after"));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(30);
     expect(limited.headers.get("set-cookie")).toBeNull();
+  });
+
+  it("200: an attacker's 100 wrong guesses from 50 addresses do not stop the owner's correct sign-in from a fresh address", async () => {
+    const { email } = await newOperator();
+    const statuses: number[] = [];
+    for (let guess = 0; guess < 100; guess++) {
+      const address = `198.18.${guess % 50}.${1 + (guess % 50)}`;
+      statuses.push((await signInCall({ email, password: `guess ${guess}` }, address)).status);
+    }
+    // Each address gets its guesses until the account's 10 failures are spent, then only an
+    // address that has not failed for it may try: 50 first guesses, 50 refusals.
+    expect(statuses.filter((status) => status === 401)).toHaveLength(50);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(50);
+    expect((await signInCall({ email, password: TEST_PASSWORD })).status).toBe(200);
   });
 
   it("429: twenty attempts from one address across accounts, then refused with Retry-After", async () => {
@@ -309,13 +326,29 @@ describe("POST /api/v1/auth/password", () => {
     expect(JSON.stringify([entry.before, entry.after])).not.toMatch(
       /scrypt|passwordHash|passphrase/,
     );
-    // (Sign-in and password checks share the account's limit: five in a row are used up here.)
     const { passwordHash } = await api.db().operator.findUniqueOrThrow({
       where: { id: operator.id },
       select: { passwordHash: true },
     });
     expect(await verifyPassword("a brand new passphrase", passwordHash)).toBe(true);
     expect(await verifyPassword(TEST_PASSWORD, passwordHash)).toBe(false);
+  });
+
+  it("200: a password change after an attacker's failed guesses succeeds", async () => {
+    const { email } = await newOperator();
+    const current = await signIn(
+      { email, password: TEST_PASSWORD, address: null, userAgent: null },
+      api.authDeps(),
+    );
+    for (let guess = 0; guess < 20; guess++) {
+      const address = `198.19.${guess}.${guess + 1}`;
+      expect((await signInCall({ email, password: `guess ${guess}` }, address)).status).toBe(401);
+    }
+    const changed = await api.call("POST", "/api/v1/auth/password", {
+      as: { session: current.sessionToken },
+      body: { currentPassword: TEST_PASSWORD, newPassword: "another brand new passphrase" },
+    });
+    expect(changed.status).toBe(200);
   });
 });
 

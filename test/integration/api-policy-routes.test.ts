@@ -48,7 +48,10 @@ async function changed(method: string, path: string, options: CallOptions, statu
   const entry = await api.db().auditEntry.findFirstOrThrow({
     where: { id: BigInt(response.body.auditEntryId) },
   });
-  expect(entry.requestId).toBe("req-api-test-0001");
+  // The server's id, never the one the client sent (which is echoed apart).
+  expect(entry.requestId).toBe(response.headers.get("x-request-id"));
+  expect(entry.requestId).not.toBe("req-api-test-0001");
+  expect(response.headers.get("x-client-request-id")).toBe("req-api-test-0001");
   return { response, entry };
 }
 

@@ -119,13 +119,14 @@ describe("on a Redis Cluster", () => {
       secret: "a-secret-of-at-least-thirty-two-characters",
       onStoreFailure: (error) => failures.push(error),
     });
-    for (let attempt = 0; attempt < 5; attempt++) {
-      await limiter.check({ address: "203.0.113.9", email: "dana@example.com" });
+    const attempt = { address: "203.0.113.9", email: "dana@example.com" };
+    for (let guess = 0; guess < 5; guess++) {
+      await limiter.verify(attempt, () => Promise.resolve(false));
     }
-    // The account's bucket of 5 is used up, on the Cluster (not the local fallback).
-    await expect(
-      limiter.check({ address: "203.0.113.9", email: "dana@example.com" }),
-    ).rejects.toMatchObject({ code: "RATE_LIMITED" });
+    // The pair's bucket of 5 failures is used up, on the Cluster (not the local fallback).
+    await expect(limiter.verify(attempt, () => Promise.resolve(true))).rejects.toMatchObject({
+      code: "RATE_LIMITED",
+    });
     expect(failures).toEqual([]);
 
     // The roll-up reads the minute once it is complete: look from two minutes on.

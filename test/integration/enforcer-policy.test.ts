@@ -11,11 +11,16 @@ import {
   type EnforcerOptions,
 } from "@limitplane/enforcer";
 import { ManualClock, MemoryStore } from "@limitplane/enforcer/limiter";
+import {
+  policyRedisNames,
+  REDIS_PROTOCOL_VERSION,
+  RedisProtocolError,
+} from "@limitplane/enforcer/publication";
 import { publishTestSnapshot } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { filePrefix, freePort, privateRedis, waitFor } from "./helpers/gateway-processes";
-import { snapshotVersion } from "./helpers/snapshots";
+import { flipMiddleByte, publishWhole, snapshotVersion } from "./helpers/snapshots";
 
 const redisUrl = inject("redisUrl");
 let redis: Redis;
@@ -76,13 +81,7 @@ describe("following the published policy", () => {
     const prefix = filePrefix("pm");
     await publishTestSnapshot(redis, prefix, snapshotVersion(1));
     const { enforcer } = await start(prefix);
-    const missed = snapshotVersion(2);
-    await redis.hset(`${prefix}policy:current`, {
-      version: "2",
-      checksum: missed.checksum,
-      snapshot: JSON.stringify(missed),
-      publishedAt: String(Date.now()),
-    });
+    await publishWhole(redis, prefix, snapshotVersion(2), { channel: `${prefix}nobody-listens` });
     await untilVersion(enforcer, 2);
     expect(enforcer.status().policy?.trigger).toBe("poll");
   });
@@ -91,12 +90,8 @@ describe("following the published policy", () => {
     const prefix = filePrefix("po");
     await publishTestSnapshot(redis, prefix, snapshotVersion(5));
     const { enforcer } = await start(prefix);
-    const older = snapshotVersion(3);
-    await redis.hset(`${prefix}policy:current`, {
-      version: "3",
-      checksum: older.checksum,
-      snapshot: JSON.stringify(older),
-    });
+    // The head says 3 (a restored backup, a confused publisher): announced, polled, never applied.
+    await redis.hset(policyRedisNames(prefix).head, "version", "3");
     await redis.publish(`${prefix}policy:announce`, JSON.stringify({ version: 3 }));
     await enforcer.refreshPolicy();
     expect(version(enforcer)).toBe(5);
@@ -107,25 +102,16 @@ describe("following the published policy", () => {
     const prefix = filePrefix("pb");
     await publishTestSnapshot(redis, prefix, snapshotVersion(1));
     const { enforcer, logs } = await start(prefix);
-    const good = snapshotVersion(2);
-    // Version 2's content with one limit changed after compilation: the checksum no longer matches.
-    const tampered = JSON.stringify(good).replace('"capacity":20', '"capacity":2000');
-    await redis.hset(`${prefix}policy:current`, {
-      version: "2",
-      checksum: good.checksum,
-      snapshot: tampered,
-      publishedAt: String(Date.now()),
-    });
-    await redis.publish(
-      `${prefix}policy:announce`,
-      JSON.stringify({ version: 2, checksum: good.checksum }),
-    );
+    // Version 2 with one byte changed after it was encoded: its digest no longer matches.
+    await publishWhole(redis, prefix, snapshotVersion(2), { damage: flipMiddleByte });
     const errors = await waitFor("the refusal", () => {
       const report = enforcer.status().snapshotErrors;
       return report.count > 0 ? report : undefined;
     });
     expect(errors).toMatchObject({ count: 1, lastVersion: 2 });
-    expect(errors.lastMessage).toMatch(/checksum .* does not match the content/);
+    expect(errors.lastMessage).toBe(
+      "snapshot.digest: the SHA-256 of the bytes does not match the trailer: damaged in transit or storage",
+    );
     expect(version(enforcer)).toBe(1);
     // Polls keep seeing it: still counted and logged once.
     await enforcer.refreshPolicy();
@@ -137,10 +123,10 @@ describe("following the published policy", () => {
       return hash.snapshotErrors === "1" ? hash : undefined;
     });
     expect(heartbeat).toMatchObject({ version: "1", lastSnapshotErrorVersion: "2" });
-    expect(heartbeat.lastSnapshotError).toMatch(/checksum/);
+    expect(heartbeat.lastSnapshotError).toMatch(/SHA-256/);
 
-    // Not JSON at all, under a newer version: refused too, counted as a second error.
-    await redis.hset(`${prefix}policy:current`, { version: "3", snapshot: "{not json" });
+    // A head that does not parse, under a newer version: refused too, counted as a second error.
+    await redis.hset(policyRedisNames(prefix).head, "version", "3", "checksum", "not hex");
     await redis.publish(`${prefix}policy:announce`, "{}");
     await waitFor("the second refusal", () =>
       enforcer.status().snapshotErrors.count === 2 ? true : undefined,
@@ -149,6 +135,40 @@ describe("following the published policy", () => {
     // A good newer version is applied again.
     await publishTestSnapshot(redis, prefix, snapshotVersion(4));
     await untilVersion(enforcer, 4);
+  });
+});
+
+describe("the Redis protocol version", () => {
+  it("an enforcer refuses to start against another protocol's policy, naming both versions", async () => {
+    const prefix = filePrefix("pv");
+    await publishTestSnapshot(redis, prefix, snapshotVersion(1));
+    await redis.hset(policyRedisNames(prefix).head, "format", String(REDIS_PROTOCOL_VERSION - 1));
+    const started = start(prefix);
+    await expect(started).rejects.toThrow(RedisProtocolError);
+    await expect(started).rejects.toThrow(
+      `Redis protocol mismatch under key prefix "${prefix}": Redis holds protocol version ${REDIS_PROTOCOL_VERSION - 1}, this enforcer speaks version ${REDIS_PROTOCOL_VERSION}: upgrade the control plane (its worker republishes the policy in the new version when it starts), or run this enforcer from the control plane's release`,
+    );
+  });
+
+  it("a publisher replaces an older protocol's policy and never touches a newer one's", async () => {
+    const prefix = filePrefix("pp");
+    const head = policyRedisNames(prefix).head;
+    await publishTestSnapshot(redis, prefix, snapshotVersion(5));
+    await redis.hset(head, "format", String(REDIS_PROTOCOL_VERSION - 1));
+    // Same version, older protocol: replaced whole.
+    await publishTestSnapshot(redis, prefix, snapshotVersion(5));
+    expect(await redis.hget(head, "format")).toBe(String(REDIS_PROTOCOL_VERSION));
+    const { enforcer } = await start(prefix);
+    expect(version(enforcer)).toBe(5);
+    await redis.hset(head, "format", String(REDIS_PROTOCOL_VERSION + 1));
+    await expect(publishTestSnapshot(redis, prefix, snapshotVersion(6))).rejects.toThrow(
+      `Redis holds protocol version ${REDIS_PROTOCOL_VERSION + 1}, this control plane speaks version ${REDIS_PROTOCOL_VERSION}`,
+    );
+    expect(await redis.hget(head, "version")).toBe("5");
+    // The running enforcer refuses the head too, and keeps its policy.
+    await enforcer.refreshPolicy();
+    expect(enforcer.status().snapshotErrors.lastMessage).toMatch(/Redis protocol mismatch/);
+    expect(version(enforcer)).toBe(5);
   });
 });
 

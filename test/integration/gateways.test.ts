@@ -23,7 +23,7 @@ import {
   waitFor,
   waitForVersion,
 } from "./helpers/gateway-processes";
-import { snapshotVersion } from "./helpers/snapshots";
+import { flipMiddleByte, publishWhole, snapshotVersion } from "./helpers/snapshots";
 
 const prefix = filePrefix("gw");
 let redis: Redis;
@@ -138,20 +138,9 @@ describe("three gateways, one shared limit", () => {
 
   it("a malformed snapshot is refused by every gateway, which keep enforcing the last good version and report the error", async () => {
     const good = await publish();
-    // The next version, with the free tier raised after compilation: the checksum gives it away.
+    // The next version, damaged in one byte after it was encoded: its digest gives it away.
     const next = snapshotVersion(nextVersion++);
-    const tampered = JSON.stringify(next).replace('"capacity":20,', '"capacity":2000,');
-    expect(tampered).not.toBe(JSON.stringify(next));
-    await redis.hset(`${prefix}policy:current`, {
-      version: String(next.version),
-      checksum: next.checksum,
-      snapshot: tampered,
-      publishedAt: String(Date.now()),
-    });
-    await redis.publish(
-      `${prefix}policy:announce`,
-      JSON.stringify({ version: next.version, checksum: next.checksum }),
-    );
+    await publishWhole(redis, prefix, next, { damage: flipMiddleByte });
 
     const reports = await waitFor("every gateway to refuse it", async () => {
       const all = await Promise.all(gateways.map(health));
@@ -160,7 +149,7 @@ describe("three gateways, one shared limit", () => {
     for (const report of reports) {
       expect(report.policy?.version).toBe(good);
       expect(report.snapshotErrors.lastVersion).toBe(next.version);
-      expect(report.snapshotErrors.lastMessage).toMatch(/checksum .* does not match/);
+      expect(report.snapshotErrors.lastMessage).toMatch(/SHA-256 of the bytes does not match/);
     }
     for (const gateway of gateways) {
       const metrics = await (await fetch(`${gateway.url}/metrics`)).text();

@@ -94,7 +94,7 @@ describe("the enforcer fleet", () => {
       });
       await redis.zadd(`${prefix}enforcers`, atMs, id);
     };
-    await redis.hset(`${prefix}policy:current`, {
+    await redis.hset(`${prefix}{policy}:head`, {
       version: "7",
       publishedAt: String(publishedAtMs),
     });

@@ -1,12 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { type PolicyState, parsePolicyDelta } from "@limitplane/enforcer/policy";
+import { PolicyState, parsePolicyDelta } from "@limitplane/enforcer/policy";
 import {
   loadPolicySnapshot,
-  parseAnnouncement,
   parsePolicyAnnouncement,
   policyRedisNames,
-  publishSnapshot,
-  readCurrentSnapshot,
+  publishPolicySnapshot,
   readPolicyDeltas,
   readPolicyHead,
 } from "@limitplane/enforcer/publication";
@@ -47,16 +45,13 @@ function control(url = sharedRedisUrl): Redis {
   return client;
 }
 
-/**
- * Subscribes to the announce channel; `versions` fills as announcements arrive (either format:
- * the version-1 script's, or a delta's).
- */
+/** Subscribes to the announce channel; `versions` fills as announcements arrive. */
 async function listen(prefix: string, url = sharedRedisUrl): Promise<{ versions: number[] }> {
   const subscriber = createRedis("subscriber", { url });
   clients.push(subscriber);
   const versions: number[] = [];
   subscriber.on("message", (_channel: string, message: string) => {
-    const announcement = parsePolicyAnnouncement(message) ?? parseAnnouncement(message);
+    const announcement = parsePolicyAnnouncement(message);
     if (announcement !== null) versions.push(announcement.version);
   });
   await subscriber.subscribe(policyRedisNames(prefix).announce);
@@ -67,9 +62,16 @@ function bucket(capacity: number) {
   return { algorithm: "token-bucket" as const, capacity, refillPerSec: capacity / 10 };
 }
 
-/** The version in the version-1 hash (`policy:current`). */
-async function legacyVersion(redis: Redis, prefix: string): Promise<number> {
-  return Number((await redis.hget(policyRedisNames(prefix).current, "version")) ?? 0);
+/** The example policy at `version` as a binary snapshot, published whole. */
+function publishExample(redis: Redis, prefix: string, version: number) {
+  const state = PolicyState.fromSnapshot(exampleSnapshot(() => {}, { version }));
+  return publishPolicySnapshot(redis, prefix, {
+    version,
+    checksum: state.checksum,
+    entries: state.size.entries,
+    mode: "publish",
+    bytes: state.toBinary(),
+  });
 }
 
 /** The version at Redis's head (0: none). */
@@ -105,58 +107,66 @@ afterAll(async () => {
   await ownRedis?.stop();
 });
 
-describe("publishSnapshot (the Lua script)", () => {
-  it("makes only newer versions current, and announces each applied version once", async () => {
+describe("publishPolicySnapshot (the swap script)", () => {
+  it("makes only newer versions the head, and announces each applied version once", async () => {
     const redis = control();
     const prefix = testPrefix();
     const announced = await listen(prefix);
-    const publish = (version: number) => {
-      const snapshot = exampleSnapshot(() => {}, { version });
-      return publishSnapshot(redis, prefix, {
-        version,
-        checksum: snapshot.checksum,
-        snapshotJson: JSON.stringify(snapshot),
-      });
-    };
-    expect(await publish(2)).toEqual({ applied: true, currentVersion: 2 });
-    expect(await publish(1)).toEqual({ applied: false, currentVersion: 2 });
-    expect(await publish(2)).toEqual({ applied: false, currentVersion: 2 });
-    expect(await publish(3)).toEqual({ applied: true, currentVersion: 3 });
+    const status = async (version: number) => (await publishExample(redis, prefix, version)).status;
+    expect(await status(2)).toBe("applied");
+    expect(await status(1)).toBe("not-newer");
+    expect(await status(2)).toBe("not-newer");
+    expect(await status(3)).toBe("applied");
     await waitFor(() => announced.versions.length >= 2, { what: "two announcements" });
     expect(announced.versions).toEqual([2, 3]);
-    const current = await readCurrentSnapshot(redis, prefix);
-    expect(current.status === "ok" && current.snapshot.version).toBe(3);
+    expect((await policyInRedis(redis, prefix)).version).toBe(3);
   });
 
   it("works after Redis forgets its scripts (EVALSHA falls back to EVAL)", async () => {
     const redis = control();
     const prefix = testPrefix();
     await redis.script("FLUSH");
-    const snapshot = exampleSnapshot(() => {}, { version: 1 });
-    const result = await publishSnapshot(redis, prefix, {
-      version: 1,
-      checksum: snapshot.checksum,
-      snapshotJson: JSON.stringify(snapshot),
-    });
-    expect(result.applied).toBe(true);
+    expect((await publishExample(redis, prefix, 1)).status).toBe("applied");
   });
 
-  it("readCurrentSnapshot reports nothing published, and refuses a damaged snapshot", async () => {
+  it("loadPolicySnapshot refuses a damaged snapshot, a missing one, and one that is not its head's", async () => {
     const redis = control();
     const prefix = testPrefix();
-    expect(await readCurrentSnapshot(redis, prefix)).toEqual({ status: "none" });
-    const snapshot = exampleSnapshot(() => {}, { version: 4 });
-    const damaged = { ...snapshot, policy: { ...snapshot.policy, defaultTier: "pro" } };
-    await redis.hset(policyRedisNames(prefix).current, {
-      version: "4",
-      checksum: snapshot.checksum,
-      snapshot: JSON.stringify(damaged),
-      publishedAt: "1",
+    expect(await readPolicyHead(redis, prefix)).toEqual({ status: "none" });
+    await publishExample(redis, prefix, 4);
+    const head = await readPolicyHead(redis, prefix);
+    if (head.status !== "ok") throw new Error("no head");
+    const key = policyRedisNames(prefix).snapshot(4);
+    const bytes = await redis.getBuffer(key);
+    if (bytes === null) throw new Error("no snapshot");
+    const load = () => loadPolicySnapshot(redis, prefix, head.head);
+
+    const damaged = Buffer.from(bytes);
+    const at = damaged.length >> 1;
+    damaged[at] = (damaged[at] ?? 0) ^ 0xff;
+    await redis.set(key, damaged);
+    expect(await load()).toEqual({
+      status: "invalid",
+      errors: [
+        {
+          path: ["snapshot", "digest"],
+          message:
+            "the SHA-256 of the bytes does not match the trailer: damaged in transit or storage",
+        },
+      ],
     });
-    const read = await readCurrentSnapshot(redis, prefix);
-    expect(read).toMatchObject({ status: "invalid", version: 4 });
-    expect(read.status === "invalid" && read.errors[0]?.message).toMatch(
-      /does not match the content/,
+
+    const other = PolicyState.fromSnapshot(exampleSnapshot(() => {}, { version: 9 }));
+    await redis.set(key, Buffer.from(other.toBinary()));
+    const read = await load();
+    expect(read.status === "invalid" && read.errors[0]?.message).toBe(
+      `snapshot 4 holds version 9 (checksum ${other.checksum}, ${other.size.entries} entries), not the 4 (checksum ${head.head.snapshotChecksum}, ${head.head.snapshotEntries} entries) its head says`,
+    );
+
+    await redis.del(key);
+    const missing = await load();
+    expect(missing.status === "invalid" && missing.errors[0]?.message).toBe(
+      `snapshot 4 is missing from Redis (${key})`,
     );
   });
 
@@ -169,32 +179,28 @@ describe("publishSnapshot (the Lua script)", () => {
     const observed: number[] = [];
     let watching = true;
     const watching$ = (async () => {
-      while (watching) observed.push(await legacyVersion(watcher, prefix));
+      while (watching) observed.push(await storedVersion(watcher, prefix));
     })();
     const versions = Array.from({ length: 40 }, (_, index) => index + 1).sort(
       () => Math.random() - 0.5,
     );
-    const snapshots = new Map(
-      versions.map((version) => [version, exampleSnapshot(() => {}, { version })]),
-    );
-    await Promise.all(
-      versions.map((version, index) => {
-        const snapshot = snapshots.get(version);
-        if (snapshot === undefined) throw new Error("missing snapshot");
-        return publishSnapshot(index % 2 === 0 ? first : second, prefix, {
-          version,
-          checksum: snapshot.checksum,
-          snapshotJson: JSON.stringify(snapshot),
-        });
-      }),
+    const results = await Promise.all(
+      versions.map((version, index) =>
+        publishExample(index % 2 === 0 ? first : second, prefix, version),
+      ),
     );
     watching = false;
     await watching$;
-    expect(await legacyVersion(watcher, prefix)).toBe(40);
+    // A publisher whose head moved while it wrote is told so ("raced") and changes nothing; the
+    // head ends at the newest version applied.
+    const applied = versions.filter((_, index) => results[index]?.status === "applied");
+    expect(await storedVersion(watcher, prefix)).toBe(Math.max(...applied));
     for (let index = 1; index < observed.length; index++) {
       expect(observed[index]).toBeGreaterThanOrEqual(observed[index - 1] ?? 0);
     }
-    await waitFor(() => announced.versions.at(-1) === 40, { what: "version 40 announced" });
+    await waitFor(() => announced.versions.at(-1) === Math.max(...applied), {
+      what: "the newest version announced",
+    });
     for (let index = 1; index < announced.versions.length; index++) {
       expect(announced.versions[index]).toBeGreaterThan(announced.versions[index - 1] ?? 0);
     }

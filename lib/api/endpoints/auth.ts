@@ -17,7 +17,7 @@ import {
   sessionCookieHeader,
 } from "@/lib/control/auth/session-cookie";
 import { signIn, ZSignInCredentials } from "@/lib/control/auth/sign-in";
-import { clientAddressOf } from "@/lib/server/client-address";
+import { clientAddressOf, requestOriginOf } from "@/lib/server/client-address";
 import { authDeps } from "@/lib/server/composition";
 import { loadEnv } from "@/lib/server/env";
 import { defineEndpoint, principalOf } from "../endpoint";
@@ -40,7 +40,7 @@ const ZPermission = z.enum(Object.keys(PERMISSIONS) as [Permission, ...Permissio
 const tag = "Authentication";
 
 function isSecure(request: Request): boolean {
-  return isSecureCookieRequest(request, loadEnv().COOKIE_SECURE);
+  return isSecureCookieRequest(requestOriginOf(request), loadEnv().COOKIE_SECURE);
 }
 
 export const signInEndpoint = defineEndpoint({
@@ -48,7 +48,7 @@ export const signInEndpoint = defineEndpoint({
   path: "/api/v1/auth/sign-in",
   summary: "Sign in with an email and a password",
   description:
-    "Sets the `lp_session` cookie (httpOnly, SameSite=Lax, Secure outside local development). Rate limited per client address (20 attempts, then 1 per 10 s) and per account (5, then 1 per 30 s): 429 with Retry-After.",
+    "Sets the `lp_session` cookie (httpOnly, SameSite=Lax, Secure outside local development). Rate limited per client address (20 attempts, then 1 per 10 s) and by failures per account from one address (5, then 1 per 30 s) and per account (10, then 1 per 30 s; then only an address that has not failed may try): 429 with Retry-After. A correct password never counts as a failure.",
   tag,
   access: "public",
   refuseCrossSite: true,

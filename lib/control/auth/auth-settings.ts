@@ -17,17 +17,30 @@ export interface SessionSettings {
   readonly touchIntervalMs: number;
 }
 
-/** Attempts, not failures: the limit is checked before the password is (see sign-in.ts). */
+/**
+ * The sign-in limits (sign-in-limiter.ts). Only `perAddress` counts every attempt, before the
+ * password is hashed; the other two count failures (a wrong password, or no such account), so a
+ * correct sign-in or password change never uses them up.
+ */
 export interface SignInLimits {
-  /** Per client address. @default 20 attempts, then 1 per 10 s */
+  /** Attempts per client address, successes included. @default 20 attempts, then 1 per 10 s */
   readonly perAddress: TokenBucketLimit;
-  /** Per account (the email given, whether or not it exists). @default 5 attempts, then 1 per 30 s */
+  /**
+   * Failures for one account from one client address. @default 5 failures, then 1 per 30 s
+   */
+  readonly perPair: TokenBucketLimit;
+  /**
+   * Failures for one account from every address together (the email given, whether or not it
+   * exists). Once spent, only an address whose `perPair` bucket is full (it has not failed for this
+   * account lately) may still try. @default 10 failures, then 1 per 30 s
+   */
   readonly perAccount: TokenBucketLimit;
 }
 
 export const SIGN_IN_LIMITS: SignInLimits = {
   perAddress: { algorithm: "token-bucket", capacity: 20, refillPerSec: 1 / 10 },
-  perAccount: { algorithm: "token-bucket", capacity: 5, refillPerSec: 1 / 30 },
+  perPair: { algorithm: "token-bucket", capacity: 5, refillPerSec: 1 / 30 },
+  perAccount: { algorithm: "token-bucket", capacity: 10, refillPerSec: 1 / 30 },
 };
 
 export const TOUCH_INTERVAL_MS = 60_000;

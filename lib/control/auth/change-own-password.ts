@@ -27,8 +27,8 @@ export const ZChangeOwnPasswordOptions = z.strictObject({
 export type ChangeOwnPasswordOptions = z.input<typeof ZChangeOwnPasswordOptions>;
 
 /**
- * A signed-in operator changes their own password, proving the current one (counted against the
- * sign-in limits, so a stolen session cannot guess it). Every other session of theirs ends; the
+ * A signed-in operator changes their own password, proving the current one (a wrong one counts
+ * against the sign-in limits, so a stolen session cannot guess it; a right one costs nothing). Every other session of theirs ends; the
  * one making the change stays. Audited as `operator.password-reset` by the operator themselves.
  */
 export async function changeOwnPassword(
@@ -46,8 +46,10 @@ export async function changeOwnPassword(
     select: { email: true, passwordHash: true },
   });
   if (row === null) throw new AppError("UNAUTHENTICATED", "Sign in again.");
-  await deps.signInLimiter.check({ address: meta.address, email: row.email });
-  if (!(await verifyPassword(input.currentPassword, row.passwordHash))) {
+  const isMatch = await deps.signInLimiter.verify({ address: meta.address, email: row.email }, () =>
+    verifyPassword(input.currentPassword, row.passwordHash),
+  );
+  if (!isMatch) {
     throw new AppError("VALIDATION_FAILED", "currentPassword: the current password is wrong.", {
       fieldErrors: [{ path: "currentPassword", message: "the current password is wrong" }],
     });

@@ -4,8 +4,9 @@
  *
  * The Secure rule (`COOKIE_SECURE`, default `auto`): Secure unless the request is plain http to
  * localhost, 127.0.0.1 or [::1]; `true` always; `false` never (a trusted plain-http network only).
- * The request's scheme and host are read as the client used them (`X-Forwarded-Proto` and
- * `X-Forwarded-Host` first, which Next.js fills in when no proxy did).
+ * The request's scheme and host are read as the client used them, believing forwarded headers only
+ * from trusted proxies (`CONSOLE_TRUST_PROXY`, lib/server/client-address.ts): a client's own
+ * `X-Forwarded-Proto: http` cannot take Secure off a cookie sent over TLS.
  */
 export const SESSION_COOKIE = "lp_session";
 
@@ -13,23 +14,20 @@ export type CookieSecureSetting = "auto" | "true" | "false";
 
 const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
-export interface RequestLike {
-  readonly url: string;
-  readonly headers: Pick<Headers, "get">;
+/** What the cookie's rule needs of a request: `requestOriginOf` in lib/server/client-address.ts. */
+export interface CookieRequestOrigin {
+  readonly isHttps: boolean;
+  /** The host the client addressed, lower-cased, with its port if any; null when unknown. */
+  readonly host: string | null;
 }
 
-export function isSecureCookieRequest(request: RequestLike, setting: CookieSecureSetting): boolean {
+export function isSecureCookieRequest(
+  origin: CookieRequestOrigin,
+  setting: CookieSecureSetting,
+): boolean {
   if (setting !== "auto") return setting === "true";
-  const proto =
-    request.headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() ??
-    new URL(request.url).protocol.replace(":", "");
-  if (proto !== "http") return true;
-  const host =
-    request.headers.get("x-forwarded-host")?.split(",")[0]?.trim() ??
-    request.headers.get("host") ??
-    new URL(request.url).host;
-  const hostname = host.toLowerCase().replace(/:\d+$/, "");
-  return !LOCAL_HOSTS.has(hostname);
+  if (origin.isHttps || origin.host === null) return true;
+  return !LOCAL_HOSTS.has(origin.host.replace(/:\d+$/, ""));
 }
 
 export interface SessionCookieOptions {

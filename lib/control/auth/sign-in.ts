@@ -1,8 +1,9 @@
 /**
  * Signing in with an email and a password, into a new session.
  *
- * 1. The attempt is counted against the per-address and per-account limits BEFORE anything else
- *    (sign-in-limiter.ts): an over-limit attempt is refused with RATE_LIMITED and costs no hash.
+ * 1. The attempt is checked against the sign-in limits BEFORE anything else (sign-in-limiter.ts):
+ *    an over-limit attempt is refused with RATE_LIMITED and costs no hash; a wrong password is
+ *    counted as a failure, a correct one is not.
  * 2. The password is verified against the operator's hash, or against a dummy hash of the same
  *    cost when there is no such operator, so "no such account" and "wrong password" take the same
  *    time and get the same answer.
@@ -74,17 +75,28 @@ export interface SignInResult {
 
 const WRONG_CREDENTIALS = "The email or password is wrong.";
 
-export async function signIn(options: SignInOptions, deps: AuthDeps): Promise<SignInResult> {
-  const input = parseOptions(ZSignInOptions, options);
-  await deps.signInLimiter.check({ address: input.address, email: input.email });
-  const row = await deps.db.operator.findUnique({
-    where: { email: input.email },
+function findOperatorWithHash(email: string, deps: AuthDeps) {
+  return deps.db.operator.findUnique({
+    where: { email },
     select: { ...operatorSelect, passwordHash: true },
   });
-  const isMatch = await verifyPassword(
-    input.password,
-    row?.passwordHash ?? (await dummyPasswordHash(deps.passwordParams)),
+}
+
+export async function signIn(options: SignInOptions, deps: AuthDeps): Promise<SignInResult> {
+  const input = parseOptions(ZSignInOptions, options);
+  // Looked up only once the limits admit the attempt.
+  const found: { row: Awaited<ReturnType<typeof findOperatorWithHash>> } = { row: null };
+  const isMatch = await deps.signInLimiter.verify(
+    { address: input.address, email: input.email },
+    async () => {
+      found.row = await findOperatorWithHash(input.email, deps);
+      return verifyPassword(
+        input.password,
+        found.row?.passwordHash ?? (await dummyPasswordHash(deps.passwordParams)),
+      );
+    },
   );
+  const { row } = found;
   if (row === null || !isMatch) throw new AppError("UNAUTHENTICATED", WRONG_CREDENTIALS);
   if (row.disabledAt !== null) {
     throw new AppError("FORBIDDEN", "This operator is disabled. Ask an admin to enable it.");

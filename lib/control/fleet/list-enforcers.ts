@@ -1,7 +1,7 @@
 /**
  * The enforcer fleet as its heartbeats describe it (packages/enforcer/README.md, "What an enforcer
  * writes to Redis"): every enforcer whose `enforcer:<id>` hash has not expired, with the policy
- * version it runs and how far that is behind the version published in `policy:current`.
+ * version it runs and how far that is behind the version published in the policy head.
  */
 import {
   type EnforcerHeartbeat,

@@ -20,8 +20,9 @@
  * pending; the next drain publishes it again, which the script refuses harmlessly.
  */
 
+import { createHash } from "node:crypto";
 import type { Clock } from "@limitplane/enforcer/limiter";
-import { EntrySetSum } from "@limitplane/enforcer/policy";
+import { BinarySnapshotWriter, EntrySetSum, parseEntryText } from "@limitplane/enforcer/policy";
 import {
   type PolicyPublishingRedis,
   policyRedisNames,
@@ -29,8 +30,7 @@ import {
   publishPolicySnapshot,
 } from "@limitplane/enforcer/publication";
 import { Prisma, type PrismaClient } from "@/lib/generated/prisma/client";
-import { lockOutboxPublisher, lockPolicyChanges } from "../locks";
-import { upgradeToEntries } from "../policy/upgrade-to-entries";
+import { lockOutboxPublisher } from "../locks";
 import { POLICY_SNAPSHOT_TOPIC, ZPolicySnapshotPayload } from "./outbox";
 
 /** Exponential backoff between attempts while Redis is unreachable. */
@@ -337,6 +337,9 @@ async function publishWholeAndMark(
   }
 }
 
+/** Node's SHA-256 of a snapshot's bytes: the same digest as the portable one, faster. */
+const nodeSha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest();
+
 /** Entries per page when a whole snapshot is read from Postgres and written to Redis. */
 const SNAPSHOT_PAGE = 1_000;
 
@@ -349,24 +352,15 @@ export interface WholePublication {
 
 /**
  * Publishes the latest version as a whole snapshot, read from Postgres in pages inside one
- * repeatable-read transaction (one consistent version however long it takes) and written to
- * Redis in batches. `publish` makes it the head; `compact` makes it the snapshot the log starts
- * from (the head stays). The entries' digests must add up to the version's checksum.
+ * repeatable-read transaction (one consistent version however long it takes), encoded as one
+ * binary value (`BinarySnapshotWriter`: a few numbers per override, never the entries) and
+ * written to Redis in chunks. `publish` makes it the head; `compact` makes it the snapshot the log
+ * starts from (the head stays). The entries' digests must add up to the version's checksum.
  */
 export async function publishWholePolicy(
   publisher: SnapshotPublisher,
   mode: "publish" | "compact",
 ): Promise<WholePublication> {
-  await publisher.db.$transaction(async (tx) => {
-    const latest = await tx.policyVersion.findFirst({
-      orderBy: { version: "desc" },
-      select: { entries: true },
-    });
-    if (latest !== null && latest.entries === null) {
-      await lockPolicyChanges(tx);
-      await upgradeToEntries(tx);
-    }
-  });
   return publisher.db.$transaction(
     async (tx) => {
       const latest = await tx.policyVersion.findFirst({
@@ -377,37 +371,41 @@ export async function publishWholePolicy(
         throw new Error("there is no policy version to publish");
       }
       const sum = new EntrySetSum();
+      const writer = new BinarySnapshotWriter();
       let count = 0;
-      async function* pages(): AsyncGenerator<(readonly [string, string])[]> {
-        let after = "";
-        for (;;) {
-          const rows = await tx.policyEntry.findMany({
-            where: { key: { gt: after } },
-            orderBy: { key: "asc" },
-            take: SNAPSHOT_PAGE,
-            select: { key: true, value: true, digest: true },
-          });
-          if (rows.length === 0) return;
-          for (const row of rows) sum.add(row.digest);
-          count += rows.length;
-          after = rows.at(-1)?.key ?? after;
-          yield rows.map((row) => [row.key, row.value] as const);
+      let after = "";
+      for (;;) {
+        const rows = await tx.policyEntry.findMany({
+          where: { key: { gt: after } },
+          orderBy: { key: "asc" },
+          take: SNAPSHOT_PAGE,
+          select: { key: true, value: true, digest: true },
+        });
+        if (rows.length === 0) break;
+        for (const row of rows) {
+          const parsed = parseEntryText(row.key, row.value);
+          if (!parsed.ok) {
+            throw new Error(
+              `the stored entry "${row.key}" of version ${latest.version} is not valid: ${parsed.errors[0]?.message}`,
+            );
+          }
+          writer.add(parsed.value);
+          sum.add(row.digest);
         }
+        count += rows.length;
+        after = rows.at(-1)?.key ?? after;
       }
-      const checked = (async function* () {
-        yield* pages();
-        if (count !== latest.entries || sum.hex !== latest.checksum) {
-          throw new Error(
-            `the stored entries of version ${latest.version} add up to ${count} entries and checksum ${sum.hex}, not ${latest.entries} and ${latest.checksum}`,
-          );
-        }
-      })();
+      if (count !== latest.entries || sum.hex !== latest.checksum) {
+        throw new Error(
+          `the stored entries of version ${latest.version} add up to ${count} entries and checksum ${sum.hex}, not ${latest.entries} and ${latest.checksum}`,
+        );
+      }
       const result = await publishPolicySnapshot(publisher.redis, publisher.prefix, {
         version: latest.version,
         checksum: latest.checksum,
         entries: latest.entries,
         mode,
-        batches: checked,
+        bytes: writer.finish(latest.version, latest.checksum, nodeSha256),
       });
       return {
         version: latest.version,

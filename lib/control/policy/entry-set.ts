@@ -146,16 +146,15 @@ export async function planVersion(
   tx: Tx,
   changes: readonly EntryChange[],
   nowMs: number,
-  /** The set the changes apply onto, when it is not the latest version's (the move to entries). */
-  base?: { readonly checksum: string; readonly entries: number },
 ): Promise<PlannedVersion> {
-  return deltaOf(await nextVersion(tx, base !== undefined), changes, nowMs, base);
+  return deltaOf(await nextVersion(tx), changes, nowMs);
 }
 
-async function nextVersion(tx: Tx, isBaseGiven: boolean) {
+/** The latest version, which every version planned builds on. */
+async function nextVersion(tx: Tx) {
   const latest = await latestVersion(tx);
-  if (!isBaseGiven && latest !== null && latest.entries === null) {
-    throw new Error("the latest policy version predates entries; upgradeToEntries has not run");
+  if (latest !== null && latest.entries === null) {
+    throw new Error(`policy version ${latest.version} has no entry count, which no release writes`);
   }
   return latest;
 }
@@ -164,12 +163,11 @@ function deltaOf(
   latest: Awaited<ReturnType<typeof latestVersion>>,
   changes: readonly EntryChange[],
   nowMs: number,
-  base?: { readonly checksum: string; readonly entries: number },
 ): PlannedVersion {
   const version = (latest?.version ?? 0) + 1;
-  const baseChecksum = base?.checksum ?? latest?.checksum ?? EMPTY_SET_CHECKSUM;
+  const baseChecksum = latest?.checksum ?? EMPTY_SET_CHECKSUM;
   const sum = new EntrySetSum(baseChecksum);
-  let entries = base?.entries ?? latest?.entries ?? 0;
+  let entries = latest?.entries ?? 0;
   for (const change of changes) {
     if (change.previousDigest !== null) {
       sum.remove(change.previousDigest);
@@ -331,7 +329,7 @@ export async function planStagedVersion(
         WHERE s."key" IS NULL) AS removed`;
   const total = Number(counted?.changed ?? 0) + Number(counted?.removed ?? 0);
   if (total === 0) return null;
-  const latest = await nextVersion(tx, false);
+  const latest = await nextVersion(tx);
   if (total > MAX_DELTA_CHANGES) {
     return {
       version: (latest?.version ?? 0) + 1,

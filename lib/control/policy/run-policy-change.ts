@@ -47,7 +47,6 @@ import {
   policyValidationError,
   readStoredPolicy,
 } from "./stored-policy";
-import { upgradeToEntries } from "./upgrade-to-entries";
 
 export type Tx = Prisma.TransactionClient;
 
@@ -166,7 +165,6 @@ export async function runPolicyChangeOrNothing<Value extends object>(
       { timeoutMs: change.timeoutMs ?? POLICY_CHANGE_TIMEOUT_MS },
       async (tx) => {
         await lockPolicyChanges(tx);
-        await upgradeToEntries(tx);
         const nowMs = deps.clock.nowMs();
         const written = await change.write(tx, nowMs);
         if (written.isNoChange === true) throw new NothingChanged(written.value);

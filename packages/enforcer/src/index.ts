@@ -34,3 +34,4 @@ export {
   type NodeMiddlewareOptions,
 } from "./enforcer/node-middleware";
 export type { EnforcerDecision } from "./enforcer/types";
+export { RedisProtocolError } from "./publication/protocol";

@@ -188,6 +188,50 @@ describe("createEnforcer refuses options it cannot run with", () => {
     ],
     ["no Redis, and no gateway count", { redis: {} }, ["expectedGateways", "redis"]],
     [
+      "a Sentinel without sentinels or a master name",
+      { expectedGateways: 1, redis: { url: "redis://127.0.0.1", sentinel: { nodes: [] } } },
+      ["redis.sentinel.nodes", "redis.sentinel.name"],
+    ],
+    [
+      "a sentinel that is not { host, port }",
+      {
+        expectedGateways: 1,
+        redis: {
+          url: "redis://127.0.0.1",
+          sentinel: { nodes: [{ host: "a", port: 26379 }, "b:26379"], name: "main" },
+        },
+      },
+      ["redis.sentinel.nodes[1]"],
+    ],
+    [
+      "hostile Sentinel credentials and TLS",
+      {
+        expectedGateways: 1,
+        redis: {
+          url: "redis://127.0.0.1",
+          sentinel: {
+            nodes: [{ host: "a", port: 26379 }],
+            name: "main\r\nFLUSHALL",
+            password: 42,
+            tls: "yes",
+          },
+        },
+      },
+      ["redis.sentinel.name", "redis.sentinel.password", "redis.sentinel.tls"],
+    ],
+    [
+      "a Sentinel and a Cluster both",
+      {
+        expectedGateways: 1,
+        redis: {
+          url: "redis://127.0.0.1",
+          clusterNodes: [{ host: "a", port: 7000 }],
+          sentinel: { nodes: [{ host: "a", port: 26379 }], name: "main" },
+        },
+      },
+      ["redis.sentinel"],
+    ],
+    [
       "limits in code and a bootstrap snapshot both",
       {
         expectedGateways: 1,

@@ -15,19 +15,13 @@ import { REDIS_DECIDE_LIBRARY_NAME } from "../src/limiter/stores/redis-decide-sc
 import { StoreUnavailableError } from "../src/limiter/stores/store-unavailable-error";
 import type { LimitCheck } from "../src/limiter/types";
 import { canonicalJson } from "../src/policy/canonical";
-import {
-  EntrySetSum,
-  entriesOfSnapshotPolicy,
-  entryDigestHex,
-  entryText,
-} from "../src/policy/entries";
+import { EntrySetSum, entriesOfSnapshotPolicy, entryDigestHex } from "../src/policy/entries";
+import { PolicyState } from "../src/policy/policy-state";
 import type { TSnapshot } from "../src/policy/schemas";
 import { readEnforcerHeartbeats, readRecentRejections } from "../src/publication/enforcer-reports";
 import { policyRedisNames } from "../src/publication/keys";
 import { readDecisionMinute, readScopeMinute } from "../src/publication/metrics-reader";
 import { publishPolicyDelta, publishPolicySnapshot } from "../src/publication/publish-policy";
-import { publishSnapshot } from "../src/publication/publish-snapshot";
-import { parseAnnouncement, readCurrentSnapshot } from "../src/publication/read-current-snapshot";
 import {
   parsePolicyAnnouncement,
   readPolicyDeltas,
@@ -52,20 +46,16 @@ async function publishWhole(
   prefix: string,
   snapshot: TSnapshot,
 ): Promise<string> {
-  const entries = entriesOfSnapshotPolicy(snapshot.policy);
-  const sum = new EntrySetSum();
-  for (const entry of entries) sum.add(entryDigestHex(entry.key, entryText(entry)));
+  const state = PolicyState.fromSnapshot(snapshot);
   const published = await publishPolicySnapshot(redis, prefix, {
     version: snapshot.version,
-    checksum: sum.hex,
-    entries: entries.length,
+    checksum: state.checksum,
+    entries: state.size.entries,
     mode: "publish",
-    batches: (async function* () {
-      yield entries.map((entry) => [entry.key, entryText(entry)] as const);
-    })(),
+    bytes: state.toBinary(),
   });
   expect(published.status).toBe("applied");
-  return sum.hex;
+  return state.checksum;
 }
 
 async function clusterClient(role: "decisions" | "control" | "subscriber"): Promise<RedisClient> {
@@ -261,37 +251,6 @@ describe("Redis Cluster, end to end", () => {
         return parsed.includes(1) && parsed.includes(2) ? parsed : undefined;
       });
       expect(versions).toEqual([1, 2]);
-    } finally {
-      subscriber.disconnect();
-    }
-  });
-
-  it("the format before deltas still works through a Cluster client: the newer-only publish, the validated read and the announcement", async () => {
-    const subscriber = await clusterClient("subscriber");
-    const names = policyRedisNames(`${prefix}pub:`);
-    const heard: string[] = [];
-    subscriber.on("message", (_channel: string, message: string) => heard.push(message));
-    await subscriber.subscribe(names.announce);
-    try {
-      const snapshot = exampleSnapshot(() => {}, { version: 3 });
-      const published = await publishSnapshot(control, `${prefix}pub:`, {
-        version: snapshot.version,
-        checksum: snapshot.checksum,
-        snapshotJson: JSON.stringify(snapshot),
-      });
-      expect(published).toMatchObject({ applied: true, currentVersion: 3 });
-      const older = exampleSnapshot(() => {}, { version: 2 });
-      expect(
-        await publishSnapshot(control, `${prefix}pub:`, {
-          version: older.version,
-          checksum: older.checksum,
-          snapshotJson: JSON.stringify(older),
-        }),
-      ).toMatchObject({ applied: false, currentVersion: 3 });
-      const read = await readCurrentSnapshot(control, `${prefix}pub:`);
-      expect(read).toMatchObject({ status: "ok" });
-      const message = await waitFor("the announcement", () => heard[0]);
-      expect(parseAnnouncement(message)).toMatchObject({ version: 3 });
     } finally {
       subscriber.disconnect();
     }

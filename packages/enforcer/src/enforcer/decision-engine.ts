@@ -29,6 +29,7 @@ import {
 } from "./lease-table";
 import { LocalStage, type LocalStageOptions } from "./local-stage";
 import { RecentRejections, type RecentRejectionsOptions } from "./recent-rejections";
+import { RejectionResponses } from "./rejection-responses";
 import { ResolutionCache, type ResolutionCacheOptions } from "./resolution-cache";
 import type { EnforcerDecision, EnforcerInput } from "./types";
 
@@ -187,6 +188,10 @@ export class DecisionEngine implements RequestChecker {
   readonly #wallClock: Clock;
   readonly #recorder: DecisionRecorder | undefined;
   readonly #resolutions: ResolutionCache;
+  /** 429s made once per limit and retry-after second; emptied when the snapshot changes. */
+  readonly #rejections = new RejectionResponses();
+  /** The snapshot `#rejections` was made under. */
+  #rejectionsSnapshot: PreparedSnapshot | null = null;
 
   constructor(options: DecisionEngineOptions) {
     this.#resolutions = new ResolutionCache(options.resolutionCache);
@@ -265,19 +270,31 @@ export class DecisionEngine implements RequestChecker {
       if (customerId !== null) assertCustomerId(customerId);
       return this.#withoutPolicy(request, startedAtMs, wallNowMs);
     }
-    const resolveRequest = {
-      customerId,
-      tier: request.tier ?? null,
-      method: request.method,
-      path: request.path,
-      clientAddress: request.clientAddress ?? null,
-      endpointClass: request.endpointClass ?? null,
-    };
+    const tier = request.tier ?? null;
+    const endpointClass = request.endpointClass ?? null;
     // A resolution cached for this customer was made for a valid id: the id is checked only
-    // when there is none.
-    let resolution = this.#resolutions.cached(prepared, resolveRequest);
+    // when there is none. Looked up field by field: a hit makes no request object.
+    let resolution =
+      customerId === null
+        ? undefined
+        : this.#resolutions.cachedFor(
+            prepared,
+            customerId,
+            tier,
+            request.method,
+            request.path,
+            endpointClass,
+          );
     if (resolution === undefined) {
       if (customerId !== null) assertCustomerId(customerId);
+      const resolveRequest = {
+        customerId,
+        tier,
+        method: request.method,
+        path: request.path,
+        clientAddress: request.clientAddress ?? null,
+        endpointClass,
+      };
       resolution = this.#resolutions.resolveAndKeep(prepared, resolveRequest, wallNowMs);
     }
     const cost = request.cost ?? resolution.cost;
@@ -336,9 +353,13 @@ export class DecisionEngine implements RequestChecker {
       decision,
       wallTimeMs: wallNowMs,
     });
+    if (prepared !== this.#rejectionsSnapshot) {
+      this.#rejections.clear();
+      this.#rejectionsSnapshot = prepared;
+    }
     return {
       decision,
-      http: buildRateLimitResponse(decision, resolution.checks),
+      http: this.#rejections.responseFor(decision, resolution.checks),
       subject: resolution.subject,
       endpointClass: resolution.endpointClass,
       cost,

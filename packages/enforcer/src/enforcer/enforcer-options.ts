@@ -16,7 +16,11 @@ import { formatFieldPath, type PolicyFieldError } from "../policy/errors";
 import type { TPolicyDocumentInput, TSnapshot } from "../policy/schemas";
 import { parsePolicyDocument } from "../policy/schemas";
 import { compileSnapshot } from "../policy/snapshot";
-import type { RedisClient, RedisClusterNode } from "../publication/redis-clients";
+import type {
+  RedisClient,
+  RedisClusterNode,
+  RedisSentinelOptions,
+} from "../publication/redis-clients";
 import type { TrafficRecordingOptions } from "../recording/traffic-recorder";
 import type { CircuitBreakerOptions } from "./circuit-breaker";
 import type { DecisionMetricsOptions } from "./decision-metrics";
@@ -57,6 +61,14 @@ export interface EnforcerRedisOptions {
    * @default none: one Redis at `url`
    */
   readonly clusterNodes?: readonly RedisClusterNode[];
+  /**
+   * A Redis behind Sentinel: the connections go to the primary the sentinels name for
+   * `sentinel.name`, and move to a promoted replica by themselves (docs/failover.md). `url` then
+   * says how to reach the primary (`rediss://` for TLS, its username, password and database); its
+   * host and port are not used. Not with `clusterNodes`.
+   * @default none: one Redis at `url`
+   */
+  readonly sentinel?: RedisSentinelOptions;
   /**
    * Connections you made and own (the enforcer never closes them). The `decisions` one should
    * fail fast (no offline queue), as `createRedisClient("decisions", ...)` makes it.
@@ -292,6 +304,14 @@ export function checkEnforcerOptions(
   } else if (redis.url !== undefined) {
     const problem = redisUrlProblem(redis.url);
     if (problem !== null) add(["redis", "url"], problem);
+    if (redis.sentinel !== undefined) {
+      if ((redis.clusterNodes?.length ?? 0) > 0) {
+        add(["redis", "sentinel"], "give clusterNodes or sentinel, not both");
+      }
+      for (const [field, message] of sentinelProblems(redis.sentinel)) {
+        add(["redis", "sentinel", ...field], message);
+      }
+    }
   }
   if (given.policy !== undefined && given.controlPlane?.bootstrapSnapshot !== undefined) {
     add(
@@ -313,6 +333,45 @@ export function checkEnforcerOptions(
   }
   if (errors.length > 0) throw new EnforcerOptionsError(errors);
   return snapshot;
+}
+
+/** What is wrong with a Sentinel option, field by field (none when it can be used). */
+function sentinelProblems(sentinel: unknown): [(string | number)[], string][] {
+  if (sentinel === null || typeof sentinel !== "object") {
+    return [[[], "must be { nodes, name } of the sentinels and the master group they watch"]];
+  }
+  const given = sentinel as Partial<Record<keyof RedisSentinelOptions, unknown>>;
+  const problems: [(string | number)[], string][] = [];
+  if (!Array.isArray(given.nodes) || given.nodes.length === 0) {
+    problems.push([["nodes"], "must list at least one sentinel as { host, port }"]);
+  } else {
+    given.nodes.forEach((node: unknown, index: number) => {
+      const { host, port } = (node ?? {}) as { host?: unknown; port?: unknown };
+      const isNode =
+        typeof host === "string" &&
+        host !== "" &&
+        Number.isInteger(port) &&
+        Number(port) >= 1 &&
+        Number(port) <= 65535;
+      if (!isNode)
+        problems.push([["nodes", index], "must be { host, port } with a port from 1 to 65535"]);
+    });
+  }
+  if (typeof given.name !== "string" || !/^[A-Za-z0-9._-]{1,64}$/.test(given.name)) {
+    problems.push([
+      ["name"],
+      "must be the master group name: 1-64 letters, digits, '.', '_' or '-'",
+    ]);
+  }
+  for (const field of ["username", "password"] as const) {
+    if (given[field] !== undefined && (typeof given[field] !== "string" || given[field] === "")) {
+      problems.push([[field], "must be a non-empty string when given"]);
+    }
+  }
+  if (given.tls !== undefined && typeof given.tls !== "boolean") {
+    problems.push([["tls"], "must be true or false"]);
+  }
+  return problems;
 }
 
 /** Why `url` cannot name a Redis, or null when it can. */

@@ -24,9 +24,9 @@ import type { LimiterStore } from "../limiter/types";
 import type { PolicyStateSize } from "../policy/policy-state";
 import { policyRedisNames } from "../publication/keys";
 import {
+  type CreateRedisOptions,
   createRedisClient,
   type RedisClient,
-  type RedisClusterNode,
 } from "../publication/redis-clients";
 import { enforcerRedisNames } from "../publication/redis-keys";
 import { TrafficRecorder } from "../recording/traffic-recorder";
@@ -155,7 +155,11 @@ export class Enforcer implements RequestChecker {
     const maxWaitMs = timeouts.maxWaitMs ?? Math.max(1_000, timeouts.storeCallMs ?? 50);
     this.#ownsClients = redis.clients === undefined;
     this.#clients =
-      redis.clients ?? this.#openClients(redis.url ?? "", redis.clusterNodes ?? [], maxWaitMs);
+      redis.clients ??
+      this.#openClients(
+        { url: redis.url ?? "", clusterNodes: redis.clusterNodes, sentinel: redis.sentinel },
+        maxWaitMs,
+      );
     this.#clients.decisions.on("error", this.#onDecisionsError);
     const names = enforcerRedisNames(this.keyPrefix);
     // The parts below refuse values out of range with a RangeError naming the option: a
@@ -171,6 +175,7 @@ export class Enforcer implements RequestChecker {
         // Node's SHA-256: the same digests as the portable one, several times faster on the
         // million entries a large policy's snapshot holds.
         sha256Hex: (text) => createHash("sha256").update(text).digest("hex"),
+        sha256Bytes: (bytes) => createHash("sha256").update(bytes).digest(),
         logger: this.#logger,
         wallClock,
         timers: this.#timers,
@@ -277,27 +282,20 @@ export class Enforcer implements RequestChecker {
   }
 
   #openClients(
-    url: string,
-    clusterNodes: readonly RedisClusterNode[],
+    target: Pick<CreateRedisOptions, "url" | "clusterNodes" | "sentinel">,
     maxWaitMs: number,
   ): EnforcerClients {
     const connectionName = (role: string) => `limitplane-enforcer-${role}-${this.enforcerId}`;
     return {
       decisions: createRedisClient("decisions", {
-        url,
-        clusterNodes,
+        ...target,
         connectionName: connectionName("d"),
         // The client must not give up on a slow call before the enforcer does.
         commandTimeoutMs: maxWaitMs + 250,
       }),
-      control: createRedisClient("control", {
-        url,
-        clusterNodes,
-        connectionName: connectionName("c"),
-      }),
+      control: createRedisClient("control", { ...target, connectionName: connectionName("c") }),
       subscriber: createRedisClient("subscriber", {
-        url,
-        clusterNodes,
+        ...target,
         connectionName: connectionName("s"),
       }),
     };
@@ -307,7 +305,7 @@ export class Enforcer implements RequestChecker {
    * Starts following the published policy (unless the limits are in code) and waits up to
    * `controlPlane.startupWaitMs` for a first snapshot, checks that Redis answers (one error line
    * if not), and starts the heartbeat and the metrics flush. Resolves whether a snapshot is in
-   * force.
+   * force; throws a `RedisProtocolError` when Redis holds another protocol version's policy.
    */
   async start(): Promise<boolean> {
     let hasPolicy = true;
@@ -317,6 +315,9 @@ export class Enforcer implements RequestChecker {
       const startedAtMs = this.#clock.nowMs();
       await this.#follower.start(Math.min(this.#startupWaitMs, 1_000));
       const leftMs = Math.max(0, this.#startupWaitMs - (this.#clock.nowMs() - startedAtMs));
+      // Redis speaking another protocol version is a deployment mistake: said at once, not waited out.
+      const protocolError = this.#follower.protocolError;
+      if (protocolError !== null) throw protocolError;
       hasPolicy = await this.#follower.waitForSnapshot(leftMs);
       if (!hasPolicy) {
         this.#logger.log(
@@ -561,11 +562,17 @@ function delay(timers: Timers, ms: number): Promise<void> {
  * Creates an enforcer and starts it (see {@link Enforcer.start}): ready to `check` when it
  * resolves, with the limits in code in force, or the published policy unless Redis gave none
  * within `controlPlane.startupWaitMs`. Throws {@link EnforcerOptionsError} for options it cannot
- * run with; never because Redis is unreachable.
+ * run with, and {@link RedisProtocolError} (its connections closed) when Redis holds the policy of
+ * another protocol version than this release's; never because Redis is unreachable.
  */
 export async function createEnforcer(options: EnforcerOptions): Promise<Enforcer> {
   const enforcer = new Enforcer(options);
-  await enforcer.start();
+  try {
+    await enforcer.start();
+  } catch (error: unknown) {
+    await enforcer.stop();
+    throw error;
+  }
   return enforcer;
 }
 

@@ -126,6 +126,12 @@ export interface RateLimitHttpResult {
   readonly body: RateLimitProblem | null;
   /** `JSON.stringify(body)`, made as the body is (send it as it is); null for an admission. */
   readonly bodyText: string | null;
+  /**
+   * On a rejection whose headers were made once for many (`rejection-responses.ts`): `Content-Length`
+   * and then `headers`, as Node's flat list of names and values, shared and frozen. Absent
+   * otherwise.
+   */
+  readonly rawHeaders?: readonly string[];
 }
 
 /** A limit expressed as a draft-10 quota policy: `q` units per `w` seconds. */

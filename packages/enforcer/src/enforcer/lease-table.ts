@@ -38,13 +38,14 @@
  *   few dozen round trips a second rather than a thousand. A request's own store call is never
  *   held back.
  */
+
+import { GenerationalMap } from "../collections/generational-map";
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
 import { type StoreTime, setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
 import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import type { LeaseReturn, LimitSpec } from "../limiter/types";
 import { limitSize } from "../policy/limit-math";
-import { GenerationalMap } from "./generational-map";
 import {
   type EnforcerCheck,
   type EnforcerDecision,

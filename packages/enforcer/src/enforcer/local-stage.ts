@@ -189,36 +189,31 @@ export class DenialCache {
 
   #findIn(denials: SubjectDenial[], input: EnforcerInput, nowMs: number): EnforcerDecision | null {
     const cost = input.cost ?? 1;
-    let outcomes: EnforcerOutcome[] | null = null;
-    for (const check of input.checks) {
+    // The common case is one live denial covering the request: it is kept alone, and a list is
+    // made only for a second one (a `[]` grown by push would reserve room for many).
+    let first: EnforcerOutcome | null = null;
+    let more: EnforcerOutcome[] | null = null;
+    const { checks } = input;
+    for (let checkIndex = 0; checkIndex < checks.length; checkIndex++) {
+      const check = checks[checkIndex] as EnforcerCheck;
       if (check.mode !== "enforce") continue;
-      const key = checkKeyOf(check);
-      const index = indexOfKey(denials, key);
-      const denial = denials[index]?.denial;
-      if (denial === undefined) continue;
+      const index = indexOfKey(denials, checkKeyOf(check));
+      if (index < 0) continue;
+      const denial = (denials[index] as SubjectDenial).denial;
       if (nowMs >= denial.expiresAtMs) {
         denials.splice(index, 1);
         this.#count--;
         continue;
       }
       if (cost < denial.cost) continue;
-      const retryAfterMs = Math.ceil(denial.expiresAtMs - nowMs);
-      outcomes ??= [];
-      outcomes.push({
-        allowed: false,
-        limit: denial.limit,
-        remaining: denial.remaining,
-        retryAfterMs,
-        resetAfterMs: Math.max(retryAfterMs, Math.ceil(denial.resetAtMs - nowMs)),
-        reason: "limit-exceeded",
-        scope: denial.scope,
-        mode: "enforce",
-        fallback: null,
-      });
+      const outcome = deniedOutcomeOf(denial, nowMs);
+      if (first === null) first = outcome;
+      else if (more === null) more = [first, outcome];
+      else more.push(outcome);
     }
     if (denials.length === 0) this.#bySubject.delete(input.subject);
-    if (outcomes === null) return null;
-    return enforcerDecisionOf(outcomes, { source: "denial-cache", degraded: false, failure: null });
+    if (first === null) return null;
+    return enforcerDecisionOf(more ?? [first], DENIAL_CACHE_PROVENANCE);
   }
 
   #set(subject: string, key: string, denial: Denial): void {
@@ -250,6 +245,29 @@ export class DenialCache {
       }
     }
   }
+}
+
+/** Where a decision of the denial cache came from: the same for every one. */
+const DENIAL_CACHE_PROVENANCE = {
+  source: "denial-cache",
+  degraded: false,
+  failure: null,
+} as const satisfies Pick<EnforcerDecision, "source" | "degraded" | "failure">;
+
+/** The rejection `denial` gives at `nowMs` (before its expiry). */
+function deniedOutcomeOf(denial: Denial, nowMs: number): EnforcerOutcome {
+  const retryAfterMs = Math.ceil(denial.expiresAtMs - nowMs);
+  return {
+    allowed: false,
+    limit: denial.limit,
+    remaining: denial.remaining,
+    retryAfterMs,
+    resetAfterMs: Math.max(retryAfterMs, Math.ceil(denial.resetAtMs - nowMs)),
+    reason: "limit-exceeded",
+    scope: denial.scope,
+    mode: "enforce",
+    fallback: null,
+  };
 }
 
 function indexOfKey(denials: readonly SubjectDenial[], key: string): number {

@@ -114,7 +114,8 @@ function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
 /**
  * Puts the decision on `res`: the headers on an admission (true: go on), or the whole rejection
  * (false). A rejection is written with one `writeHead` of a flat list of header names and values
- * (Node's raw form: no record to copy and walk by key), and the body already serialized.
+ * (Node's raw form: no record to copy and walk by key; for a kept 429, the list it carries, which
+ * Node only reads), and the body already serialized.
  */
 function answer(res: ServerResponse, http: RateLimitHttpResult): boolean {
   const { headers } = http;
@@ -124,6 +125,12 @@ function answer(res: ServerResponse, http: RateLimitHttpResult): boolean {
     return true;
   }
   const body = http.bodyText ?? JSON.stringify(http.body);
+  // A rejection made from a kept 429 carries its list already, Content-Length included.
+  if (http.rawHeaders !== undefined) {
+    res.writeHead(http.status, http.rawHeaders as string[]);
+    res.end(body);
+    return false;
+  }
   const raw: string[] = ["Content-Length", String(Buffer.byteLength(body))];
   for (const name in headers) raw.push(name, headers[name] as string);
   res.writeHead(http.status, raw);

@@ -10,7 +10,12 @@
  *   out as a whole snapshot), the enforcer resyncs: it loads the head's snapshot and the deltas
  *   after it, and swaps the result in only when all of it checked out;
  * - every `pollIntervalMs`, compares the head's version with the one in force (one HGET), which
- *   heals announcements missed while the subscriber was reconnecting; a reconnect reads at once.
+ *   heals announcements missed while the subscriber was reconnecting; a reconnect (to the same
+ *   Redis, or to a replica promoted by a failover) reads the head at once;
+ * - a head at the version in force but with another checksum means this enforcer cannot prove it
+ *   holds what Redis publishes: it resyncs from the head's snapshot. A head behind the version in
+ *   force (a failover lost the last writes) is logged and the version in force kept, until the
+ *   control plane publishes again (docs/failover.md).
  *
  * Every delta and every snapshot is validated (`PolicyState`: shapes, references, base version
  * and checksum, and the checksum the changes must produce); a bad one is refused, counted once,
@@ -18,15 +23,15 @@
  * force. Versions only move forward: an older or equal version is never applied, whatever Redis
  * holds.
  *
- * An installation still on the format before deltas (no head, only `policy:current`, a whole
- * snapshot in one value) is followed as before, so enforcers can be upgraded before the control
- * plane; once a head exists, `policy:current` is ignored.
+ * A head of another Redis protocol version (`protocol.ts`) is refused with a `RedisProtocolError`
+ * naming both versions (`protocolError`; `Enforcer.start` throws it when it is found at start).
  *
  * Reads are serialised: one at a time, and a trigger that arrives during a read causes exactly one
  * more read after it, so a burst of announcements costs two reads, not one per message.
  */
 import { type Clock, wallClock as defaultWallClock } from "../limiter/clock";
 import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
+import type { Sha256Bytes } from "../policy/binary-snapshot";
 import type { Sha256Hex } from "../policy/entries";
 import { formatFieldErrors, type PolicyFieldError } from "../policy/errors";
 import { parsePolicyDelta } from "../policy/policy-delta";
@@ -35,11 +40,7 @@ import type { PreparedSnapshot } from "../policy/prepare";
 import type { TSnapshot } from "../policy/schemas";
 import { parseSnapshot } from "../policy/snapshot";
 import { policyRedisNames } from "../publication/keys";
-import {
-  type CurrentSnapshotRead,
-  type ReadingRedis,
-  readCurrentSnapshot,
-} from "../publication/read-current-snapshot";
+import { RedisProtocolError } from "../publication/protocol";
 import {
   loadPolicySnapshot,
   type PolicyHead,
@@ -51,7 +52,7 @@ import {
 import { describeError, type EnforcerLogger } from "./logger";
 
 /** The commands the follower reads with (a `control` client). */
-export interface FollowerRedis extends ReadingRedis, PolicyReadingRedis {}
+export type FollowerRedis = PolicyReadingRedis;
 
 /** The subscriber connection (a `subscriber` client): only used for the announce channel. */
 export interface FollowerSubscriber {
@@ -73,9 +74,9 @@ export interface AppliedSnapshot {
   readonly checksum: string;
   /**
    * How it was reached: `delta` (applied onto the version before), `snapshot` (loaded whole, then
-   * the log's deltas), `legacy` (a whole snapshot in the format before deltas), `bootstrap`.
+   * the log's deltas), `bootstrap`.
    */
-  readonly via: "delta" | "snapshot" | "legacy" | "bootstrap";
+  readonly via: "delta" | "snapshot" | "bootstrap";
   /** Wall clock, epoch ms, when this enforcer applied it. */
   readonly appliedAtMs: number;
   /** Redis's clock when it was published; null for a bootstrap snapshot. */
@@ -118,6 +119,8 @@ export interface PolicyFollowerOptions {
   readonly customerCacheSize?: number;
   /** The SHA-256 entries are hashed with (the same digests whatever the implementation). */
   readonly sha256Hex?: Sha256Hex;
+  /** The SHA-256 a binary snapshot is checked with (the same digest whatever the implementation). */
+  readonly sha256Bytes?: Sha256Bytes;
   readonly logger: EnforcerLogger;
   /** @default Date.now */
   readonly wallClock?: Clock;
@@ -150,6 +153,9 @@ export class PolicyFollower {
   /** The version last read from Redis, applied or refused: a poll reads again only when it moves. */
   #lastSeenVersionField: string | null = null;
   #isSourceDown = false;
+  #protocolError: RedisProtocolError | null = null;
+  /** The last head-behind situation logged (`head<inForce`), so a poll does not log it again. */
+  #headBehindKey: string | null = null;
   #inFlight: Promise<void> | null = null;
   #isReadAgain = false;
   #againTrigger: SnapshotTrigger = "poll";
@@ -197,6 +203,7 @@ export class PolicyFollower {
     this.#stateOptions = {
       customerCacheSize: options.customerCacheSize,
       sha256Hex: options.sha256Hex,
+      sha256Bytes: options.sha256Bytes,
     };
     this.#logger = options.logger;
     this.#wallClock = options.wallClock ?? defaultWallClock;
@@ -221,6 +228,11 @@ export class PolicyFollower {
 
   get errors(): SnapshotErrorReport {
     return this.#errors;
+  }
+
+  /** Set while the head Redis holds is of another protocol version than this release's. */
+  get protocolError(): RedisProtocolError | null {
+    return this.#protocolError;
   }
 
   /** What the policy in force holds (entries, overrides, prepared customers); null before one. */
@@ -327,9 +339,18 @@ export class PolicyFollower {
     try {
       const read = await readPolicyHead(this.#redis, this.#prefix);
       this.#sourceUp();
+      this.#protocolError = null;
       switch (read.status) {
         case "none":
-          await this.#readLegacy(trigger);
+          return;
+        case "protocol":
+          this.#lastSeenVersionField = "(another protocol)";
+          this.#protocolError = new RedisProtocolError({
+            storedVersion: read.storedVersion,
+            keyPrefix: this.#prefix,
+            reader: "enforcer",
+          });
+          this.#refuse(null, this.#protocolError.message);
           return;
         case "invalid":
           this.#lastSeenVersionField = "(unreadable)";
@@ -352,6 +373,16 @@ export class PolicyFollower {
   /** Brings the policy in force up to `head`: through the log when it can, else by a resync. */
   async #catchUp(head: PolicyHead, trigger: SnapshotTrigger): Promise<void> {
     const state = this.#state;
+    if (state !== null && head.version === state.version && head.checksum !== state.checksum) {
+      // The same version with another set: this enforcer cannot prove it holds what Redis
+      // publishes (a promoted replica with another history). The snapshot decides.
+      await this.#resync(head, trigger, true);
+      return;
+    }
+    if (state !== null && head.version < state.version) {
+      this.#headBehind(head.version, state.version);
+      return;
+    }
     if (state !== null && head.version <= state.version) return;
     if (state !== null && state.version >= head.snapshotVersion) {
       const texts = await readPolicyDeltas(
@@ -371,7 +402,7 @@ export class PolicyFollower {
   }
 
   /** Loads the head's snapshot and the deltas after it; swaps it in only if all of it checks out. */
-  async #resync(head: PolicyHead, trigger: SnapshotTrigger): Promise<void> {
+  async #resync(head: PolicyHead, trigger: SnapshotTrigger, isSameVersion = false): Promise<void> {
     const loaded = await loadPolicySnapshot(this.#redis, this.#prefix, head, this.#stateOptions);
     if (loaded.status === "invalid") {
       this.#refuse(head.snapshotVersion, formatFieldErrors(loaded.errors));
@@ -395,7 +426,8 @@ export class PolicyFollower {
       }
       if (!this.#applyLogged(state, texts, state.version + 1)) return;
     }
-    if (this.#state !== null && state.version <= this.#state.version) return;
+    const isNewer = this.#state === null || state.version > this.#state.version;
+    if (!isNewer && !(isSameVersion && state.version === this.#state?.version)) return;
     this.#swapIn(state, head.publishedAtMs, trigger, "snapshot");
   }
 
@@ -429,33 +461,6 @@ export class PolicyFollower {
       return false;
     }
     return true;
-  }
-
-  /** The format before deltas: the whole snapshot in `policy:current`. */
-  async #readLegacy(trigger: SnapshotTrigger): Promise<void> {
-    const read: CurrentSnapshotRead = await readCurrentSnapshot(this.#redis, this.#prefix);
-    switch (read.status) {
-      case "none":
-        return;
-      case "invalid": {
-        this.#lastSeenVersionField = read.version === null ? "(unreadable)" : String(read.version);
-        if (read.version !== null && this.#state !== null && read.version <= this.#state.version) {
-          return;
-        }
-        this.#refuse(read.version, formatFieldErrors(read.errors));
-        return;
-      }
-      case "ok": {
-        this.#lastSeenVersionField = String(read.snapshot.version);
-        if (this.#state !== null && read.snapshot.version <= this.#state.version) return;
-        this.#swapIn(this.#stateOf(read.snapshot), read.publishedAtMs, trigger, "legacy");
-        return;
-      }
-      default: {
-        const unknown: never = read;
-        throw new TypeError(`unknown snapshot read: ${JSON.stringify(unknown)}`);
-      }
-    }
   }
 
   #stateOf(snapshot: TSnapshot): PolicyState {
@@ -537,6 +542,22 @@ export class PolicyFollower {
     }
   }
 
+  /**
+   * Redis holds an older head than the version in force: writes were lost (a failover to a replica
+   * that had not received them, or a restart without persistence). The version in force came from
+   * the control plane and stays; the worker republishes the latest version (republish-latest.ts),
+   * and a newer one is applied as usual. Logged once per version pair.
+   */
+  #headBehind(headVersion: number, inForce: number): void {
+    const key = `${headVersion}<${inForce}`;
+    if (this.#headBehindKey === key) return;
+    this.#headBehindKey = key;
+    this.#logger.log("warn", "Redis's policy head is behind the version in force; keeping it", {
+      headVersion,
+      keptVersion: inForce,
+    });
+  }
+
   #sourceDown(error: unknown): void {
     if (this.#isSourceDown) return;
     this.#isSourceDown = true;
@@ -564,7 +585,6 @@ export class PolicyFollower {
     try {
       const names = policyRedisNames(this.#prefix);
       field = await this.#redis.hget(names.head, "version");
-      if (field === null) field = await this.#redis.hget(names.current, "version");
     } catch (error: unknown) {
       this.#sourceDown(error);
       return;

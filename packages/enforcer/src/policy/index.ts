@@ -1,13 +1,14 @@
 /**
  * `@limitplane/enforcer/policy`: the policy model shared by the control plane and the enforcers.
  * Schemas (zod, `Z*` with their `T*` types), names, resolution of layered limits with its trace,
- * snapshot compilation and parsing, the entry set with its checksum, deltas and the enforcer's
- * policy state, canonical export, policy diffs and the incident guardrails.
+ * snapshot compilation and parsing, the entry set with its checksum, deltas, the binary snapshot
+ * the control plane publishes, and the enforcer's policy state, canonical export, policy diffs and the incident guardrails.
  * Pure: no I/O, no clock, no `node:*` import. See README.md. Modules not exported here are
  * internal to the package.
  */
 
 export { forwardedClientAddress, normalizeClientAddress } from "./address";
+export { BinarySnapshotWriter, type Sha256Bytes } from "./binary-snapshot";
 export {
   type CanonicalPolicyParts,
   canonicalJson,

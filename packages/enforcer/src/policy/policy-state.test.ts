@@ -115,7 +115,60 @@ describe("PolicyState", () => {
       ),
       { numRuns: 40 },
     );
-  });
+    // Forty runs of up to 25 deltas each; on a loaded machine that is seconds.
+  }, 60_000);
+
+  it("a state loaded from a binary snapshot applies deltas exactly as one built entry by entry", () => {
+    const seeded = start();
+    const seed = Array.from({ length: 16 }, (_, index) => ({
+      key: overrideEntryKey(`cust-${index}`, null),
+      value: { customerId: `cust-${index}`, endpointClass: null, limit: limit(100 + index) },
+    }));
+    expect(seeded.applyDelta(deltaFor(seeded, seed)).ok).toBe(true);
+    const bytes = seeded.toBinary();
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            customer: fc.integer({ min: 0, max: 30 }),
+            capacity: fc.option(fc.integer({ min: 20, max: 5_000 }), { nil: null }),
+          }),
+          { minLength: 1, maxLength: 25 },
+        ),
+        (steps) => {
+          const built = PolicyState.build(seeded.version, seeded.entries());
+          const loaded = PolicyState.fromBinary(bytes);
+          if (!built.ok || !loaded.ok) throw new Error("the seeded policy does not load");
+          for (const step of steps) {
+            const customerId = `cust-${step.customer}`;
+            const key = overrideEntryKey(customerId, null);
+            const isHeld = built.value.get(key) !== undefined;
+            const value =
+              step.capacity === null
+                ? isHeld
+                  ? null
+                  : { customerId, endpointClass: null, limit: limit(100) }
+                : { customerId, endpointClass: null, limit: limit(step.capacity) };
+            const delta = deltaFor(built.value, [{ key, value }]);
+            expect(built.value.applyDelta(delta).ok).toBe(true);
+            expect(loaded.value.applyDelta(delta)).toEqual({ ok: true, value: undefined });
+            expect(tierOf(loaded.value, customerId)).toEqual(tierOf(built.value, customerId));
+          }
+          const texts = (state: PolicyState) =>
+            [...state.entries()]
+              .map((entry) => `${entry.key} ${canonicalJson(entry.value)}`)
+              .sort();
+          expect(texts(loaded.value)).toEqual(texts(built.value));
+          expect(loaded.value.checksum).toBe(entrySetChecksum(loaded.value.entries()));
+          const { preparedCustomers: _built, ...builtSize } = built.value.size;
+          const { preparedCustomers: _loaded, ...loadedSize } = loaded.value.size;
+          expect(loadedSize).toEqual(builtSize);
+        },
+      ),
+      { numRuns: 40 },
+    );
+    // Forty runs of up to 25 deltas each; on a loaded machine that is seconds.
+  }, 60_000);
 
   it("refuses a delta that does not apply onto this version, and changes nothing", () => {
     const state = start();

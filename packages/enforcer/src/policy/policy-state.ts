@@ -8,13 +8,24 @@
  *   changes produce from this set (each removed or replaced entry's digest taken out, each new
  *   one's put in). Only then does it change anything, so a refused delta leaves the last good
  *   policy exactly as it was.
- * - **Memory.** A customer override costs one map slot keyed by the customer id and a small array
- *   of (endpoint class, limit) pairs; equal limits are one shared object. Nothing per override is
+ * - **Memory.** A state loaded from a binary snapshot (`fromBinary`, `binary-snapshot.ts`) keeps
+ *   its overrides as the snapshot's bytes (about 30 bytes per override) and looks a customer up
+ *   by binary search; the customers a delta changes since are held in a map over them. In a state
+ *   built entry by entry, a customer override costs one map slot keyed by the customer id and a
+ *   small array of (endpoint class, limit) pairs. Either way equal limits are one shared object. Nothing per override is
  *   prepared ahead: a customer's rules (scope strings, buckets) are built when one of its requests
  *   is resolved and kept in a two-generation cache of at most `2 x customerCacheSize` customers, so
  *   the memory for the overrides in use is bounded too. Tiers, endpoint classes, ceilings and
  *   candidates are few (at most a few hundred) and are indexed eagerly.
  */
+import { GenerationalMap } from "../collections/generational-map";
+import {
+  type BinaryOverrides,
+  decodeBinarySnapshot,
+  encodeBinarySnapshot,
+  type OverrideList,
+  type Sha256Bytes,
+} from "./binary-snapshot";
 import { canonicalJson } from "./canonical";
 import {
   candidateEntryKey,
@@ -63,6 +74,11 @@ export interface PolicyStateOptions {
    * @default the portable one (`@noble/hashes`); the enforcer runtime passes Node's.
    */
   readonly sha256Hex?: Sha256Hex;
+  /**
+   * The SHA-256 a binary snapshot's integrity is checked with (`fromBinary`, `toBinary`).
+   * @default the portable one (`@noble/hashes`); the enforcer runtime passes Node's.
+   */
+  readonly sha256Bytes?: Sha256Bytes;
 }
 
 /** What a state holds, for status reports. */
@@ -75,42 +91,6 @@ export interface PolicyStateSize {
   readonly distinctOverrideLimits: number;
   /** Customers whose rules are prepared now (bounded by twice the cache size). */
   readonly preparedCustomers: number;
-}
-
-/** (endpoint class or null for all endpoints, limit), flattened: [class, limit, class, limit, ...]. */
-type OverrideList = (string | null | TPolicyLimit)[];
-
-/** A two-generation cache: O(1) operations, at most `2 x size` values, recently used kept. */
-class GenerationCache<Value> {
-  #young = new Map<string, Value>();
-  #old = new Map<string, Value>();
-
-  constructor(readonly size: number) {}
-
-  get(key: string): Value | undefined {
-    const young = this.#young.get(key);
-    if (young !== undefined) return young;
-    const old = this.#old.get(key);
-    if (old !== undefined) this.set(key, old);
-    return old;
-  }
-
-  set(key: string, value: Value): void {
-    if (this.#young.size >= this.size) {
-      this.#old = this.#young;
-      this.#young = new Map();
-    }
-    this.#young.set(key, value);
-  }
-
-  delete(key: string): void {
-    this.#young.delete(key);
-    this.#old.delete(key);
-  }
-
-  get count(): number {
-    return this.#young.size + this.#old.size;
-  }
 }
 
 /** Builds a {@link PolicyState} entry by entry (`PolicyState.builder`). */
@@ -137,21 +117,32 @@ export class PolicyState {
   readonly #tiers = new Map<string, TSnapshotTier>();
   readonly #classes = new Map<string, TSnapshotEndpointClass>();
   readonly #candidates = new Map<string, TSnapshotCandidate>();
+  /** Overrides loaded from a binary snapshot, read-only; null for a state built entry by entry. */
+  #base: BinaryOverrides | null = null;
+  /**
+   * Each customer's overrides, over `#base`: a customer held here is read here only (an empty
+   * list: its base overrides were all removed).
+   */
   readonly #overrides = new Map<string, OverrideList>();
   #overrideCount = 0;
+  #customersWithOverrides = 0;
   readonly #incidents = new Map<string, TSnapshotIncident>();
   readonly #incidentsByCustomer = new Map<string, TSnapshotIncident[]>();
   readonly #limits = new Map<string, TPolicyLimit>();
-  readonly #customerCache: GenerationCache<CustomerRules>;
+  readonly #customerCache: GenerationalMap<string, CustomerRules>;
   readonly #sha256Hex: Sha256Hex;
+  readonly #sha256Bytes: Sha256Bytes | undefined;
   #core: PreparedCore | null = null;
   #prepared: PreparedSnapshot | null = null;
 
   private constructor(version: number, options: PolicyStateOptions) {
     this.#version = version;
     this.#sum = new EntrySetSum();
-    this.#customerCache = new GenerationCache(options.customerCacheSize ?? 10_000);
+    this.#customerCache = new GenerationalMap({
+      maxWeight: 2 * (options.customerCacheSize ?? 10_000),
+    });
     this.#sha256Hex = options.sha256Hex ?? portableSha256Hex;
+    this.#sha256Bytes = options.sha256Bytes;
   }
 
   /**
@@ -228,6 +219,46 @@ export class PolicyState {
     return built.value;
   }
 
+  /**
+   * The state a binary snapshot holds (`binary-snapshot.ts`), refused with the field when the
+   * bytes are damaged or not a policy. The overrides stay as the bytes and are looked up lazily;
+   * the set's checksum is the one the snapshot carries (its digest vouches for it), so loading
+   * costs one pass over the bytes, not a parse and a hash per entry.
+   */
+  static fromBinary(bytes: Uint8Array, options: PolicyStateOptions = {}): ParseResult<PolicyState> {
+    const decoded = decodeBinarySnapshot(bytes, options.sha256Bytes);
+    if (!decoded.ok) return decoded;
+    const { version, checksum, coreEntries, overrides } = decoded.value;
+    const state = new PolicyState(version, options);
+    const errors: PolicyFieldError[] = [];
+    for (const entry of coreEntries) {
+      if (state.#holds(entry))
+        errors.push({ path: [entry.key], message: `"${entry.key}" is given twice` });
+      else state.#put(entry);
+    }
+    if (errors.length > 0) return { ok: false, errors };
+    state.#base = overrides;
+    state.#overrideCount = overrides.overrideCount;
+    state.#customersWithOverrides = overrides.customerCount;
+    for (const limit of overrides.limits) state.#limits.set(canonicalJson(limit), limit);
+    state.#sum = new EntrySetSum(checksum);
+    // The decoder checked that every class the overrides name exists; incidents are checked here.
+    const problems = [
+      ...state.#checkCore(null),
+      ...state.#checkReferences(state.#incidentEntries()),
+    ];
+    if (problems.length > 0) return { ok: false, errors: problems };
+    return { ok: true, value: state };
+  }
+
+  /** The state as a binary snapshot (what the control plane publishes). */
+  toBinary(): Uint8Array {
+    return encodeBinarySnapshot(
+      { version: this.#version, checksum: this.checksum, entries: this.entries() },
+      this.#sha256Bytes,
+    );
+  }
+
   get version(): number {
     return this.#version;
   }
@@ -247,10 +278,10 @@ export class PolicyState {
         this.#overrideCount +
         this.#incidents.size,
       customerOverrides: this.#overrideCount,
-      customersWithOverrides: this.#overrides.size,
+      customersWithOverrides: this.#customersWithOverrides,
       incidents: this.#incidents.size,
       distinctOverrideLimits: this.#limits.size,
-      preparedCustomers: this.#customerCache.count,
+      preparedCustomers: this.#customerCache.size,
     };
   }
 
@@ -269,7 +300,7 @@ export class PolicyState {
     }
     const scope = parseScope(key);
     if (scope?.kind === "customer") {
-      const list = this.#overrides.get(scope.customerId);
+      const list = this.#overridesOf(scope.customerId);
       if (list === undefined) return undefined;
       for (let index = 0; index < list.length; index += 2) {
         if (list[index] === scope.endpointClass) {
@@ -305,7 +336,7 @@ export class PolicyState {
     for (const value of this.#classes.values()) {
       yield { kind: "endpoint-class", key: endpointClassEntryKey(value.name), value };
     }
-    for (const [customerId, list] of this.#overrides) {
+    for (const [customerId, list] of this.#allOverrides()) {
       for (let index = 0; index < list.length; index += 2) {
         const endpointClass = list[index] as string | null;
         yield {
@@ -362,7 +393,7 @@ export class PolicyState {
   #customerRules(customerId: string): CustomerRules | undefined {
     const cached = this.#customerCache.get(customerId);
     if (cached !== undefined) return cached;
-    const list = this.#overrides.get(customerId);
+    const list = this.#overridesOf(customerId);
     const incidents = this.#incidentsByCustomer.get(customerId);
     if (list === undefined && incidents === undefined) return undefined;
     const overrides: { endpointClass: string | null; limit: TPolicyLimit }[] = [];
@@ -517,9 +548,40 @@ export class PolicyState {
     return errors;
   }
 
-  *#allReferencing(): IterableIterator<PolicyEntry> {
+  *#incidentEntries(): IterableIterator<PolicyEntry> {
     for (const [key, value] of this.#incidents) yield { kind: "incident", key, value };
-    for (const [customerId, list] of this.#overrides) {
+  }
+
+  /** A customer's overrides, or undefined when it has none. */
+  #overridesOf(customerId: string): OverrideList | undefined {
+    const own = this.#overrides.get(customerId);
+    if (own !== undefined) return own.length === 0 ? undefined : own;
+    return this.#base?.lookup(customerId);
+  }
+
+  /** A customer's overrides to change in place (copied over the base first). */
+  #ownOverrides(customerId: string): OverrideList {
+    let list = this.#overrides.get(customerId);
+    if (list === undefined) {
+      list = this.#base?.lookup(customerId) ?? [];
+      this.#overrides.set(customerId, list);
+    }
+    return list;
+  }
+
+  /** Every customer with overrides and its list. */
+  *#allOverrides(): IterableIterator<readonly [string, OverrideList]> {
+    if (this.#base !== null) {
+      for (const item of this.#base.customers()) {
+        if (!this.#overrides.has(item[0])) yield item;
+      }
+    }
+    for (const item of this.#overrides) if (item[1].length > 0) yield item;
+  }
+
+  *#allReferencing(): IterableIterator<PolicyEntry> {
+    yield* this.#incidentEntries();
+    for (const [customerId, list] of this.#allOverrides()) {
       for (let index = 0; index < list.length; index += 2) {
         const endpointClass = list[index] as string | null;
         if (endpointClass === null) continue;
@@ -550,7 +612,7 @@ export class PolicyState {
       case "incident":
         return this.#incidents.has(entry.key);
       case "customer-override": {
-        const list = this.#overrides.get(entry.value.customerId);
+        const list = this.#overridesOf(entry.value.customerId);
         if (list === undefined) return false;
         for (let index = 0; index < list.length; index += 2) {
           if (list[index] === entry.value.endpointClass) return true;
@@ -589,10 +651,9 @@ export class PolicyState {
         return;
       case "customer-override": {
         const { customerId, endpointClass, limit } = entry.value;
-        const list = this.#overrides.get(customerId);
-        const interned = this.#intern(limit);
-        if (list === undefined) this.#overrides.set(customerId, [endpointClass, interned]);
-        else list.push(endpointClass, interned);
+        const list = this.#ownOverrides(customerId);
+        if (list.length === 0) this.#customersWithOverrides++;
+        list.push(endpointClass, this.#intern(limit));
         this.#overrideCount++;
         this.#customerCache.delete(customerId);
         return;
@@ -631,13 +692,16 @@ export class PolicyState {
         return;
       case "customer-override": {
         const { customerId, endpointClass } = current.value;
-        const list = this.#overrides.get(customerId);
-        if (list === undefined) return;
+        const list = this.#ownOverrides(customerId);
         const index = list.findIndex(
           (item, position) => position % 2 === 0 && item === endpointClass,
         );
         if (index >= 0) list.splice(index, 2);
-        if (list.length === 0) this.#overrides.delete(customerId);
+        if (list.length === 0) {
+          this.#customersWithOverrides--;
+          // An empty list stays while the base still holds the customer: it hides the base's.
+          if (this.#base?.lookup(customerId) === undefined) this.#overrides.delete(customerId);
+        }
         this.#overrideCount--;
         this.#customerCache.delete(customerId);
         return;

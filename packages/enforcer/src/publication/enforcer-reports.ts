@@ -91,13 +91,10 @@ export async function readEnforcerHeartbeats(
 ): Promise<HeartbeatsRead> {
   const names = enforcerRedisNames(prefix);
   const policy = policyRedisNames(prefix);
-  const [ids, head, legacy] = await Promise.all([
+  const [ids, current] = await Promise.all([
     redis.zrevrange(names.enforcers, 0, maxEnforcers - 1),
     redis.hmget(policy.head, "version", "publishedAt"),
-    redis.hmget(policy.current, "version", "publishedAt"),
   ]);
-  // The head once the control plane publishes deltas; `policy:current` before it did.
-  const current = head[0] === null || head[0] === undefined ? legacy : head;
   const publishedVersion = numberOrNull(current[0]);
   const published: PublishedVersion | null =
     publishedVersion === null

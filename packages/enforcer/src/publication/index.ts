@@ -1,9 +1,10 @@
 /**
  * `@limitplane/enforcer/publication`: the Redis protocol between the control plane and the
  * enforcers. The key names, the newer-only publication of deltas and snapshots (control plane),
- * the validated reads of the head, the log and a snapshot, and announcement parsing (enforcers),
- * the format before deltas (`publishSnapshot`, `readCurrentSnapshot`: kept for rolling upgrades), the readers of what enforcers report (heartbeats, per-scope
- * counts, recent rejections, the per-minute rejection tally), and the one Redis client factory with a role per use. The key
+ * the validated reads of the head, the log and a binary snapshot, and announcement parsing
+ * (enforcers), the one protocol version both sides check (`REDIS_PROTOCOL_VERSION`), the readers
+ * of what enforcers report (heartbeats, per-scope counts, recent rejections, the per-minute
+ * rejection tally), and the one Redis client factory with a role per use. The key
  * layout is in docs/redis-store.md; lib/control/README.md has the guarantees.
  */
 export {
@@ -24,6 +25,13 @@ export {
   type ScopeMinuteCounts,
 } from "./metrics-reader";
 export {
+  checkRedisProtocol,
+  type ProtocolReader,
+  type ProtocolReadingRedis,
+  REDIS_PROTOCOL_VERSION,
+  RedisProtocolError,
+} from "./protocol";
+export {
   type DeltaPublishResult,
   type DeltaToPublish,
   MAX_INLINE_DELTA_BYTES,
@@ -33,8 +41,6 @@ export {
   type SnapshotPublishResult,
   type SnapshotToPublish,
 } from "./publish-policy";
-export { type PublishingRedis, type PublishResult, publishSnapshot } from "./publish-snapshot";
-export { parseAnnouncement, readCurrentSnapshot } from "./read-current-snapshot";
 export {
   loadPolicySnapshot,
   type PolicyAnnouncement,
@@ -54,6 +60,7 @@ export {
   type RedisClient,
   type RedisClusterNode,
   type RedisRole,
+  type RedisSentinelOptions,
   redisOptionsFor,
 } from "./redis-clients";
 export { type EnforcerRedisNames, enforcerRedisNames, scopeField } from "./redis-keys";

@@ -5,20 +5,14 @@
  *
  * | name | type | content |
  * | --- | --- | --- |
- * | `{policy}:head` | hash | `version`, `checksum` (of the entry set at that version), `entries`, `publishedAt` (Redis's clock, ms), `snapshotVersion`, `snapshotChecksum`, `snapshotEntries`, `format` (`2`) |
- * | `{policy}:snapshot:<v>` | hash | entry key → entry JSON: the whole set at version v, never changed once written |
+ * | `{policy}:head` | hash | `version`, `checksum` (of the entry set at that version), `entries`, `publishedAt` (Redis's clock, ms), `snapshotVersion`, `snapshotChecksum`, `snapshotEntries`, `format` (`REDIS_PROTOCOL_VERSION`, `protocol.ts`) |
+ * | `{policy}:snapshot:<v>` | string | the whole set at version v as one binary value (`binary-snapshot.ts`), never changed once written |
  * | `{policy}:deltas` | hash | version → delta JSON, for every version after `snapshotVersion` (and a few before) |
- * | `{policy}:build:<nonce>` | hash | a snapshot being written; renamed to `snapshot:<v>` when complete, expires if abandoned |
+ * | `{policy}:build:<nonce>` | string | a snapshot being written; renamed to `snapshot:<v>` when complete, expires if abandoned |
  * | `policy:announce` | channel | `{"version","base","checksum","delta"}`, the delta inline when small, else null |
- *
- * The format before deltas (`policy:current`, a hash holding the whole snapshot as one JSON
- * value, and `{"version","checksum"}` announcements) is still read by enforcers, so an
- * installation upgrades its enforcers before its control plane (README "Publication").
  */
 
 export interface PolicyRedisNames {
-  /** The version-1 hash holding the whole current snapshot (read for rolling upgrades). */
-  readonly current: string;
   /** The channel announcing each new version. */
   readonly announce: string;
   /** The head of the published policy: version, checksum, the snapshot it builds on. */
@@ -33,7 +27,6 @@ export interface PolicyRedisNames {
 
 export function policyRedisNames(prefix: string): PolicyRedisNames {
   return {
-    current: `${prefix}policy:current`,
     announce: `${prefix}policy:announce`,
     head: `${prefix}{policy}:head`,
     deltas: `${prefix}{policy}:deltas`,

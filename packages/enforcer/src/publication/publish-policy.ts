@@ -1,36 +1,49 @@
 /**
  * The writing side of the policy protocol (names in `keys.ts`): a version goes out either as a
  * delta appended to the log (`publishPolicyDelta`: one script, O(size of the change)), or as a
- * new snapshot of the whole set (`publishPolicySnapshot`: written in batches under a fresh key,
- * then swapped in by one script), which is also how the log is compacted in the background.
+ * new snapshot of the whole set (`publishPolicySnapshot`: one binary value, `binary-snapshot.ts`,
+ * written in chunks under a fresh key, then swapped in by one script), which is also how the log
+ * is compacted in the background.
  *
  * Both scripts move the head forward only: a duplicate or a late, older version changes nothing
  * and announces nothing. A delta is refused unless the head is exactly its base (same version and
- * checksum): the caller then publishes a snapshot instead, so Redis never holds a set that is not
- * the one the control plane computed.
+ * checksum) in this protocol version (`protocol.ts`): the caller then publishes a snapshot instead,
+ * so Redis never holds a set that is not the one the control plane computed. A snapshot replaces a
+ * head of an older protocol whatever its version; neither script touches a newer protocol's head
+ * (they answer 4, thrown as a `RedisProtocolError`).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { isNoScript } from "../limiter/stores/no-script";
 import { policyRedisNames } from "./keys";
+import { REDIS_PROTOCOL_VERSION, RedisProtocolError } from "./protocol";
 
 /** The Redis commands publication uses; ioredis's client satisfies it. */
 export interface PolicyPublishingRedis {
   evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
   hgetall(key: string): Promise<Record<string, string>>;
-  hset(key: string, ...fieldsAndValues: string[]): Promise<number>;
-  pexpire(key: string, ms: number): Promise<number>;
+  set(key: string, value: Buffer, expiry: "PX", ms: number): Promise<unknown>;
+  append(key: string, value: Buffer): Promise<number>;
   del(...keys: string[]): Promise<number>;
 }
 
 /**
  * KEYS: head, deltas. ARGV: version, base, baseChecksum, checksum, entries, delta JSON, channel,
- * "1" to carry the delta in the announcement (else it says null). The announcement is built here,
- * so it carries `publishedAt` from Redis's clock. Returns {1, version} applied, {0, stored} already there or newer, {2, stored} the
- * head is not the delta's base (publish a snapshot).
+ * "1" to carry the delta in the announcement (else it says null), the protocol version. The
+ * announcement is built here, so it carries `publishedAt` from Redis's clock. Returns
+ * {1, version} applied, {0, stored} already there or newer, {2, stored} the head is not the
+ * delta's base or of an older protocol (publish a snapshot), {4, protocol} a newer protocol's.
  */
 export const PUBLISH_DELTA_SCRIPT = `
-local head = redis.call('HMGET', KEYS[1], 'version', 'checksum')
+local head = redis.call('HMGET', KEYS[1], 'version', 'checksum', 'format')
+local protocol = tonumber(ARGV[9])
+if head[1] and head[3] ~= ARGV[9] then
+  local storedProtocol = tonumber(head[3] or '')
+  if storedProtocol == nil or storedProtocol > protocol then
+    return {4, storedProtocol or -1}
+  end
+  return {2, 0}
+end
 local stored = tonumber(head[1] or '0') or 0
 local version = tonumber(ARGV[1])
 if version == nil or version <= stored then
@@ -57,14 +70,24 @@ return {1, version}
  * read it from the head), deltas. ARGV: version, checksum, entries, mode (`publish`: the snapshot
  * is a new version; `compact`: it is an existing version, the log after it stays), the snapshot
  * version the caller read, how long the replaced snapshot lingers (ms) for readers still
- * scanning it, how many versions of deltas to keep below the snapshot, channel, announcement.
- * Returns {1, version} swapped in, {0, stored} not newer, {3, stored} the head moved meanwhile.
+ * reading it, how many versions of deltas to keep below the snapshot, channel, announcement,
+ * the protocol version. Returns {1, version} swapped in, {0, stored} not newer, {3, stored} the
+ * head moved meanwhile, {4, protocol} the head is a newer protocol's (nothing changed).
  */
 export const SWAP_SNAPSHOT_SCRIPT = `
-local head = redis.call('HMGET', KEYS[1], 'version', 'snapshotVersion')
+local head = redis.call('HMGET', KEYS[1], 'version', 'snapshotVersion', 'format')
 local stored = tonumber(head[1] or '0') or 0
 local snapshotVersion = tonumber(head[2] or '0') or 0
 local version = tonumber(ARGV[1])
+if head[1] and head[3] ~= ARGV[10] then
+  local storedProtocol = tonumber(head[3] or '')
+  if storedProtocol == nil or storedProtocol > tonumber(ARGV[10]) then
+    redis.call('DEL', KEYS[2])
+    return {4, storedProtocol or -1}
+  end
+  -- An older protocol's head: replaced whole, whatever its version.
+  stored = 0
+end
 if snapshotVersion ~= tonumber(ARGV[5]) then
   redis.call('DEL', KEYS[2])
   return {3, stored}
@@ -79,7 +102,7 @@ redis.call('PERSIST', KEYS[3])
 if snapshotVersion > 0 and KEYS[4] ~= KEYS[3] then
   redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[6]))
 end
-redis.call('HSET', KEYS[1], 'format', '2', 'snapshotVersion', ARGV[1], 'snapshotChecksum', ARGV[2],
+redis.call('HSET', KEYS[1], 'format', ARGV[10], 'snapshotVersion', ARGV[1], 'snapshotChecksum', ARGV[2],
   'snapshotEntries', ARGV[3])
 if isPublish then
   local now = redis.call('TIME')
@@ -120,6 +143,14 @@ async function runScript(
     throw new Error(`unexpected reply from a publication script: ${JSON.stringify(reply)}`);
   }
   return [Number(reply[0]), Number(reply[1])];
+}
+
+function protocolError(stored: number, prefix: string): RedisProtocolError {
+  return new RedisProtocolError({
+    storedVersion: stored < 0 ? null : stored,
+    keyPrefix: prefix,
+    reader: "control plane",
+  });
 }
 
 /** The announcement of a version published as a snapshot (a delta's is built by its script). */
@@ -164,6 +195,7 @@ export async function publishPolicyDelta(
     delta.deltaJson,
     names.announce,
     isInline ? "1" : "0",
+    String(REDIS_PROTOCOL_VERSION),
   ];
   const [status, version] = await runScript(
     redis,
@@ -181,6 +213,7 @@ export async function publishPolicyDelta(
     return { status: "applied", version, bytes };
   }
   if (status === 2) return { status: "needs-snapshot", currentVersion: version };
+  if (status === 4) throw protocolError(version, prefix);
   return { status: "duplicate", currentVersion: version };
 }
 
@@ -190,8 +223,8 @@ export interface SnapshotToPublish {
   readonly entries: number;
   /** `publish`: a new version; `compact`: a version already in the log, to shorten it. */
   readonly mode: "publish" | "compact";
-  /** The whole set, as (key, entry JSON) pairs, in batches. */
-  readonly batches: AsyncIterable<readonly (readonly [string, string])[]>;
+  /** The whole set as a binary snapshot (`BinarySnapshotWriter`, `PolicyState.toBinary`). */
+  readonly bytes: Uint8Array;
 }
 
 export type SnapshotPublishResult =
@@ -205,9 +238,13 @@ export const REPLACED_SNAPSHOT_LINGER_MS = 5 * 60_000;
 /** Deltas kept below a compacted snapshot, for enforcers slightly behind it. */
 export const DELTAS_KEPT_BELOW_SNAPSHOT = 100;
 
+/** Bytes per command when a snapshot is written: Redis is never blocked by one huge command. */
+export const SNAPSHOT_WRITE_CHUNK_BYTES = 1024 * 1024;
+
 /**
- * Writes the whole set under a fresh key (batches of HSET, never one huge command, so Redis keeps
- * serving decisions), then swaps it in as `snapshot:<version>` with one script.
+ * Writes the binary snapshot under a fresh key (a SET, then APPENDs of
+ * {@link SNAPSHOT_WRITE_CHUNK_BYTES}, so Redis keeps serving decisions), then swaps it in as
+ * `snapshot:<version>` with one script.
  */
 export async function publishPolicySnapshot(
   redis: PolicyPublishingRedis,
@@ -218,22 +255,22 @@ export async function publishPolicySnapshot(
   const head = await redis.hgetall(names.head);
   const readSnapshotVersion = Number(head.snapshotVersion ?? "0") || 0;
   const build = names.build(`${snapshot.version}-${randomBytes(6).toString("hex")}`);
-  let bytes = 0;
+  const bytes = snapshot.bytes.length;
+  const chunk = (offset: number) =>
+    Buffer.from(
+      snapshot.bytes.buffer,
+      snapshot.bytes.byteOffset + offset,
+      Math.min(SNAPSHOT_WRITE_CHUNK_BYTES, bytes - offset),
+    );
   try {
-    let isFirst = true;
-    for await (const batch of snapshot.batches) {
-      if (batch.length === 0) continue;
-      const args: string[] = [];
-      for (const [key, text] of batch) {
-        args.push(key, text);
-        bytes += Buffer.byteLength(key) + Buffer.byteLength(text);
-      }
-      await redis.hset(build, ...args);
-      if (isFirst) {
-        // An abandoned build (a crash halfway) disappears by itself.
-        await redis.pexpire(build, 3_600_000);
-        isFirst = false;
-      }
+    // An abandoned build (a crash halfway) disappears by itself.
+    await redis.set(build, chunk(0), "PX", 3_600_000);
+    for (
+      let offset = SNAPSHOT_WRITE_CHUNK_BYTES;
+      offset < bytes;
+      offset += SNAPSHOT_WRITE_CHUNK_BYTES
+    ) {
+      await redis.append(build, chunk(offset));
     }
     const announcement = snapshotAnnouncement(snapshot.version, snapshot.checksum);
     const [status, version] = await runScript(
@@ -257,10 +294,12 @@ export async function publishPolicySnapshot(
         String(DELTAS_KEPT_BELOW_SNAPSHOT),
         names.announce,
         announcement,
+        String(REDIS_PROTOCOL_VERSION),
       ],
     );
     if (status === 1) return { status: "applied", version, bytes };
     if (status === 3) return { status: "raced", currentVersion: version };
+    if (status === 4) throw protocolError(version, prefix);
     return { status: "not-newer", currentVersion: version };
   } catch (error: unknown) {
     await redis.del(build).catch(() => undefined);

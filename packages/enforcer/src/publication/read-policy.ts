@@ -1,26 +1,24 @@
 /**
  * The reading side of the policy protocol (names in `keys.ts`), for enforcers: the head, the
- * deltas of the log, a whole snapshot read in pages, and the announcements. Nothing read here is
- * trusted: the head's fields are parsed, each delta and entry is validated where it is applied
- * (`PolicyState`), and a snapshot must add up to the head's checksum.
+ * deltas of the log, a whole snapshot (one binary value, `binary-snapshot.ts`, read in ranges), and
+ * the announcements. Nothing read here is trusted: the head's fields are parsed (its protocol
+ * first, `protocol.ts`), each delta is validated where it is applied (`PolicyState`), and a
+ * snapshot is checked whole (its digest, every offset) and must be the head's version, checksum
+ * and entry count.
  */
 import { z } from "zod";
-import { parseEntryText } from "../policy/entries";
 import type { PolicyFieldError } from "../policy/errors";
 import { PolicyState, type PolicyStateOptions } from "../policy/policy-state";
 import { policyRedisNames } from "./keys";
+import { parseProtocolVersion, REDIS_PROTOCOL_VERSION } from "./protocol";
 
 /** The commands the readers send; ioredis's client satisfies it. */
 export interface PolicyReadingRedis {
   hgetall(key: string): Promise<Record<string, string>>;
   hget(key: string, field: string): Promise<string | null>;
   hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
-  hscan(
-    key: string,
-    cursor: string,
-    countToken: "COUNT",
-    count: number,
-  ): Promise<[string, string[]]>;
+  strlen(key: string): Promise<number>;
+  getrangeBuffer(key: string, start: number, end: number): Promise<Uint8Array>;
 }
 
 export interface PolicyHead {
@@ -39,7 +37,7 @@ const count = z.string().regex(/^[0-9]{1,16}$/, { error: "must be a whole number
 const checksum = z.string().regex(/^[0-9a-f]{64}$/, { error: "must be 64 hex characters" });
 
 const ZHeadFields = z.object({
-  format: z.literal("2", { error: "format must be 2" }),
+  format: z.literal(String(REDIS_PROTOCOL_VERSION)),
   version: positive,
   checksum,
   entries: count,
@@ -52,6 +50,8 @@ const ZHeadFields = z.object({
 export type PolicyHeadRead =
   | { readonly status: "none" }
   | { readonly status: "invalid"; readonly errors: readonly PolicyFieldError[] }
+  /** The head is of another protocol version (`protocol.ts`); null when it names none. */
+  | { readonly status: "protocol"; readonly storedVersion: number | null }
   | { readonly status: "ok"; readonly head: PolicyHead };
 
 /** The head, parsed; `none` when nothing was published in this format under `prefix`. */
@@ -61,6 +61,8 @@ export async function readPolicyHead(
 ): Promise<PolicyHeadRead> {
   const fields = await redis.hgetall(policyRedisNames(prefix).head);
   if (Object.keys(fields).length === 0) return { status: "none" };
+  const protocol = parseProtocolVersion(fields.format);
+  if (protocol !== REDIS_PROTOCOL_VERSION) return { status: "protocol", storedVersion: protocol };
   const parsed = ZHeadFields.safeParse(fields);
   if (!parsed.success) {
     return {
@@ -120,49 +122,51 @@ export type SnapshotLoad =
   | { readonly status: "ok"; readonly state: PolicyState }
   | { readonly status: "invalid"; readonly errors: readonly PolicyFieldError[] };
 
+/** Bytes per GETRANGE when a snapshot is read: Redis is never blocked by one large reply. */
+export const SNAPSHOT_READ_CHUNK_BYTES = 4 * 1024 * 1024;
+
 /**
- * Reads the head's snapshot in pages (HSCAN: Redis is never blocked by one large reply) and builds
- * the policy it holds at `head.snapshotVersion`, validated entry by entry and checked against the
- * head's snapshot checksum. A snapshot replaced while it is read stays for minutes
- * (`REPLACED_SNAPSHOT_LINGER_MS`), so a read in progress completes.
+ * Reads the head's snapshot (one binary value, in ranges of {@link SNAPSHOT_READ_CHUNK_BYTES}) and
+ * opens it as the policy at `head.snapshotVersion`: checked whole, the overrides left as bytes and
+ * looked up lazily. A snapshot replaced while it is read stays for minutes
+ * (`REPLACED_SNAPSHOT_LINGER_MS`), so a read in progress completes; one that vanished or changed
+ * length meanwhile is refused.
  */
 export async function loadPolicySnapshot(
-  redis: Pick<PolicyReadingRedis, "hscan">,
+  redis: Pick<PolicyReadingRedis, "strlen" | "getrangeBuffer">,
   prefix: string,
   head: PolicyHead,
   options: PolicyStateOptions = {},
 ): Promise<SnapshotLoad> {
   const key = policyRedisNames(prefix).snapshot(head.snapshotVersion);
-  // Built as the pages arrive: only the state is held, never the whole reply or a second copy.
-  const builder = PolicyState.builder(head.snapshotVersion, options);
-  const errors: PolicyFieldError[] = [];
-  let cursor = "0";
-  do {
-    const [next, flat] = await redis.hscan(key, cursor, "COUNT", 1_000);
-    cursor = next;
-    for (let index = 0; index + 1 < flat.length; index += 2) {
-      const parsed = parseEntryText(flat[index] as string, flat[index + 1] as string);
-      // HSCAN may return an entry twice; the set holds it once (`add` ignores the second).
-      if (parsed.ok) builder.add(parsed.value);
-      else if (errors.length < 20) errors.push(...parsed.errors);
+  const refuse = (message: string): SnapshotLoad => ({
+    status: "invalid",
+    errors: [{ path: ["snapshot"], message: `snapshot ${head.snapshotVersion} ${message}` }],
+  });
+  const length = await redis.strlen(key);
+  if (length === 0) return refuse(`is missing from Redis (${key})`);
+  const bytes = new Uint8Array(length);
+  for (let offset = 0; offset < length; offset += SNAPSHOT_READ_CHUNK_BYTES) {
+    const end = Math.min(length, offset + SNAPSHOT_READ_CHUNK_BYTES);
+    const chunk = await redis.getrangeBuffer(key, offset, end - 1);
+    if (chunk.length !== end - offset) {
+      return refuse(`changed length while it was read (${key}): expired or rewritten`);
     }
-  } while (cursor !== "0");
-  if (errors.length > 0) return { status: "invalid", errors };
-  if (builder.count !== head.snapshotEntries) {
-    return {
-      status: "invalid",
-      errors: [
-        {
-          path: ["snapshot"],
-          message: `snapshot ${head.snapshotVersion} holds ${builder.count} entries, not the ${head.snapshotEntries} its head says`,
-        },
-      ],
-    };
+    bytes.set(chunk, offset);
   }
-  const built = builder.finish(head.snapshotChecksum);
-  return built.ok
-    ? { status: "ok", state: built.value }
-    : { status: "invalid", errors: built.errors };
+  const loaded = PolicyState.fromBinary(bytes, options);
+  if (!loaded.ok) return { status: "invalid", errors: loaded.errors };
+  const state = loaded.value;
+  if (
+    state.version !== head.snapshotVersion ||
+    state.checksum !== head.snapshotChecksum ||
+    state.size.entries !== head.snapshotEntries
+  ) {
+    return refuse(
+      `holds version ${state.version} (checksum ${state.checksum}, ${state.size.entries} entries), not the ${head.snapshotVersion} (checksum ${head.snapshotChecksum}, ${head.snapshotEntries} entries) its head says`,
+    );
+  }
+  return { status: "ok", state };
 }
 
 /** An announcement of the delta format: which version, and its delta when small enough. */

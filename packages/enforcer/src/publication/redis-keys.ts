@@ -6,7 +6,6 @@
  * | --- | --- | --- | --- |
  * | `{policy}:head`, `{policy}:snapshot:<v>`, `{policy}:deltas` | the published policy (`keys.ts`) | the publisher | none (replaced snapshots expire) |
  * | `policy:announce` | channel, JSON `{version, base, checksum, publishedAt, delta}` (`keys.ts`) | the publisher | - |
- * | `policy:current` | the format before deltas, read only while no head exists (`keys.ts`) | an old publisher | none |
  * | `enforcers` | sorted set: enforcer id, scored by its last heartbeat (epoch ms) | each enforcer | members older than an hour are trimmed on every heartbeat |
  * | `enforcer:<id>` | hash: what one enforcer runs and reports (see `heartbeat.ts`) | that enforcer | `heartbeatTtlMs` |
  * | `metrics:sec:<epochSecond>` | hash `<scope>\|allowed` ... and `@latency\|...` | every enforcer, HINCRBY | `secondBucketTtlMs` (3 h) |

@@ -3,24 +3,29 @@
  * control plane does, and removing a run's keys afterwards.
  */
 import type { Redis } from "ioredis";
+import { PolicyState } from "../policy/policy-state";
 import type { TSnapshot } from "../policy/schemas";
-import { type PublishingRedis, publishSnapshot } from "../publication/publish-snapshot";
+import { type PolicyPublishingRedis, publishPolicySnapshot } from "../publication/publish-policy";
 
 /**
- * Makes `snapshot` current under `prefix` and announces it, with the control plane's own
- * newer-only `publishSnapshot`; throws if Redis already had it or a newer one.
+ * Makes `snapshot` the head under `prefix` and announces it, as one binary snapshot through the
+ * control plane's own newer-only `publishPolicySnapshot`; throws if Redis already had it or a
+ * newer one.
  */
 export async function publishTestSnapshot(
-  redis: PublishingRedis,
+  redis: PolicyPublishingRedis,
   prefix: string,
   snapshot: TSnapshot,
 ): Promise<void> {
-  const result = await publishSnapshot(redis, prefix, {
-    version: snapshot.version,
-    checksum: snapshot.checksum,
-    snapshotJson: JSON.stringify(snapshot),
+  const state = PolicyState.fromSnapshot(snapshot);
+  const result = await publishPolicySnapshot(redis, prefix, {
+    version: state.version,
+    checksum: state.checksum,
+    entries: state.size.entries,
+    mode: "publish",
+    bytes: state.toBinary(),
   });
-  if (!result.applied) {
+  if (result.status !== "applied") {
     throw new Error(`version ${snapshot.version} refused: Redis has ${result.currentVersion}`);
   }
 }

@@ -70,19 +70,12 @@
  * last for 2^48 admissions to one live log.) One key per decision, however many layers: one
  * HMGET and one HSET, where a key per bucket took a read and a write each.
  *
- * Stored state and upgrades: before the subject's hash, every bucket was a string at
- * `<prefix>rl:{<subject>}:<bucket>` in the same packed layout. A bucket the hash has no field for
- * is read from there (same slot: the same hash tag), so an upgrade neither resets nor refills a
- * bucket; it is written to the hash from then on. While old and new gateways run side by side,
- * each writes its own layout, so a bucket both use is counted twice as loosely for as long as
- * the rollout lasts: roll out quickly (README "The Redis store"). Two releases of this layout run
- * side by side under their own library and function names (or SHA-1s). A script from before
- * leases reads a 49-byte token bucket as another algorithm's state; see README "Leases".
+ * Deploys: two releases of the script run side by side under their own library and function
+ * names (or SHA-1s), each reading and writing this layout.
  *
- * Commands per decision: one HMGET (its fields and the deadline `x`), an MGET of the old layout
- * for fields the hash lacks, a ZRANGE per sliding log, one HSET of what it writes, and a PEXPIRE
- * when the deadline must move (see write_fields); a log writes its ZADD/ZREM and a PEXPIRE. TIME
- * once per call.
+ * Commands per decision: one HMGET (its fields and the deadline `x`), a ZRANGE per sliding
+ * log, one HSET of what it writes, and a PEXPIRE when the deadline must move (see write_fields);
+ * a log writes its ZADD/ZREM and a PEXPIRE. TIME once per call.
  *
  * Cost (the hot path, issue 19): what Redis spends per call besides the commands was mostly making
  * closures (the EVAL form still does, once per call); the library makes them once. The
@@ -231,13 +224,6 @@ local res
 -- key.
 local hm, hs, stored, log_keys = { "HMGET" }, { "HSET" }, {}, {}
 
--- The MGET of the states buckets had in the layout before the subject's hash (a string per
--- bucket at <prefix>rl:{<subject>}:<bucket>, the key a sliding log still has), and which check
--- each is for: read for the buckets the hash has no field for, so an upgrade neither resets nor
--- refills a bucket (MGET answers false for none, and for a key that is not a string). The old keys
--- are in the hash key's slot (the same hash tag).
-local lg, lg_check = { "MGET" }, {}
-
 -- Reads the deadline and the fields of the current decision's checks (parsed[1..count]) into
 -- stored[1..count]. Returns the deadline's packed text (false: none) and whether the key holds
 -- something other than a hash (then treated as no state, and replaced on the first write).
@@ -245,8 +231,7 @@ local lg, lg_check = { "MGET" }, {}
 -- A bucket's field says which algorithm it belongs to now, so that switching algorithm starts
 -- it fresh both ways although a sliding log keeps its entries elsewhere: a log writes LOG_MARK
 -- there, any other algorithm its state. A log whose field holds another algorithm's state is
--- stale (its entries predate the switch): read as empty, and replaced when written. A log
--- without a field is as an earlier release left it, and is read as it is.
+-- stale (its entries predate the switch): read as empty, and replaced when written.
 local function read_fields(hkey, count)
   local got
   if count == 1 then
@@ -260,24 +245,7 @@ local function read_fields(hkey, count)
     for i = 1, count do stored[i] = false end
     return false, true
   end
-  local missing = 0
-  for i = 1, count do
-    local value = got[i + 1]
-    stored[i] = value
-    if not value and parsed[i][1] ~= 2 then
-      missing = missing + 1
-      lg_check[missing] = i
-    end
-  end
-  if missing > 0 then
-    -- <prefix>rl2:{<subject>} to <prefix>rl:{<subject>}:, as redisSubjectKey and redisLogKey
-    -- in redis.ts make them (test/redis-store.state.test.ts reads a state left at redisLogKey).
-    local brace = find(hkey, "{", 1, true)
-    local base = sub(hkey, 1, brace - 5) .. "rl:" .. sub(hkey, brace) .. ":"
-    for j = 1, missing do lg[j + 1] = base .. parsed[lg_check[j]][6] end
-    local old = call(unpack_(lg, 1, missing + 1))
-    for j = 1, missing do stored[lg_check[j]] = old[j] end
-  end
+  for i = 1, count do stored[i] = got[i + 1] end
   return got[1], false
 end
 
@@ -1172,7 +1140,7 @@ end
  * the function's names, so two releases' libraries live side by side during a rolling deploy. A
  * unit test recomputes it from the text, so an edit to the script without this constant fails.
  */
-export const REDIS_DECIDE_VERSION = "936432452ab5";
+export const REDIS_DECIDE_VERSION = "9646f457a66c";
 
 /** The function the store calls with FCALL. */
 export const REDIS_DECIDE_FUNCTION = `limitplane_decide_${REDIS_DECIDE_VERSION}`;
@@ -1193,4 +1161,4 @@ export const REDIS_DECIDE_LUA = `${REDIS_DECIDE_BODY}return decide(KEYS, ARGV)
  * SHA-1 of `REDIS_DECIDE_LUA`, the name Redis caches the EVAL form under (EVALSHA). A unit test
  * recomputes it from the text, so an edit to the script without this constant fails the build.
  */
-export const REDIS_DECIDE_SHA1 = "3783db200bd81087f5ad1f12854a0c8efbbef9d8";
+export const REDIS_DECIDE_SHA1 = "610140d09a8293eb51a11473cd52e5ee3c181c98";

@@ -265,10 +265,7 @@ export function redisSubjectKey(keyPrefix: string, subject: string): string {
 
 /**
  * A sliding log's key under a subject: `<prefix>rl:{<subject>}:<bucket>`, e.g.
- * `lp:rl:{c:acme}:endpoint:reports`: the key every bucket had before the subject's hash (the
- * script still reads a state left there by an earlier release, once, when the hash has none).
- * The script derives this key from the subject's hash key ({@link redisSubjectKey}) by
- * replacing `rl2:` with `rl:`: change one of the two formats and `read_fields` must follow.
+ * `lp:rl:{c:acme}:endpoint:reports`, in the slot of its subject's hash (the same hash tag).
  */
 export function redisLogKey(keyPrefix: string, subject: string, bucket: string): string {
   return `${keyPrefix}rl:{${hashTagOf(subject)}}:${bucket}`;

@@ -1,5 +1,6 @@
 /**
- * A bounded map for the decision hot path, in two generations: a lookup finds a key in the young
+ * A bounded map in two generations, the one cache of this kind in the package (the decision hot
+ * path's leases and resolutions, and the policy's prepared customers): a lookup finds a key in the young
  * generation (one `Map.get`) or moves it there from the old one; when the young generation would
  * pass half the bound, the old generation is dropped (each value handed to `onDrop`) and the young
  * one becomes it. So at most `maxWeight` is held, a key in use is never dropped, and a lookup pays
@@ -63,12 +64,18 @@ export class GenerationalMap<K, V> {
     this.#putYoung(key, value);
   }
 
-  /** Takes a key out (of the young generation, where `get` left it); its value is not dropped. */
+  /** Takes a key out of either generation; its value is not dropped (`onDrop` is not told). */
   delete(key: K): void {
-    const value = this.#young.get(key);
-    if (value === undefined) return;
-    this.#young.delete(key);
-    this.#youngWeight -= this.#weightOf(value);
+    const young = this.#young.get(key);
+    if (young !== undefined) {
+      this.#young.delete(key);
+      this.#youngWeight -= this.#weightOf(young);
+      return;
+    }
+    const old = this.#old.get(key);
+    if (old === undefined) return;
+    this.#old.delete(key);
+    this.#oldWeight -= this.#weightOf(old);
   }
 
   /** Forgets everything, telling `onDrop` nothing. */

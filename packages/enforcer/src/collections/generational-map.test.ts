@@ -40,6 +40,21 @@ describe("GenerationalMap", () => {
     expect(map.get("z")).toEqual([1, 2, 3]);
   });
 
+  it("delete takes a key out of the old generation too, without telling onDrop", () => {
+    const dropped: string[] = [];
+    const map = new GenerationalMap<string, string>({
+      maxWeight: 4,
+      onDrop: (v) => dropped.push(v),
+    });
+    for (const key of ["a", "b", "c"]) map.set(key, key.toUpperCase());
+    // "a" and "b" are the old generation now.
+    map.delete("a");
+    expect(map.size).toBe(2);
+    expect(map.weight).toBe(2);
+    expect(map.get("a")).toBeUndefined();
+    expect(dropped).toEqual([]);
+  });
+
   it("with a bound of 1, a new key replaces the one held, and clear tells onDrop nothing", () => {
     const dropped: string[] = [];
     const map = new GenerationalMap<string, string>({

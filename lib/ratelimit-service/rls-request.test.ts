@@ -1,0 +1,189 @@
+import { describe, expect, it } from "vitest";
+import {
+  DEFAULT_DESCRIPTOR_MAPPING,
+  domainMappingOf,
+  requestOfDescriptor,
+  ZDescriptorMapping,
+} from "./descriptor-mapping";
+import { parseRateLimitRequest } from "./rls-request";
+
+const entries = (...pairs: [string, string][]) => pairs.map(([key, value]) => ({ key, value }));
+const valid = {
+  domain: "edge",
+  descriptors: [{ entries: entries(["customer_id", "acme"]), limit: null }],
+  hits_addend: 0,
+};
+
+describe("parseRateLimitRequest refuses hostile input by field", () => {
+  it.each([
+    ["a missing domain", { ...valid, domain: "" }, "domain", "is required"],
+    [
+      "no descriptors",
+      { ...valid, descriptors: [] },
+      "descriptors",
+      "must hold at least one descriptor",
+    ],
+    [
+      "10,000 descriptors",
+      { ...valid, descriptors: Array.from({ length: 10_000 }, () => valid.descriptors[0]) },
+      "descriptors",
+      "take at most 64 descriptors, got 10000",
+    ],
+    [
+      "a 1 MB value",
+      { ...valid, descriptors: [{ entries: entries(["customer_id", "x".repeat(1_000_000)]) }] },
+      "descriptors[0].entries[0].value",
+      "takes at most 4096 characters",
+    ],
+    [
+      "bytes that were not UTF-8",
+      { ...valid, descriptors: [{ entries: entries(["path", "/a\uFFFDb"]) }] },
+      "descriptors[0].entries[0].value",
+      "is not valid UTF-8",
+    ],
+    [
+      "an empty key",
+      { ...valid, descriptors: [{ entries: entries(["", "v"]) }] },
+      "descriptors[0].entries[0].key",
+      "must not be empty",
+    ],
+    [
+      "a descriptor without entries",
+      { ...valid, descriptors: [{ entries: [] }] },
+      "descriptors[0].entries",
+      "must hold at least one entry",
+    ],
+    [
+      "a huge hits_addend (a negative one arrives as 4294967295)",
+      { ...valid, hits_addend: 4_294_967_295 },
+      "hits_addend",
+      "must be at most 1000000",
+    ],
+    [
+      "a negative hits_addend",
+      { ...valid, hits_addend: -1 },
+      "hits_addend",
+      "must not be negative",
+    ],
+  ])("%s", (_name, raw, field, message) => {
+    expect(parseRateLimitRequest(raw)).toEqual({ ok: false, field, message });
+  });
+
+  it("a request Envoy sends is accepted, with the limit override kept for counting", () => {
+    const parsed = parseRateLimitRequest({
+      ...valid,
+      descriptors: [
+        {
+          entries: entries(["customer_id", "acme"]),
+          limit: { requests_per_unit: 5, unit: "MINUTE" },
+        },
+      ],
+    });
+    expect(parsed.ok && parsed.request.descriptors[0]?.limit).toEqual({
+      requests_per_unit: 5,
+      unit: "MINUTE",
+    });
+  });
+});
+
+describe("requestOfDescriptor maps entries onto the policy's request", () => {
+  const mapping = domainMappingOf(DEFAULT_DESCRIPTOR_MAPPING, "edge");
+
+  it.each([
+    [
+      "customer, tier, method and path",
+      entries(
+        ["customer_id", "acme"],
+        ["tier", "pro"],
+        ["method", "post"],
+        ["path", "/v1/reports"],
+      ),
+      {
+        kind: "request",
+        request: {
+          customerId: "acme",
+          tier: "pro",
+          method: "POST",
+          path: "/v1/reports",
+          clientAddress: null,
+          cost: 3,
+        },
+      },
+    ],
+    [
+      "an address alone (anonymous), IPv6 keyed by its /64",
+      entries(["remote_address", "2001:db8::1"]),
+      {
+        kind: "request",
+        request: {
+          customerId: null,
+          tier: null,
+          method: "GET",
+          path: "/",
+          clientAddress: "2001:db8:0:0::/64",
+          cost: 3,
+        },
+      },
+    ],
+    [
+      "keys the mapping does not know: uncovered, with its keys",
+      entries(["generic_key", "checkout"], ["header_match", "premium"]),
+      { kind: "uncovered", keys: "generic_key,header_match" },
+    ],
+    [
+      "a malformed customer id",
+      entries(["customer_id", "has space"]),
+      {
+        kind: "invalid",
+        field: "descriptors[1].entries[0].value",
+        message: "is not a customer id (letters, digits and ._:@-, at most 128)",
+      },
+    ],
+    [
+      "an address that is not one",
+      entries(["remote_address", "not-an-ip"]),
+      {
+        kind: "invalid",
+        field: "descriptors[1].entries[0].value",
+        message: "is not an IP address",
+      },
+    ],
+    [
+      "a path without its slash",
+      entries(["customer_id", "acme"], ["path", "v1"]),
+      {
+        kind: "invalid",
+        field: "descriptors[1].entries[1].value",
+        message: "a path must start with /",
+      },
+    ],
+  ])("%s", (_name, given, expected) => {
+    expect(requestOfDescriptor(mapping, given, 3, "descriptors[1]")).toEqual(expected);
+  });
+
+  it("a domain no mapping names is uncovered", () => {
+    const only = ZDescriptorMapping.parse({ domains: [{ domain: "edge" }] });
+    expect(domainMappingOf(only, "other")).toBeNull();
+    expect(
+      requestOfDescriptor(null, entries(["customer_id", "acme"]), 1, "descriptors[0]"),
+    ).toEqual({ kind: "uncovered", keys: "customer_id" });
+  });
+
+  it.each([
+    [{ domains: [] }, "domains must list at least one domain mapping"],
+    [{ domains: [{ domain: "a" }, { domain: "a" }] }, 'domain "a" is already mapped at domains[0]'],
+    [
+      { domains: [{ domain: "a", tier: "customer_id" }] },
+      'entry key "customer_id" is mapped twice',
+    ],
+    [
+      { domains: [{ domain: "a", customer: null, clientAddress: null }] },
+      "map at least one of customer and clientAddress: they say whose budget is spent",
+    ],
+    [{ domains: [{ domain: "a", extra: 1 }] }, 'Unrecognized key: "extra"'],
+  ])("a bad mapping is refused: %j", (input, message) => {
+    const parsed = ZDescriptorMapping.safeParse(input);
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]?.message).toBe(message);
+  });
+});

@@ -1,0 +1,142 @@
+/**
+ * The RLS v3 `RateLimitResponse` for the enforcer's decisions, one per descriptor in request
+ * order. Envoy answers the client 429 when `overall_code` is OVER_LIMIT, with `raw_body` as the
+ * body and `response_headers_to_add` on the response (on OK they go on the upstream's response),
+ * so a client sees what a Node gateway sends: the `RateLimit` and `RateLimit-Policy` fields,
+ * `X-RateLimit-*`, and on a rejection `Retry-After` and the RFC 9457 problem body.
+ *
+ * A fail-closed limit whose store could not be asked is not a quota rejection: RLS has no code
+ * for it, so the service answers the call with gRPC UNAVAILABLE and the gateway's own failure
+ * setting (Envoy `failure_mode_deny`) decides, as docs/ratelimit-service.md explains.
+ */
+import type { EnforcerResult } from "@limitplane/enforcer";
+import type { LimitSpec } from "@limitplane/enforcer/limiter";
+
+export type RlsCode = "OK" | "OVER_LIMIT";
+export type RlsUnit = "SECOND" | "MINUTE" | "HOUR" | "DAY";
+
+/** What one descriptor came to. */
+export type DescriptorOutcome =
+  | { readonly kind: "decided"; readonly result: EnforcerResult }
+  | { readonly kind: "uncovered" };
+
+/** The response message as grpc-js serializes it (proto field names). */
+export interface RlsResponseMessage {
+  readonly overall_code: RlsCode;
+  readonly statuses: readonly {
+    readonly code: RlsCode;
+    readonly current_limit: {
+      readonly name: string;
+      readonly requests_per_unit: number;
+      readonly unit: RlsUnit;
+    } | null;
+    readonly limit_remaining: number;
+    readonly duration_until_reset: { readonly seconds: number; readonly nanos: number } | null;
+  }[];
+  readonly response_headers_to_add: readonly { readonly key: string; readonly value: string }[];
+  readonly raw_body: Buffer;
+}
+
+export type RlsAnswer =
+  | { readonly kind: "response"; readonly message: RlsResponseMessage }
+  | { readonly kind: "unavailable"; readonly scope: string; readonly retryAfterMs: number };
+
+const UINT32_MAX = 4_294_967_295;
+const UNIT_SECONDS: readonly (readonly [RlsUnit, number])[] = [
+  ["SECOND", 1],
+  ["MINUTE", 60],
+  ["HOUR", 3_600],
+  ["DAY", 86_400],
+];
+
+/**
+ * A limit as RLS's `requests_per_unit` per `unit`. A window of exactly one unit reads as its
+ * limit; anything else (a 90 s window, a token bucket) as its sustained rate in the smallest unit
+ * where that rate is at least 1, rounded down so the gateway is never told of more than exists.
+ */
+export function currentLimitOf(spec: LimitSpec): { requests_per_unit: number; unit: RlsUnit } {
+  let perSecond: number;
+  switch (spec.algorithm) {
+    case "fixed-window":
+    case "sliding-log":
+    case "sliding-window": {
+      const whole = UNIT_SECONDS.find(([, seconds]) => seconds * 1000 === spec.windowMs);
+      if (whole !== undefined) {
+        return { requests_per_unit: clampUint32(Math.floor(spec.limit)), unit: whole[0] };
+      }
+      perSecond = spec.limit / (spec.windowMs / 1000);
+      break;
+    }
+    case "token-bucket":
+      perSecond = spec.refillPerSec;
+      break;
+    case "leaky-meter":
+      perSecond = spec.drainPerSec;
+      break;
+    default: {
+      const unknown: never = spec;
+      throw new TypeError(`unknown limit: ${JSON.stringify(unknown)}`);
+    }
+  }
+  for (const [unit, seconds] of UNIT_SECONDS) {
+    const perUnit = Math.floor(perSecond * seconds + 1e-9);
+    if (perUnit >= 1) return { requests_per_unit: clampUint32(perUnit), unit };
+  }
+  return { requests_per_unit: clampUint32(Math.floor(perSecond * 86_400)), unit: "DAY" };
+}
+
+function clampUint32(value: number): number {
+  return Math.min(UINT32_MAX, Math.max(0, value));
+}
+
+function statusOf(outcome: DescriptorOutcome): RlsResponseMessage["statuses"][number] {
+  if (outcome.kind === "uncovered") {
+    return { code: "OK", current_limit: null, limit_remaining: 0, duration_until_reset: null };
+  }
+  const { decision, checks } = outcome.result;
+  const binding = checks.find((check) => check.scope === decision.scope);
+  const resetMs = Math.max(0, decision.allowed ? decision.resetAfterMs : decision.retryAfterMs);
+  return {
+    code: decision.allowed ? "OK" : "OVER_LIMIT",
+    current_limit:
+      binding === undefined ? null : { name: binding.scope, ...currentLimitOf(binding.limit) },
+    limit_remaining: clampUint32(
+      Math.floor(Number.isFinite(decision.remaining) ? decision.remaining : 0),
+    ),
+    duration_until_reset:
+      binding === undefined
+        ? null
+        : { seconds: Math.floor(resetMs / 1000), nanos: Math.round((resetMs % 1000) * 1e6) },
+  };
+}
+
+/** The answer for the descriptors' outcomes, in request order. */
+export function buildRlsAnswer(outcomes: readonly DescriptorOutcome[]): RlsAnswer {
+  let shown: EnforcerResult | null = null;
+  for (const outcome of outcomes) {
+    if (outcome.kind !== "decided") continue;
+    const { http, decision } = outcome.result;
+    if (http.status === 503) {
+      return {
+        kind: "unavailable",
+        scope: decision.scope ?? "unknown",
+        retryAfterMs: decision.retryAfterMs,
+      };
+    }
+    // The headers of the first rejection, else of the first decided descriptor.
+    if (shown === null || (shown.decision.allowed && !decision.allowed)) shown = outcome.result;
+  }
+  const statuses = outcomes.map(statusOf);
+  const isOver = statuses.some((status) => status.code === "OVER_LIMIT");
+  const headers = shown === null ? {} : shown.http.headers;
+  return {
+    kind: "response",
+    message: {
+      overall_code: isOver ? "OVER_LIMIT" : "OK",
+      statuses,
+      response_headers_to_add: Object.entries(headers).map(([key, value]) => ({ key, value })),
+      raw_body:
+        isOver && shown?.http.bodyText != null ? Buffer.from(shown.http.bodyText) : Buffer.alloc(0),
+    },
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * The service's own settings, from environment variables (Redis and the key prefix come from the
+ * same variables as every gateway: `lib/server/env.ts`). Parsed with zod; a bad value is one line
+ * naming the variable. Defaults are safe: gRPC needs TLS unless plaintext is asked for by name,
+ * and the forward-auth endpoint needs a shared secret or a client CA.
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import {
+  DEFAULT_DESCRIPTOR_MAPPING,
+  type TDescriptorMapping,
+  ZDescriptorMapping,
+} from "./descriptor-mapping";
+import { fieldPath } from "./rls-request";
+
+const port = z.coerce
+  .number({ error: "must be a number" })
+  .int("must be a whole number")
+  .min(0, "must be between 0 (any free port) and 65535")
+  .max(65535, "must be between 0 (any free port) and 65535");
+
+const filePath = z.string().trim().min(1, "is empty");
+const headerName = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^[a-z0-9-]{1,64}$/, "must be a header name (letters, digits and -)");
+
+export const ZServiceEnv = z
+  .object({
+    RATELIMIT_SERVICE_HOST: z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9.:_-]{1,253}$/, "must be a host name or an IP address")
+      .default("127.0.0.1"),
+    /** Envoy's `rate_limit_service` cluster points here. */
+    RATELIMIT_SERVICE_GRPC_PORT: port.default(8081),
+    /** Forward-auth `/check`, `/metrics`, `/healthz`, `/readyz`. */
+    RATELIMIT_SERVICE_HTTP_PORT: port.default(8080),
+    /** PEM certificate chain and key: gRPC and HTTP are served over TLS. */
+    RATELIMIT_SERVICE_TLS_CERT: filePath.optional(),
+    RATELIMIT_SERVICE_TLS_KEY: filePath.optional(),
+    /** PEM CA: gRPC clients must present a certificate it signed; `/check` accepts them. */
+    RATELIMIT_SERVICE_TLS_CLIENT_CA: filePath.optional(),
+    /** `true` serves gRPC without TLS (a sidecar on loopback, a mesh that encrypts). */
+    RATELIMIT_SERVICE_GRPC_PLAINTEXT: z
+      .enum(["true", "false"], { error: "must be true or false" })
+      .default("false"),
+    /** The shared secret gateways send in `X-Limitplane-Secret` to `/check`. */
+    RATELIMIT_SERVICE_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+    /** A JSON file with the descriptor mapping (`descriptor-mapping.ts`); unset: the defaults. */
+    RATELIMIT_SERVICE_MAPPING: filePath.optional(),
+    RATELIMIT_SERVICE_CUSTOMER_HEADER: headerName.default("x-customer-id"),
+    RATELIMIT_SERVICE_TIER_HEADER: headerName.default("x-tier"),
+  })
+  .superRefine((env, ctx) => {
+    if (
+      (env.RATELIMIT_SERVICE_TLS_CERT === undefined) !==
+      (env.RATELIMIT_SERVICE_TLS_KEY === undefined)
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["RATELIMIT_SERVICE_TLS_KEY"],
+        message: "set both RATELIMIT_SERVICE_TLS_CERT and RATELIMIT_SERVICE_TLS_KEY, or neither",
+      });
+    }
+    if (
+      env.RATELIMIT_SERVICE_TLS_CLIENT_CA !== undefined &&
+      env.RATELIMIT_SERVICE_TLS_CERT === undefined
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["RATELIMIT_SERVICE_TLS_CLIENT_CA"],
+        message:
+          "mutual TLS needs the server's own certificate: set RATELIMIT_SERVICE_TLS_CERT and _KEY",
+      });
+    }
+    if (
+      env.RATELIMIT_SERVICE_TLS_CERT === undefined &&
+      env.RATELIMIT_SERVICE_GRPC_PLAINTEXT !== "true"
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["RATELIMIT_SERVICE_TLS_CERT"],
+        message:
+          "gRPC is served over TLS: set RATELIMIT_SERVICE_TLS_CERT and _KEY, or RATELIMIT_SERVICE_GRPC_PLAINTEXT=true for a loopback sidecar or a mesh that encrypts",
+      });
+    }
+    if (
+      env.RATELIMIT_SERVICE_SECRET === undefined &&
+      env.RATELIMIT_SERVICE_TLS_CLIENT_CA === undefined
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["RATELIMIT_SERVICE_SECRET"],
+        message:
+          "the forward-auth endpoint spends customers' budgets: set RATELIMIT_SERVICE_SECRET (32+ characters) or RATELIMIT_SERVICE_TLS_CLIENT_CA",
+      });
+    }
+  });
+
+export interface ServiceConfig {
+  readonly host: string;
+  readonly grpcPort: number;
+  readonly httpPort: number;
+  readonly tls: {
+    readonly cert: Buffer;
+    readonly key: Buffer;
+    readonly clientCa: Buffer | null;
+  } | null;
+  readonly isGrpcPlaintext: boolean;
+  readonly secret: string | null;
+  readonly mapping: TDescriptorMapping;
+  readonly customerHeader: string;
+  readonly tierHeader: string;
+}
+
+/** A configuration mistake: one line naming the variable, or the file and field. */
+export class ServiceConfigError extends Error {}
+
+/** The configuration from `env`, reading the files it names. Throws {@link ServiceConfigError}. */
+export function loadServiceConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  readFile: (path: string) => Buffer = (path) => readFileSync(path),
+): ServiceConfig {
+  // An empty variable is an unset one (`VAR=` in a unit file or a compose file).
+  const set = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const parsed = ZServiceEnv.safeParse(set);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ServiceConfigError(
+      `${fieldPath(issue?.path ?? [])} ${issue?.message ?? "is invalid"}`,
+    );
+  }
+  const values = parsed.data;
+  const read = (name: string, path: string): Buffer => {
+    try {
+      return readFile(path);
+    } catch (error: unknown) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new ServiceConfigError(`${name}: cannot read ${path}: ${reason}`);
+    }
+  };
+  const cert = values.RATELIMIT_SERVICE_TLS_CERT;
+  const key = values.RATELIMIT_SERVICE_TLS_KEY;
+  const ca = values.RATELIMIT_SERVICE_TLS_CLIENT_CA;
+  return {
+    host: values.RATELIMIT_SERVICE_HOST,
+    grpcPort: values.RATELIMIT_SERVICE_GRPC_PORT,
+    httpPort: values.RATELIMIT_SERVICE_HTTP_PORT,
+    tls:
+      cert === undefined || key === undefined
+        ? null
+        : {
+            cert: read("RATELIMIT_SERVICE_TLS_CERT", cert),
+            key: read("RATELIMIT_SERVICE_TLS_KEY", key),
+            clientCa: ca === undefined ? null : read("RATELIMIT_SERVICE_TLS_CLIENT_CA", ca),
+          },
+    isGrpcPlaintext: values.RATELIMIT_SERVICE_GRPC_PLAINTEXT === "true",
+    secret: values.RATELIMIT_SERVICE_SECRET ?? null,
+    mapping:
+      values.RATELIMIT_SERVICE_MAPPING === undefined
+        ? DEFAULT_DESCRIPTOR_MAPPING
+        : parseMappingFile(
+            values.RATELIMIT_SERVICE_MAPPING,
+            read("RATELIMIT_SERVICE_MAPPING", values.RATELIMIT_SERVICE_MAPPING).toString("utf8"),
+          ),
+    customerHeader: values.RATELIMIT_SERVICE_CUSTOMER_HEADER,
+    tierHeader: values.RATELIMIT_SERVICE_TIER_HEADER,
+  };
+}
+
+/** The mapping in a JSON file's text; errors name the file and the field. */
+export function parseMappingFile(path: string, text: string): TDescriptorMapping {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error: unknown) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ServiceConfigError(`${path}: not JSON: ${reason}`);
+  }
+  const parsed = ZDescriptorMapping.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ServiceConfigError(
+      `${path}: ${fieldPath(issue?.path ?? [])}: ${issue?.message ?? "is invalid"}`,
+    );
+  }
+  return parsed.data;
+}

@@ -1,0 +1,225 @@
+/**
+ * 429 responses made once and reused: in a flood of rejections, the same limit rejects the same
+ * clients again and again with the same headers, and only the body's `retryAfterMs` changes from
+ * one millisecond to the next. So the parts of a 429 that do not depend on the millisecond (the
+ * status, the header record, Node's raw header list with its `Content-Length`, and the body's text
+ * up to `retryAfterMs`) are kept per list of checks (the limits `RateLimit-Policy` names) and per
+ * retry-after second, and each rejection adds its own number to the body.
+ *
+ * Byte for byte what {@link buildRateLimitResponse} makes: an entry is made FROM its result the
+ * first time, and found again only for a decision that would give the same bytes (the same binding
+ * limit, scope alone among the violated policies, remaining, reset and retry-after seconds, and the
+ * same number of digits in `retryAfterMs`). Anything else (an admission, a 503, several limits
+ * violated at once, a fractional wait, a list of checks that is not frozen) is built fresh.
+ *
+ * Bounded: at most `maxPerLimit` entries per list of checks (then that list's entries are dropped
+ * and made again), and at most {@link MAX_LIMITS} lists. The engine clears it whenever the policy
+ * in force changes, so no entry outlives the limits it was made for.
+ */
+
+import type { LimitCheck } from "../limiter/types";
+import {
+  buildRateLimitResponse,
+  type HttpDecision,
+  type HttpOutcome,
+  QUOTA_EXCEEDED_TYPE,
+  type RateLimitHttpResult,
+  retryAfterSeconds,
+} from "./http-headers";
+
+/** The parts of a 429 that one limit gives every rejection in the same retry-after second. */
+interface PrebuiltRejection {
+  // What the entry was made for (its retry-after second is the key it is filed under).
+  readonly scope: string;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetSec: number;
+  readonly hasRetryAfter: boolean;
+  readonly retryAfterDigits: number;
+  // What every response made from it shares.
+  readonly headers: Readonly<Record<string, string>>;
+  readonly rawHeaders: readonly string[];
+  /** The body's `violated-policies`: the scope alone, frozen. */
+  readonly violated: readonly string[];
+  /** The body's text up to the value of `retryAfterMs`. */
+  readonly bodyPrefix: string;
+}
+
+/** The entries of one list of checks, by retry-after second. */
+interface LimitResponses {
+  readonly bySecond: Map<number, PrebuiltRejection[]>;
+  count: number;
+}
+
+/** Scopes are printable ASCII (the policy's grammar); a body outside it is not kept. */
+const ASCII = /^[\x20-\x7e]*$/;
+
+/** Lists of checks held at most (the policy's tiers times endpoint classes, and overrides). */
+export const MAX_LIMITS = 4_096;
+
+export interface RejectionResponsesOptions {
+  /**
+   * Entries held per list of checks: one per retry-after second (and, rarely, per remaining or
+   * reset second) seen while its rejections last.
+   * @default 512
+   */
+  readonly maxPerLimit?: number;
+}
+
+export class RejectionResponses {
+  readonly #byChecks = new Map<readonly LimitCheck[], LimitResponses>();
+  readonly #maxPerLimit: number;
+
+  constructor(options: RejectionResponsesOptions = {}) {
+    const maxPerLimit = options.maxPerLimit ?? 512;
+    if (!Number.isInteger(maxPerLimit) || maxPerLimit < 1) {
+      throw new RangeError(`maxPerLimit must be a whole number >= 1, got ${maxPerLimit}`);
+    }
+    this.#maxPerLimit = maxPerLimit;
+  }
+
+  /** Entries held, over every list of checks. */
+  get size(): number {
+    let size = 0;
+    for (const responses of this.#byChecks.values()) size += responses.count;
+    return size;
+  }
+
+  /** Forgets every entry (the policy changed). */
+  clear(): void {
+    this.#byChecks.clear();
+  }
+
+  /**
+   * `buildRateLimitResponse(decision, checks)`, with `rawHeaders` (Node's flat list, with
+   * `Content-Length` first) on a 429 made from a kept entry.
+   */
+  responseFor(decision: HttpDecision, checks: readonly LimitCheck[]): RateLimitHttpResult {
+    const { scope, retryAfterMs } = decision;
+    if (
+      decision.allowed ||
+      scope === null ||
+      decision.reason === "store-unavailable" ||
+      !Number.isInteger(retryAfterMs) ||
+      retryAfterMs < 0
+    ) {
+      return buildRateLimitResponse(decision, checks);
+    }
+    const binding = bindingOutcomeOf(decision.outcomes, scope);
+    if (binding === undefined || !isScopeAloneViolated(decision.outcomes, scope)) {
+      return buildRateLimitResponse(decision, checks);
+    }
+    const retryAfterText = String(retryAfterMs);
+    const retrySec = retryAfterSeconds(retryAfterMs);
+    const resetSec = retryAfterSeconds(binding.resetAfterMs);
+    const hasRetryAfter = decision.reason !== "cost-exceeds-capacity";
+    const responses = this.#byChecks.get(checks);
+    const entries = responses?.bySecond.get(retrySec);
+    if (entries !== undefined) {
+      for (let index = 0; index < entries.length; index++) {
+        const entry = entries[index] as PrebuiltRejection;
+        if (
+          entry.scope === scope &&
+          entry.resetSec === resetSec &&
+          entry.remaining === binding.remaining &&
+          entry.limit === binding.limit &&
+          entry.hasRetryAfter === hasRetryAfter &&
+          entry.retryAfterDigits === retryAfterText.length
+        ) {
+          return {
+            status: 429,
+            headers: entry.headers,
+            body: {
+              type: QUOTA_EXCEEDED_TYPE,
+              title: "Quota exceeded",
+              status: 429,
+              "violated-policies": entry.violated,
+              code: "RATE_LIMITED",
+              scope,
+              retryAfterMs,
+            },
+            bodyText: `${entry.bodyPrefix}${retryAfterText}}`,
+            rawHeaders: entry.rawHeaders,
+          };
+        }
+      }
+    }
+    const fresh = buildRateLimitResponse(decision, checks);
+    const tail = `${retryAfterText}}`;
+    const bodyText = fresh.bodyText;
+    if (
+      fresh.status !== 429 ||
+      bodyText === null ||
+      !bodyText.endsWith(tail) ||
+      !ASCII.test(bodyText)
+    ) {
+      return fresh;
+    }
+    const kept = responses ?? this.#listFor(checks);
+    if (kept === undefined) return fresh;
+    const headers = Object.freeze({ ...fresh.headers });
+    // ASCII: one byte a character, in any runtime (no `Buffer` needed).
+    const rawHeaders: string[] = ["Content-Length", String(bodyText.length)];
+    for (const name in headers) rawHeaders.push(name, headers[name] as string);
+    const entry: PrebuiltRejection = {
+      scope,
+      limit: binding.limit,
+      remaining: binding.remaining,
+      resetSec,
+      hasRetryAfter,
+      retryAfterDigits: retryAfterText.length,
+      headers,
+      rawHeaders: Object.freeze(rawHeaders),
+      violated: Object.freeze([scope]),
+      bodyPrefix: bodyText.slice(0, bodyText.length - tail.length),
+    };
+    if (kept.count >= this.#maxPerLimit) {
+      kept.bySecond.clear();
+      kept.count = 0;
+    }
+    const filed = kept.bySecond.get(retrySec);
+    if (filed === undefined) kept.bySecond.set(retrySec, [entry]);
+    else filed.push(entry);
+    kept.count++;
+    return { ...fresh, headers, rawHeaders: entry.rawHeaders };
+  }
+
+  /**
+   * A new list's entries, or undefined when they may not be kept: checks that could change
+   * (not frozen) or too many lists already.
+   */
+  #listFor(checks: readonly LimitCheck[]): LimitResponses | undefined {
+    if (this.#byChecks.size >= MAX_LIMITS) return undefined;
+    if (!(Object.isFrozen(checks) && checks.every(Object.isFrozen))) return undefined;
+    const responses: LimitResponses = { bySecond: new Map(), count: 0 };
+    this.#byChecks.set(checks, responses);
+    return responses;
+  }
+}
+
+/** The enforced outcome of the binding scope, as `buildRateLimitResponse` reports it. */
+function bindingOutcomeOf(
+  outcomes: readonly HttpOutcome[],
+  scope: string,
+): HttpOutcome | undefined {
+  for (let index = 0; index < outcomes.length; index++) {
+    const outcome = outcomes[index] as HttpOutcome;
+    if (outcome.mode === "enforce" && outcome.scope === scope) return outcome;
+  }
+  return undefined;
+}
+
+/**
+ * Whether the binding scope is the only violated policy (the body's `violated-policies` is
+ * `[scope]`), by the rule of `buildRateLimitResponse`: enforced, rejected, not for the store.
+ */
+function isScopeAloneViolated(outcomes: readonly HttpOutcome[], scope: string): boolean {
+  for (let index = 0; index < outcomes.length; index++) {
+    const outcome = outcomes[index] as HttpOutcome;
+    if (outcome.mode !== "enforce" || outcome.allowed || outcome.reason === "store-unavailable") {
+      continue;
+    }
+    if (outcome.scope !== scope) return false;
+  }
+  return true;
+}

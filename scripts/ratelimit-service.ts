@@ -1,0 +1,87 @@
+/**
+ * The rate-limit service for gateways that are not Node: Envoy (RLS v3 over gRPC), nginx
+ * (`auth_request`), Traefik (ForwardAuth) and Caddy (`forward_auth`). docs/ratelimit-service.md
+ * has the configuration of each.
+ *
+ *   RATELIMIT_SERVICE_SECRET=... RATELIMIT_SERVICE_GRPC_PLAINTEXT=true npm run ratelimit-service
+ *
+ * Redis and the key prefix come from REDIS_URL, REDIS_CLUSTER_NODES and REDIS_KEY_PREFIX, as for
+ * every gateway; the service's own settings from RATELIMIT_SERVICE_* (`service-config.ts`).
+ * `--id` names it in the console's fleet, `--expected-gateways` is how many replicas share the
+ * budgets (it sizes leases). Prints one line on stdout when it listens:
+ * `ratelimit-service <id> grpc=<host>:<port> http=<url> policy=<version|none>`.
+ */
+import { parseArgs } from "node:util";
+import { createEnforcer } from "@limitplane/enforcer";
+import { startRateLimitService } from "@/lib/ratelimit-service/ratelimit-service";
+import { loadServiceConfig, ServiceConfigError } from "@/lib/ratelimit-service/service-config";
+import { loadEnv } from "@/lib/server/env";
+
+const { values } = parseArgs({
+  options: {
+    id: { type: "string" },
+    "expected-gateways": { type: "string", default: "3" },
+    "no-leases": { type: "boolean", default: false },
+  },
+});
+
+const expectedGateways = Number(values["expected-gateways"]);
+if (!(Number.isInteger(expectedGateways) && expectedGateways >= 1)) {
+  console.error(
+    `--expected-gateways must be a whole number from 1, got ${values["expected-gateways"]}`,
+  );
+  process.exit(2);
+}
+
+let config: ReturnType<typeof loadServiceConfig>;
+try {
+  config = loadServiceConfig(process.env);
+} catch (error: unknown) {
+  if (!(error instanceof ServiceConfigError)) throw error;
+  console.error(`ratelimit-service: ${error.message}`);
+  process.exit(2);
+}
+
+const env = loadEnv();
+const enforcer = await createEnforcer({
+  redis: {
+    url: env.REDIS_URL,
+    clusterNodes: env.REDIS_CLUSTER_NODES,
+    keyPrefix: env.REDIS_KEY_PREFIX,
+  },
+  expectedGateways,
+  enforcerId: values.id ?? `ratelimit-service-${process.pid}`,
+  leases: values["no-leases"] ? false : {},
+});
+
+const service = await startRateLimitService({
+  config,
+  enforcer,
+  logError: (message, error) => {
+    console.error(
+      JSON.stringify({
+        level: "error",
+        message,
+        enforcerId: enforcer.enforcerId,
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      }),
+    );
+  },
+});
+
+const grpcHost = config.host.includes(":") ? `[${config.host}]` : config.host;
+console.log(
+  `ratelimit-service ${enforcer.enforcerId} grpc=${grpcHost}:${service.grpcPort} http=${service.httpUrl} policy=${
+    enforcer.status().policy?.version ?? "none"
+  }`,
+);
+
+let isStopping = false;
+async function shutdown(): Promise<void> {
+  if (isStopping) return;
+  isStopping = true;
+  await service.stop();
+  process.exit(0);
+}
+process.once("SIGTERM", () => void shutdown());
+process.once("SIGINT", () => void shutdown());
