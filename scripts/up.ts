@@ -279,7 +279,7 @@ function keptSecret(
   if (existsSync(location)) return readFileSync(location, "utf8").trim();
   mkdirSync(STATE_DIR, { recursive: true });
   const secret = randomBytes(32).toString("base64url");
-  writeFileSync(location, `${secret}\n`, { mode: 0o600 });
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
   return secret;
 }
 
