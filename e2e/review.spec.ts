@@ -40,8 +40,16 @@ async function expectNoSidewaysScroll(page: Page): Promise<void> {
   const widths = await page.evaluate(() => ({
     page: document.documentElement.scrollWidth,
     viewport: window.innerWidth,
+    // What sticks out, so a failure names the element rather than only the width.
+    wider: [...document.querySelectorAll("main *")]
+      .filter((element) => element.getBoundingClientRect().right > window.innerWidth + 1)
+      .filter((element) => element.closest(".table-scroll") === null)
+      .slice(0, 5)
+      .map((element) => `${element.tagName.toLowerCase()}.${element.className}`),
   }));
-  expect(widths.page).toBeLessThanOrEqual(widths.viewport);
+  expect(widths.page, `wider than the viewport: ${widths.wider.join(", ")}`).toBeLessThanOrEqual(
+    widths.viewport,
+  );
 }
 
 async function screenshot(page: Page, name: string): Promise<void> {

@@ -43,6 +43,12 @@ describe("AlertList", () => {
     expect(html).toContain(" on reports");
     expect(html).toContain(">5 min left</time>");
     expect(html).toContain('href="/overrides?incident=inc-1"');
+    expect(html).toContain("Extend or revert");
+    const forViewer = renderToStaticMarkup(
+      <AlertList alerts={alerts} nowMs={NOW_MS} canChange={false} />,
+    );
+    expect(forViewer).not.toContain("Extend or revert");
+    expect(forViewer).toContain(">View the override</a>");
   });
 
   it("renders nothing without alerts", () => {

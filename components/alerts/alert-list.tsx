@@ -13,6 +13,12 @@ export interface AlertListProps {
    * @default `/overrides?incident=<id>` (the Overrides area)
    */
   incidentHref?: (incidentId: string) => string;
+  /**
+   * Whether the viewer may change incidents: the link then offers to extend or revert, else only
+   * to view the override.
+   * @default true
+   */
+  canChange?: boolean;
 }
 
 function defaultIncidentHref(incidentId: string): string {
@@ -24,7 +30,12 @@ function defaultIncidentHref(incidentId: string): string {
  * change in points) and incident overrides about to expire (with a live countdown). Nothing at all
  * when there are none; the page says "no alerts" if it wants to.
  */
-export function AlertList({ alerts, nowMs, incidentHref = defaultIncidentHref }: AlertListProps) {
+export function AlertList({
+  alerts,
+  nowMs,
+  incidentHref = defaultIncidentHref,
+  canChange = true,
+}: AlertListProps) {
   if (alerts.length === 0) return null;
   return (
     <ul className="alert-list" aria-label="Alerts">
@@ -58,7 +69,9 @@ export function AlertList({ alerts, nowMs, incidentHref = defaultIncidentHref }:
               {alert.endpointClass === null ? " (all endpoints)" : ` on ${alert.endpointClass}`}:{" "}
               <Countdown expiresAt={alert.expiresAtMs} serverNowMs={nowMs} />
             </span>
-            <a href={incidentHref(alert.incidentId)}>Extend or revert</a>
+            <a href={incidentHref(alert.incidentId)}>
+              {canChange ? "Extend or revert" : "View the override"}
+            </a>
           </li>
         ),
       )}

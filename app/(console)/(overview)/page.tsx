@@ -100,7 +100,7 @@ export default async function OverviewPage({
         <RejectedCustomersPanel rangeId={rangeId} canRaise={canRaise} />
       </Suspense>
       <Suspense fallback={<PanelSkeleton title="Alerts" lines={2} />}>
-        <AlertsPanel />
+        <AlertsPanel canChange={canRaise} />
       </Suspense>
       <section className="panel" aria-labelledby="rates-heading">
         <div className={styles.sectionHeader}>
@@ -208,7 +208,7 @@ async function RejectedCustomersPanel({
   );
 }
 
-async function AlertsPanel() {
+async function AlertsPanel({ canChange }: { canChange: boolean }) {
   let evaluated: Awaited<ReturnType<typeof evaluateAlerts>>;
   try {
     evaluated = await evaluateAlerts({ nowMs: clock().nowMs() }, scopeMinutesDeps());
@@ -234,7 +234,7 @@ async function AlertsPanel() {
           override expires in the next 15 minutes.
         </p>
       ) : (
-        <AlertList alerts={evaluated.alerts} nowMs={evaluated.nowMs} />
+        <AlertList alerts={evaluated.alerts} nowMs={evaluated.nowMs} canChange={canChange} />
       )}
     </section>
   );

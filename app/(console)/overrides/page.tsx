@@ -111,7 +111,12 @@ export default async function OverridesPage({
         </div>
       </header>
 
-      <AlertList alerts={expiring} nowMs={serverNowMs} incidentHref={incidentHref} />
+      <AlertList
+        alerts={expiring}
+        nowMs={serverNowMs}
+        incidentHref={incidentHref}
+        canChange={can(principal.role, "incident.write")}
+      />
 
       <section className="panel" aria-labelledby="current-heading">
         <h2 id="current-heading">Incident overrides in force</h2>
