@@ -134,6 +134,10 @@ export class OwnRedisCluster {
       String(options.nodeTimeoutMs ?? 2_000),
       "--cluster-require-full-coverage",
       options.requireFullCoverage === false ? "no" : "yes",
+      // A replica that has never finished its first sync refuses to be promoted (its data counts
+      // as too old), and Redis waits 5 s by default before a diskless sync starts.
+      "--repl-diskless-sync-delay",
+      "0",
     ]);
     try {
       await Promise.all(nodes.map((node) => cluster.#startNode(node)));
@@ -146,6 +150,7 @@ export class OwnRedisCluster {
         "--cluster-yes",
       ]);
       await cluster.waitUntilOk();
+      if (replicas > 0) await cluster.#waitUntilReplicasSynced();
     } catch (error: unknown) {
       await cluster.stop();
       throw error;
@@ -177,6 +182,26 @@ export class OwnRedisCluster {
       if (states.every((info) => info.includes("cluster_state:ok"))) return;
       if (performance.now() > deadline) {
         throw new Error(`the Cluster did not become ok: ${states.join(" | ")}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /** Resolves once every replica's link to its master is up (its first sync is done). */
+  async #waitUntilReplicasSynced(): Promise<void> {
+    const deadline = performance.now() + 30_000;
+    for (;;) {
+      const roles = await Promise.all(
+        this.#nodes.map((node) =>
+          run("redis-cli", ["-p", String(node.port), "info", "replication"]).catch(() => ""),
+        ),
+      );
+      const waiting = roles.filter(
+        (info) => info.includes("role:slave") && !info.includes("master_link_status:up"),
+      );
+      if (waiting.length === 0) return;
+      if (performance.now() > deadline) {
+        throw new Error(`${waiting.length} replica(s) did not finish their first sync`);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
