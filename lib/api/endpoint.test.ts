@@ -63,7 +63,10 @@ describe("toRouteHandler", () => {
   it("500: a result that does not match the response schema is a bug, not a leak", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
     // A distinctive value: the random request id in the body must not be able to match it.
-    const response = await call(async () => ({ name: 987_654_321 }), z.object({ name: z.string() }));
+    const response = await call(
+      async () => ({ name: 987_654_321 }),
+      z.object({ name: z.string() }),
+    );
     expect(response.status).toBe(500);
     expect(await response.text()).not.toContain("987654321");
   });
