@@ -41,6 +41,20 @@ export const ZChangeContext = z.strictObject({
       error: "requestId must be 1 to 200 printable ASCII characters without spaces",
     })
     .optional(),
+  /**
+   * Set only by the approval of a change request (change-request/approve-change-request.ts): the
+   * change is that request's, and the gate (approval/approval-gate.ts) records the decision in the
+   * change's own transaction instead of asking for approval.
+   */
+  approval: z
+    .strictObject({
+      changeRequestId: z.string().regex(/^cr_[0-9a-f]{16}$/, {
+        error: "changeRequestId must be cr_ and 16 hex characters",
+      }),
+      expectedVersion: z.number().int().min(1),
+      note: textField("note", MAX_REASON_LENGTH).optional(),
+    })
+    .optional(),
 });
 export type ChangeContext = z.input<typeof ZChangeContext>;
 

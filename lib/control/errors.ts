@@ -20,6 +20,8 @@ export const ERROR_CODES = [
   "METHOD_NOT_ALLOWED",
   "CONFLICT",
   "VERSION_CONFLICT",
+  "APPROVAL_REQUIRED",
+  "STALE_CHANGE_REQUEST",
   "RATE_LIMITED",
   "UNAVAILABLE",
   "DATABASE_UNAVAILABLE",
@@ -41,6 +43,10 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
   VERSION_CONFLICT: 409,
+  /** The change needs a second person: request it (POST /api/v1/change-requests). */
+  APPROVAL_REQUIRED: 409,
+  /** The policy changed since the request was previewed: re-preview it before deciding. */
+  STALE_CHANGE_REQUEST: 409,
   RATE_LIMITED: 429,
   UNAVAILABLE: 503,
   DATABASE_UNAVAILABLE: 503,

@@ -1,5 +1,9 @@
 /** The worker: leader election, the job loop, and the jobs. See worker.ts and lib/control/README.md. */
 export { type AlertWebhooksJobOptions, alertWebhooksJob } from "./jobs/alert-webhooks-job";
+export {
+  type ExpireChangeRequestsJobOptions,
+  expireChangeRequestsJob,
+} from "./jobs/expire-change-requests-job";
 export { type PublishSnapshotsJobOptions, publishSnapshotsJob } from "./jobs/publish-snapshots-job";
 export {
   type RecordIncidentExpiriesJobOptions,

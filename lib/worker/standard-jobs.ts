@@ -8,6 +8,7 @@ import type { PrismaClient } from "@/lib/generated/prisma/client";
 import { systemClock } from "@/lib/server/composition";
 import { loadEnv } from "@/lib/server/env";
 import { alertWebhooksJob } from "./jobs/alert-webhooks-job";
+import { expireChangeRequestsJob } from "./jobs/expire-change-requests-job";
 import { moveTrafficRecordJob } from "./jobs/move-traffic-record-job";
 import { publishSnapshotsJob } from "./jobs/publish-snapshots-job";
 import { recordIncidentExpiriesJob } from "./jobs/record-incident-expiries-job";
@@ -57,6 +58,10 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
     recordIncidentExpiriesJob({
       deps: { db, publisher: null, clock: systemClock, auditKey: loadEnv().AUDIT_KEY },
       onRecorded: (ids) => log(`worker: recorded the expiry of ${ids.join(", ")}`),
+    }),
+    expireChangeRequestsJob({
+      deps: { db, clock: systemClock, auditKey: loadEnv().AUDIT_KEY },
+      onExpired: (count) => log(`worker: ${count} change requests expired`),
     }),
     rollUpMetricsJob({
       deps: { db, redis, prefix, clock: systemClock },

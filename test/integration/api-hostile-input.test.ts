@@ -100,6 +100,18 @@ function validBody(endpoint: AnyEndpoint): unknown {
     "POST /api/v1/candidates": { id: "cand-new", target: "tier:pro", limit: bucket, reason: "r" },
     "PATCH /api/v1/candidates/{id}": { ...versioned, target: "tier:pro", limit: bucket },
     "POST /api/v1/policy/import": examplePolicyForSeed(Date.now()),
+    "PATCH /api/v1/approval-settings": {
+      expectedVersion: 0,
+      limitDecreasePercent: 30,
+      importChangedEntries: 50,
+      requestLifetimeMs: 3_600_000,
+      reason: "r",
+    },
+    "POST /api/v1/change-requests": {
+      change: { kind: "tier.update", name: "free", expectedVersion: 1, limit: bucket },
+      reason: "r",
+    },
+    "POST /api/v1/change-requests/{id}/approve": { expectedVersion: 1, reason: "looks right" },
   };
   return bodies[key] ?? versioned;
 }

@@ -91,7 +91,7 @@ export const promoteCandidateEndpoint = defineEndpoint({
   params: ZCandidateParams,
   body: ZVersionedBody,
   response: ZCandidateChange,
-  errors: ["NOT_FOUND", "VERSION_CONFLICT"],
+  errors: ["NOT_FOUND", "VERSION_CONFLICT", "APPROVAL_REQUIRED"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
     promoteCandidate(
       { id: params.id, expectedVersion },

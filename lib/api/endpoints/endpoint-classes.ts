@@ -74,7 +74,7 @@ export const updateEndpointClassEndpoint = defineEndpoint({
   params: ZEndpointClassParams,
   body: strictBody({ ...endpointClassUpdateShape, reason: ZReason }),
   response: ZEndpointClassChange,
-  errors: ["NOT_FOUND", "VERSION_CONFLICT"],
+  errors: ["NOT_FOUND", "VERSION_CONFLICT", "APPROVAL_REQUIRED"],
   handle: ({ params, body: { reason, ...change }, ...input }) =>
     updateEndpointClass(
       { ...change, name: params.name },
@@ -92,7 +92,7 @@ export const deleteEndpointClassEndpoint = defineEndpoint({
   params: ZEndpointClassParams,
   body: strictBody({ expectedVersion: ZExpectedVersion, reason: ZReason }),
   response: ZEndpointClassChange,
-  errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
+  errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT", "APPROVAL_REQUIRED"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
     deleteEndpointClass(
       { name: params.name, expectedVersion },

@@ -26,6 +26,17 @@ import {
   updateCandidateEndpoint,
 } from "./candidates";
 import {
+  approveChangeRequestEndpoint,
+  createChangeRequestEndpoint,
+  getApprovalSettingsEndpoint,
+  getChangeRequestEndpoint,
+  listChangeRequestsEndpoint,
+  refreshChangeRequestEndpoint,
+  rejectChangeRequestEndpoint,
+  updateApprovalSettingsEndpoint,
+  withdrawChangeRequestEndpoint,
+} from "./change-requests";
+import {
   createCustomerOverrideEndpoint,
   deleteAccountOverrideEndpoint,
   deleteEndpointOverrideEndpoint,
@@ -129,6 +140,15 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   deleteEndpointClassEndpoint,
   getSettingsEndpoint,
   updateSettingsEndpoint,
+  getApprovalSettingsEndpoint,
+  updateApprovalSettingsEndpoint,
+  listChangeRequestsEndpoint,
+  createChangeRequestEndpoint,
+  getChangeRequestEndpoint,
+  approveChangeRequestEndpoint,
+  rejectChangeRequestEndpoint,
+  withdrawChangeRequestEndpoint,
+  refreshChangeRequestEndpoint,
   listCustomersEndpoint,
   createCustomerEndpoint,
   getCustomerEndpoint,

@@ -87,7 +87,7 @@ export const importPolicyEndpoint = defineEndpoint({
     /** True when the document equals the policy in force: nothing was written. */
     isNoChange: z.boolean(),
   }),
-  errors: ["CONFLICT"],
+  errors: ["CONFLICT", "APPROVAL_REQUIRED"],
   handle: async ({ query, body, ...input }) => {
     const result = await importPolicy(body, changeContextOf(input, query.reason), controlDeps());
     return { ...result, isNoChange: "isNoChange" in result };

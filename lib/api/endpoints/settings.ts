@@ -37,7 +37,7 @@ export const updateSettingsEndpoint = defineEndpoint({
   access: "settings.write",
   body: strictBody({ ...ZUpdatePolicySettingsOptions.shape, reason: ZReason }),
   response: z.object({ settings: ZSettingsRecord, ...ZChangeReceipt }),
-  errors: ["VERSION_CONFLICT", "CONFLICT"],
+  errors: ["VERSION_CONFLICT", "CONFLICT", "APPROVAL_REQUIRED"],
   handle: ({ body: { reason, ...change }, ...input }) =>
     updatePolicySettings(change, changeContextOf(input, reason), controlDeps()),
 });

@@ -69,7 +69,7 @@ export const updateTierEndpoint = defineEndpoint({
   params: ZTierParams,
   body: strictBody({ ...tierUpdateShape, reason: ZReason }),
   response: ZTierChange,
-  errors: ["NOT_FOUND", "VERSION_CONFLICT"],
+  errors: ["NOT_FOUND", "VERSION_CONFLICT", "APPROVAL_REQUIRED"],
   handle: ({ params, body: { reason, ...change }, ...input }) =>
     updateTier({ ...change, name: params.name }, changeContextOf(input, reason), controlDeps()),
 });
@@ -83,7 +83,7 @@ export const deleteTierEndpoint = defineEndpoint({
   params: ZTierParams,
   body: strictBody({ expectedVersion: ZExpectedVersion, reason: ZReason }),
   response: ZTierChange,
-  errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT"],
+  errors: ["NOT_FOUND", "VERSION_CONFLICT", "CONFLICT", "APPROVAL_REQUIRED"],
   handle: ({ params, body: { reason, expectedVersion }, ...input }) =>
     deleteTier(
       { name: params.name, expectedVersion },

@@ -9,6 +9,8 @@
  *    the row instead of sending again. An alert that clears is marked resolved; if it returns
  *    within `quietMs` its episode reopens (no new message for a flapping scope), later it is a new
  *    episode, delivered again;
+ * 2b. queues the change-request notices (change-request/queue-change-request-notices.ts) as
+ *    deliveries of their own, sent like alerts;
  * 3. sends the due rows. Each is claimed first by a conditional update (status pending, due now)
  *    that also pushes `nextAttemptAt` ahead by a lease, so two senders never both claim it.
  *    A 2xx response delivers it; anything else records `lastError` and retries with exponential
@@ -21,6 +23,7 @@
 
 import type { Clock } from "@limitplane/enforcer/limiter";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
+import { queueChangeRequestNotices } from "../change-request/queue-change-request-notices";
 import type { FleetDeps } from "../deps";
 import { toJson } from "../stored";
 import type { ConsoleAlert } from "./alert-rules";
@@ -89,7 +92,9 @@ export async function deliverAlertWebhooks(
     return { activeAlerts: 0, opened: 0, delivered: 0, failedAttempts: 0, nextAttemptAtMs: null };
   }
   const { alerts } = await evaluateAlerts({ nowMs }, deps);
-  const opened = await syncEpisodes(deps.db, alerts, urls, nowMs, options.quietMs ?? 900_000);
+  const opened =
+    (await syncEpisodes(deps.db, alerts, urls, nowMs, options.quietMs ?? 900_000)) +
+    (await queueChangeRequestNotices(deps.db, urls, nowMs));
   const sent = await sendDue(deps, urls, nowMs, options);
   const next = await deps.db.alertDelivery.findFirst({
     where: { status: "pending", url: { in: urls } },

@@ -33,6 +33,13 @@ export const AUDIT_ACTIONS = [
   "operator.password-reset",
   "token.create",
   "token.revoke",
+  "approval-settings.update",
+  "change-request.create",
+  "change-request.refresh",
+  "change-request.approve",
+  "change-request.reject",
+  "change-request.withdraw",
+  "change-request.expire",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -48,6 +55,8 @@ export const AUDIT_ENTITY_TYPES = [
   "policy",
   "operator",
   "token",
+  "approval-settings",
+  "change-request",
 ] as const;
 export type AuditEntityType = (typeof AUDIT_ENTITY_TYPES)[number];
 

@@ -27,6 +27,8 @@ export interface AuditedChange<Value> {
   lock?(tx: AuditTx): Promise<void>;
   /** Reads what guards the change and writes it. */
   write(tx: AuditTx, nowMs: number): Promise<AuditedWrite<Value>>;
+  /** Runs in the same transaction once the audit entry exists (to link the entity to it). */
+  linkAuditEntry?(tx: AuditTx, auditEntryId: bigint, value: Value): Promise<Value>;
 }
 
 export interface AuditedWrite<Value> {
@@ -73,6 +75,7 @@ export async function runAuditedChange<Value extends object>(
       },
       deps.auditKey,
     );
-    return { ...written.value, auditEntryId: auditEntryId.toString() };
+    const value = (await change.linkAuditEntry?.(tx, auditEntryId, written.value)) ?? written.value;
+    return { ...value, auditEntryId: auditEntryId.toString() };
   });
 }

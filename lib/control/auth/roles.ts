@@ -6,7 +6,8 @@
  * - operator: also incident overrides, customer overrides, customers and dry-run candidates.
  * - admin: everything, including tiers, endpoint classes, ceilings, settings, operators and tokens,
  *   and promoting a dry-run candidate (which rewrites a tier, an endpoint class or a ceiling: the
- *   rules only an admin may edit directly).
+ *   rules only an admin may edit directly), and requesting or approving a change that needs a
+ *   second person (lib/control/change-request).
  */
 export const ROLES = ["viewer", "operator", "admin"] as const;
 export type Role = (typeof ROLES)[number];
@@ -24,6 +25,8 @@ export const PERMISSIONS = {
   "endpoint-class.write": "admin",
   "settings.write": "admin",
   "policy.import": "admin",
+  "change.request": "admin",
+  "change.approve": "admin",
   "operator.manage": "admin",
   "token.manage": "admin",
 } as const satisfies Record<string, Role>;

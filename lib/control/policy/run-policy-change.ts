@@ -15,6 +15,9 @@
  * 4. compile the slice's entries and compare them with the stored ones (`entry-set.ts`); when they
  *    differ, the change gets version = latest + 1, whose delta is exactly the entries that
  *    differ (a display-name edit changes no entry and publishes nothing);
+ * 4b. ask the approval gate (approval/approval-gate.ts): a change that needs a second person is
+ *    refused unless it is the approval of its change request, whose decision is then recorded
+ *    in this same transaction;
  * 5. write exactly one audit entry (actor, action, entity, before, after, reason, request id and
  *    the version produced);
  * 6. for a new version: the changed entries, the version row (checksum, delta) and one outbox
@@ -24,8 +27,13 @@
  * commit, the new version is published at once when possible; the worker guarantees it
  * otherwise. `published` then says whether the version is in Redis, whoever published it.
  */
-import { compileEntries, parsePolicyDocument } from "@limitplane/enforcer/policy";
+import {
+  compileEntries,
+  MAX_DELTA_CHANGES,
+  parsePolicyDocument,
+} from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
+import { gateApproval } from "../approval/approval-gate";
 import type { AuditAction, AuditEntityType } from "../audit/audit-actions";
 import { runAuditedTransaction, writeAuditEntry } from "../audit/audited-transaction";
 import type { TChangeContext } from "../change-context";
@@ -168,6 +176,20 @@ export async function runPolicyChangeOrNothing<Value extends object>(
         const nowMs = deps.clock.nowMs();
         const written = await change.write(tx, nowMs);
         if (written.isNoChange === true) throw new NothingChanged(written.value);
+        const approval = await gateApproval(
+          tx,
+          ctx,
+          {
+            action: change.action,
+            entityType: written.entityType ?? change.entityType,
+            entityId: written.entityId,
+            before: written.before,
+            after: written.after,
+            changedEntries: changedEntryCount(written.entries),
+          },
+          nowMs,
+          deps.auditKey,
+        );
         const planned =
           change.affectsSnapshot || written.checkPolicy === true
             ? await validateAndPlan(tx, change, written, nowMs)
@@ -191,6 +213,7 @@ export async function runPolicyChangeOrNothing<Value extends object>(
             wholeSetBytes: written.entries?.wholeSetBytes,
           });
         }
+        await approval?.finish(tx, auditEntryId, planned?.version ?? null);
         return {
           written,
           auditEntryId: auditEntryId.toString(),
@@ -220,6 +243,17 @@ export async function runPolicyChangeOrNothing<Value extends object>(
     }
     throw error;
   }
+}
+
+/** How many entries a change that planned its own version (an import) changes; null for others. */
+function changedEntryCount(entries: ComputedEntries | undefined): number | null {
+  if (entries === undefined) return null;
+  const planned = entries.planned;
+  if (planned === null) return 0;
+  // Too many for a delta: the changes were counted in SQL but not listed.
+  return planned.delta === null && planned.changes.length === 0
+    ? MAX_DELTA_CHANGES + 1
+    : planned.changes.length;
 }
 
 /**

@@ -50,6 +50,9 @@ export async function countEverything(db: PrismaClient): Promise<Record<string, 
     UNION ALL SELECT 'versions', count(*), coalesce(max(version), 0) FROM "PolicyVersion"
     UNION ALL SELECT 'entries', count(*), coalesce(sum(version), 0) FROM "PolicyEntry"
     UNION ALL SELECT 'outbox', count(*), coalesce(sum(attempts), 0) FROM "OutboxEvent"
+    UNION ALL SELECT 'changeRequests', count(*), coalesce(sum(version), 0) FROM "ChangeRequest"
+    UNION ALL SELECT 'changeRequestEvents', count(*), 0 FROM "ChangeRequestEvent"
+    UNION ALL SELECT 'approvalSettings', count(*), coalesce(sum(version), 0) FROM "ApprovalSettings"
     UNION ALL SELECT 'audit', count(*), 0 FROM "AuditEntry"`;
   return Object.fromEntries(
     rows.flatMap((row) => [

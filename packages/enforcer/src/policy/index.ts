@@ -63,7 +63,14 @@ export {
   type GuardrailSettings,
   type IncidentChange,
 } from "./guardrails";
-export { assertNever, MAX_COST, MAX_WINDOW_MS, scaleLimit } from "./limit-math";
+export {
+  assertNever,
+  limitRatePerSec,
+  limitSize,
+  MAX_COST,
+  MAX_WINDOW_MS,
+  scaleLimit,
+} from "./limit-math";
 export { hasForbiddenCharacter, isCustomerId, isName, isRecordId } from "./names";
 export {
   MAX_DELTA_CHANGES,
