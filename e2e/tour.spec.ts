@@ -99,6 +99,35 @@ async function tourStops(request: APIRequestContext): Promise<{
     );
   }
 
+  // A change request to look at, withdrawn afterwards: asking needs no approvals to be on.
+  const settings = await request.get("/api/v1/settings");
+  expect(settings.status(), await settings.text()).toBe(200);
+  const { ceilings, version: settingsVersion } = (
+    (await settings.json()) as {
+      settings: { ceilings: { perAddress: Record<string, unknown> }; version: number };
+    }
+  ).settings;
+  const asked = await request.post("/api/v1/change-requests", {
+    headers: origin,
+    data: {
+      change: {
+        kind: "settings.update",
+        expectedVersion: settingsVersion,
+        ceilings: { perAddress: ceilings.perAddress },
+      },
+      reason: "e2e tour: a change request page to look at",
+    },
+  });
+  expect(asked.status(), await asked.text()).toBe(201);
+  const changeRequest = ((await asked.json()) as { changeRequest: { id: string; version: number } })
+    .changeRequest;
+  cleanups.push(() =>
+    request.post(`/api/v1/change-requests/${changeRequest.id}/withdraw`, {
+      headers: origin,
+      data: { expectedVersion: changeRequest.version, reason: "e2e tour: done looking" },
+    }),
+  );
+
   const seenOnly = await seenOnlyCustomer(request);
 
   const stops: TourStop[] = [
@@ -120,6 +149,8 @@ async function tourStops(request: APIRequestContext): Promise<{
     { name: "incident", path: `/incidents/${encodeURIComponent(incident.id)}` },
     { name: "overrides", path: "/overrides" },
     { name: "audit", path: "/audit" },
+    { name: "change-requests", path: "/change-requests" },
+    { name: "change-request", path: `/change-requests/${changeRequest.id}` },
     { name: "dry-run", path: "/dry-run" },
     { name: "dry-run-candidate", path: `/dry-run/${encodeURIComponent(candidate.id)}` },
     { name: "status", path: "/status" },

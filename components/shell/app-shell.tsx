@@ -11,6 +11,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { href: "/policies", label: "Policies" },
   { href: "/customers", label: "Customers" },
   { href: "/overrides", label: "Overrides" },
+  { href: "/change-requests", label: "Approvals" },
   { href: "/audit", label: "Audit log" },
   { href: "/dry-run", label: "Dry-run" },
   { href: "/status", label: "Status" },

@@ -5,8 +5,11 @@
  * of approve against reject (exactly one wins), the three linked audit entries, the worker's
  * expiry, the webhook notices, and hostile input. A refusal writes nothing.
  */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { deliverAlertWebhooks } from "@/lib/control/alerts/deliver-alert-webhooks";
 import { signIn } from "@/lib/control/auth/sign-in";
@@ -546,6 +549,78 @@ describe("change requests", () => {
     }
     expect(approvedCount + rejectedCount).toBe(rounds);
   });
+});
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+/** Starts `decide-process.ts`; resolves once it is connected, with a function that releases it. */
+async function decider(
+  verb: "approve" | "reject",
+  id: string,
+  operator: { id: string; name: string },
+) {
+  const child = spawn(
+    process.execPath,
+    [
+      "--conditions=react-server",
+      "--import",
+      "tsx",
+      "test/integration/helpers/decide-process.ts",
+      api.database().url,
+      verb,
+      id,
+      operator.id,
+      operator.name,
+    ],
+    { cwd: ROOT, env: process.env, stdio: ["pipe", "pipe", "pipe"] },
+  );
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = once(child, "exit");
+  await waitFor(() => stdout.includes("ready") || child.exitCode !== null, {
+    what: `the ${verb} process to connect`,
+    timeoutMs: 60_000,
+  });
+  return {
+    release: async (): Promise<{ ok: boolean; status?: number; code?: string }> => {
+      child.stdin.end("go\n");
+      const [code] = await exited;
+      if (code !== 0) throw new Error(`${verb} process exited with ${code}: ${stderr}`);
+      const last = stdout.trim().split("\n").at(-1) ?? "";
+      return JSON.parse(last) as { ok: boolean; status?: number; code?: string };
+    },
+  };
+}
+
+describe("a race across processes", () => {
+  it("approve in one process, reject in another, released together: exactly one wins, the other 409", async () => {
+    const second = admins[0];
+    const third = admins[1];
+    if (second === undefined || third === undefined) throw new Error("the race needs two admins");
+    const outcomes: { ok: boolean; status?: number; code?: string }[][] = [];
+    for (let round = 0; round < 3; round++) {
+      const request = await requestCeilingChange(adminToken(), 4000 - round);
+      const [approver, rejecter] = await Promise.all([
+        decider("approve", request.id, { id: second.id, name: "Admin second" }),
+        decider("reject", request.id, { id: third.id, name: "Admin third" }),
+      ]);
+      const results = await Promise.all([approver.release(), rejecter.release()]);
+      outcomes.push(results);
+      expect(results.filter((result) => result.ok)).toHaveLength(1);
+      const loser = results.find((result) => !result.ok);
+      expect(loser).toMatchObject({ status: 409 });
+      const row = await api.db().changeRequest.findUniqueOrThrow({ where: { id: request.id } });
+      expect(row.status).toBe(results[0]?.ok === true ? "approved" : "rejected");
+      expect(row.version).toBe(2);
+    }
+    expect(outcomes).toHaveLength(3);
+  }, 180_000);
 });
 
 describe("hostile input", () => {

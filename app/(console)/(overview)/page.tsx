@@ -26,6 +26,7 @@ import {
 import { can } from "@/lib/control";
 import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
 import { listRateChanges } from "@/lib/control/audit/list-rate-changes";
+import { countPendingChangeRequests } from "@/lib/control/change-request/list-change-requests";
 import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { readDegradedDecisionAlert } from "@/lib/control/fleet/read-degraded-decisions";
 import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
@@ -93,6 +94,9 @@ export default async function OverviewPage({
         </div>
       </header>
       <RangeTabs current={rangeId} />
+      <Suspense fallback={null}>
+        <PendingChangeRequests />
+      </Suspense>
       <Suspense
         key={`rejected-${rangeId}`}
         fallback={<PanelSkeleton title="Who is being rejected" lines={3} />}
@@ -123,6 +127,21 @@ function PanelSkeleton({ title, lines }: { title: string; lines: number }) {
       <h2>{title}</h2>
       <Skeleton lines={lines} label={`Loading ${title.toLowerCase()}`} />
     </section>
+  );
+}
+
+/** How many change requests wait for a second person; nothing when none does. */
+async function PendingChangeRequests() {
+  const pending = await countPendingChangeRequests(controlDeps());
+  if (pending === 0) return null;
+  return (
+    <p className="panel" data-testid="pending-change-requests">
+      <Badge tone="warn" dot>
+        {pending === 1 ? "1 change request" : `${formatNumber(pending)} change requests`} waiting
+        for approval
+      </Badge>{" "}
+      <Link href="/change-requests">Review the queue</Link>
+    </p>
   );
 }
 

@@ -5,6 +5,7 @@ import { type ReactNode, useState } from "react";
 import { BacktestPanel } from "@/components/backtest/backtest-panel";
 import { callApi } from "@/lib/api/api-client";
 import { auditEntryHref } from "@/lib/console/chart-series";
+import { requestedChangeOf } from "@/lib/console/requested-change";
 // A direct module import: this is client code, and the change context is pure.
 import { MAX_REASON_LENGTH, reasonProblem } from "@/lib/control/change-context";
 import type {
@@ -108,6 +109,11 @@ export function PolicyEditForm({
   const [formError, setFormError] = useState<string | null>(null);
   const [conflict, setConflict] = useState<string | null>(null);
   const [saved, setSaved] = useState<Saved | null>(null);
+  /** Set when the save needs a second person: the API's words, and the change to request. */
+  const [approval, setApproval] = useState<{
+    message: string;
+    change: Record<string, unknown> | null;
+  } | null>(null);
   const [isPending, setIsPending] = useState(false);
 
   const current = build();
@@ -192,6 +198,13 @@ export function PolicyEditForm({
         setConflict(error.message);
         return;
       }
+      if (error.code === "APPROVAL_REQUIRED") {
+        setApproval({
+          message: error.message,
+          change: requestedChangeOf(saveUrl, method, result.body, version),
+        });
+        return;
+      }
       setErrors(Object.fromEntries(error.fieldErrors.map((item) => [item.path, item.message])));
       setFormError(
         error.code === "FORBIDDEN"
@@ -202,6 +215,27 @@ export function PolicyEditForm({
       setFormError(
         "The change could not be sent, and it may or may not have been saved. Reload to see the current values before trying again.",
       );
+    } finally {
+      setIsPending(false);
+    }
+  };
+
+  const onRequestApproval = async () => {
+    if (approval?.change == null) return;
+    setIsPending(true);
+    setFormError(null);
+    try {
+      const answer = await callApi<{ changeRequest: { id: string } }>("/api/v1/change-requests", {
+        method: "POST",
+        body: { change: approval.change, reason: reason.trim() },
+      });
+      if (answer.ok) {
+        router.push(`/change-requests/${encodeURIComponent(answer.body.changeRequest.id)}`);
+        return;
+      }
+      setFormError(answer.error.message);
+    } catch {
+      setFormError("The request could not be sent. Check your connection and try again.");
     } finally {
       setIsPending(false);
     }
@@ -244,6 +278,25 @@ export function PolicyEditForm({
             </>
           )}{" "}
           <a href={auditEntryHref(saved.auditEntryId)}>See the audit entry</a>.
+        </div>
+      ) : null}
+      {approval !== null ? (
+        <div className={styles.conflict} role="alert" data-testid="approval-required">
+          <p>
+            <strong>This change needs a second person's approval.</strong> It was not saved.
+          </p>
+          <p className="small">{approval.message}</p>
+          {approval.change !== null ? (
+            <button
+              type="button"
+              className="button"
+              onClick={() => void onRequestApproval()}
+              disabled={isPending}
+              aria-busy={isPending}
+            >
+              Request approval
+            </button>
+          ) : null}
         </div>
       ) : null}
       {formError !== null ? (
