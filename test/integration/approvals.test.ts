@@ -551,6 +551,93 @@ describe("change requests", () => {
   });
 });
 
+describe("deletions and imports through a request", () => {
+  it("a held-back tier deletion and a large import are requested, then applied by another admin", async () => {
+    const approver = admins[0];
+    if (approver === undefined) throw new Error("no second admin");
+    const approve = async (id: string, expectedVersion: number) =>
+      ok("POST", `/api/v1/change-requests/${id}/approve`, {
+        as: { session: approver.session },
+        body: { expectedVersion, reason: "approve it" },
+      });
+
+    const deletion = await ok(
+      "POST",
+      "/api/v1/change-requests",
+      {
+        as: adminToken(),
+        body: {
+          change: {
+            kind: "tier.delete",
+            name: "trial",
+            expectedVersion: await tierVersion("trial"),
+          },
+          reason: "the trial plan is over",
+        },
+      },
+      201,
+    );
+    expect(deletion.body.changeRequest.gatedBy).toEqual(['tier "trial" is deleted']);
+    expect(deletion.body.changeRequest.diff.after).toBeNull();
+    const deleted = await approve(deletion.body.changeRequest.id, 1);
+    expect(deleted.body.changeRequest.status).toBe("approved");
+    await refused("GET", "/api/v1/tiers/trial", { as: adminToken() }, 404, "NOT_FOUND");
+
+    // An import changing more entries than the setting allows is held back, then requested.
+    const current = await ok("GET", "/api/v1/approval-settings", { as: adminToken() });
+    await ok("PATCH", "/api/v1/approval-settings", {
+      as: adminToken(),
+      body: {
+        expectedVersion: current.body.settings.version,
+        importChangedEntries: 0,
+        reason: "every import",
+      },
+    });
+    const exported = await ok("GET", "/api/v1/policy/export", { as: adminToken() });
+    const document = JSON.parse(exported.text);
+    document.tiers = document.tiers.map(
+      (tier: { name: string; displayName: string | null; limit: object }) =>
+        tier.name === "free" ? { ...tier, limit: { ...tier.limit, capacity: 41 } } : tier,
+    );
+    const held = await refused(
+      "POST",
+      "/api/v1/policy/import?reason=restore",
+      { as: adminToken(), body: document },
+      409,
+      "APPROVAL_REQUIRED",
+    );
+    expect(held.body.error.details.gatedBy[0]).toMatch(
+      /^the import changes \d+ policy entries \(more than 0\)$/,
+    );
+    const requested = await ok(
+      "POST",
+      "/api/v1/change-requests",
+      {
+        as: adminToken(),
+        body: { change: { kind: "policy.import", document }, reason: "restore the March backup" },
+      },
+      201,
+    );
+    expect(requested.body.changeRequest.diff.after.tiers).toEqual(["enterprise", "free", "pro"]);
+    const imported = await approve(requested.body.changeRequest.id, 1);
+    expect(imported.body.changeRequest.status).toBe("approved");
+    const applied = await api.db().auditEntry.findUniqueOrThrow({
+      where: { id: BigInt(imported.body.auditEntryId) },
+    });
+    expect(applied.action).toBe("policy.import");
+    const free = await ok("GET", "/api/v1/tiers/free", { as: adminToken() });
+    expect(free.body.tier.limit.capacity).toBe(41);
+    await ok("PATCH", "/api/v1/approval-settings", {
+      as: adminToken(),
+      body: {
+        expectedVersion: current.body.settings.version + 1,
+        importChangedEntries: 100,
+        reason: "back to 100",
+      },
+    });
+  });
+});
+
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
 /** Starts `decide-process.ts`; resolves once it is connected, with a function that releases it. */
