@@ -638,6 +638,61 @@ describe("deletions and imports through a request", () => {
   });
 });
 
+describe("a dry-run candidate's promotion", () => {
+  it("is held back when it lowers the rule too far, and promoted once another admin approves", async () => {
+    const approver = admins[0];
+    if (approver === undefined) throw new Error("no second admin");
+    await ok(
+      "POST",
+      "/api/v1/candidates",
+      {
+        as: adminToken(),
+        body: { id: "pro-tenth", target: "tier:pro", limit: bucket(16), reason: "try a tenth" },
+      },
+      201,
+    );
+    await refused(
+      "POST",
+      "/api/v1/candidates/pro-tenth/promote",
+      { as: adminToken(), body: { expectedVersion: 1, reason: "enforce it" } },
+      409,
+      "APPROVAL_REQUIRED",
+    );
+    const requested = await ok(
+      "POST",
+      "/api/v1/change-requests",
+      {
+        as: adminToken(),
+        body: {
+          change: { kind: "candidate.promote", id: "pro-tenth", expectedVersion: 1 },
+          reason: "the candidate looked right for a week",
+        },
+      },
+      201,
+    );
+    const request = requested.body.changeRequest;
+    expect(request).toMatchObject({ entityType: "candidate", entityId: "pro-tenth" });
+    expect(request.gatedBy).toEqual(['tier "pro"\'s limit is lowered by 90 % (more than 25 %)']);
+    expect(request.diff.before.limit.capacity).toBe(160);
+    expect(request.diff.after.limit.capacity).toBe(16);
+    const approved = await ok("POST", `/api/v1/change-requests/${request.id}/approve`, {
+      as: { session: approver.session },
+      body: { expectedVersion: 1, reason: "approve it" },
+    });
+    const applied = await api.db().auditEntry.findUniqueOrThrow({
+      where: { id: BigInt(approved.body.auditEntryId) },
+    });
+    expect(applied).toMatchObject({
+      action: "candidate.promote",
+      entityType: "tier",
+      entityId: "pro",
+    });
+    const pro = await ok("GET", "/api/v1/tiers/pro", { as: adminToken() });
+    expect(pro.body.tier.limit.capacity).toBe(16);
+    await refused("GET", "/api/v1/candidates/pro-tenth", { as: adminToken() }, 404, "NOT_FOUND");
+  });
+});
+
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
 /** Starts `decide-process.ts`; resolves once it is connected, with a function that releases it. */

@@ -59,7 +59,9 @@ export async function gateApproval(
     select: { action: true, entityType: true, entityId: true, basePolicyVersion: true },
   });
   if (request === null) throw new Error(`change request ${approval.changeRequestId} vanished`);
-  if (request.action !== change.action || request.entityId !== change.entityId) {
+  // A promotion is requested by candidate and recorded on the rule it replaces.
+  const isSameEntity = request.entityType === "candidate" || request.entityId === change.entityId;
+  if (request.action !== change.action || !isSameEntity) {
     throw new Error(
       `change request ${approval.changeRequestId} is ${request.action} of ${request.entityId}, not ${change.action} of ${change.entityId}`,
     );

@@ -3,6 +3,8 @@
  * audited and published exactly as the direct edit would be. This is the one place an approved
  * request turns into a change: a staged change would start here instead of applying at once.
  */
+
+import { promoteCandidate } from "../candidate/promote-candidate";
 import type { ChangeContext } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { deleteEndpointClass } from "../endpoint-class/delete-endpoint-class";
@@ -40,6 +42,10 @@ export async function applyRequestedChange(
     case "settings.update": {
       const { kind: _kind, ...options } = change;
       return updatePolicySettings(options, ctx, deps);
+    }
+    case "candidate.promote": {
+      const { kind: _kind, ...options } = change;
+      return promoteCandidate(options, ctx, deps);
     }
     case "policy.import": {
       const result = await importPolicy(change.document, ctx, deps);

@@ -3,12 +3,19 @@
  * preview and the backtest (the same services the edit forms use), why it needs approval, and
  * the policy version all of it was computed against. Writes nothing.
  */
-import { fieldErrorsFromZod, parsePolicyDocument } from "@limitplane/enforcer/policy";
+import {
+  fieldErrorsFromZod,
+  limitAtScope,
+  parsePolicyDocument,
+  parseScope,
+  type TPolicyLimit,
+} from "@limitplane/enforcer/policy";
 import type { z } from "zod";
 import { latestPolicyVersion } from "../approval/approval-gate";
 import { approvalReasons } from "../approval/approval-rules";
 import { findApprovalSettings } from "../approval/approval-settings-record";
-import { runBacktest } from "../backtest/run-backtest";
+import { type RunBacktestOptions, runBacktest } from "../backtest/run-backtest";
+import { findCandidate } from "../candidate/candidate-record";
 import type { ClockedReadDeps } from "../deps";
 import { ZDeleteEndpointClassOptions } from "../endpoint-class/delete-endpoint-class";
 import { findEndpointClass } from "../endpoint-class/endpoint-class-record";
@@ -18,6 +25,7 @@ import { summarizeDocument, summarizeStoredPolicy } from "../policy/policy-summa
 import {
   type PreviewPolicyChangeOptions,
   previewPolicyChange,
+  readPolicyRules,
 } from "../policy/preview-policy-change";
 import { previewStructureChange } from "../policy/preview-structure-change";
 import { findSettings } from "../settings/settings-record";
@@ -52,7 +60,7 @@ function defined<T extends object>(fields: T): Partial<T> {
 }
 
 async function backtestOf(
-  draft: PreviewPolicyChangeOptions | null,
+  draft: RunBacktestOptions["draft"] | null,
   deps: ClockedReadDeps,
 ): Promise<unknown> {
   if (draft === null) return null;
@@ -62,6 +70,48 @@ async function backtestOf(
     if (error instanceof AppError) return { error: error.message };
     throw error;
   }
+}
+
+/** A promotion as the change to the rule it replaces, for the approval rules. */
+function promotedRuleChange(target: string, current: TPolicyLimit | null, proposed: TPolicyLimit) {
+  const scope = parseScope(target);
+  const base = { action: "candidate.promote" as const, changedEntries: null };
+  if (
+    scope === null ||
+    (scope.kind !== "tier" && scope.kind !== "ceiling" && scope.kind !== "address")
+  ) {
+    // Not a rule a candidate can target: judged as needing approval (an unreadable limit).
+    return { ...base, entityType: "tier" as const, entityId: target, before: {}, after: {} };
+  }
+  if (scope.endpointClass === null) {
+    return scope.kind === "tier"
+      ? {
+          ...base,
+          entityType: "tier" as const,
+          entityId: scope.tier,
+          before: { limit: current },
+          after: { limit: proposed },
+        }
+      : {
+          ...base,
+          entityType: "settings" as const,
+          entityId: "settings",
+          before: { ceilings: { [scope.kind]: current } },
+          after: { ceilings: { [scope.kind]: proposed } },
+        };
+  }
+  const classLimits = (limit: TPolicyLimit | null) => ({
+    limits: scope.kind === "tier" && limit !== null ? { [scope.tier]: limit } : {},
+    anonymousLimit: scope.kind === "address" ? limit : null,
+    ceiling: scope.kind === "ceiling" ? limit : null,
+  });
+  return {
+    ...base,
+    entityType: "endpoint-class" as const,
+    entityId: scope.endpointClass,
+    before: classLimits(current),
+    after: classLimits(proposed),
+  };
 }
 
 /**
@@ -154,6 +204,43 @@ export async function assessRequestedChange(
         );
       }
       break;
+    }
+    case "candidate.promote": {
+      const candidate = await findCandidate(db, change.id);
+      await assertExpectedVersion(
+        db,
+        {
+          entityType: "candidate",
+          entityId: candidate.id,
+          label: `dry-run candidate "${candidate.id}"`,
+          current: auditView(candidate),
+        },
+        change.expectedVersion,
+      );
+      const { rules } = await readPolicyRules(db);
+      const current = limitAtScope(rules, candidate.target);
+      const proposed: TPolicyLimit = {
+        ...candidate.limit,
+        mode: "enforce",
+        onStoreFailure: current?.onStoreFailure ?? "local",
+      };
+      const approvalRules = await findApprovalSettings(db);
+      return {
+        change,
+        assessment: {
+          diff: {
+            before: { target: candidate.target, limit: current },
+            after: { target: candidate.target, limit: proposed },
+          },
+          preview: null,
+          backtest: await backtestOf({ kind: "candidate", id: candidate.id }, deps),
+          gatedBy: approvalReasons(
+            { ...approvalRules, isEnabled: true },
+            promotedRuleChange(candidate.target, current, proposed),
+          ),
+          basePolicyVersion,
+        },
+      };
     }
     case "policy.import": {
       const parsed = parsePolicyDocument(change.document);

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import type { AuditAction, AuditEntityType } from "../audit/audit-actions";
+import { ZPromoteCandidateOptions } from "../candidate/promote-candidate";
 import { ZDeleteEndpointClassOptions } from "../endpoint-class/delete-endpoint-class";
 import { ZUpdateEndpointClassOptions } from "../endpoint-class/update-endpoint-class";
 import { ZUpdatePolicySettingsOptions } from "../settings/update-policy-settings";
@@ -49,6 +50,10 @@ export const ZRequestedChange = z.discriminatedUnion(
       ...ZUpdatePolicySettingsOptions.shape,
     }),
     z.strictObject({
+      kind: z.literal("candidate.promote"),
+      ...ZPromoteCandidateOptions.shape,
+    }),
+    z.strictObject({
       kind: z.literal("policy.import"),
       /** A whole policy document, validated as an import validates it. */
       document: z.unknown(),
@@ -56,7 +61,7 @@ export const ZRequestedChange = z.discriminatedUnion(
   ],
   {
     error:
-      "kind must be one of: tier.update, tier.delete, endpoint-class.update, endpoint-class.delete, settings.update, policy.import",
+      "kind must be one of: tier.update, tier.delete, endpoint-class.update, endpoint-class.delete, settings.update, candidate.promote, policy.import",
   },
 );
 export type TRequestedChange = z.output<typeof ZRequestedChange>;
@@ -77,6 +82,9 @@ export function targetOf(change: TRequestedChange): {
       return { action: change.kind, entityType: "endpoint-class", entityId: change.name };
     case "settings.update":
       return { action: change.kind, entityType: "settings", entityId: "settings" };
+    case "candidate.promote":
+      // Recorded on the rule it replaces; the request names the candidate.
+      return { action: change.kind, entityType: "candidate", entityId: change.id };
     case "policy.import":
       return { action: change.kind, entityType: "policy", entityId: "policy" };
   }

@@ -55,6 +55,24 @@ export function CandidateActions({
       return;
     }
     const { error } = answer;
+    if (verb === "promote" && error.code === "APPROVAL_REQUIRED") {
+      // The admin confirmed the promotion: it goes to a second person instead of applying.
+      const requested = await callApi<{ changeRequest: { id: string } }>(
+        "/api/v1/change-requests",
+        {
+          method: "POST",
+          body: {
+            change: { kind: "candidate.promote", id, expectedVersion: version },
+            reason: reason.trim(),
+          },
+        },
+      );
+      if (requested.ok) {
+        router.push(`/change-requests/${encodeURIComponent(requested.body.changeRequest.id)}`);
+        return;
+      }
+      return { error: `${error.message} Requesting it failed: ${requested.error.message}` };
+    }
     if (error.code === "VERSION_CONFLICT") {
       return {
         error: `Someone changed this candidate since you opened it: ${error.message} Reload the page to see it.`,
