@@ -143,7 +143,7 @@ export interface StagedChangeRecord {
   /** The rule's limit when it started; null for a new per-tier endpoint limit. */
   readonly previousLimit: TLimitSpec | null;
   readonly origin: "edit" | "candidate";
-  readonly steps: readonly { readonly sliceBasisPoints: number; readonly dwellMs: number }[];
+  readonly steps: { sliceBasisPoints: number; dwellMs: number }[];
   readonly stepIndex: number;
   /** The current step's slice, in basis points. */
   readonly sliceBasisPoints: number;
