@@ -7,10 +7,8 @@ import { getStagedChange } from "@/lib/control/staged-change/get-staged-change";
 import { listStagedChanges } from "@/lib/control/staged-change/list-staged-changes";
 import { pauseStagedChange } from "@/lib/control/staged-change/pause-staged-change";
 import { resumeStagedChange } from "@/lib/control/staged-change/resume-staged-change";
-import {
-  STAGED_CHANGE_STATES,
-  ZStagedGuard,
-} from "@/lib/control/staged-change/staged-change-record";
+import { STAGED_CHANGE_STATES } from "@/lib/control/staged-change/staged-change-record";
+import { ZGuardState, ZStagedGuard } from "@/lib/control/staged-change/staged-guard";
 import {
   startStagedChange,
   ZStartStagedChangeOptions,
@@ -42,6 +40,7 @@ export const ZStagedChangeRecord = z.object({
   guard: ZStagedGuard,
   breachedWindows: z.number().int(),
   lastWindowEndMs: z.number().nullable(),
+  guardState: ZGuardState.nullable(),
   holdNotifiedAt: z.string().nullable(),
   endReason: z.string().nullable().describe("Why it ended, in words (a revert's guard figures)."),
   endFigures: z.unknown(),

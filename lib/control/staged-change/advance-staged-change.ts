@@ -1,3 +1,4 @@
+import { Prisma } from "@/lib/generated/prisma/client";
 import type { ChangeContext } from "../change-context";
 import { parseChange } from "../change-context";
 import type { ControlDeps } from "../deps";
@@ -38,6 +39,8 @@ export async function advanceStagedChange(
           state: "running",
           pausedAt: null,
           breachedWindows: 0,
+          // The guard takes a new baseline for the new slice.
+          guardState: Prisma.DbNull,
           holdNotifiedAt: null,
           version: { increment: 1 },
         },

@@ -5,6 +5,7 @@ import { AppError, notFound } from "../errors";
 import type { Db } from "../stored";
 import { auditView, isoOf, jsonColumn, parseStored } from "../stored";
 import type { VersionedEntity } from "../versioned-write";
+import { type GuardState, type TStagedGuard, ZGuardState, ZStagedGuard } from "./staged-guard";
 
 /** One step: the share of subjects under the new limit, and how long it is held at least. */
 export const ZStagedStep = z.strictObject({
@@ -55,43 +56,6 @@ export const ZStagedSteps = z
     }
   });
 
-/**
- * When the guard reverts: the slice's rejection rate exceeds the rest's by more than
- * `marginPercent` points, with at least `minRequests` requests in the slice, for
- * `consecutiveWindows` windows of `windowMs` in a row. How the defaults were chosen:
- * docs/staged-changes.md.
- */
-export const ZStagedGuard = z.strictObject({
-  /** @default 5 (percentage points) */
-  marginPercent: z
-    .number({ error: "marginPercent must be a number from 0 to 100" })
-    .min(0, { error: "marginPercent must be at least 0" })
-    .max(100, { error: "marginPercent must be at most 100" })
-    .default(5),
-  /** @default 100 */
-  minRequests: z
-    .number({ error: "minRequests must be a whole number" })
-    .int({ error: "minRequests must be a whole number" })
-    .min(1, { error: "minRequests must be at least 1" })
-    .max(1_000_000_000, { error: "minRequests must be at most 1,000,000,000" })
-    .default(100),
-  /** @default 60_000 (one minute); at least 1 s */
-  windowMs: z
-    .number({ error: "windowMs must be a whole number of milliseconds" })
-    .int({ error: "windowMs must be a whole number of milliseconds" })
-    .min(1000, { error: "windowMs must be at least 1000 (1 s)" })
-    .max(3_600_000, { error: "windowMs must be at most 3600000 (1 h)" })
-    .default(60_000),
-  /** @default 3 */
-  consecutiveWindows: z
-    .number({ error: "consecutiveWindows must be a whole number" })
-    .int({ error: "consecutiveWindows must be a whole number" })
-    .min(1, { error: "consecutiveWindows must be at least 1" })
-    .max(60, { error: "consecutiveWindows must be at most 60" })
-    .default(3),
-});
-export type TStagedGuard = z.output<typeof ZStagedGuard>;
-
 export const STAGED_CHANGE_STATES = [
   "running",
   "paused",
@@ -124,6 +88,7 @@ export const stagedChangeSelect = {
   guard: true,
   breachedWindows: true,
   lastWindowEndMs: true,
+  guardState: true,
   holdNotifiedAt: true,
   endReason: true,
   endFigures: true,
@@ -153,6 +118,8 @@ export interface StagedChangeRecord {
   readonly guard: TStagedGuard;
   readonly breachedWindows: number;
   readonly lastWindowEndMs: number | null;
+  /** The guard's running state; null until the worker's first look at this step. */
+  readonly guardState: GuardState | null;
   readonly holdNotifiedAt: string | null;
   readonly endReason: string | null;
   readonly endFigures: unknown;
@@ -190,6 +157,7 @@ export function toStagedChangeRecord(row: StagedChangeRow): StagedChangeRecord {
     guard: parseStored(ZStagedGuard, row.guard, label),
     breachedWindows: row.breachedWindows,
     lastWindowEndMs: row.lastWindowEndMs === null ? null : Number(row.lastWindowEndMs),
+    guardState: row.guardState === null ? null : parseStored(ZGuardState, row.guardState, label),
     holdNotifiedAt: row.holdNotifiedAt === null ? null : isoOf(row.holdNotifiedAt),
     endReason: row.endReason,
     endFigures: row.endFigures,

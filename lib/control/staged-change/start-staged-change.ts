@@ -13,9 +13,9 @@ import {
   type StagedChangeRecord,
   stagedChangeLabel,
   storedSteps,
-  ZStagedGuard,
   ZStagedSteps,
 } from "./staged-change-record";
+import { ZStagedGuard } from "./staged-guard";
 
 export const ZStartStagedChangeOptions = z
   .strictObject({

@@ -16,6 +16,7 @@ CREATE TABLE "StagedChange" (
     "guard" JSONB NOT NULL,
     "breachedWindows" INTEGER NOT NULL DEFAULT 0,
     "lastWindowEndMs" BIGINT,
+    "guardState" JSONB,
     "holdNotifiedAt" TIMESTAMPTZ(3),
     "endReason" TEXT,
     "endFigures" JSONB,
