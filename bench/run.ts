@@ -28,6 +28,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   "ratelimit-service": () => import("./ratelimit-service"),
   "request-cost": () => import("./request-cost"),
   scale: () => import("./scale"),
+  staged: () => import("./staged"),
 };
 
 async function main(): Promise<void> {

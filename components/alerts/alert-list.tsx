@@ -48,6 +48,15 @@ export function AlertList({
             </span>
             <span className="muted small">{alert.message}</span>
           </li>
+        ) : alert.kind === "staged-change" ? (
+          <li key={alert.key} className="alert-item alert-item-rise">
+            <Badge tone={alert.event === "reverted" ? "bad" : "warn"}>
+              {alert.event === "reverted" ? "staged change reverted" : "staged change holding"}
+            </Badge>
+            <code>{alert.target}</code>
+            <a href={`/staged-changes/${alert.stagedChangeId}`}>{alert.stagedChangeId}</a>
+            <span className="muted small">{alert.message}</span>
+          </li>
         ) : alert.kind === "rejection-rate-change" ? (
           <li key={alert.key} className={`alert-item alert-item-${alert.direction}`}>
             <Badge tone={alert.direction === "rise" ? "bad" : "warn"}>

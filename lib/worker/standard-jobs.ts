@@ -13,6 +13,7 @@ import { moveTrafficRecordJob } from "./jobs/move-traffic-record-job";
 import { publishSnapshotsJob } from "./jobs/publish-snapshots-job";
 import { recordIncidentExpiriesJob } from "./jobs/record-incident-expiries-job";
 import { rollUpMetricsJob } from "./jobs/roll-up-metrics-job";
+import { superviseStagedChangesJob } from "./jobs/supervise-staged-changes-job";
 import type { WorkerJob } from "./worker-job";
 
 export interface StandardJobsOptions {
@@ -81,6 +82,26 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
           log(
             `worker: traffic record: ${result.gapsFound} gateway streams lost entries before they were moved`,
           );
+        }
+      },
+    }),
+    superviseStagedChangesJob({
+      deps: {
+        db,
+        publisher: { db, redis, prefix, clock: systemClock },
+        clock: systemClock,
+        auditKey: loadEnv().AUDIT_KEY,
+        live: { redis, prefix },
+      },
+      onRun(outcomes) {
+        for (const outcome of outcomes) {
+          if (
+            outcome.action !== "wait" &&
+            outcome.action !== "held" &&
+            outcome.action !== "baseline"
+          ) {
+            log(`worker: staged change ${outcome.id}: ${outcome.action}`);
+          }
         }
       },
     }),

@@ -84,6 +84,16 @@ import { listRejectedCustomersEndpoint } from "./rejected-customers";
 import { getSeenCustomerEndpoint, listSeenCustomersEndpoint } from "./seen-customers";
 import { getSettingsEndpoint, updateSettingsEndpoint } from "./settings";
 import {
+  abortStagedChangeEndpoint,
+  advanceStagedChangeEndpoint,
+  completeStagedChangeEndpoint,
+  getStagedChangeEndpoint,
+  listStagedChangesEndpoint,
+  pauseStagedChangeEndpoint,
+  resumeStagedChangeEndpoint,
+  startStagedChangeEndpoint,
+} from "./staged-changes";
+import {
   createTierEndpoint,
   deleteTierEndpoint,
   getTierEndpoint,
@@ -174,6 +184,14 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   updateCandidateEndpoint,
   promoteCandidateEndpoint,
   discardCandidateEndpoint,
+  listStagedChangesEndpoint,
+  startStagedChangeEndpoint,
+  getStagedChangeEndpoint,
+  pauseStagedChangeEndpoint,
+  resumeStagedChangeEndpoint,
+  advanceStagedChangeEndpoint,
+  completeStagedChangeEndpoint,
+  abortStagedChangeEndpoint,
   getSnapshotEndpoint,
   exportPolicyEndpoint,
   importPolicyEndpoint,

@@ -518,4 +518,74 @@ function validCount(value: number): number {
 }
 
 /** Every alert the overview shows. */
-export type ConsoleAlert = RejectionRateAlert | IncidentExpiryAlert | DegradedDecisionAlert;
+export type ConsoleAlert =
+  | RejectionRateAlert
+  | IncidentExpiryAlert
+  | DegradedDecisionAlert
+  | StagedChangeAlert;
+
+/** What the staged-change alerts read of a staged change. */
+export interface StagedChangeForAlert {
+  readonly id: string;
+  readonly target: string;
+  readonly state: string;
+  readonly endReason: string | null;
+  readonly endFigures: unknown;
+  readonly endedAt: string | null;
+  readonly holdNotifiedAt: string | null;
+  readonly stepIndex: number;
+}
+
+/** How long a guard's revert stays an alert (and so reaches the webhooks). */
+export const STAGED_CHANGE_REVERT_ALERT_MS = 15 * MINUTE_MS;
+
+export interface StagedChangeAlert {
+  readonly kind: "staged-change";
+  /** Reverted by its guard, or holding a step for traffic. */
+  readonly event: "reverted" | "holding";
+  readonly key: string;
+  readonly stagedChangeId: string;
+  readonly target: string;
+  /** A revert's windows (slice and rest requests and rejections); null for a hold. */
+  readonly figures: unknown;
+  readonly message: string;
+}
+
+/**
+ * An alert for each staged change its guard reverted in the last 15 minutes (with the figures
+ * that tripped it), and for each live one whose step has waited three dwell times for traffic.
+ */
+export function detectStagedChangeAlerts(
+  changes: readonly StagedChangeForAlert[],
+  options: { readonly nowMs: number },
+): StagedChangeAlert[] {
+  const alerts: StagedChangeAlert[] = [];
+  for (const change of changes) {
+    if (change.state === "reverted" && change.endedAt !== null) {
+      if (options.nowMs - Date.parse(change.endedAt) > STAGED_CHANGE_REVERT_ALERT_MS) continue;
+      alerts.push({
+        kind: "staged-change",
+        event: "reverted",
+        key: `staged-change-reverted:${change.id}`,
+        stagedChangeId: change.id,
+        target: change.target,
+        figures: change.endFigures,
+        message: `Staged change ${change.id} of ${change.target} ${change.endReason ?? "was reverted by its guard"}`,
+      });
+    } else if (
+      (change.state === "running" || change.state === "paused") &&
+      change.holdNotifiedAt !== null
+    ) {
+      alerts.push({
+        kind: "staged-change",
+        event: "holding",
+        key: `staged-change-holding:${change.id}:${change.stepIndex}`,
+        stagedChangeId: change.id,
+        target: change.target,
+        figures: null,
+        message: `Staged change ${change.id} of ${change.target} is holding at step ${change.stepIndex + 1}: its slice has seen too few requests to judge; advance or abort it.`,
+      });
+    }
+  }
+  return alerts;
+}

@@ -9,11 +9,13 @@ import { type DecisionMinuteCounts, readDecisionMinute } from "@limitplane/enfor
 import type { FleetDeps, ReadDeps } from "../deps";
 import { listIncidents } from "../incident/list-incidents";
 import { loadScopeMinutes } from "../metric-minute/load-scope-minutes";
+import { listStagedChanges } from "../staged-change/list-staged-changes";
 import {
   type ConsoleAlert,
   detectDegradedDecisions,
   detectExpiringIncidents,
   detectRejectionRateAlerts,
+  detectStagedChangeAlerts,
   REJECTION_RATE_ALERT_DEFAULTS,
 } from "./alert-rules";
 
@@ -33,18 +35,20 @@ export async function evaluateAlerts(
 ): Promise<EvaluatedAlerts> {
   const d = REJECTION_RATE_ALERT_DEFAULTS;
   const fromMs = options.nowMs - d.recentWindowMs - d.baselineWindowMs - 60_000;
-  const [minutes, incidents, decisionMinutes] = await Promise.all([
+  const [minutes, incidents, decisionMinutes, stagedChanges] = await Promise.all([
     loadScopeMinutes({ fromMs, nowMs: options.nowMs }, deps),
     // Current as of the evaluation instant, like everything else here.
     listIncidents({ status: "current" }, { db: deps.db, clock: { nowMs: () => options.nowMs } }),
     deps.live === null ? [] : readDecisionMinutes(options.nowMs, deps.live),
+    listStagedChanges(deps, { states: ["running", "paused", "reverted"], limit: 50 }),
   ]);
   // Both windows end at the start of the current minute, so it does not matter whether the
   // current minute came from Redis: only complete minutes are judged.
   const rateAlerts = detectRejectionRateAlerts(minutes.rows, { nowMs: options.nowMs });
   const expiring = detectExpiringIncidents(incidents, { nowMs: options.nowMs });
   const degraded = detectDegradedDecisions(decisionMinutes, { nowMs: options.nowMs });
-  return { alerts: [...degraded, ...rateAlerts, ...expiring], nowMs: options.nowMs };
+  const staged = detectStagedChangeAlerts(stagedChanges, { nowMs: options.nowMs });
+  return { alerts: [...degraded, ...staged, ...rateAlerts, ...expiring], nowMs: options.nowMs };
 }
 
 /**

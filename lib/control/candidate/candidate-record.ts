@@ -1,6 +1,6 @@
 import { type TDryRunCandidate, ZDryRunCandidate } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { notFound } from "../errors";
+import { AppError, notFound } from "../errors";
 import type { Db } from "../stored";
 import { auditView, isoOf, parseStored } from "../stored";
 import type { VersionedEntity } from "../versioned-write";
@@ -10,7 +10,18 @@ export const candidateDocumentSelect = {
   id: true,
   target: true,
   limit: true,
+  sliceBasisPoints: true,
 } satisfies Prisma.DryRunCandidateSelect;
+
+type CandidateDocumentRow = Prisma.DryRunCandidateGetPayload<{
+  select: typeof candidateDocumentSelect;
+}>;
+
+/** A candidate row as the policy document holds it: a slice only while it is a staged change. */
+export function candidateDocumentOf(row: CandidateDocumentRow): Record<string, unknown> {
+  const { sliceBasisPoints, ...candidate } = row;
+  return sliceBasisPoints === null ? candidate : { ...candidate, sliceBasisPoints };
+}
 
 export const candidateSelect = {
   ...candidateDocumentSelect,
@@ -37,7 +48,12 @@ export function candidateLabel(id: string): string {
 export function toCandidateRecord(row: CandidateRow): CandidateRecord {
   const candidate = parseStored(
     ZDryRunCandidate,
-    { id: row.id, target: row.target, limit: row.limit },
+    candidateDocumentOf({
+      id: row.id,
+      target: row.target,
+      limit: row.limit,
+      sliceBasisPoints: row.sliceBasisPoints,
+    }),
     candidateLabel(row.id),
   );
   return {
@@ -47,6 +63,15 @@ export function toCandidateRecord(row: CandidateRow): CandidateRecord {
     createdAt: isoOf(row.createdAt),
     updatedAt: isoOf(row.updatedAt),
   };
+}
+
+/** Refuses to change a candidate that carries a running staged change by the candidate's verbs. */
+export function assertNotStaged(candidate: CandidateRecord): void {
+  if (candidate.sliceBasisPoints === undefined) return;
+  throw new AppError(
+    "CONFLICT",
+    `${candidateLabel(candidate.id)} is a staged change at ${candidate.sliceBasisPoints / 100} %; advance, pause or abort the staged change instead.`,
+  );
 }
 
 export async function findCandidate(db: Db, id: string): Promise<CandidateRecord> {

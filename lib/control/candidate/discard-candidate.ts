@@ -4,7 +4,7 @@ import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-con
 import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { versionedWrite } from "../versioned-write";
-import { type CandidateRecord, candidateEntity } from "./candidate-record";
+import { assertNotStaged, type CandidateRecord, candidateEntity } from "./candidate-record";
 
 export const ZDiscardCandidateOptions = z.strictObject({
   id: ZDryRunCandidate.shape.id,
@@ -25,6 +25,7 @@ export async function discardCandidate(
     affectsSnapshot: true,
     focus: null,
     write: versionedWrite(candidateEntity(input.id), input.expectedVersion, async (tx, current) => {
+      assertNotStaged(current);
       await tx.dryRunCandidate.delete({ where: { id: input.id }, select: { id: true } });
       return { after: null, value: { candidate: current } };
     }),

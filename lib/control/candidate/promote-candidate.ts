@@ -21,7 +21,7 @@ import { findSettings, settingsSelect, toSettingsRecord } from "../settings/sett
 import { auditView, jsonColumn, toJson } from "../stored";
 import { findTier, tierSelect, toTierRecord } from "../tier/tier-record";
 import { versionedWrite } from "../versioned-write";
-import { type CandidateRecord, candidateEntity } from "./candidate-record";
+import { assertNotStaged, type CandidateRecord, candidateEntity } from "./candidate-record";
 
 export const ZPromoteCandidateOptions = z.strictObject({
   id: ZDryRunCandidate.shape.id,
@@ -63,6 +63,7 @@ export async function promoteCandidate(
       candidateEntity(input.id),
       input.expectedVersion,
       async (tx, candidate) => {
+        assertNotStaged(candidate);
         const rule = await replaceTargetRule(tx, candidate);
         await tx.dryRunCandidate.delete({ where: { id: input.id }, select: { id: true } });
         return {
@@ -75,7 +76,8 @@ export async function promoteCandidate(
   });
 }
 
-async function replaceTargetRule(tx: Tx, candidate: CandidateRecord): Promise<PromotedRule> {
+/** Makes `candidate.limit` the enforced rule its target names; what a promotion and a completed staged change do. */
+export async function replaceTargetRule(tx: Tx, candidate: CandidateRecord): Promise<PromotedRule> {
   const scope = parseScope(candidate.target);
   if (scope === null) throw new Error(`stored candidate target ${candidate.target} is not a scope`);
   const limit = candidate.limit;

@@ -6,6 +6,7 @@ import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change
 import { auditView, toJson } from "../stored";
 import { versionedWrite } from "../versioned-write";
 import {
+  assertNotStaged,
   type CandidateRecord,
   candidateEntity,
   candidateSelect,
@@ -35,7 +36,8 @@ export async function updateCandidate(
     entityType: "candidate",
     affectsSnapshot: true,
     focus: { collection: "dryRunCandidates", id: input.id },
-    write: versionedWrite(candidateEntity(input.id), input.expectedVersion, async (tx) => {
+    write: versionedWrite(candidateEntity(input.id), input.expectedVersion, async (tx, current) => {
+      assertNotStaged(current);
       const row = await tx.dryRunCandidate.update({
         where: { id: input.id },
         data: {

@@ -22,7 +22,7 @@ import {
   type TPolicyDocument,
 } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { candidateDocumentSelect } from "../candidate/candidate-record";
+import { candidateDocumentOf, candidateDocumentSelect } from "../candidate/candidate-record";
 import { customerDocumentSelect } from "../customer/customer-record";
 import { customerOverrideDocumentSelect } from "../customer-override/customer-override-record";
 import { endpointClassDocumentSelect } from "../endpoint-class/endpoint-class-record";
@@ -181,7 +181,7 @@ export async function readStoredPolicy(
       startsAt: incident.startsAt.toISOString(),
       expiresAt: incident.expiresAt.toISOString(),
     })),
-    dryRunCandidates: orderedCandidates,
+    dryRunCandidates: orderedCandidates.map(candidateDocumentOf),
   };
   return {
     input,

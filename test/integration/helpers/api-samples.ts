@@ -15,6 +15,7 @@ export function samplePath(endpoint: AnyEndpoint, harness: ApiHarness): string {
       if (path.includes("/incidents/")) return "inc-2025-06-02-acme";
       if (path.includes("/candidates/")) return "free-halved";
       if (path.includes("/change-requests/")) return "cr_0000000000000000";
+      if (path.includes("/staged-changes/")) return "staged-sample";
       throw new Error(`no sample id for ${path}`);
     });
 }

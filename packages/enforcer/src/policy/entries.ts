@@ -268,7 +268,14 @@ export function compileEntries(doc: TPolicyDocument, compiledAtMs: number): Poli
         }),
       ),
     ...sorted.dryRunCandidates.map((candidate) =>
-      entry("candidate", { id: candidate.id, target: candidate.target, limit: candidate.limit }),
+      entry("candidate", {
+        id: candidate.id,
+        target: candidate.target,
+        limit: candidate.limit,
+        ...(candidate.sliceBasisPoints === undefined
+          ? {}
+          : { sliceBasisPoints: candidate.sliceBasisPoints }),
+      }),
     ),
   ];
 }

@@ -142,3 +142,4 @@ export {
 export { formatScope, parseScope, type Scope } from "./scope";
 export { sha256Hex } from "./sha256";
 export { compileSnapshot, parseSnapshot, snapshotOfEntries } from "./snapshot";
+export { isInSlice, SLICE_BASIS_POINTS, slicePointOf } from "./staged-slice";

@@ -318,7 +318,7 @@ export class PolicyState {
       const value = this.#incidents.get(key);
       return value === undefined ? undefined : { kind: "incident", key, value };
     }
-    if (scope?.kind === "candidate") {
+    if (scope?.kind === "candidate" && scope.part === undefined) {
       const value = this.#candidates.get(scope.candidateId);
       return value === undefined ? undefined : { kind: "candidate", key, value };
     }

@@ -47,6 +47,12 @@ export interface PreparedCandidate {
   readonly bucket: string;
   readonly target: string;
   readonly limit: LimitSpec;
+  /** Null for a plain dry-run candidate; a staged change's slice otherwise (`staged-slice.ts`). */
+  readonly sliceBasisPoints: number | null;
+  /** `candidate:ID/slice`: its limit, enforced for subjects in the slice. */
+  readonly sliceScope: string;
+  /** `candidate:ID/slice-previous`: the rule it replaces, in dry-run for subjects in the slice. */
+  readonly slicePreviousScope: string;
 }
 
 export interface PreparedEndpointClass {
@@ -99,6 +105,8 @@ export interface PreparedCore {
   readonly customerCeilingCandidates: readonly PreparedCandidate[];
   /** Candidates targeting `address`. */
   readonly addressCeilingCandidates: readonly PreparedCandidate[];
+  /** The candidates that are staged changes, by id: whose slices a resolution depends on. */
+  readonly stagedCandidates: readonly PreparedCandidate[];
   readonly matcher: EndpointMatcher;
 }
 
@@ -123,6 +131,7 @@ export class PreparedSnapshot implements PreparedCore {
   readonly tierCandidates: ReadonlyMap<string, readonly PreparedCandidate[]>;
   readonly customerCeilingCandidates: readonly PreparedCandidate[];
   readonly addressCeilingCandidates: readonly PreparedCandidate[];
+  readonly stagedCandidates: readonly PreparedCandidate[];
   readonly matcher: EndpointMatcher;
 
   constructor(
@@ -139,6 +148,7 @@ export class PreparedSnapshot implements PreparedCore {
     this.tierCandidates = core.tierCandidates;
     this.customerCeilingCandidates = core.customerCeilingCandidates;
     this.addressCeilingCandidates = core.addressCeilingCandidates;
+    this.stagedCandidates = core.stagedCandidates;
     this.matcher = core.matcher;
   }
 }
@@ -252,14 +262,20 @@ export function prepareCore(input: PolicyCoreInput): PreparedCore {
   }
 
   const candidates = new Map<string, PreparedCandidate[]>();
+  const stagedCandidates: PreparedCandidate[] = [];
   for (const candidate of input.dryRunCandidates) {
+    const candidateId = candidate.id;
     const preparedCandidate: PreparedCandidate = {
-      id: candidate.id,
-      scope: formatScope({ kind: "candidate", candidateId: candidate.id }),
-      bucket: formatBucket({ kind: "candidate", candidateId: candidate.id }),
+      id: candidateId,
+      scope: formatScope({ kind: "candidate", candidateId }),
+      bucket: formatBucket({ kind: "candidate", candidateId }),
       target: candidate.target,
       limit: toLimitSpec(candidate.limit),
+      sliceBasisPoints: candidate.sliceBasisPoints ?? null,
+      sliceScope: formatScope({ kind: "candidate", candidateId, part: "slice" }),
+      slicePreviousScope: formatScope({ kind: "candidate", candidateId, part: "slice-previous" }),
     };
+    if (preparedCandidate.sliceBasisPoints !== null) stagedCandidates.push(preparedCandidate);
     const list = candidates.get(candidate.target);
     if (list === undefined) candidates.set(candidate.target, [preparedCandidate]);
     else list.push(preparedCandidate);
@@ -339,6 +355,7 @@ export function prepareCore(input: PolicyCoreInput): PreparedCore {
     tierCandidates: byTier((tier) => formatScope({ kind: "tier", tier, endpointClass: null })),
     customerCeilingCandidates: candidatesFor(formatScope({ kind: "ceiling", endpointClass: null })),
     addressCeilingCandidates: candidatesFor(formatScope({ kind: "address", endpointClass: null })),
+    stagedCandidates: stagedCandidates.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
     matcher: compileEndpointMatcher(classList),
   };
 }

@@ -24,6 +24,11 @@
  * - a dry-run candidate is checked in dry-run on its own bucket (`candidate:ID`) wherever the rule
  *   it targets would be the one that applies: not for a customer whose override or incident
  *   outranks that rule, since promoting the candidate would not change that customer's limit.
+ * - a candidate that is a staged change (`sliceBasisPoints`) does the same for subjects outside its
+ *   slice. For a subject in the slice (`staged-slice.ts`), wherever the candidate would be
+ *   counted, its limit is enforced instead on the layer's bucket (`candidate:ID/slice`), so the
+ *   bucket continues as on an edit, and the rule it replaces is counted in dry-run on the
+ *   candidate's bucket (`candidate:ID/slice-previous`): both limits are counted for everyone.
  */
 import { normalizeClientAddress } from "./address";
 import type { MatchRule } from "./endpoint-matcher";
@@ -48,6 +53,7 @@ import type {
 } from "./resolution-types";
 import type { TOnStoreFailure, TSnapshot } from "./schemas";
 import { formatSubject } from "./scope";
+import { isInSlice } from "./staged-slice";
 
 export type { ResolvedCheck, TraceRule, TraceSlot, TraceStatus } from "./resolution-types";
 
@@ -152,10 +158,13 @@ export function resolveLimits(
       address: normalized ?? "unknown",
       endpointClass: endpointClass.keyBy === "address-and-route" ? endpointClass.name : null,
     });
-    const cacheKey = `a\u0000${endpointClass.name}`;
+    const slices = sliceMembership(prepared, normalized ?? "unknown");
+    const cacheKey = `a\u0000${endpointClass.name}${slices.key}`;
     let cached = prepared.cache.get(cacheKey);
     if (cached === undefined) {
-      cached = freezeResolution(resolveAnonymousSlots(prepared, endpointClass, nowMs, true));
+      cached = freezeResolution(
+        resolveAnonymousSlots(prepared, endpointClass, slices.inSlice, nowMs, true),
+      );
       prepared.cache.set(cacheKey, cached);
     }
     return {
@@ -182,20 +191,29 @@ export function resolveLimits(
   // Throws on a customer id outside its character set.
   const subject = formatSubject({ kind: "customer", customerId });
   const customerRules = prepared.customers.get(customerId);
+  const slices = sliceMembership(prepared, customerId);
   let result: CachedResolution;
   if (customerRules === undefined) {
-    const cacheKey = `c\u0000${tier}\u0000${endpointClass.name}`;
+    const cacheKey = `c\u0000${tier}\u0000${endpointClass.name}${slices.key}`;
     const cached = prepared.cache.get(cacheKey);
     if (cached === undefined) {
       result = freezeResolution(
-        resolveCustomerSlots(prepared, tier, endpointClass, undefined, nowMs, true),
+        resolveCustomerSlots(prepared, tier, endpointClass, undefined, slices.inSlice, nowMs, true),
       );
       prepared.cache.set(cacheKey, result);
     } else {
       result = cached;
     }
   } else {
-    result = resolveCustomerSlots(prepared, tier, endpointClass, customerRules, nowMs, withTrace);
+    result = resolveCustomerSlots(
+      prepared,
+      tier,
+      endpointClass,
+      customerRules,
+      slices.inSlice,
+      nowMs,
+      withTrace,
+    );
   }
   return {
     subject,
@@ -258,6 +276,35 @@ function resolveEndpointClass(
   };
 }
 
+/** Which staged changes' slices hold a subject: a cache-key suffix and the candidate ids. */
+interface SliceMembership {
+  readonly key: string;
+  readonly inSlice: ReadonlySet<string>;
+}
+
+const NO_SLICES: SliceMembership = { key: "", inSlice: new Set() };
+
+/**
+ * The staged changes whose slice holds `identity`. Without staged changes (the usual case) this
+ * costs nothing; with k of them, k hashes, and the shared per-tier results are kept per
+ * membership pattern (at most 2^k of them, and k is bounded by the document's rules).
+ */
+function sliceMembership(prepared: PreparedSnapshot, identity: string): SliceMembership {
+  const staged = prepared.stagedCandidates;
+  if (staged.length === 0) return NO_SLICES;
+  let key = "\u0000";
+  const inSlice = new Set<string>();
+  for (const candidate of staged) {
+    if (isInSlice(candidate.id, identity, candidate.sliceBasisPoints ?? 0)) {
+      inSlice.add(candidate.id);
+      key += "1";
+    } else {
+      key += "0";
+    }
+  }
+  return { key, inSlice };
+}
+
 interface SlotInput {
   readonly layer: Layer;
   readonly bucket: string;
@@ -277,6 +324,7 @@ function resolveCustomerSlots(
   tier: string,
   endpointClass: PreparedEndpointClass,
   customer: CustomerRules | undefined,
+  inSlice: ReadonlySet<string>,
   nowMs: number,
   withTrace: boolean,
 ): CachedResolution {
@@ -305,6 +353,7 @@ function resolveCustomerSlots(
       ceilingSlot(prepared.customerCeiling, prepared.customerCeilingCandidates),
       endpointCeilingSlot(endpointClass),
     ],
+    inSlice,
     nowMs,
     withTrace,
   );
@@ -313,6 +362,7 @@ function resolveCustomerSlots(
 function resolveAnonymousSlots(
   prepared: PreparedSnapshot,
   endpointClass: PreparedEndpointClass,
+  inSlice: ReadonlySet<string>,
   nowMs: number,
   withTrace: boolean,
 ): CachedResolution {
@@ -339,6 +389,7 @@ function resolveAnonymousSlots(
       ceilingSlot(prepared.addressCeiling, prepared.addressCeilingCandidates),
       endpointCeilingSlot(endpointClass),
     ],
+    inSlice,
     nowMs,
     withTrace,
   );
@@ -370,13 +421,14 @@ function endpointCeilingSlot(endpointClass: PreparedEndpointClass): SlotInput {
 
 function resolveSlots(
   inputs: readonly SlotInput[],
+  inSlice: ReadonlySet<string>,
   nowMs: number,
   withTrace: boolean,
 ): CachedResolution {
   const checks: ResolvedCheck[] = [];
   const slots: TraceSlot[] = [];
   for (const input of inputs) {
-    const slot = resolveSlot(input, nowMs, checks, withTrace);
+    const slot = resolveSlot(input, inSlice, nowMs, checks, withTrace);
     if (slot !== null) slots.push(slot);
   }
   return { checks, slots };
@@ -394,6 +446,7 @@ interface Applying {
 /** Resolves one layer's bucket: pushes its checks and returns its trace (null without trace). */
 function resolveSlot(
   input: SlotInput,
+  inSlice: ReadonlySet<string>,
   nowMs: number,
   checks: ResolvedCheck[],
   withTrace: boolean,
@@ -453,7 +506,35 @@ function resolveSlot(
     }
   }
 
-  if (applying !== null) {
+  // A candidate stands in for the base rule: it counts when nothing more specific applies.
+  const isCandidateCounted = applying === null || applying.origin === input.base;
+  // A staged change whose slice holds the subject: its limit is enforced in the base rule's place.
+  let staged: PreparedCandidate | null = null;
+  if (isCandidateCounted && inSlice.size > 0) {
+    for (const candidate of input.candidates) {
+      if (candidate.sliceBasisPoints !== null && inSlice.has(candidate.id)) staged = candidate;
+    }
+  }
+  if (staged !== null) {
+    checks.push({
+      scope: staged.sliceScope,
+      bucket: input.bucket,
+      limit: staged.limit,
+      mode: "enforce",
+      layer: input.layer,
+      onStoreFailure: applying?.onStoreFailure ?? input.defaultOnStoreFailure,
+    });
+    if (applying !== null) {
+      checks.push({
+        scope: staged.slicePreviousScope,
+        bucket: staged.bucket,
+        limit: applying.limit,
+        mode: "dry-run",
+        layer: input.layer,
+        onStoreFailure: "open",
+      });
+    }
+  } else if (applying !== null) {
     checks.push({
       scope: applying.scope,
       bucket: input.bucket,
@@ -480,10 +561,9 @@ function resolveSlot(
       onStoreFailure: "open",
     });
   }
-  // A candidate stands in for the base rule: it counts when nothing more specific applies.
-  const isCandidateCounted = applying === null || applying.origin === input.base;
   if (isCandidateCounted) {
     for (const candidate of input.candidates) {
+      if (candidate === staged) continue;
       checks.push({
         scope: candidate.scope,
         bucket: candidate.bucket,
@@ -497,12 +577,12 @@ function resolveSlot(
 
   if (!withTrace) return null;
 
-  const by = applying?.scope ?? null;
+  const by = staged?.sliceScope ?? applying?.scope ?? null;
   const traced: TraceRule[] = [];
   rules.forEach((rule, index) => {
     let status: TraceStatus;
     if (rule.mode === "off") status = "off";
-    else if (applying !== null && applying.origin === rule) status = "applies";
+    else if (applying !== null && applying.origin === rule && staged === null) status = "applies";
     else if (rule.mode === "dry-run" && isDryRunCounted(index)) status = "dry-run";
     else status = "replaced";
     traced.push({
@@ -544,6 +624,19 @@ function resolveSlot(
     });
   }
   for (const candidate of input.candidates) {
+    if (candidate === staged) {
+      traced.push({
+        scope: candidate.sliceScope,
+        source: "candidate",
+        status: "applies",
+        limit: candidate.limit,
+        mode: "enforce",
+        by: null,
+        incident: null,
+        target: candidate.target,
+      });
+      continue;
+    }
     traced.push({
       scope: candidate.scope,
       source: "candidate",

@@ -41,7 +41,20 @@ export type Scope =
       readonly endpointClass: string | null;
     }
   | { readonly kind: "incident"; readonly incidentId: string }
-  | { readonly kind: "candidate"; readonly candidateId: string };
+  | {
+      readonly kind: "candidate";
+      readonly candidateId: string;
+      /**
+       * Absent for the candidate itself (its limit in dry-run, or for the rest of the traffic while
+       * it is a staged change). A staged change's slice: `slice`, its new limit enforced there;
+       * `slice-previous`, the limit it replaces, counted in dry-run there.
+       */
+      readonly part?: CandidateScopePart;
+    };
+
+/** The parts of a staged change's scopes: `candidate:ID/slice`, `candidate:ID/slice-previous`. */
+export const CANDIDATE_SCOPE_PARTS = ["slice", "slice-previous"] as const;
+export type CandidateScopePart = (typeof CANDIDATE_SCOPE_PARTS)[number];
 
 export type ScopeKind = Scope["kind"];
 
@@ -82,7 +95,7 @@ export function formatScope(scope: Scope): string {
       return `incident:${scope.incidentId}`;
     case "candidate":
       requireValid(isRecordId(scope.candidateId), "candidate id", scope.candidateId);
-      return `candidate:${scope.candidateId}`;
+      return `candidate:${scope.candidateId}${scope.part === undefined ? "" : `/${scope.part}`}`;
   }
 }
 
@@ -93,6 +106,13 @@ export function parseScope(text: string): Scope | null {
   let endpointClass: string | null = null;
   if (slash !== -1) {
     const tail = text.slice(slash + 1);
+    if (head.startsWith("candidate:")) {
+      const candidateId = head.slice("candidate:".length);
+      const part = CANDIDATE_SCOPE_PARTS.find((known) => known === tail);
+      return part !== undefined && isRecordId(candidateId)
+        ? { kind: "candidate", candidateId, part }
+        : null;
+    }
     if (!tail.startsWith(ENDPOINT_PREFIX)) return null;
     endpointClass = tail.slice(ENDPOINT_PREFIX.length);
     if (!isName(endpointClass)) return null;
@@ -147,7 +167,9 @@ export function parseBucket(text: string): Bucket | null {
   }
   const scope = parseScope(text);
   if (scope?.kind === "ceiling") return { kind: "ceiling", endpointClass: scope.endpointClass };
-  if (scope?.kind === "candidate") return { kind: "candidate", candidateId: scope.candidateId };
+  if (scope?.kind === "candidate" && scope.part === undefined) {
+    return { kind: "candidate", candidateId: scope.candidateId };
+  }
   return null;
 }
 

@@ -14,6 +14,7 @@ import {
   ZInstant,
 } from "../schema-fields";
 import { parseScope } from "../scope";
+import { SLICE_BASIS_POINTS } from "../staged-slice";
 
 import { ZLimitSpec, ZPolicyLimit } from "./limits";
 
@@ -132,6 +133,12 @@ export const ZDryRunCandidate = strict({
   id: recordId("candidate id"),
   target: ZCandidateTarget,
   limit: ZLimitSpec,
+  /**
+   * Present while the candidate is a staged change: the share of subjects, in basis points (0 to
+   * 10,000), enforced under `limit` instead of the target rule (see `staged-slice.ts`). Absent for
+   * a plain dry-run candidate, so a candidate's text is what it was before staged changes existed.
+   */
+  sliceBasisPoints: countField("sliceBasisPoints", SLICE_BASIS_POINTS, 0).optional(),
 });
 export type TDryRunCandidate = z.output<typeof ZDryRunCandidate>;
 

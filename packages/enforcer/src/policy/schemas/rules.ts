@@ -25,8 +25,18 @@ export interface PolicyCore {
     readonly id: string;
     readonly endpointClass: string | null;
   }[];
-  readonly dryRunCandidates: readonly { readonly id: string; readonly target: string }[];
+  readonly dryRunCandidates: readonly {
+    readonly id: string;
+    readonly target: string;
+    readonly sliceBasisPoints?: number | undefined;
+  }[];
 }
+
+/**
+ * Most staged changes (candidates with a slice) in one policy: resolution keeps one shared result
+ * per tier, class and pattern of slice membership, 2^k patterns for k staged changes.
+ */
+export const MAX_STAGED_CANDIDATES = 4;
 
 export type AddIssue = (path: (string | number)[], message: string) => void;
 
@@ -164,4 +174,25 @@ export function checkPolicyCore(policy: PolicyCore, add: AddIssue): void {
       requireClass(["dryRunCandidates", index, "target"], scope.endpointClass);
     }
   });
+  const staged = policy.dryRunCandidates
+    .map((candidate, index) => ({ candidate, index }))
+    .filter(({ candidate }) => candidate.sliceBasisPoints !== undefined);
+  if (staged.length > MAX_STAGED_CANDIDATES) {
+    add(
+      ["dryRunCandidates"],
+      `a policy takes at most ${MAX_STAGED_CANDIDATES} staged changes at a time, got ${staged.length}`,
+    );
+  }
+  indexUnique(
+    staged,
+    ({ candidate }) => candidate.target,
+    (index, first, target) => {
+      const at = staged[index]?.index ?? index;
+      const firstAt = staged[first]?.index ?? first;
+      add(
+        ["dryRunCandidates", at, "target"],
+        `${target} already has a staged change (dryRunCandidates[${firstAt}]); one staged change per rule at a time`,
+      );
+    },
+  );
 }
