@@ -116,7 +116,8 @@ function descriptorRuleOutcome(
       );
       metrics.descriptors.add({
         domain,
-        rule,
+        // detailed_metric: one series per matched value (bounded by the counter's label limit).
+        rule: decided.rule.detailedMetric ? `${rule}/${decided.metricKey}` : rule,
         code: !decided.decision.allowed ? "OVER_LIMIT" : isShadowOver ? "SHADOW_OVER_LIMIT" : "OK",
       });
       return { kind: "rule", decided };

@@ -8,6 +8,7 @@
  * - A rule applies only when its pattern has exactly as many levels as the descriptor has
  *   entries, so `(key=value), (subkey=x)` never matches a one-level rule.
  * - Every descriptor of a request is matched; the request is over the limit if any is.
+ * - A rule whose mode is `off` is as if absent.
  * - `replaces`: when rules matched by one request name others (by `name`) in their `replaces`,
  *   the named rules are dropped for that request: not checked, not counted.
  *
@@ -60,7 +61,11 @@ export class DescriptorRuleIndex {
 
   constructor(rules: Iterable<TSnapshotDescriptorRuleEntry>) {
     // In id order, so that which of two equal patterns wins never depends on arrival order.
-    const sorted = [...rules].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    // A rule turned off is as if absent: its level is not even a step, so the key alone (or
+    // a wildcard) still matches what it would have.
+    const sorted = [...rules]
+      .filter((rule) => rule.mode !== "off")
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     this.size = sorted.length;
     for (const rule of sorted) {
       let node = this.#domains.get(rule.domain);
