@@ -4,6 +4,7 @@
  * export and import of the whole policy, and a rate-limit service process following each change
  * over gRPC with no restart.
  */
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Redis } from "ioredis";
@@ -39,6 +40,33 @@ import { provideTestDatabase } from "./helpers/test-database";
 const database = provideTestDatabase();
 const prefix = filePrefix("di");
 const FIXTURES = path.join(import.meta.dirname, "fixtures/envoy-ratelimit");
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+/** `npm run import:envoy -- ARGS` against this file's database and Redis prefix. */
+function runImportEnvoy(args: readonly string[]): Promise<{ code: number | null; output: string }> {
+  const child = spawn(
+    process.execPath,
+    ["--conditions=react-server", "--import", "tsx", "scripts/import-envoy.ts", ...args],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: database.current().url,
+        REDIS_URL: inject("redisUrl"),
+        REDIS_KEY_PREFIX: prefix,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, output })));
+}
 let redis: Redis;
 let deps: ControlDeps;
 let service: ServiceProcess;
@@ -232,5 +260,17 @@ describe("importing envoyproxy/ratelimit files", () => {
     expect(document.descriptorRules).toHaveLength(1);
     const result = await importPolicy(document, operatorContext("round trip"), deps);
     expect("isNoChange" in result).toBe(true);
+  });
+
+  it("npm run import:envoy: a refusal names file, line and field and writes nothing; a dry run previews", async () => {
+    const before = await countEverything(database.current().db);
+    const refused = await runImportEnvoy([path.join(FIXTURES, "bad-unit.yaml")]);
+    expect(refused.code).toBe(1);
+    expect(refused.output).toContain('bad-unit.yaml:5 descriptors[0].rate_limit.unit: "fortnight"');
+    const preview = await runImportEnvoy(["--dry-run", path.join(FIXTURES, "example-2.yaml")]);
+    expect(preview.code).toBe(0);
+    expect(preview.output).toContain("+ messaging: message_type=marketing, to_number");
+    expect(preview.output).toContain("dry run, nothing written. 2 rules in messaging: 2 added");
+    expect(await countEverything(database.current().db)).toEqual(before);
   });
 });

@@ -1,7 +1,8 @@
-import { ZDescriptorRule } from "@limitplane/enforcer/policy";
+import { fieldErrorsFromZod, ZDescriptorRule } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { type ChangeContext, parseChange, ZExpectedVersion } from "../change-context";
 import type { ControlDeps } from "../deps";
+import { toFieldErrors, validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
 import { versionedWrite } from "../versioned-write";
@@ -46,10 +47,14 @@ export async function updateDescriptorRule(
     focus: { collection: "descriptorRules", id },
     write: versionedWrite(descriptorRuleEntity(id), expectedVersion, async (tx, current) => {
       const { version: _v, createdAt: _c, updatedAt: _u, ...rule } = current;
-      const next = ZDescriptorRule.parse({
+      const parsed = ZDescriptorRule.safeParse({
         ...rule,
         ...Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)),
       });
+      if (!parsed.success) {
+        throw validationError(toFieldErrors(fieldErrorsFromZod(parsed.error)));
+      }
+      const next = parsed.data;
       const row = await tx.descriptorRule.update({
         where: { id },
         data: { ...descriptorRuleData(next), version: { increment: 1 } },
