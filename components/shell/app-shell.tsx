@@ -13,6 +13,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { href: "/overrides", label: "Overrides" },
   { href: "/audit", label: "Audit log" },
   { href: "/dry-run", label: "Dry-run" },
+  { href: "/descriptor-rules", label: "Descriptor rules" },
   { href: "/status", label: "Status" },
 ];
 
