@@ -122,6 +122,7 @@ async function tourStops(request: APIRequestContext): Promise<{
     { name: "audit", path: "/audit" },
     { name: "dry-run", path: "/dry-run" },
     { name: "dry-run-candidate", path: `/dry-run/${encodeURIComponent(candidate.id)}` },
+    { name: "descriptor-rules", path: "/descriptor-rules" },
     { name: "status", path: "/status" },
   ];
   return {

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import { EmptyState } from "@/components/ui/empty-state";
+import { ScrollRegion } from "@/components/ui/scroll-region";
 import { can, type DescriptorRuleRecord, listDescriptorRules } from "@/lib/control";
 import { controlDeps } from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
@@ -47,7 +48,7 @@ export default async function DescriptorRulesPage() {
             Import an envoyproxy/ratelimit file below, or add rules through the API.
           </EmptyState>
         ) : (
-          <div style={{ overflowX: "auto" }}>
+          <ScrollRegion label="Descriptor rules">
             <table className="data" data-testid="descriptor-rules">
               <thead>
                 <tr>
@@ -84,7 +85,7 @@ export default async function DescriptorRulesPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </ScrollRegion>
         )}
       </section>
       {canImport ? (
