@@ -23,6 +23,7 @@ const PAGES = [
   "/overrides",
   "/audit",
   "/dry-run",
+  "/descriptor-rules",
   "/status",
   "/incidents/new",
 ];

@@ -153,6 +153,7 @@ async function tourStops(request: APIRequestContext): Promise<{
     { name: "change-request", path: `/change-requests/${changeRequest.id}` },
     { name: "dry-run", path: "/dry-run" },
     { name: "dry-run-candidate", path: `/dry-run/${encodeURIComponent(candidate.id)}` },
+    { name: "descriptor-rules", path: "/descriptor-rules" },
     { name: "status", path: "/status" },
   ];
   return {

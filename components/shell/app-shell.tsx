@@ -14,6 +14,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { href: "/change-requests", label: "Approvals" },
   { href: "/audit", label: "Audit log" },
   { href: "/dry-run", label: "Dry-run" },
+  { href: "/descriptor-rules", label: "Descriptor rules" },
   { href: "/status", label: "Status" },
 ];
 

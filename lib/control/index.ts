@@ -149,6 +149,8 @@ export {
   ZUpdateCustomerOverrideOptions,
 } from "./customer-override/update-customer-override";
 export type { AuthDeps, Clock, ClockedReadDeps, ControlDeps, FleetDeps, ReadDeps } from "./deps";
+export type { DescriptorRuleRecord } from "./descriptor-rule/descriptor-rule-record";
+export { listDescriptorRules } from "./descriptor-rule/list-descriptor-rules";
 export {
   type PolicyRollout,
   type ReadPolicyRolloutOptions,

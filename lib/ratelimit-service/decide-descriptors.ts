@@ -1,9 +1,12 @@
 /**
- * One `ShouldRateLimit` call, protocol aside: the parsed request's descriptors mapped onto
- * enforcer requests, decided by the one enforcer runtime, and turned into the RLS answer. The
- * gRPC handler only decodes, calls this and encodes.
+ * One `ShouldRateLimit` call, protocol aside: the descriptors a descriptor rule of the policy
+ * matches are decided by those rules (`DecisionEngine.checkDescriptors`); the others are mapped
+ * onto enforcer requests (`descriptor-mapping.ts`) and decided as a gateway's requests. Both go
+ * through the one enforcer runtime, and the outcomes become the RLS answer. The gRPC handler only
+ * decodes, calls this and encodes.
  */
-import type { EnforcerRequest, EnforcerResult } from "@limitplane/enforcer";
+import type { DescriptorDecision, EnforcerRequest, EnforcerResult } from "@limitplane/enforcer";
+import type { DescriptorEntry } from "@limitplane/enforcer/policy";
 import {
   domainMappingOf,
   requestOfDescriptor,
@@ -15,6 +18,19 @@ import type { ServiceMetrics } from "./service-metrics";
 
 /** What decides a request: the enforcer (`Enforcer.checkNow`). */
 export type CheckRequest = (request: EnforcerRequest) => EnforcerResult | Promise<EnforcerResult>;
+
+/** What decides descriptors by the policy's descriptor rules (the enforcer's two methods). */
+export interface DescriptorRules {
+  matchDescriptors(
+    domain: string,
+    descriptors: readonly (readonly DescriptorEntry[])[],
+  ): readonly boolean[];
+  checkDescriptors(
+    domain: string,
+    descriptors: readonly (readonly DescriptorEntry[])[],
+    cost: number,
+  ): Promise<readonly DescriptorDecision[] | null>;
+}
 
 export type DescriptorsAnswer =
   | RlsAnswer
@@ -29,24 +45,40 @@ export async function decideDescriptors(
   deps: {
     readonly mapping: TDescriptorMapping;
     readonly check: CheckRequest;
+    readonly rules: DescriptorRules;
     readonly metrics: ServiceMetrics;
   },
 ): Promise<DescriptorsAnswer> {
-  const domainMapping = domainMappingOf(deps.mapping, request.domain);
+  const domain = request.domain;
+  const domainMapping = domainMappingOf(deps.mapping, domain);
   const cost = request.hits_addend === 0 ? 1 : request.hits_addend;
+  const entryLists = request.descriptors.map((descriptor) => descriptor.entries);
+  const isRuled = deps.rules.matchDescriptors(domain, entryLists);
+  // Descriptors no rule matches are mapped, and checked, before anything is spent.
   const mapped = request.descriptors.map((descriptor, index) =>
-    requestOfDescriptor(domainMapping, descriptor.entries, cost, `descriptors[${index}]`),
+    isRuled[index] === true
+      ? null
+      : requestOfDescriptor(domainMapping, descriptor.entries, cost, `descriptors[${index}]`),
   );
   for (const entry of mapped) {
-    if (entry.kind === "invalid") return entry;
+    if (entry?.kind === "invalid") return entry;
   }
-  const domain = request.domain;
+  const ruled = isRuled.some(Boolean)
+    ? await deps.rules.checkDescriptors(domain, entryLists, cost)
+    : null;
   const rule = domainMapping?.domain ?? "none";
   const outcomes = await Promise.all(
-    mapped.map(async (entry, index): Promise<DescriptorOutcome> => {
+    mapped.map(async (mappedEntry, index): Promise<DescriptorOutcome> => {
       if (request.descriptors[index]?.limit != null) {
         deps.metrics.ignoredLimitOverrides.add({ domain });
       }
+      const byRule = ruled?.[index];
+      if (byRule !== undefined && byRule.kind !== "unmatched") {
+        return descriptorRuleOutcome(domain, byRule, deps.metrics);
+      }
+      const entry =
+        mappedEntry ??
+        requestOfDescriptor(domainMapping, entryLists[index] ?? [], cost, `descriptors[${index}]`);
       if (entry.kind !== "request") {
         const keys = entry.kind === "uncovered" ? entry.keys : "";
         deps.metrics.uncovered.add({ domain, keys });
@@ -62,4 +94,37 @@ export async function decideDescriptors(
     }),
   );
   return buildRlsAnswer(outcomes);
+}
+
+/** The outcome of a descriptor a descriptor rule decided, counted by rule. */
+function descriptorRuleOutcome(
+  domain: string,
+  decided: Exclude<DescriptorDecision, { kind: "unmatched" }>,
+  metrics: ServiceMetrics,
+): DescriptorOutcome {
+  const rule = `descriptor:${decided.rule.id}`;
+  switch (decided.kind) {
+    case "replaced":
+      metrics.descriptors.add({ domain, rule, code: "REPLACED" });
+      return { kind: "uncovered" };
+    case "unlimited":
+      metrics.descriptors.add({ domain, rule, code: "UNLIMITED" });
+      return { kind: "unlimited" };
+    case "decided": {
+      const isShadowOver = decided.decision.outcomes.some(
+        (outcome) => outcome.mode === "dry-run" && !outcome.allowed,
+      );
+      metrics.descriptors.add({
+        domain,
+        // detailed_metric: one series per matched value (bounded by the counter's label limit).
+        rule: decided.rule.detailedMetric ? `${rule}/${decided.metricKey}` : rule,
+        code: !decided.decision.allowed ? "OVER_LIMIT" : isShadowOver ? "SHADOW_OVER_LIMIT" : "OK",
+      });
+      return { kind: "rule", decided };
+    }
+    default: {
+      const unknown: never = decided;
+      throw new TypeError(`unknown descriptor decision ${JSON.stringify(unknown)}`);
+    }
+  }
 }

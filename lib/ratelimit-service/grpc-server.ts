@@ -10,7 +10,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
-import { type CheckRequest, decideDescriptors } from "./decide-descriptors";
+import { type CheckRequest, type DescriptorRules, decideDescriptors } from "./decide-descriptors";
 import type { TDescriptorMapping } from "./descriptor-mapping";
 import { RLS_SERVICE_NAME, rateLimitServiceDefinition } from "./rls-proto";
 import { parseRateLimitRequest } from "./rls-request";
@@ -27,6 +27,8 @@ export interface GrpcTls {
 export interface GrpcServerOptions {
   readonly mapping: TDescriptorMapping;
   readonly check: CheckRequest;
+  /** The policy's descriptor rules, decided before the mapping is consulted. */
+  readonly rules: DescriptorRules;
   readonly metrics: ServiceMetrics;
   /** null: plaintext, which the configuration allows only when asked for explicitly. */
   readonly tls: GrpcTls | null;

@@ -15,7 +15,14 @@ import { ServiceMetrics } from "./service-metrics";
 /** The parts of the enforcer the service uses. */
 export type ServiceEnforcer = Pick<
   Enforcer,
-  "enforcerId" | "checkNow" | "status" | "prometheus" | "onPolicyApplied" | "stop"
+  | "enforcerId"
+  | "checkNow"
+  | "matchDescriptors"
+  | "checkDescriptors"
+  | "status"
+  | "prometheus"
+  | "onPolicyApplied"
+  | "stop"
 >;
 
 export interface RunningRateLimitService {
@@ -38,6 +45,7 @@ export async function startRateLimitService(options: {
     {
       mapping: config.mapping,
       check,
+      rules: enforcer,
       metrics,
       tls: config.tls,
       logError,

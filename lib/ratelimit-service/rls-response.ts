@@ -9,7 +9,7 @@
  * for it, so the service answers the call with gRPC UNAVAILABLE and the gateway's own failure
  * setting (Envoy `failure_mode_deny`) decides, as docs/ratelimit-service.md explains.
  */
-import type { EnforcerResult } from "@limitplane/enforcer";
+import type { DescriptorDecision, EnforcerResult } from "@limitplane/enforcer";
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
 
 export type RlsCode = "OK" | "OVER_LIMIT";
@@ -18,7 +18,38 @@ export type RlsUnit = "SECOND" | "MINUTE" | "HOUR" | "DAY";
 /** What one descriptor came to. */
 export type DescriptorOutcome =
   | { readonly kind: "decided"; readonly result: EnforcerResult }
+  | {
+      readonly kind: "rule";
+      readonly decided: Extract<DescriptorDecision, { kind: "decided" }>;
+    }
+  /** A descriptor rule that is unlimited: OK, with the most remaining RLS can say. */
+  | { readonly kind: "unlimited" }
   | { readonly kind: "uncovered" };
+
+/** What the answer needs of a decided outcome, whichever way it was decided. */
+function decidedParts(outcome: DescriptorOutcome) {
+  switch (outcome.kind) {
+    case "decided":
+      return {
+        decision: outcome.result.decision,
+        checks: outcome.result.checks,
+        http: outcome.result.http,
+      };
+    case "rule":
+      return {
+        decision: outcome.decided.decision,
+        checks: [outcome.decided.check],
+        http: outcome.decided.http,
+      };
+    case "unlimited":
+    case "uncovered":
+      return null;
+    default: {
+      const unknown: never = outcome;
+      throw new TypeError(`unknown outcome ${JSON.stringify(unknown)}`);
+    }
+  }
+}
 
 /** The response message as grpc-js serializes it (proto field names). */
 export interface RlsResponseMessage {
@@ -90,16 +121,31 @@ function clampUint32(value: number): number {
 }
 
 function statusOf(outcome: DescriptorOutcome): RlsResponseMessage["statuses"][number] {
-  if (outcome.kind === "uncovered") {
+  if (outcome.kind === "unlimited") {
+    return {
+      code: "OK",
+      current_limit: null,
+      limit_remaining: UINT32_MAX,
+      duration_until_reset: null,
+    };
+  }
+  const parts = decidedParts(outcome);
+  if (parts === null) {
     return { code: "OK", current_limit: null, limit_remaining: 0, duration_until_reset: null };
   }
-  const { decision, checks } = outcome.result;
+  const { decision, checks } = parts;
   const binding = checks.find((check) => check.scope === decision.scope);
   const resetMs = Math.max(0, decision.allowed ? decision.resetAfterMs : decision.retryAfterMs);
+  // A deny rule is envoyproxy/ratelimit's `requests_per_unit: 0`, and says so.
+  const isDeny = outcome.kind === "rule" && outcome.decided.rule.limit === "deny";
   return {
     code: decision.allowed ? "OK" : "OVER_LIMIT",
     current_limit:
-      binding === undefined ? null : { name: binding.scope, ...currentLimitOf(binding.limit) },
+      binding === undefined
+        ? null
+        : isDeny
+          ? { name: binding.scope, requests_per_unit: 0, unit: "SECOND" }
+          : { name: binding.scope, ...currentLimitOf(binding.limit) },
     limit_remaining: clampUint32(
       Math.floor(Number.isFinite(decision.remaining) ? decision.remaining : 0),
     ),
@@ -112,10 +158,11 @@ function statusOf(outcome: DescriptorOutcome): RlsResponseMessage["statuses"][nu
 
 /** The answer for the descriptors' outcomes, in request order. */
 export function buildRlsAnswer(outcomes: readonly DescriptorOutcome[]): RlsAnswer {
-  let shown: EnforcerResult | null = null;
+  let shown: Pick<EnforcerResult, "decision" | "http"> | null = null;
   for (const outcome of outcomes) {
-    if (outcome.kind !== "decided") continue;
-    const { http, decision } = outcome.result;
+    const parts = decidedParts(outcome);
+    if (parts === null) continue;
+    const { http, decision } = parts;
     if (http.status === 503) {
       return {
         kind: "unavailable",
@@ -124,7 +171,7 @@ export function buildRlsAnswer(outcomes: readonly DescriptorOutcome[]): RlsAnswe
       };
     }
     // The headers of the first rejection, else of the first decided descriptor.
-    if (shown === null || (shown.decision.allowed && !decision.allowed)) shown = outcome.result;
+    if (shown === null || (shown.decision.allowed && !decision.allowed)) shown = parts;
   }
   const statuses = outcomes.map(statusOf);
   const isOver = statuses.some((status) => status.code === "OVER_LIMIT");

@@ -52,6 +52,13 @@ import {
   updateCustomerEndpoint,
 } from "./customers";
 import {
+  createDescriptorRuleEndpoint,
+  deleteDescriptorRuleEndpoint,
+  importEnvoyConfigEndpoint,
+  listDescriptorRulesEndpoint,
+  updateDescriptorRuleEndpoint,
+} from "./descriptor-rules";
+import {
   createEndpointClassEndpoint,
   deleteEndpointClassEndpoint,
   getEndpointClassEndpoint,

@@ -21,6 +21,7 @@ export const PERMISSIONS = {
   "incident.write": "operator",
   "candidate.write": "operator",
   "candidate.promote": "admin",
+  "descriptor-rule.write": "admin",
   "tier.write": "admin",
   "endpoint-class.write": "admin",
   "settings.write": "admin",

@@ -31,6 +31,7 @@ import { candidateSelect } from "../candidate/candidate-record";
 import { type ChangeContext, ZChangeContext } from "../change-context";
 import { overrideScope } from "../customer-override/customer-override-record";
 import type { ControlDeps } from "../deps";
+import { replaceDescriptorRules } from "../descriptor-rule/descriptor-rule-rows";
 import { endpointClassData, endpointClassSelect } from "../endpoint-class/endpoint-class-record";
 import { type FieldError, toFieldErrors, validationError } from "../errors";
 import { incidentData, incidentSelect } from "../incident/incident-record";
@@ -196,6 +197,7 @@ async function applyDocument(tx: Tx, doc: TPolicyDocument, options: ApplyOptions
   changed += await replaceOverrides(tx, doc, options);
   changed += await replaceIncidents(tx, doc, options);
   changed += await replaceCandidates(tx, doc, options);
+  changed += await replaceDescriptorRules(tx, doc.descriptorRules ?? []);
   changed +=
     await tx.$executeRaw`DELETE FROM "Customer" WHERE NOT ("id" = ANY(${doc.customers.map((customer) => customer.id)}::text[]))`;
   changed += (

@@ -10,6 +10,7 @@ const stored: StoredPolicy = {
     customerOverrides: ["customer:org:acme"],
     incidentOverrides: ["inc-1"],
     dryRunCandidates: [],
+    descriptorRules: [],
   },
 };
 

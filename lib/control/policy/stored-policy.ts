@@ -25,6 +25,7 @@ import type { Prisma } from "@/lib/generated/prisma/client";
 import { candidateDocumentOf, candidateDocumentSelect } from "../candidate/candidate-record";
 import { customerDocumentSelect } from "../customer/customer-record";
 import { customerOverrideDocumentSelect } from "../customer-override/customer-override-record";
+import { descriptorRuleDocumentSelect } from "../descriptor-rule/descriptor-rule-record";
 import { endpointClassDocumentSelect } from "../endpoint-class/endpoint-class-record";
 import { type AppError, type FieldError, validationError } from "../errors";
 import { incidentDocumentSelect } from "../incident/incident-record";
@@ -40,6 +41,7 @@ const POLICY_COLLECTIONS = [
   "customerOverrides",
   "incidentOverrides",
   "dryRunCandidates",
+  "descriptorRules",
 ] as const;
 export type PolicyCollection = (typeof POLICY_COLLECTIONS)[number];
 
@@ -117,7 +119,7 @@ export async function readStoredPolicy(
               { scope: { in: [...(scope.overrideScopes ?? [])] } },
             ],
           };
-  const [tiers, endpointClasses, overrides, candidates] = await Promise.all([
+  const [tiers, endpointClasses, overrides, candidates, descriptorRules] = await Promise.all([
     db.tier.findMany({
       orderBy: { name: "asc" },
       select: tierDocumentSelect,
@@ -138,6 +140,13 @@ export async function readStoredPolicy(
           orderBy: { id: "asc" },
           select: candidateDocumentSelect,
         }),
+    // Nor to any descriptor rule.
+    scope.kind === "customer"
+      ? []
+      : db.descriptorRule.findMany({
+          orderBy: { id: "asc" },
+          select: descriptorRuleDocumentSelect,
+        }),
   ]);
   const last = options.last;
   const isLast = (collection: PolicyCollection, key: string) =>
@@ -151,6 +160,7 @@ export async function readStoredPolicy(
   const orderedOverrides = placeLast(overrides, (item) => isLast("customerOverrides", item.scope));
   const orderedIncidents = placeLast(incidents, (item) => isLast("incidentOverrides", item.id));
   const orderedCandidates = placeLast(candidates, (item) => isLast("dryRunCandidates", item.id));
+  const orderedRules = placeLast(descriptorRules, (item) => isLast("descriptorRules", item.id));
   const referenced = [
     ...new Set([
       ...[...overrides, ...incidents].map((item) => item.customerId),
@@ -182,6 +192,8 @@ export async function readStoredPolicy(
       expiresAt: incident.expiresAt.toISOString(),
     })),
     dryRunCandidates: orderedCandidates.map(candidateDocumentOf),
+    // Left out when there are none: the document is then what it was before rules existed.
+    ...(orderedRules.length === 0 ? {} : { descriptorRules: orderedRules }),
   };
   return {
     input,
@@ -192,6 +204,7 @@ export async function readStoredPolicy(
       customerOverrides: orderedOverrides.map((override) => override.scope),
       incidentOverrides: orderedIncidents.map((incident) => incident.id),
       dryRunCandidates: orderedCandidates.map((candidate) => candidate.id),
+      descriptorRules: orderedRules.map((rule) => rule.id),
     },
   };
 }
@@ -210,6 +223,7 @@ const LABELS: Record<PolicyCollection, string> = {
   customerOverrides: "customer override",
   incidentOverrides: "incident",
   dryRunCandidates: "candidate",
+  descriptorRules: "descriptor rule",
 };
 
 interface LocatedError {

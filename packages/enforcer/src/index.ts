@@ -8,7 +8,11 @@
  * traffic record), `/testing` (test helpers). Nothing else is public.
  */
 
-export type { EnforcerRequest, EnforcerResult } from "./enforcer/decision-engine";
+export type {
+  DescriptorDecision,
+  EnforcerRequest,
+  EnforcerResult,
+} from "./enforcer/decision-engine";
 export { createEnforcer, type Enforcer, type EnforcerStatus } from "./enforcer/enforcer";
 export {
   type EnforcerCacheOptions,

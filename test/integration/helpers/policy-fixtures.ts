@@ -47,6 +47,7 @@ export async function countEverything(db: PrismaClient): Promise<Record<string, 
     UNION ALL SELECT 'customerOverrides', count(*), coalesce(sum(version), 0) FROM "CustomerOverride"
     UNION ALL SELECT 'incidents', count(*), coalesce(sum(version), 0) FROM "IncidentOverride"
     UNION ALL SELECT 'candidates', count(*), coalesce(sum(version), 0) FROM "DryRunCandidate"
+    UNION ALL SELECT 'descriptorRules', count(*), coalesce(sum(version), 0) FROM "DescriptorRule"
     UNION ALL SELECT 'versions', count(*), coalesce(max(version), 0) FROM "PolicyVersion"
     UNION ALL SELECT 'entries', count(*), coalesce(sum(version), 0) FROM "PolicyEntry"
     UNION ALL SELECT 'outbox', count(*), coalesce(sum(attempts), 0) FROM "OutboxEvent"

@@ -12,6 +12,12 @@ import { wallClock as defaultWallClock, monotonicClock } from "../limiter/clock"
 import { UNLIMITED } from "../limiter/layered";
 import { systemTimers, type Timers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
+import {
+  applyReplaces,
+  type DescriptorEntry,
+  type DescriptorMatch,
+} from "../policy/descriptor-rules";
+import type { TSnapshotDescriptorRuleEntry } from "../policy/entries";
 import { isCustomerId } from "../policy/names";
 import type { PreparedSnapshot } from "../policy/prepare";
 import type { Resolution, ResolvedCheck } from "../policy/resolve";
@@ -31,7 +37,7 @@ import { LocalStage, type LocalStageOptions } from "./local-stage";
 import { RecentRejections, type RecentRejectionsOptions } from "./recent-rejections";
 import { RejectionResponses } from "./rejection-responses";
 import { ResolutionCache, type ResolutionCacheOptions } from "./resolution-cache";
-import type { EnforcerDecision, EnforcerInput } from "./types";
+import type { EnforcerCheck, EnforcerDecision, EnforcerInput } from "./types";
 
 /** What the gateway knows about a request. */
 export interface EnforcerRequest {
@@ -74,6 +80,51 @@ export interface EnforcerResult {
   /** The policy version that decided; null without a policy. */
   readonly policyVersion: number | null;
 }
+
+/**
+ * What one descriptor of a rate-limit call came to under the policy's descriptor rules
+ * (`descriptor-rules.ts`):
+ * - `unmatched`: no rule (or only one turned `off`) matches it; the caller may decide it otherwise.
+ * - `replaced`: its rule is replaced by another rule the same call matched; nothing counted.
+ * - `unlimited`: its rule is unlimited; admitted, nothing counted.
+ * - `decided`: its rule's limit was checked, in one store call, on the rule's counter.
+ */
+export type DescriptorDecision =
+  | { readonly kind: "unmatched" }
+  | { readonly kind: "replaced"; readonly rule: TSnapshotDescriptorRuleEntry }
+  | { readonly kind: "unlimited"; readonly rule: TSnapshotDescriptorRuleEntry }
+  | {
+      readonly kind: "decided";
+      readonly rule: TSnapshotDescriptorRuleEntry;
+      /** The counter's subject (domain and values). */
+      readonly subject: string;
+      /** The pattern as matched, values included when the rule asks for detailed metrics. */
+      readonly metricKey: string;
+      readonly check: EnforcerCheck;
+      readonly decision: EnforcerDecision;
+      readonly http: RateLimitHttpResult;
+    };
+
+/**
+ * The check a matched descriptor rule makes: its limit on its own counter. `deny` is a limit of
+ * one that the call's cost (two) exceeds: rejected as `cost-exceeds-capacity`, never counted.
+ */
+function descriptorCheckOf(
+  match: DescriptorMatch,
+): { check: EnforcerCheck; cost: number | null } | null {
+  const rule = match.rule;
+  if (rule.limit === "unlimited" || rule.mode === "off") return null;
+  const scope = `descriptor:${rule.id}`;
+  const spec = rule.limit === "deny" ? DENY_LIMIT : rule.limit;
+  const check: EnforcerCheck =
+    rule.mode === "dry-run"
+      ? { scope, bucket: scope, limit: spec, mode: "dry-run", onStoreFailure: "open" }
+      : { scope, bucket: scope, limit: spec, mode: "enforce", onStoreFailure: rule.onStoreFailure };
+  return { check, cost: rule.limit === "deny" ? DENY_COST : null };
+}
+
+const DENY_LIMIT = { algorithm: "fixed-window", limit: 1, windowMs: 1_000 } as const;
+const DENY_COST = 2;
 
 /** Anything that decides requests: the adapters depend on this, not on `Enforcer`. */
 export interface RequestChecker {
@@ -331,6 +382,75 @@ export class DecisionEngine implements RequestChecker {
       const latencyMicros = (this.#clock.nowMs() - startedAtMs) * 1000;
       return this.#answer(request, prepared, resolution, cost, decided, latencyMicros, wallNowMs);
     });
+  }
+
+  /**
+   * Which of `descriptors` a descriptor rule of the policy in force matches (a rule turned `off`
+   * matches nothing), without deciding or counting anything.
+   */
+  matchDescriptors(
+    domain: string,
+    descriptors: readonly (readonly DescriptorEntry[])[],
+  ): readonly boolean[] {
+    const index = this.#snapshot()?.descriptorRules;
+    return descriptors.map((entries) => {
+      const match = index?.match(domain, entries) ?? null;
+      return match !== null && match.rule.mode !== "off";
+    });
+  }
+
+  /**
+   * Decides the descriptors of one rate-limit call (Envoy's RLS) against the policy's descriptor
+   * rules: each descriptor is matched (`descriptor-rules.ts`), `replaces` is applied across the
+   * call, and each remaining rule with a limit is one store call on its own counter, behind the
+   * timeout, breaker and failure policy like any decision, and counted under its scope
+   * `descriptor:<id>`. Null without a policy. `cost` is spent on every enforced rule.
+   */
+  async checkDescriptors(
+    domain: string,
+    descriptors: readonly (readonly DescriptorEntry[])[],
+    cost: number,
+    wallNowMs = this.#wallClock.nowMs(),
+  ): Promise<readonly DescriptorDecision[] | null> {
+    if (!(cost >= 0 && Number.isFinite(cost))) {
+      throw new TypeError(`cost must be a finite number >= 0, got ${cost}`);
+    }
+    const prepared = this.#snapshot();
+    if (prepared === null) return null;
+    const index = prepared.descriptorRules;
+    if (!index.hasDomain(domain)) return descriptors.map(() => ({ kind: "unmatched" }));
+    const matches = descriptors.map((entries) => {
+      const match = index.match(domain, entries);
+      // A rule turned off is as if absent.
+      return match !== null && match.rule.mode === "off" ? null : match;
+    });
+    const kept = applyReplaces(matches);
+    return Promise.all(
+      matches.map(async (match, position): Promise<DescriptorDecision> => {
+        if (match === null) return { kind: "unmatched" };
+        if (kept[position] === null) return { kind: "replaced", rule: match.rule };
+        const made = descriptorCheckOf(match);
+        if (made === null) return { kind: "unlimited", rule: match.rule };
+        const { check } = made;
+        const startedAtMs = this.#clock.nowMs();
+        const checks = [check];
+        const decision = await this.#guarded.decide({
+          subject: match.subject,
+          checks,
+          cost: made.cost ?? cost,
+        });
+        this.metrics.record(decision, (this.#clock.nowMs() - startedAtMs) * 1000, wallNowMs);
+        return {
+          kind: "decided",
+          rule: match.rule,
+          subject: match.subject,
+          metricKey: match.metricKey,
+          check,
+          decision,
+          http: this.#rejections.responseFor(decision, checks),
+        };
+      }),
+    );
   }
 
   /** Counts and records `decision`, and makes the result the caller answers with. */

@@ -21,6 +21,7 @@ import { wallClock as defaultWallClock, monotonicClock } from "../limiter/clock"
 import { RedisStore } from "../limiter/stores/redis";
 import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
+import type { DescriptorEntry } from "../policy/descriptor-rules";
 import type { PolicyStateSize } from "../policy/policy-state";
 import { policyRedisNames } from "../publication/keys";
 import {
@@ -33,6 +34,7 @@ import { TrafficRecorder } from "../recording/traffic-recorder";
 import type { BreakerSnapshot } from "./circuit-breaker";
 import {
   DecisionEngine,
+  type DescriptorDecision,
   type EnforcerRequest,
   type EnforcerResult,
   type RequestChecker,
@@ -426,6 +428,26 @@ export class Enforcer implements RequestChecker {
       this.#seen?.record(request.customerId, request.tier, wallNowMs);
     }
     return result;
+  }
+
+  /** Which descriptors a descriptor rule matches. See `DecisionEngine.matchDescriptors`. */
+  matchDescriptors(
+    domain: string,
+    descriptors: readonly (readonly DescriptorEntry[])[],
+  ): readonly boolean[] {
+    return this.#engine.matchDescriptors(domain, descriptors);
+  }
+
+  /**
+   * Decides the descriptors of one rate-limit call against the policy's descriptor rules. See
+   * `DecisionEngine.checkDescriptors`.
+   */
+  checkDescriptors(
+    domain: string,
+    descriptors: readonly (readonly DescriptorEntry[])[],
+    cost: number,
+  ): Promise<readonly DescriptorDecision[] | null> {
+    return this.#engine.checkDescriptors(domain, descriptors, cost, this.#wallClock.nowMs());
   }
 
   /** Calls `listener` after every policy snapshot applied. Returns the unsubscribe. */

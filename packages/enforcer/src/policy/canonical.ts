@@ -138,6 +138,9 @@ export function sortPolicyDocument(doc: TPolicyDocument): TPolicyDocument {
       ),
     ),
     dryRunCandidates: [...doc.dryRunCandidates].sort(byKey((candidate) => candidate.id)),
+    ...(doc.descriptorRules === undefined
+      ? {}
+      : { descriptorRules: [...doc.descriptorRules].sort(byKey((rule) => rule.id)) }),
   };
 }
 

@@ -12,6 +12,7 @@
  * | `customer:C/endpoint:E`  | C's override on endpoint class E                   |
  * | `incident:ID`            | a snapshot incident override                       |
  * | `candidate:ID`           | a dry-run candidate                                |
+ * | `descriptor-rule:ID`     | a descriptor rule (`descriptor-rules.ts`)          |
  *
  * The key is derived from the value (`entryKeyOf`), so an entry cannot claim to be something
  * else. An entry's text is `canonicalJson(value)`; its digest is SHA-256 of `key`, a line feed and
@@ -29,6 +30,7 @@ import {
   type TSnapshotPolicy,
   ZDryRunCandidate,
   ZSnapshotCustomerOverride,
+  ZSnapshotDescriptorRule,
   ZSnapshotEndpointClass,
   ZSnapshotIncidentOverride,
   ZSnapshotSettings,
@@ -43,7 +45,8 @@ export type EntryKind =
   | "endpoint-class"
   | "customer-override"
   | "incident"
-  | "candidate";
+  | "candidate"
+  | "descriptor-rule";
 
 type SnapshotItem<Key extends keyof TSnapshotPolicy> =
   TSnapshotPolicy[Key] extends readonly (infer I)[] ? I : never;
@@ -56,6 +59,7 @@ export type TSnapshotEndpointClass = SnapshotItem<"endpointClasses">;
 export type TSnapshotCustomerOverride = SnapshotItem<"customerOverrides">;
 export type TSnapshotIncident = SnapshotItem<"incidentOverrides">;
 export type TSnapshotCandidate = SnapshotItem<"dryRunCandidates">;
+export type TSnapshotDescriptorRuleEntry = NonNullable<TSnapshotPolicy["descriptorRules"]>[number];
 
 /** One entry, its value parsed, with what storage indexes it by. */
 export type PolicyEntry =
@@ -72,7 +76,12 @@ export type PolicyEntry =
       readonly value: TSnapshotCustomerOverride;
     }
   | { readonly kind: "incident"; readonly key: string; readonly value: TSnapshotIncident }
-  | { readonly kind: "candidate"; readonly key: string; readonly value: TSnapshotCandidate };
+  | { readonly kind: "candidate"; readonly key: string; readonly value: TSnapshotCandidate }
+  | {
+      readonly kind: "descriptor-rule";
+      readonly key: string;
+      readonly value: TSnapshotDescriptorRuleEntry;
+    };
 
 /** An entry without its key: what `entryKeyOf` names. */
 export type PolicyEntryContent = PolicyEntry extends infer E
@@ -92,6 +101,7 @@ export const CORE_KINDS_OF_ENTRIES: readonly EntryKind[] = [
   "tier",
   "endpoint-class",
   "candidate",
+  "descriptor-rule",
 ];
 
 export function tierEntryKey(name: string): string {
@@ -114,6 +124,10 @@ export function candidateEntryKey(id: string): string {
   return formatScope({ kind: "candidate", candidateId: id });
 }
 
+export function descriptorRuleEntryKey(id: string): string {
+  return `descriptor-rule:${id}`;
+}
+
 /** The key an entry's value belongs under. */
 export function entryKeyOf(entry: PolicyEntryContent): string {
   switch (entry.kind) {
@@ -129,6 +143,8 @@ export function entryKeyOf(entry: PolicyEntryContent): string {
       return incidentEntryKey(entry.value.id);
     case "candidate":
       return candidateEntryKey(entry.value.id);
+    case "descriptor-rule":
+      return descriptorRuleEntryKey(entry.value.id);
     default: {
       const unknown: never = entry;
       throw new TypeError(`unknown entry kind ${JSON.stringify(unknown)}`);
@@ -144,6 +160,7 @@ export function entryKindOfKey(key: string): EntryKind | null {
   if (key.startsWith("customer:")) return "customer-override";
   if (key.startsWith("incident:")) return "incident";
   if (key.startsWith("candidate:")) return "candidate";
+  if (key.startsWith("descriptor-rule:")) return "descriptor-rule";
   return null;
 }
 
@@ -171,6 +188,7 @@ const SCHEMAS = {
   "customer-override": ZSnapshotCustomerOverride,
   incident: ZSnapshotIncidentOverride,
   candidate: ZDryRunCandidate,
+  "descriptor-rule": ZSnapshotDescriptorRule,
 } as const;
 
 /**
@@ -277,6 +295,20 @@ export function compileEntries(doc: TPolicyDocument, compiledAtMs: number): Poli
           : { sliceBasisPoints: candidate.sliceBasisPoints }),
       }),
     ),
+    ...(sorted.descriptorRules ?? []).map((rule) =>
+      entry("descriptor-rule", {
+        id: rule.id,
+        domain: rule.domain,
+        descriptor: rule.descriptor.map((level) => ({ key: level.key, value: level.value })),
+        limit: rule.limit,
+        mode: rule.mode,
+        onStoreFailure: rule.onStoreFailure,
+        name: rule.name,
+        replaces: rule.replaces,
+        wildcardCounter: rule.wildcardCounter,
+        detailedMetric: rule.detailedMetric,
+      }),
+    ),
   ];
 }
 
@@ -293,6 +325,7 @@ export function entriesOfSnapshotPolicy(policy: TSnapshotPolicy): PolicyEntry[] 
     ...policy.customerOverrides.map((value) => entry("customer-override", value)),
     ...policy.incidentOverrides.map((value) => entry("incident", value)),
     ...policy.dryRunCandidates.map((value) => entry("candidate", value)),
+    ...(policy.descriptorRules ?? []).map((value) => entry("descriptor-rule", value)),
   ];
 }
 
@@ -308,6 +341,7 @@ export function snapshotPolicyOfEntries(entries: Iterable<PolicyEntry>): TSnapsh
   const customerOverrides: TSnapshotCustomerOverride[] = [];
   const incidentOverrides: TSnapshotIncident[] = [];
   const dryRunCandidates: TSnapshotCandidate[] = [];
+  const descriptorRules: TSnapshotDescriptorRuleEntry[] = [];
   for (const item of entries) {
     switch (item.kind) {
       case "settings":
@@ -327,6 +361,9 @@ export function snapshotPolicyOfEntries(entries: Iterable<PolicyEntry>): TSnapsh
         break;
       case "candidate":
         dryRunCandidates.push(item.value);
+        break;
+      case "descriptor-rule":
+        descriptorRules.push(item.value);
         break;
       default: {
         const unknown: never = item;
@@ -356,6 +393,10 @@ export function snapshotPolicyOfEntries(entries: Iterable<PolicyEntry>): TSnapsh
       ),
     ),
     dryRunCandidates: dryRunCandidates.sort(byKey((candidate) => candidate.id)),
+    // Left out when empty, so a policy without rules compiles to the bytes it always did.
+    ...(descriptorRules.length === 0
+      ? {}
+      : { descriptorRules: descriptorRules.sort(byKey((rule) => rule.id)) }),
   };
 }
 

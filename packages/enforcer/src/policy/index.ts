@@ -17,6 +17,12 @@ export {
   writeCanonicalPolicy,
 } from "./canonical";
 export {
+  applyReplaces,
+  type DescriptorEntry,
+  type DescriptorMatch,
+  DescriptorRuleIndex,
+} from "./descriptor-rules";
+export {
   CORE_KINDS_OF_ENTRIES,
   candidateEntryKey,
   compileEntries,
@@ -104,13 +110,19 @@ export {
 export { textField } from "./schema-fields";
 export {
   ALGORITHMS,
+  descriptorPatternKey,
   findReplacedLimit,
+  formatDescriptorPattern,
   MAX_CUSTOMER_OVERRIDES,
+  MAX_DESCRIPTOR_PATTERN_ENTRIES,
+  MAX_DESCRIPTOR_RULES,
   ON_STORE_FAILURE_DEFAULTS,
   parsePolicyDocument,
   type TCeilings,
   type TCustomer,
   type TCustomerOverride,
+  type TDescriptorRule,
+  type TDescriptorRuleInput,
   type TDryRunCandidate,
   type TEndpointClass,
   type TGuardrails,
@@ -128,6 +140,7 @@ export {
   ZCustomer,
   ZCustomerId,
   ZCustomerOverride,
+  ZDescriptorRule,
   ZDryRunCandidate,
   ZEndpointClass,
   ZGuardrails,

@@ -18,6 +18,7 @@
  *   the memory for the overrides in use is bounded too. Tiers, endpoint classes, ceilings and
  *   candidates are few (at most a few hundred) and are indexed eagerly.
  */
+
 import { GenerationalMap } from "../collections/generational-map";
 import {
   type BinaryOverrides,
@@ -27,8 +28,10 @@ import {
   type Sha256Bytes,
 } from "./binary-snapshot";
 import { canonicalJson } from "./canonical";
+import { DescriptorRuleIndex } from "./descriptor-rules";
 import {
   candidateEntryKey,
+  descriptorRuleEntryKey,
   EntrySetSum,
   endpointClassEntryKey,
   entriesOfSnapshotPolicy,
@@ -43,6 +46,7 @@ import {
   type Sha256Hex,
   type TSnapshotCandidate,
   type TSnapshotCustomerOverride,
+  type TSnapshotDescriptorRuleEntry,
   type TSnapshotEndpointClass,
   type TSnapshotIncident,
   type TSnapshotSettings,
@@ -117,6 +121,8 @@ export class PolicyState {
   readonly #tiers = new Map<string, TSnapshotTier>();
   readonly #classes = new Map<string, TSnapshotEndpointClass>();
   readonly #candidates = new Map<string, TSnapshotCandidate>();
+  readonly #descriptorRules = new Map<string, TSnapshotDescriptorRuleEntry>();
+  #descriptorIndex: DescriptorRuleIndex | null = null;
   /** Overrides loaded from a binary snapshot, read-only; null for a state built entry by entry. */
   #base: BinaryOverrides | null = null;
   /**
@@ -275,6 +281,7 @@ export class PolicyState {
         this.#tiers.size +
         this.#classes.size +
         this.#candidates.size +
+        this.#descriptorRules.size +
         this.#overrideCount +
         this.#incidents.size,
       customerOverrides: this.#overrideCount,
@@ -297,6 +304,10 @@ export class PolicyState {
     if (key.startsWith("endpoint-class:")) {
       const value = this.#classes.get(key.slice("endpoint-class:".length));
       return value === undefined ? undefined : { kind: "endpoint-class", key, value };
+    }
+    if (key.startsWith("descriptor-rule:")) {
+      const value = this.#descriptorRules.get(key.slice("descriptor-rule:".length));
+      return value === undefined ? undefined : { kind: "descriptor-rule", key, value };
     }
     const scope = parseScope(key);
     if (scope?.kind === "customer") {
@@ -350,6 +361,9 @@ export class PolicyState {
     for (const value of this.#candidates.values()) {
       yield { kind: "candidate", key: candidateEntryKey(value.id), value };
     }
+    for (const value of this.#descriptorRules.values()) {
+      yield { kind: "descriptor-rule", key: descriptorRuleEntryKey(value.id), value };
+    }
   }
 
   /**
@@ -384,9 +398,15 @@ export class PolicyState {
         dryRunCandidates: this.#candidates.values(),
       });
     }
-    this.#prepared = new PreparedSnapshot(this.#version, this.#core, {
-      get: (customerId) => this.#customerRules(customerId),
-    });
+    if (this.#descriptorIndex === null) {
+      this.#descriptorIndex = new DescriptorRuleIndex(this.#descriptorRules.values());
+    }
+    this.#prepared = new PreparedSnapshot(
+      this.#version,
+      this.#core,
+      { get: (customerId) => this.#customerRules(customerId) },
+      this.#descriptorIndex,
+    );
     return this.#prepared;
   }
 
@@ -609,6 +629,8 @@ export class PolicyState {
         return this.#classes.has(entry.value.name);
       case "candidate":
         return this.#candidates.has(entry.value.id);
+      case "descriptor-rule":
+        return this.#descriptorRules.has(entry.value.id);
       case "incident":
         return this.#incidents.has(entry.key);
       case "customer-override": {
@@ -648,6 +670,10 @@ export class PolicyState {
         return;
       case "candidate":
         this.#candidates.set(entry.value.id, entry.value);
+        return;
+      case "descriptor-rule":
+        this.#descriptorRules.set(entry.value.id, entry.value);
+        this.#descriptorIndex = null;
         return;
       case "customer-override": {
         const { customerId, endpointClass, limit } = entry.value;
@@ -689,6 +715,10 @@ export class PolicyState {
         return;
       case "candidate":
         this.#candidates.delete(current.value.id);
+        return;
+      case "descriptor-rule":
+        this.#descriptorRules.delete(current.value.id);
+        this.#descriptorIndex = null;
         return;
       case "customer-override": {
         const { customerId, endpointClass } = current.value;

@@ -3,8 +3,10 @@
  * snapshot is applied, so that resolving a request is a handful of map lookups (O(layers)), with
  * no parsing, no regular expression built and no scope string assembled per request.
  */
+
 import { assertValidLimit } from "../limiter/arguments";
 import type { LimitSpec } from "../limiter/types";
+import { DescriptorRuleIndex, NO_DESCRIPTOR_RULES } from "./descriptor-rules";
 import { compileEndpointMatcher, type EndpointMatcher } from "./endpoint-matcher";
 import { assertNever } from "./limit-math";
 import type { CachedResolution, RuleSource } from "./resolution-types";
@@ -138,6 +140,8 @@ export class PreparedSnapshot implements PreparedCore {
     readonly version: number,
     core: PreparedCore,
     readonly customers: CustomerRulesLookup,
+    /** The descriptor rules, indexed for the rate-limit service (`descriptor-rules.ts`). */
+    readonly descriptorRules: DescriptorRuleIndex = NO_DESCRIPTOR_RULES,
   ) {
     this.defaultTier = core.defaultTier;
     this.defaultEndpointClass = core.defaultEndpointClass;
@@ -193,6 +197,9 @@ export function prepareSnapshot(snapshot: TSnapshot): PreparedSnapshot {
       dryRunCandidates: policy.dryRunCandidates,
     }),
     customers,
+    policy.descriptorRules === undefined
+      ? NO_DESCRIPTOR_RULES
+      : new DescriptorRuleIndex(policy.descriptorRules),
   );
   prepared.set(snapshot, result);
   return result;

@@ -29,6 +29,21 @@ export {
   ZTicketUrl,
 } from "./schemas/customers";
 export {
+  checkDescriptorRules,
+  descriptorPatternKey,
+  formatDescriptorPattern,
+  MAX_DESCRIPTOR_PATTERN_ENTRIES,
+  MAX_DESCRIPTOR_RULES,
+  type TDescriptorPatternEntry,
+  type TDescriptorRule,
+  type TDescriptorRuleInput,
+  type TSnapshotDescriptorRule,
+  ZDescriptorPatternEntry,
+  ZDescriptorRule,
+  ZSnapshotDescriptorRule,
+  ZWildcardCounter,
+} from "./schemas/descriptors";
+export {
   findReplacedLimit,
   MAX_CUSTOMER_OVERRIDES,
   parsePolicyDocument,

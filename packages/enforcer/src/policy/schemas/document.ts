@@ -13,6 +13,7 @@ import {
   ZGuardrails,
   ZIncidentOverride,
 } from "./customers";
+import { checkDescriptorRules, MAX_DESCRIPTOR_RULES, ZDescriptorRule } from "./descriptors";
 import type { TPolicyLimit, TPolicyMode } from "./limits";
 import { type AddIssue, checkPolicyCore, indexUnique, issueAdder } from "./rules";
 import { ZCeilings, ZEndpointClass, ZTier } from "./tiers";
@@ -59,6 +60,16 @@ export const documentShape = {
     .array(ZDryRunCandidate)
     .max(100, { error: "a policy takes at most 100 dry-run candidates" })
     .default([]),
+  /**
+   * Limits keyed by Envoy descriptors (`descriptor-rules.ts`). Optional: a policy without any
+   * leaves the field out, so its export and snapshot are what they were before rules existed.
+   */
+  descriptorRules: z
+    .array(ZDescriptorRule)
+    .max(MAX_DESCRIPTOR_RULES, {
+      error: `a policy takes at most ${MAX_DESCRIPTOR_RULES} descriptor rules`,
+    })
+    .optional(),
 };
 
 /**
@@ -73,6 +84,7 @@ export const ZPolicyDocument = strict(documentShape).superRefine((doc, ctx) => {
   checkRegistry(doc, add);
   checkIncidents(doc, add);
   checkCosts(doc, add);
+  checkDescriptorRules(doc.descriptorRules ?? [], add);
 });
 export type TPolicyDocument = z.output<typeof ZPolicyDocument>;
 /** A policy document as written, before defaults are filled in. */

@@ -10,6 +10,7 @@ import {
   ZCustomerId,
 } from "../schema-fields";
 import { factorField, refineIncidentShape, ZDryRunCandidate } from "./customers";
+import { checkDescriptorRules, ZSnapshotDescriptorRule } from "./descriptors";
 import { ZExplicitPolicyLimit, ZLimitSpec } from "./limits";
 import { checkPolicyCore, issueAdder } from "./rules";
 import { costField, MAX_MATCH_RULES, tierLimitsRecord, ZEndpointMatch, ZKeyBy } from "./tiers";
@@ -68,7 +69,13 @@ export const ZSnapshotPolicy = strict({
   customerOverrides: z.array(ZSnapshotCustomerOverride),
   incidentOverrides: z.array(ZSnapshotIncidentOverride),
   dryRunCandidates: z.array(ZDryRunCandidate),
-}).superRefine((policy, ctx) => checkPolicyCore(policy, issueAdder(ctx)));
+  /** Absent when the policy has none, so such a snapshot's bytes and checksum are unchanged. */
+  descriptorRules: z.array(ZSnapshotDescriptorRule).optional(),
+}).superRefine((policy, ctx) => {
+  const add = issueAdder(ctx);
+  checkPolicyCore(policy, add);
+  checkDescriptorRules(policy.descriptorRules ?? [], add);
+});
 export type TSnapshotPolicy = z.output<typeof ZSnapshotPolicy>;
 
 /** The snapshot format this build reads and writes. */

@@ -1,0 +1,179 @@
+/**
+ * Matching Envoy descriptors against descriptor rules, with envoyproxy/ratelimit's semantics:
+ *
+ * - A request's descriptor is matched level by level against a domain's tree of patterns. At
+ *   each level the entry's key and value is tried first, then the longest wildcard value whose
+ *   prefix the value starts with (`value*`), then the key alone. There is no backtracking: a
+ *   level decided by key and value never falls back to the key alone deeper down.
+ * - A rule applies only when its pattern has exactly as many levels as the descriptor has
+ *   entries, so `(key=value), (subkey=x)` never matches a one-level rule.
+ * - Every descriptor of a request is matched; the request is over the limit if any is.
+ * - A rule whose mode is `off` is as if absent.
+ * - `replaces`: when rules matched by one request name others (by `name`) in their `replaces`,
+ *   the named rules are dropped for that request: not checked, not counted.
+ *
+ * Counters: each rule counts per subject, and the subject holds the domain and every level's
+ * value, so a key-only level counts each value alone (`to_number=1` and `to_number=2` each get
+ * the limit). A wildcard level counts per value too, unless the rule says `shared`, when its
+ * pattern stands for the value and every matching value spends one counter.
+ *
+ * Pure: no I/O, no clock.
+ */
+import type { TSnapshotDescriptorRuleEntry } from "./entries";
+
+/** One entry of a request's descriptor. */
+export interface DescriptorEntry {
+  readonly key: string;
+  readonly value: string;
+}
+
+interface PatternNode {
+  /** Children by key and value (`key\u0000value`). */
+  readonly exact: Map<string, PatternNode>;
+  /** Children with a wildcard value, longest prefix first. */
+  readonly wildcards: {
+    readonly key: string;
+    readonly prefix: string;
+    readonly node: PatternNode;
+  }[];
+  /** Children by key alone. */
+  readonly keyOnly: Map<string, PatternNode>;
+  rule: TSnapshotDescriptorRuleEntry | null;
+}
+
+function newNode(): PatternNode {
+  return { exact: new Map(), wildcards: [], keyOnly: new Map(), rule: null };
+}
+
+/** The rule a descriptor matched, and the subject its counter lives under. */
+export interface DescriptorMatch {
+  readonly rule: TSnapshotDescriptorRuleEntry;
+  /** The counter's subject: the domain and the values (or a shared wildcard's pattern). */
+  readonly subject: string;
+  /** The pattern as matched, for metrics: values the rule names, `*` for key-only levels. */
+  readonly metricKey: string;
+}
+
+/** A policy's descriptor rules, indexed by domain for matching. Built once per policy version. */
+export class DescriptorRuleIndex {
+  readonly #domains = new Map<string, PatternNode>();
+  readonly size: number;
+
+  constructor(rules: Iterable<TSnapshotDescriptorRuleEntry>) {
+    // In id order, so that which of two equal patterns wins never depends on arrival order.
+    // A rule turned off is as if absent: its level is not even a step, so the key alone (or
+    // a wildcard) still matches what it would have.
+    const sorted = [...rules]
+      .filter((rule) => rule.mode !== "off")
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    this.size = sorted.length;
+    for (const rule of sorted) {
+      let node = this.#domains.get(rule.domain);
+      if (node === undefined) {
+        node = newNode();
+        this.#domains.set(rule.domain, node);
+      }
+      for (const level of rule.descriptor) node = childFor(node, level.key, level.value);
+      if (node.rule === null) node.rule = rule;
+    }
+  }
+
+  /** Whether any rule names `domain`. */
+  hasDomain(domain: string): boolean {
+    return this.#domains.has(domain);
+  }
+
+  /** The rule `entries` match in `domain` (see the module header), or null. */
+  match(domain: string, entries: readonly DescriptorEntry[]): DescriptorMatch | null {
+    let node = this.#domains.get(domain);
+    if (node === undefined || entries.length === 0) return null;
+    const counted: string[] = [];
+    const shown: string[] = [];
+    for (const entry of entries) {
+      const step = stepFrom(node, entry);
+      if (step === null) return null;
+      node = step.node;
+      counted.push(entry.key, step.kind === "wildcard" ? step.pattern : entry.value);
+      shown.push(step.kind === "key" ? `${entry.key}` : `${entry.key}=${step.pattern}`);
+    }
+    const rule = node.rule;
+    if (rule === null) return null;
+    const isShared = rule.wildcardCounter === "shared";
+    const subjectParts: string[] = [];
+    entries.forEach((entry, index) => {
+      const level = rule.descriptor[index];
+      const isWildcard = level?.value?.endsWith("*") === true && level.value !== entry.value;
+      subjectParts.push(entry.key, isShared && isWildcard ? (level?.value ?? "") : entry.value);
+    });
+    return {
+      rule,
+      subject: `d:${JSON.stringify([domain, ...subjectParts])}`,
+      metricKey: rule.detailedMetric
+        ? entries.map((entry) => `${entry.key}=${entry.value}`).join(",")
+        : shown.join(","),
+    };
+  }
+}
+
+function childFor(node: PatternNode, key: string, value: string | null): PatternNode {
+  if (value === null) {
+    let child = node.keyOnly.get(key);
+    if (child === undefined) {
+      child = newNode();
+      node.keyOnly.set(key, child);
+    }
+    return child;
+  }
+  if (value.endsWith("*")) {
+    const prefix = value.slice(0, -1);
+    const existing = node.wildcards.find((item) => item.key === key && item.prefix === prefix);
+    if (existing !== undefined) return existing.node;
+    const child = newNode();
+    node.wildcards.push({ key, prefix, node: child });
+    node.wildcards.sort((a, b) => b.prefix.length - a.prefix.length);
+    return child;
+  }
+  const exactKey = `${key}\u0000${value}`;
+  let child = node.exact.get(exactKey);
+  if (child === undefined) {
+    child = newNode();
+    node.exact.set(exactKey, child);
+  }
+  return child;
+}
+
+type Step =
+  | { readonly kind: "exact" | "wildcard"; readonly node: PatternNode; readonly pattern: string }
+  | { readonly kind: "key"; readonly node: PatternNode };
+
+function stepFrom(node: PatternNode, entry: DescriptorEntry): Step | null {
+  const exact = node.exact.get(`${entry.key}\u0000${entry.value}`);
+  if (exact !== undefined) return { kind: "exact", node: exact, pattern: entry.value };
+  for (const wildcard of node.wildcards) {
+    if (wildcard.key === entry.key && entry.value.startsWith(wildcard.prefix)) {
+      return { kind: "wildcard", node: wildcard.node, pattern: `${wildcard.prefix}*` };
+    }
+  }
+  const keyOnly = node.keyOnly.get(entry.key);
+  return keyOnly === undefined ? null : { kind: "key", node: keyOnly };
+}
+
+/**
+ * Which of one request's matches take part, after `replaces`: a match whose rule's name some
+ * other matched rule replaces is dropped (null in its place).
+ */
+export function applyReplaces<M extends { readonly rule: TSnapshotDescriptorRuleEntry }>(
+  matches: readonly (M | null)[],
+): (M | null)[] {
+  const replaced = new Set<string>();
+  for (const match of matches) {
+    for (const name of match?.rule.replaces ?? []) replaced.add(name);
+  }
+  if (replaced.size === 0) return [...matches];
+  return matches.map((match) =>
+    match !== null && match.rule.name !== null && replaced.has(match.rule.name) ? null : match,
+  );
+}
+
+/** The empty index: a policy without descriptor rules. */
+export const NO_DESCRIPTOR_RULES = new DescriptorRuleIndex([]);
