@@ -33,5 +33,15 @@ export {
   type NodeMiddleware,
   type NodeMiddlewareOptions,
 } from "./enforcer/node-middleware";
+export {
+  type AcquireOptions,
+  createOutboundLimiter,
+  OutboundError,
+  type OutboundErrorCode,
+  type OutboundLimiter,
+  type OutboundLimiterOptions,
+  type OutboundPermit,
+  type ScheduleOptions,
+} from "./enforcer/outbound-limiter";
 export type { EnforcerDecision } from "./enforcer/types";
 export { RedisProtocolError } from "./publication/protocol";

@@ -99,7 +99,10 @@ export {
   ALGORITHMS,
   findReplacedLimit,
   MAX_CUSTOMER_OVERRIDES,
+  MAX_OUTBOUND_KEY_LENGTH,
+  MAX_OUTBOUND_WAIT_MS,
   ON_STORE_FAILURE_DEFAULTS,
+  outboundKeyProblem,
   parsePolicyDocument,
   type TCeilings,
   type TCustomer,
@@ -111,6 +114,9 @@ export {
   type TKeyBy,
   type TLimitSpec,
   type TOnStoreFailure,
+  type TOutboundBudget,
+  type TOutboundBudgetInput,
+  type TOutboundKeyBy,
   type TPolicyDocument,
   type TPolicyDocumentInput,
   type TPolicyLimit,
@@ -127,11 +133,18 @@ export {
   ZIncidentOverride,
   ZInstant,
   ZLimitSpec,
+  ZOutboundBudget,
   ZPolicyDocument,
   ZPolicyLimit,
   ZSnapshot,
   ZTier,
 } from "./schemas";
-export { formatScope, parseScope, type Scope } from "./scope";
+export {
+  formatOutboundScope,
+  formatScope,
+  parseOutboundScope,
+  parseScope,
+  type Scope,
+} from "./scope";
 export { sha256Hex } from "./sha256";
 export { compileSnapshot, parseSnapshot, snapshotOfEntries } from "./snapshot";
