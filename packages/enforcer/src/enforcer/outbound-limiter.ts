@@ -107,11 +107,14 @@ export interface ScheduleOptions extends Omit<AcquireOptions, "key"> {
 
 export interface OutboundLimiter {
   acquire(scope: string, options?: AcquireOptions): Promise<OutboundPermit>;
-  /** Runs `call` once a permit is granted (per attempt), releasing it when the call settles. */
+  /**
+   * Runs `call` once a permit is granted, for each attempt, releasing the permit when the attempt
+   * settles. The attempt's permit is passed in (its turn, how long it waited).
+   */
   schedule<T>(
     scope: string,
     key: string,
-    call: () => Promise<T>,
+    call: (permit: OutboundPermit) => Promise<T>,
     options?: ScheduleOptions,
   ): Promise<T>;
   /** Stops renewing slots (they then expire) and refuses new calls. */
@@ -460,7 +463,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   async function schedule<T>(
     scope: string,
     key: string,
-    call: () => Promise<T>,
+    call: (permit: OutboundPermit) => Promise<T>,
     scheduleOptions: ScheduleOptions = {},
   ): Promise<T> {
     const { retries = 0, isRetryable = () => true, ...acquireOptions } = scheduleOptions;
@@ -474,7 +477,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     for (let attempt = 0; ; attempt++) {
       const permit = await acquire(scope, { ...acquireOptions, key });
       try {
-        return await call();
+        return await call(permit);
       } catch (error: unknown) {
         if (attempt >= retries || !isRetryable(error)) throw error;
       } finally {
