@@ -8,6 +8,13 @@
  * traffic record), `/testing` (test helpers). Nothing else is public.
  */
 
+export {
+  CONCURRENCY_EXCEEDED_TYPE,
+  type ConcurrencyExceededProblem,
+  type ConcurrencyLimitOptions,
+  createConcurrencyMiddleware,
+  withConcurrencyLimit,
+} from "./enforcer/concurrency-middleware";
 export type { EnforcerRequest, EnforcerResult } from "./enforcer/decision-engine";
 export { createEnforcer, type Enforcer, type EnforcerStatus } from "./enforcer/enforcer";
 export {

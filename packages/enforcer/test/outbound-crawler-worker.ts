@@ -45,7 +45,7 @@ async function crawlLane(host: string): Promise<void> {
       "outbound:crawl",
       host,
       async (permit) => {
-        hostTurns.push(permit.turnAtMs);
+        if (permit.turnAtMs !== null) hostTurns.push(permit.turnAtMs);
         attempt += 1;
         const response = await fetch(
           `${providerUrl}/fetch?host=${host}&job=${job}&attempt=${attempt}&worker=${worker}`,

@@ -78,8 +78,8 @@ export interface AcquireOptions {
 export interface OutboundPermit {
   readonly scope: string;
   readonly key: string;
-  /** The instant of the turn, in Redis time (ms since the epoch). */
-  readonly turnAtMs: number;
+  /** The instant of the turn, in Redis time (ms since the epoch); null for a budget without a limit. */
+  readonly turnAtMs: number | null;
   /** How long `acquire` waited, on the process's monotonic clock. */
   readonly waitedMs: number;
   /** True when the permit holds a concurrency slot. */
@@ -117,6 +117,8 @@ export interface OutboundLimiter {
     call: (permit: OutboundPermit) => Promise<T>,
     options?: ScheduleOptions,
   ): Promise<T>;
+  /** The budget `scope` names; throws an {@link OutboundError} `unknown-scope` for any other. */
+  budgetOf(scope: string): TOutboundBudget;
   /** Stops renewing slots (they then expire) and refuses new calls. */
   close(): void;
 }
@@ -247,17 +249,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     return new OutboundError("invalid-argument", scope, message);
   }
 
-  function check(
-    scope: unknown,
-    acquireOptions: AcquireOptions | undefined,
-  ): {
-    scope: string;
-    budget: TOutboundBudget;
-    key: string;
-    cost: number;
-    maxWaitMs: number;
-    signal: AbortSignal | undefined;
-  } {
+  function budgetOf(scope: string): TOutboundBudget {
     if (typeof scope !== "string") {
       throw new OutboundError(
         "invalid-argument",
@@ -275,6 +267,21 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
         `no outbound budget has this scope (known: ${[...budgets.keys()].map((known) => `outbound:${known}`).join(", ") || "none"})`,
       );
     }
+    return budget;
+  }
+
+  function check(
+    scope: string,
+    acquireOptions: AcquireOptions | undefined,
+  ): {
+    scope: string;
+    budget: TOutboundBudget;
+    key: string;
+    cost: number;
+    maxWaitMs: number;
+    signal: AbortSignal | undefined;
+  } {
+    const budget = budgetOf(scope);
     const { key = "", cost = 1, signal, maxWaitMs = budget.maxWaitMs } = acquireOptions ?? {};
     const keyProblem = outboundKeyProblem(budget.keyBy, key);
     if (keyProblem !== null) throw invalid(scope, keyProblem);
@@ -344,7 +351,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     scope: string,
     key: string,
     subject: string,
-    turnAtMs: number,
+    turnAtMs: number | null,
     waitedMs: number,
     slot: { ttlMs: number; holder: string } | null,
   ): OutboundPermit {
@@ -422,6 +429,9 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       }
     };
 
+    if (budget.limit === null) {
+      return makePermit(checked.scope, key, subject, null, timers.nowMs() - startMs, slot);
+    }
     let turn: Awaited<ReturnType<RedisOutboundStore["takeTurn"]>>;
     try {
       if (signal?.aborted) throw abortError(checked.scope, signal);
@@ -489,6 +499,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   return {
     acquire,
     schedule,
+    budgetOf,
     close() {
       isClosed = true;
       for (const renewal of renewals) renewal.cancel();

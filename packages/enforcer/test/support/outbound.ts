@@ -24,3 +24,12 @@ export function busiestWindow(sorted: readonly number[], windowMs: number): numb
   }
   return most;
 }
+
+/** The gateways' cap: 5 requests in flight per customer, slots lapsing 1.5 s after a holder dies. */
+export const GATEWAY_BUDGET: TOutboundBudgetInput = {
+  name: "api",
+  limit: null,
+  concurrency: { max: 5, slotTtlMs: 1_500 },
+  maxWaitMs: 0,
+  keyBy: "account",
+};

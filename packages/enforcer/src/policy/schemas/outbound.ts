@@ -43,8 +43,12 @@ export const ZOutboundBudget = strict({
   /** Stable name: the scope is `outbound:<name>`. */
   name: endpointClassName("outbound budget name"),
   displayName: textField("displayName", 80).nullable().default(null),
-  /** The rate: any algorithm (a provider's "10 per second" is a token bucket of capacity 1). */
-  limit: ZLimitSpec,
+  /**
+   * The rate: any algorithm (a provider's "10 per second" is a token bucket of capacity 1), or
+   * null for a budget that only caps concurrency (an inbound cap, checked by the concurrency
+   * middlewares).
+   */
+  limit: ZLimitSpec.nullable(),
   /** An optional cap on calls in flight. @default null (none) */
   concurrency: ZOutboundConcurrency.nullable().default(null),
   /**
@@ -54,6 +58,14 @@ export const ZOutboundBudget = strict({
   maxWaitMs: countField("maxWaitMs", MAX_OUTBOUND_WAIT_MS, 0).default(30_000),
   /** @default "single" */
   keyBy: ZOutboundKeyBy.default("single"),
+}).superRefine((budget, ctx) => {
+  if (budget.limit === null && budget.concurrency === null) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["limit"],
+      message: "a budget needs a limit, a concurrency cap, or both",
+    });
+  }
 });
 export type TOutboundBudget = z.output<typeof ZOutboundBudget>;
 export type TOutboundBudgetInput = z.input<typeof ZOutboundBudget>;
