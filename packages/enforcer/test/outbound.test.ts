@@ -1,6 +1,11 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
+  CONCURRENCY_EXCEEDED_TYPE,
+  concurrencyRejection,
+  withConcurrencyLimit,
+} from "../src/enforcer/concurrency-middleware";
+import {
   createOutboundLimiter,
   OutboundError,
   type OutboundErrorCode,
@@ -43,6 +48,13 @@ const SLOTS: TOutboundBudgetInput = {
   keyBy: "account",
 };
 
+const GLOBAL_CAP: TOutboundBudgetInput = {
+  name: "global",
+  limit: null,
+  concurrency: { max: 1 },
+  maxWaitMs: 0,
+};
+
 let redis: Redis;
 let prefix: string;
 let limiter: OutboundLimiter;
@@ -55,7 +67,7 @@ beforeAll(async () => {
   limiter = createOutboundLimiter({
     client: redis,
     keyPrefix: prefix,
-    budgets: [SLOW, HOSTS, SINGLE, SLOTS],
+    budgets: [SLOW, HOSTS, SINGLE, SLOTS, GLOBAL_CAP],
   });
   store = new RedisOutboundStore({ client: redis, keyPrefix: prefix });
 });
@@ -235,7 +247,7 @@ describe("hostile input to acquire", () => {
       options: {},
       code: "unknown-scope",
       message:
-        /^outbound:sendgrid: no outbound budget has this scope \(known: outbound:slow, outbound:crawl, outbound:mail, outbound:slots\)$/,
+        /^outbound:sendgrid: no outbound budget has this scope \(known: outbound:slow, outbound:crawl, outbound:mail, outbound:slots, outbound:global\)$/,
     },
     {
       name: "an inbound scope",
@@ -397,5 +409,83 @@ describe("concurrency slots", () => {
     expect(starved.code).toBe<OutboundErrorCode>("max-wait");
     expect(held.map((permit) => permit.isSlotLost())).toEqual([false, false]);
     expect(await Promise.all(held.map((permit) => permit.release()))).toEqual([true, true]);
+  });
+});
+
+describe("in-flight caps for Fetch handlers", () => {
+  async function heldSlots(): Promise<number> {
+    return redis.zcard(`${prefix}ob:{o:global:}:s`);
+  }
+
+  it("hold the slot until the body is read to its end; a second request meanwhile gets 503", async () => {
+    let push: (text: string | null) => void = () => {};
+    const handler = withConcurrencyLimit(
+      limiter,
+      { scope: "outbound:global", key: () => "" },
+      () => {
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            push = (text) => {
+              if (text === null) controller.close();
+              else controller.enqueue(new TextEncoder().encode(text));
+            };
+          },
+        });
+        return new Response(body, { status: 200 });
+      },
+    );
+    const first = await handler(new Request("http://gateway/a"));
+    expect(await heldSlots()).toBe(1);
+    const refused = await handler(new Request("http://gateway/b"));
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(refused.headers.get("ratelimit-policy")).toBe(
+      '"outbound:global";q=1;qu="concurrent-requests"',
+    );
+    expect(await refused.json()).toMatchObject({ type: CONCURRENCY_EXCEEDED_TYPE, status: 503 });
+    push("hello");
+    push(null);
+    expect(await first.text()).toBe("hello");
+    await waitFor("the slot freed", async () => ((await heldSlots()) === 0 ? true : undefined));
+  });
+
+  it("free the slot when the client cancels the body, and when the handler throws", async () => {
+    const streaming = withConcurrencyLimit(
+      limiter,
+      { scope: "outbound:global", key: () => "" },
+      () => new Response(new ReadableStream<Uint8Array>({ pull() {} }), { status: 200 }),
+    );
+    const response = await streaming(new Request("http://gateway/a"));
+    expect(await heldSlots()).toBe(1);
+    await response.body?.cancel();
+    await waitFor("the slot freed", async () => ((await heldSlots()) === 0 ? true : undefined));
+    const failing = withConcurrencyLimit(
+      limiter,
+      { scope: "outbound:global", key: () => "" },
+      () => {
+        throw new Error("handler failed");
+      },
+    );
+    await expect(failing(new Request("http://gateway/a"))).rejects.toThrow("handler failed");
+    expect(await heldSlots()).toBe(0);
+  });
+
+  it("refuse a budget without a concurrency cap", () => {
+    expect(() =>
+      withConcurrencyLimit(
+        limiter,
+        { scope: "outbound:slow", key: () => "a" },
+        () => new Response(),
+      ),
+    ).toThrow("outbound:slow: a concurrency limit needs a budget with a concurrency cap");
+  });
+
+  it("answer 429 for a per-client cap and 503 for a cap keyed by nothing", () => {
+    expect(concurrencyRejection("outbound:slots", limiter.budgetOf("outbound:slots")).status).toBe(
+      429,
+    );
+    expect(
+      concurrencyRejection("outbound:global", limiter.budgetOf("outbound:global")).status,
+    ).toBe(503);
   });
 });
