@@ -23,6 +23,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
   "lease-fairness": () => import("./lease-fairness"),
+  outbound: () => import("./outbound"),
   redis: () => import("./redis"),
   "redis-instructions": () => import("./redis-instructions"),
   "ratelimit-service": () => import("./ratelimit-service"),

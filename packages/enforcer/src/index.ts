@@ -8,6 +8,13 @@
  * traffic record), `/testing` (test helpers). Nothing else is public.
  */
 
+export {
+  CONCURRENCY_EXCEEDED_TYPE,
+  type ConcurrencyExceededProblem,
+  type ConcurrencyLimitOptions,
+  createConcurrencyMiddleware,
+  withConcurrencyLimit,
+} from "./enforcer/concurrency-middleware";
 export type {
   DescriptorDecision,
   EnforcerRequest,
@@ -37,5 +44,15 @@ export {
   type NodeMiddleware,
   type NodeMiddlewareOptions,
 } from "./enforcer/node-middleware";
+export {
+  type AcquireOptions,
+  createOutboundLimiter,
+  OutboundError,
+  type OutboundErrorCode,
+  type OutboundLimiter,
+  type OutboundLimiterOptions,
+  type OutboundPermit,
+  type ScheduleOptions,
+} from "./enforcer/outbound-limiter";
 export type { EnforcerDecision } from "./enforcer/types";
 export { RedisProtocolError } from "./publication/protocol";

@@ -116,7 +116,10 @@ export {
   MAX_CUSTOMER_OVERRIDES,
   MAX_DESCRIPTOR_PATTERN_ENTRIES,
   MAX_DESCRIPTOR_RULES,
+  MAX_OUTBOUND_KEY_LENGTH,
+  MAX_OUTBOUND_WAIT_MS,
   ON_STORE_FAILURE_DEFAULTS,
+  outboundKeyProblem,
   parsePolicyDocument,
   type TCeilings,
   type TCustomer,
@@ -130,6 +133,9 @@ export {
   type TKeyBy,
   type TLimitSpec,
   type TOnStoreFailure,
+  type TOutboundBudget,
+  type TOutboundBudgetInput,
+  type TOutboundKeyBy,
   type TPolicyDocument,
   type TPolicyDocumentInput,
   type TPolicyLimit,
@@ -147,12 +153,19 @@ export {
   ZIncidentOverride,
   ZInstant,
   ZLimitSpec,
+  ZOutboundBudget,
   ZPolicyDocument,
   ZPolicyLimit,
   ZSnapshot,
   ZTier,
 } from "./schemas";
-export { formatScope, parseScope, type Scope } from "./scope";
+export {
+  formatOutboundScope,
+  formatScope,
+  parseOutboundScope,
+  parseScope,
+  type Scope,
+} from "./scope";
 export { sha256Hex } from "./sha256";
 export { compileSnapshot, parseSnapshot, snapshotOfEntries } from "./snapshot";
 export { isInSlice, SLICE_BASIS_POINTS, slicePointOf } from "./staged-slice";

@@ -65,6 +65,18 @@ export {
   ZPolicyLimit,
   ZPolicyMode,
 } from "./schemas/limits";
+export {
+  MAX_OUTBOUND_KEY_LENGTH,
+  MAX_OUTBOUND_WAIT_MS,
+  outboundKeyProblem,
+  type TOutboundBudget,
+  type TOutboundBudgetInput,
+  type TOutboundConcurrency,
+  type TOutboundKeyBy,
+  ZOutboundBudget,
+  ZOutboundConcurrency,
+  ZOutboundKeyBy,
+} from "./schemas/outbound";
 export { checkSnapshotPolicyCore, type PolicyCore } from "./schemas/rules";
 export {
   SNAPSHOT_SCHEMA_VERSION,

@@ -136,6 +136,25 @@ export function parseScope(text: string): Scope | null {
   }
 }
 
+const OUTBOUND_PREFIX = "outbound:";
+
+/**
+ * The budget name of an outbound scope (`outbound:<name>`: a limit on calls we make, see
+ * `schemas/outbound.ts`), or null when `text` is not one. Outbound scopes are a grammar of their
+ * own: they never take part in resolving a request's layers.
+ */
+export function parseOutboundScope(text: string): string | null {
+  if (!text.startsWith(OUTBOUND_PREFIX)) return null;
+  const name = text.slice(OUTBOUND_PREFIX.length);
+  return isName(name) ? name : null;
+}
+
+/** The scope of outbound budget `name`. Throws on a name outside its character set. */
+export function formatOutboundScope(name: string): string {
+  requireValid(isName(name), "outbound budget name", name);
+  return OUTBOUND_PREFIX + name;
+}
+
 /** The text of a bucket. Throws on invalid identifiers, like {@link formatScope}. */
 export function formatBucket(bucket: Bucket): string {
   switch (bucket.kind) {

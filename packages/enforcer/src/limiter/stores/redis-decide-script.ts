@@ -31,25 +31,45 @@ export const REDIS_DECIDE_BODY = readFileSync(
   "utf8",
 );
 
+/**
+ * The outbound functions (`redis-outbound.lua`): turns and concurrency slots, loaded in the same
+ * library after the body, so they decide with its `decide`. Only the library form has them.
+ */
+export const REDIS_OUTBOUND_BODY = readFileSync(
+  path.join(path.dirname(fileURLToPath(import.meta.url)), "redis-outbound.lua"),
+  "utf8",
+);
+
 function sha1Hex(text: string): string {
   return createHash("sha1").update(text).digest("hex");
 }
 
 /**
- * The first 12 hex digits of the SHA-1 of `REDIS_DECIDE_BODY`: the version in the library's and
- * the function's names, so two releases' libraries live side by side during a rolling deploy.
+ * The first 12 hex digits of the SHA-1 of `REDIS_DECIDE_BODY` and `REDIS_OUTBOUND_BODY`: the
+ * version in the library's and the functions' names, so two releases' libraries live side by
+ * side during a rolling deploy.
  */
-export const REDIS_DECIDE_VERSION = sha1Hex(REDIS_DECIDE_BODY).slice(0, 12);
+export const REDIS_DECIDE_VERSION = sha1Hex(REDIS_DECIDE_BODY + REDIS_OUTBOUND_BODY).slice(0, 12);
 
 /** The function the store calls with FCALL. */
 export const REDIS_DECIDE_FUNCTION = `limitplane_decide_${REDIS_DECIDE_VERSION}`;
+
+/** The outbound functions: a turn, giving a turn back, and concurrency slots. */
+export const REDIS_OUTBOUND_FUNCTIONS = {
+  turn: `limitplane_turn_${REDIS_DECIDE_VERSION}`,
+  giveBack: `limitplane_give_back_${REDIS_DECIDE_VERSION}`,
+  slots: `limitplane_slots_${REDIS_DECIDE_VERSION}`,
+} as const;
 
 /** The library's name (what `FUNCTION LIST LIBRARYNAME` finds). */
 export const REDIS_DECIDE_LIBRARY_NAME = `limitplane_${REDIS_DECIDE_VERSION}`;
 
 /** The library `FUNCTION LOAD` takes: the body, registering `decide` under the function's name. */
 export const REDIS_DECIDE_LIBRARY = `#!lua name=${REDIS_DECIDE_LIBRARY_NAME}
-${REDIS_DECIDE_BODY}redis.register_function("${REDIS_DECIDE_FUNCTION}", decide)
+${REDIS_DECIDE_BODY}${REDIS_OUTBOUND_BODY}redis.register_function("${REDIS_DECIDE_FUNCTION}", decide)
+redis.register_function("${REDIS_OUTBOUND_FUNCTIONS.turn}", turn)
+redis.register_function("${REDIS_OUTBOUND_FUNCTIONS.giveBack}", give_back)
+redis.register_function("${REDIS_OUTBOUND_FUNCTIONS.slots}", slots)
 `;
 
 /** The EVAL form: the body, then the call. */

@@ -109,6 +109,18 @@ export function redisLogKey(keyPrefix: string, subject: string, bucket: string):
   return `${keyPrefix}rl:{${hashTagOf(subject)}}:${bucket}`;
 }
 
+/**
+ * A key of an outbound budget's subject beside its hash, in the same slot: `<prefix>ob:{<subject>}:<part>`,
+ * `t` its last turn, `f` its free turns, `s` its concurrency slots, `x` their counters.
+ */
+export function redisOutboundKey(
+  keyPrefix: string,
+  subject: string,
+  part: "t" | "f" | "s" | "x",
+): string {
+  return `${keyPrefix}ob:{${hashTagOf(subject)}}:${part}`;
+}
+
 function hashTagOf(subject: string): string {
   if (subject === "") return "%";
   if (!/[%{}]/.test(subject)) return subject;

@@ -146,6 +146,39 @@ export class RedisScriptRunner {
   }
 
   /**
+   * One FCALL of another function of the library (`REDIS_OUTBOUND_FUNCTIONS`), loading the
+   * library when it is missing. Those functions have no EVAL form: on a Redis that refuses
+   * functions this throws.
+   */
+  async runFunction(
+    functionName: string,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    if (this.#scriptForm === "function") {
+      try {
+        return await this.#send("fcall", functionName, keys, args);
+      } catch (error: unknown) {
+        if (!isFunctionMissing(error)) throw asStoreError(error);
+      }
+      this.#loading ??= this.#loadLibrary().finally(() => {
+        this.#loading = undefined;
+      });
+      await this.#loading;
+    }
+    if (this.#scriptForm === "eval") {
+      throw new Error(
+        `${functionName} needs Redis functions (Redis 7.0+ and an ACL allowing FUNCTION LOAD and FCALL)`,
+      );
+    }
+    try {
+      return await this.#send("fcall", functionName, keys, args);
+    } catch (error: unknown) {
+      throw asStoreError(error);
+    }
+  }
+
+  /**
    * FCALL of the decide function. When Redis has no such function (a new, restarted or flushed
    * Redis, a failover to a replica that never had it, or a Cluster node the slot moved to), ONE
    * call loads the library (on every primary of a Cluster) and the calls that failed meanwhile

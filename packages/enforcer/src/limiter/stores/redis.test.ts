@@ -12,6 +12,8 @@ import {
   REDIS_DECIDE_LUA,
   REDIS_DECIDE_SHA1,
   REDIS_DECIDE_VERSION,
+  REDIS_OUTBOUND_BODY,
+  REDIS_OUTBOUND_FUNCTIONS,
 } from "./redis-decide-script";
 import { storeTimeOf } from "./store-time";
 import { StoreUnavailableError } from "./store-unavailable-error";
@@ -134,8 +136,10 @@ describe("RedisStore: the script", () => {
     expect(RedisStore.scriptSha1).toBe(REDIS_DECIDE_SHA1);
   });
 
-  it("names its library and function by the body's SHA-1, and both forms run the same body", () => {
-    const sha1 = createHash("sha1").update(REDIS_DECIDE_BODY).digest("hex");
+  it("names its library and functions by the bodies' SHA-1, and both forms run the same body", () => {
+    const sha1 = createHash("sha1")
+      .update(REDIS_DECIDE_BODY + REDIS_OUTBOUND_BODY)
+      .digest("hex");
     expect(REDIS_DECIDE_VERSION).toBe(sha1.slice(0, 12));
     expect(REDIS_DECIDE_FUNCTION).toBe(`limitplane_decide_${REDIS_DECIDE_VERSION}`);
     expect(RedisStore.functionName).toBe(REDIS_DECIDE_FUNCTION);
@@ -143,6 +147,15 @@ describe("RedisStore: the script", () => {
     expect(REDIS_DECIDE_LIBRARY.startsWith(`#!lua name=${REDIS_DECIDE_LIBRARY_NAME}\n`)).toBe(true);
     expect(REDIS_DECIDE_LIBRARY).toContain(REDIS_DECIDE_BODY);
     expect(REDIS_DECIDE_LUA.startsWith(REDIS_DECIDE_BODY)).toBe(true);
+    // The outbound functions live in the library only, after the body whose `decide` they call.
+    expect(REDIS_DECIDE_LIBRARY.indexOf(REDIS_OUTBOUND_BODY)).toBeGreaterThan(
+      REDIS_DECIDE_LIBRARY.indexOf(REDIS_DECIDE_BODY),
+    );
+    for (const name of Object.values(REDIS_OUTBOUND_FUNCTIONS)) {
+      expect(name.endsWith(`_${REDIS_DECIDE_VERSION}`)).toBe(true);
+      expect(REDIS_DECIDE_LIBRARY).toContain(`redis.register_function("${name}",`);
+    }
+    expect(REDIS_DECIDE_LUA).not.toContain(REDIS_OUTBOUND_BODY);
   });
 
   it("has no shebang flags line, which Redis 7.0 rejects in some forms", () => {

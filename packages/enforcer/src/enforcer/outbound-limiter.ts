@@ -1,0 +1,509 @@
+/**
+ * Waiting for an outbound budget: `acquire` resolves when the caller may make its call, across
+ * every process that shares the Redis; `schedule` wraps a call (and its retries) in it.
+ *
+ * A TURN is one call of the store's turn function: a peek at the limit says when it would admit
+ * the cost (a rejection's retry-after), and the caller's place is reserved there. The caller then
+ * sleeps until its turn, with one timer, and goes without asking again: no polling, no herd, and a
+ * process that wakes late delays only its own call, never the turns of others. Turns are given in
+ * the order calls reach Redis (see `redis-outbound.lua` for the exact guarantee).
+ *
+ * A CONCURRENCY SLOT is taken before the turn (a turn taken first would be wasted while waiting
+ * for a slot), held in Redis with a TTL the holder renews every third of it, and freed by
+ * `release()`. Waiting for a slot polls Redis with jitter (25 to 75 ms, sooner when the earliest
+ * slot expires sooner), and a release in this process wakes its local waiters at once.
+ *
+ * An abort or the end of `maxWaitMs` ends the wait with an {@link OutboundError}, frees the slot
+ * and gives the turn back: nothing is charged.
+ */
+import { randomBytes } from "node:crypto";
+import { type Clock, monotonicClock } from "../limiter/clock";
+import { RedisOutboundStore } from "../limiter/stores/redis-outbound";
+import type { RedisScriptClient } from "../limiter/stores/redis-script-runner";
+import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
+import { fieldErrorsFromZod } from "../policy/errors";
+import { MAX_COST } from "../policy/limit-math";
+import {
+  outboundKeyProblem,
+  type TOutboundBudget,
+  type TOutboundBudgetInput,
+  ZOutboundBudget,
+} from "../policy/schemas";
+import { parseOutboundScope } from "../policy/scope";
+import { EnforcerOptionsError } from "./enforcer-options";
+
+/** Why a wait ended without a permit. */
+export type OutboundErrorCode =
+  /** A bad argument: the message names it and the problem. */
+  | "invalid-argument"
+  /** The scope is not `outbound:<name>` of a configured budget. */
+  | "unknown-scope"
+  /** The cost exceeds what the budget's limit can ever admit at once. */
+  | "cost-exceeds-limit"
+  /** The earliest turn (or slot) is further away than the wait allowed. */
+  | "max-wait"
+  /** The caller's `signal` aborted the wait. */
+  | "aborted";
+
+/** How `acquire` refuses or gives up. Nothing is charged to the budget when it is thrown. */
+export class OutboundError extends Error {
+  override name = "OutboundError";
+  readonly code: OutboundErrorCode;
+  readonly scope: string;
+
+  constructor(
+    code: OutboundErrorCode,
+    scope: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${scope}: ${message}`, options);
+    this.code = code;
+    this.scope = scope;
+  }
+}
+
+export interface AcquireOptions {
+  /** The budget's key, shaped as its `keyBy` says (a host, an account id, or empty). @default "" */
+  readonly key?: string;
+  /** Units this call spends, a whole number from 1. @default 1 */
+  readonly cost?: number;
+  /** Aborting it ends the wait: the promise rejects with code `aborted`. */
+  readonly signal?: AbortSignal;
+  /** The longest this caller waits, from 0 to the budget's `maxWaitMs`. @default the budget's */
+  readonly maxWaitMs?: number;
+}
+
+/** Leave to make one call. Release it when the call is over (it frees the concurrency slot). */
+export interface OutboundPermit {
+  readonly scope: string;
+  readonly key: string;
+  /** The instant of the turn, in Redis time (ms since the epoch); null for a budget without a limit. */
+  readonly turnAtMs: number | null;
+  /** How long `acquire` waited, on the process's monotonic clock. */
+  readonly waitedMs: number;
+  /** True when the permit holds a concurrency slot. */
+  readonly hasSlot: boolean;
+  /** True when a renewal found the slot expired (the process stalled past its TTL). */
+  isSlotLost(): boolean;
+  /**
+   * Frees the slot. Resolves true when this call freed it; false when there is none, it was
+   * already released, or it had expired (then it was free already; freeing never touches
+   * another holder's slot).
+   */
+  release(): Promise<boolean>;
+}
+
+export interface ScheduleOptions extends Omit<AcquireOptions, "key"> {
+  /**
+   * Further attempts after a failure. Each attempt waits for a turn of its own, so retries are
+   * charged like any call and stay within the budget.
+   * @default 0
+   */
+  readonly retries?: number;
+  /** Which failures are retried. @default every one */
+  readonly isRetryable?: (error: unknown) => boolean;
+}
+
+export interface OutboundLimiter {
+  acquire(scope: string, options?: AcquireOptions): Promise<OutboundPermit>;
+  /**
+   * Runs `call` once a permit is granted, for each attempt, releasing the permit when the attempt
+   * settles. The attempt's permit is passed in (its turn, how long it waited).
+   */
+  schedule<T>(
+    scope: string,
+    key: string,
+    call: (permit: OutboundPermit) => Promise<T>,
+    options?: ScheduleOptions,
+  ): Promise<T>;
+  /** The budget `scope` names; throws an {@link OutboundError} `unknown-scope` for any other. */
+  budgetOf(scope: string): TOutboundBudget;
+  /** Stops renewing slots (they then expire) and refuses new calls. */
+  close(): void;
+}
+
+export interface OutboundLimiterOptions {
+  /** The shared Redis (an ioredis client or Cluster), Redis 7.0+ (the store's function library). */
+  readonly client: RedisScriptClient;
+  /** Prefix of every key, as the enforcer's `redis.keyPrefix`. */
+  readonly keyPrefix: string;
+  /** The budgets, as the policy model's `ZOutboundBudget` takes them. */
+  readonly budgets: readonly TOutboundBudgetInput[];
+  /**
+   * TESTS ONLY. Timers and the monotonic clock waits are measured on.
+   * @default the process's timers and monotonic clock
+   */
+  readonly timers?: Timers & Clock;
+  /** TESTS ONLY. The jitter's random numbers in [0, 1). @default Math.random */
+  readonly random?: () => number;
+  /**
+   * TESTS ONLY. Whether held slots are renewed: off, a slot lapses after its TTL as if its holder
+   * had died.
+   * @default true
+   */
+  readonly isRenewing?: boolean;
+}
+
+/**
+ * Waits keep the process alive (a worker awaiting its turn must not exit); slot renewals do not
+ * (`systemTimers` unrefs them).
+ */
+const SYSTEM: Timers & Clock = {
+  setTimer(callback, delayMs) {
+    const timer = setTimeout(callback, delayMs);
+    return { cancel: () => clearTimeout(timer) };
+  },
+  nowMs: monotonicClock.nowMs,
+};
+
+/** Slot polling: a random delay in [MIN, MIN + SPREAD) ms. */
+const SLOT_POLL_MIN_MS = 25;
+const SLOT_POLL_SPREAD_MS = 50;
+
+function parseBudgets(budgets: readonly TOutboundBudgetInput[]): Map<string, TOutboundBudget> {
+  const parsed = ZOutboundBudget.array().safeParse(budgets);
+  if (!parsed.success) {
+    throw new EnforcerOptionsError(fieldErrorsFromZod(parsed.error, ["budgets"]));
+  }
+  const byName = new Map<string, TOutboundBudget>();
+  parsed.data.forEach((budget, index) => {
+    if (byName.has(budget.name)) {
+      throw new EnforcerOptionsError([
+        { path: ["budgets", index, "name"], message: `budget "${budget.name}" is defined twice` },
+      ]);
+    }
+    byName.set(budget.name, budget);
+  });
+  return byName;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return `the text ${JSON.stringify(value.slice(0, 40))}`;
+  if (typeof value === "number") return String(value);
+  return `a value of type ${typeof value}`;
+}
+
+/** Creates the waiting API over `options.budgets`. */
+export function createOutboundLimiter(options: OutboundLimiterOptions): OutboundLimiter {
+  const budgets = parseBudgets(options.budgets);
+  const store = new RedisOutboundStore({ client: options.client, keyPrefix: options.keyPrefix });
+  const timers = options.timers ?? SYSTEM;
+  const renewalTimers = options.timers ?? systemTimers;
+  const random = options.random ?? Math.random;
+  const isRenewing = options.isRenewing ?? true;
+  /** Local waiters for a slot, woken when this process frees one of the subject's slots. */
+  const slotWaiters = new Map<string, Set<() => void>>();
+  const renewals = new Set<TimerHandle>();
+  let isClosed = false;
+
+  function wakeSlotWaiters(subject: string): void {
+    const waiters = slotWaiters.get(subject);
+    if (waiters === undefined) return;
+    for (const wake of [...waiters]) wake();
+  }
+
+  /**
+   * Sleeps `delayMs`, or until `wake` is called through `onWake`, or rejects when `signal`
+   * aborts.
+   */
+  function sleep(
+    scope: string,
+    delayMs: number,
+    signal: AbortSignal | undefined,
+    onWake?: (wake: () => void) => () => void,
+  ): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let stopWaking: (() => void) | undefined;
+      const finish = () => {
+        timer.cancel();
+        signal?.removeEventListener("abort", onAbort);
+        stopWaking?.();
+      };
+      const onAbort = () => {
+        finish();
+        reject(abortError(scope, signal));
+      };
+      const timer = timers.setTimer(
+        () => {
+          finish();
+          resolve();
+        },
+        Math.max(0, delayMs),
+      );
+      signal?.addEventListener("abort", onAbort, { once: true });
+      stopWaking = onWake?.(() => {
+        finish();
+        resolve();
+      });
+    });
+  }
+
+  function abortError(scope: string, signal: AbortSignal | undefined): OutboundError {
+    return new OutboundError("aborted", scope, "the wait was aborted; nothing was charged", {
+      cause: signal?.reason,
+    });
+  }
+
+  function invalid(scope: string, message: string): OutboundError {
+    return new OutboundError("invalid-argument", scope, message);
+  }
+
+  function budgetOf(scope: string): TOutboundBudget {
+    if (typeof scope !== "string") {
+      throw new OutboundError(
+        "invalid-argument",
+        String(scope),
+        `scope must be text, not ${describe(scope)}`,
+      );
+    }
+    const name = parseOutboundScope(scope);
+    const budget = name === null ? undefined : budgets.get(name);
+    const shownScope = scope.length > 80 ? `${scope.slice(0, 80)}...` : scope;
+    if (budget === undefined) {
+      throw new OutboundError(
+        "unknown-scope",
+        shownScope,
+        `no outbound budget has this scope (known: ${[...budgets.keys()].map((known) => `outbound:${known}`).join(", ") || "none"})`,
+      );
+    }
+    return budget;
+  }
+
+  function check(
+    scope: string,
+    acquireOptions: AcquireOptions | undefined,
+  ): {
+    scope: string;
+    budget: TOutboundBudget;
+    key: string;
+    cost: number;
+    maxWaitMs: number;
+    signal: AbortSignal | undefined;
+  } {
+    const budget = budgetOf(scope);
+    const { key = "", cost = 1, signal, maxWaitMs = budget.maxWaitMs } = acquireOptions ?? {};
+    const keyProblem = outboundKeyProblem(budget.keyBy, key);
+    if (keyProblem !== null) throw invalid(scope, keyProblem);
+    if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 1 || cost > MAX_COST) {
+      throw invalid(
+        scope,
+        `cost must be a whole number from 1 to ${MAX_COST}, not ${describe(cost)}`,
+      );
+    }
+    if (typeof maxWaitMs !== "number" || !Number.isFinite(maxWaitMs) || maxWaitMs < 0) {
+      throw invalid(
+        scope,
+        `maxWaitMs must be a finite number of ms from 0, not ${describe(maxWaitMs)}`,
+      );
+    }
+    if (maxWaitMs > budget.maxWaitMs) {
+      throw invalid(
+        scope,
+        `maxWaitMs must be at most the budget's maxWaitMs ${budget.maxWaitMs}, not ${maxWaitMs}`,
+      );
+    }
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw invalid(scope, `signal must be an AbortSignal, not ${describe(signal)}`);
+    }
+    return { scope, budget, key, cost, maxWaitMs, signal };
+  }
+
+  async function takeSlot(
+    scope: string,
+    subject: string,
+    max: number,
+    ttlMs: number,
+    holder: string,
+    deadlineMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    for (;;) {
+      if (signal?.aborted) throw abortError(scope, signal);
+      const reply = await store.takeSlot(subject, max, ttlMs, holder);
+      if (reply.isTaken) return;
+      const leftMs = deadlineMs - timers.nowMs();
+      if (leftMs <= 0) {
+        throw new OutboundError(
+          "max-wait",
+          scope,
+          `all ${max} concurrency slots stayed taken for the whole wait; nothing was charged`,
+        );
+      }
+      const pollMs = SLOT_POLL_MIN_MS + random() * SLOT_POLL_SPREAD_MS;
+      const delayMs = Math.min(pollMs, Math.max(1, reply.expiresInMs + 1), leftMs);
+      await sleep(scope, delayMs, signal, (wake) => {
+        let waiters = slotWaiters.get(subject);
+        if (waiters === undefined) {
+          waiters = new Set();
+          slotWaiters.set(subject, waiters);
+        }
+        waiters.add(wake);
+        return () => {
+          waiters.delete(wake);
+          if (waiters.size === 0) slotWaiters.delete(subject);
+        };
+      });
+    }
+  }
+
+  function makePermit(
+    scope: string,
+    key: string,
+    subject: string,
+    turnAtMs: number | null,
+    waitedMs: number,
+    slot: { ttlMs: number; holder: string } | null,
+  ): OutboundPermit {
+    let isReleased = false;
+    let isLost = false;
+    let renewal: TimerHandle | undefined;
+    const renew = () => {
+      if (slot === null || isReleased || isClosed) return;
+      renewal = renewalTimers.setTimer(() => {
+        if (renewal !== undefined) renewals.delete(renewal);
+        if (isReleased || isClosed) return;
+        store.renewSlot(subject, slot.ttlMs, slot.holder).then(
+          (isHeld) => {
+            if (isHeld) renew();
+            else isLost = true;
+          },
+          // A failed renewal is retried at the next third: the slot outlives two failures.
+          () => renew(),
+        );
+      }, slot.ttlMs / 3);
+      renewals.add(renewal);
+    };
+    if (isRenewing) renew();
+    return {
+      scope,
+      key,
+      turnAtMs,
+      waitedMs,
+      hasSlot: slot !== null,
+      isSlotLost: () => isLost,
+      async release() {
+        if (slot === null || isReleased) return false;
+        isReleased = true;
+        if (renewal !== undefined) {
+          renewal.cancel();
+          renewals.delete(renewal);
+        }
+        try {
+          return await store.freeSlot(subject, slot.holder);
+        } finally {
+          wakeSlotWaiters(subject);
+        }
+      },
+    };
+  }
+
+  async function acquire(scope: string, acquireOptions?: AcquireOptions): Promise<OutboundPermit> {
+    const checked = check(scope, acquireOptions);
+    if (isClosed) throw invalid(checked.scope, "the outbound limiter is closed");
+    const { budget, key, cost, signal } = checked;
+    if (signal?.aborted) throw abortError(checked.scope, signal);
+    const startMs = timers.nowMs();
+    const deadlineMs = startMs + checked.maxWaitMs;
+    const subject = `o:${budget.name}:${key}`;
+
+    let slot: { ttlMs: number; holder: string } | null = null;
+    if (budget.concurrency !== null) {
+      const holder = randomBytes(12).toString("hex");
+      const ttlMs = budget.concurrency.slotTtlMs;
+      await takeSlot(
+        checked.scope,
+        subject,
+        budget.concurrency.max,
+        ttlMs,
+        holder,
+        deadlineMs,
+        signal,
+      );
+      slot = { ttlMs, holder };
+    }
+    const freeSlot = async () => {
+      if (slot !== null) {
+        await store.freeSlot(subject, slot.holder).catch(() => false);
+        wakeSlotWaiters(subject);
+      }
+    };
+
+    if (budget.limit === null) {
+      return makePermit(checked.scope, key, subject, null, timers.nowMs() - startMs, slot);
+    }
+    let turn: Awaited<ReturnType<RedisOutboundStore["takeTurn"]>>;
+    try {
+      if (signal?.aborted) throw abortError(checked.scope, signal);
+      const leftMs = Math.max(0, deadlineMs - timers.nowMs());
+      turn = await store.takeTurn(subject, budget.limit, cost, leftMs);
+    } catch (error: unknown) {
+      await freeSlot();
+      throw error;
+    }
+    if (turn.status === "cost") {
+      await freeSlot();
+      throw new OutboundError(
+        "cost-exceeds-limit",
+        checked.scope,
+        `cost ${cost} exceeds what the limit can ever admit at once`,
+      );
+    }
+    if (turn.status === "late") {
+      await freeSlot();
+      throw new OutboundError(
+        "max-wait",
+        checked.scope,
+        `the earliest turn is ${Math.ceil(turn.waitMs)} ms away, past the wait of ${checked.maxWaitMs} ms; nothing was charged`,
+      );
+    }
+    if (turn.waitMs > 0) {
+      try {
+        await sleep(checked.scope, turn.waitMs, signal);
+      } catch (error: unknown) {
+        const id = randomBytes(8).toString("hex");
+        await store.giveBackTurn(subject, turn.turnAtMs, cost, id).catch(() => false);
+        await freeSlot();
+        throw error;
+      }
+    }
+    return makePermit(checked.scope, key, subject, turn.turnAtMs, timers.nowMs() - startMs, slot);
+  }
+
+  async function schedule<T>(
+    scope: string,
+    key: string,
+    call: (permit: OutboundPermit) => Promise<T>,
+    scheduleOptions: ScheduleOptions = {},
+  ): Promise<T> {
+    const { retries = 0, isRetryable = () => true, ...acquireOptions } = scheduleOptions;
+    if (typeof retries !== "number" || !Number.isInteger(retries) || retries < 0 || retries > 100) {
+      throw invalid(
+        scope,
+        `retries must be a whole number from 0 to 100, not ${describe(retries)}`,
+      );
+    }
+    if (typeof call !== "function") throw invalid(scope, "call must be a function");
+    for (let attempt = 0; ; attempt++) {
+      const permit = await acquire(scope, { ...acquireOptions, key });
+      try {
+        return await call(permit);
+      } catch (error: unknown) {
+        if (attempt >= retries || !isRetryable(error)) throw error;
+      } finally {
+        await permit.release();
+      }
+    }
+  }
+
+  return {
+    acquire,
+    schedule,
+    budgetOf,
+    close() {
+      isClosed = true;
+      for (const renewal of renewals) renewal.cancel();
+      renewals.clear();
+    },
+  };
+}
