@@ -81,15 +81,18 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
       deps: { db, publisher: null, clock: systemClock, auditKey: loadEnv().AUDIT_KEY },
       onRecorded: (ids) => log(`worker: recorded the expiry of ${ids.join(", ")}`),
     }),
-    rollUpMetricsJob({
-      deps: { db, redis, prefix, clock: systemClock },
-      retentionDays: options.metricsRetentionDays ?? loadEnv().METRICS_RETENTION_DAYS,
-      onRolledUp(result) {
-        if (result.rowsDeleted > 0) {
-          log(`worker: deleted ${result.rowsDeleted} per-minute metric rows past the retention`);
-        }
-      },
-    }),
+    // Each region's counts are rolled up from its own Redis, under its name.
+    ...(regions.length === 0 ? [{ name: "", redis }] : regions).map((region) =>
+      rollUpMetricsJob({
+        deps: { db, redis: region.redis, prefix, clock: systemClock, region: region.name },
+        retentionDays: options.metricsRetentionDays ?? loadEnv().METRICS_RETENTION_DAYS,
+        onRolledUp(result) {
+          if (result.rowsDeleted > 0) {
+            log(`worker: deleted ${result.rowsDeleted} per-minute metric rows past the retention`);
+          }
+        },
+      }),
+    ),
     moveTrafficRecordJob({
       deps: { db, redis, prefix, clock: systemClock },
       retentionHours:

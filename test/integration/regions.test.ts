@@ -16,9 +16,16 @@ import { tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControlDeps } from "@/lib/control/deps";
+import {
+  listMetricMinutes,
+  type MetricMinuteRecord,
+} from "@/lib/control/metric-minute/list-metric-minutes";
+import { rollUpMetricMinutes } from "@/lib/control/metric-minute/roll-up-metric-minutes";
+import { readPropagation } from "@/lib/control/region/read-propagation";
 import { createTier } from "@/lib/control/tier/create-tier";
 import { updateTier } from "@/lib/control/tier/update-tier";
 import { systemClock } from "@/lib/server/composition";
+import { createRedis } from "@/lib/server/redis";
 import {
   filePrefix,
   freePort,
@@ -214,7 +221,7 @@ describe("regions", () => {
     await waitForVersion(
       regions.map((entry) => entry.gateway),
       version,
-      30_000,
+      60_000,
     );
     for (const entry of regions) {
       const client = new Redis(entry.redis.url);
@@ -222,7 +229,11 @@ describe("regions", () => {
       client.disconnect();
       expect(head).toBe(String(version));
     }
-    const rows = await deps.db.regionPublication.findMany({ orderBy: { region: "asc" } });
+    // A region's row moves when its drain commits, just after its Redis took the version.
+    const rows = await waitFor("every region's row to reach the version", async () => {
+      const found = await deps.db.regionPublication.findMany({ orderBy: { region: "asc" } });
+      return found.every((row) => row.publishedVersion === version) ? found : undefined;
+    });
     expect(rows.map((row) => [row.region, row.publishedVersion])).toEqual(
       NAMES.map((name) => [name, version]),
     );
@@ -235,13 +246,24 @@ describe("regions", () => {
 
     const versions = [await changeTier(22), await changeTier(23), await changeTier(24)];
     const last = versions.at(-1) ?? 0;
-    await waitForVersion([region("eu-west").gateway, region("us-east").gateway], last, 30_000);
+    await waitForVersion([region("eu-west").gateway, region("us-east").gateway], last, 60_000);
     expect((await health(stopped.gateway)).policy?.version).toBe(before);
     const waiting = await waitFor("us-west's failed attempt to be recorded", async () => {
       const row = await deps.db.regionPublication.findUnique({ where: { region: "us-west" } });
       return row !== null && row.lastError !== null ? row : undefined;
     });
     expect(waiting.publishedVersion).toBe(before);
+    // The region's row moves when the drain's transaction commits, just after Redis took it.
+    const propagation = await waitFor("eu-west and us-east to be recorded as applied", async () => {
+      const read = await readPropagation(last, { db: deps.db, regions: NAMES });
+      return read?.regions.filter((entry) => entry.isApplied).length === 2 ? read : undefined;
+    });
+    expect(propagation.regions.map((entry) => [entry.region, entry.isApplied])).toEqual([
+      ["eu-west", true],
+      ["us-east", true],
+      ["us-west", false],
+    ]);
+    expect(propagation.regions[2]?.lastError).toEqual(expect.any(String));
     // The outbox rows stay pending until every region has the version.
     const pending = await deps.db.outboxEvent.count({ where: { publishedAt: null } });
     expect(pending).toBe(versions.length);
@@ -253,9 +275,15 @@ describe("regions", () => {
     const logged = Object.keys(await client.hgetall(policyRedisNames(prefix).deltas)).map(Number);
     client.disconnect();
     expect(logged).toEqual(expect.arrayContaining(versions));
-    expect(publishedTo("us-west").filter((version) => version > before)).toEqual(versions);
-    const row = await deps.db.regionPublication.findUnique({ where: { region: "us-west" } });
+    const row = await waitFor("us-west's row to reach the last version", async () => {
+      const found = await deps.db.regionPublication.findUnique({ where: { region: "us-west" } });
+      return found?.publishedVersion === last ? found : undefined;
+    });
     expect(row).toMatchObject({ publishedVersion: last, lastError: null, attempts: 0 });
+    await waitFor("the worker to log the catch-up", () =>
+      publishedTo("us-west").includes(last) ? true : undefined,
+    );
+    expect(publishedTo("us-west").filter((version) => version > before)).toEqual(versions);
     await waitFor("the outbox to be drained", async () =>
       (await deps.db.outboxEvent.count({ where: { publishedAt: null } })) === 0 ? true : undefined,
     );
@@ -282,5 +310,37 @@ describe("regions", () => {
       expect(statuses.filter((status) => status === 200)).toHaveLength(capacity);
       expect(statuses.filter((status) => status === 429)).toHaveLength(6);
     }
+
+    // Each region's counts are rolled up from its own Redis under its name; charts of every
+    // region sum them.
+    const later = Date.now() + 120_000;
+    await waitFor(
+      "both regions' counts to be flushed and rolled up",
+      async () => {
+        for (const name of NAMES) {
+          const client = createRedis("control", { url: region(name).redis.url });
+          if (client.status !== "ready") await once(client, "ready");
+          await rollUpMetricMinutes(
+            { db: deps.db, redis: client, prefix, clock: { nowMs: () => later }, region: name },
+            { retentionDays: 30, readThroughMinute: Math.floor(Date.now() / 60_000) - 3 },
+          );
+          client.disconnect();
+        }
+        const rows = await listMetricMinutes(
+          { fromMs: Date.now() - 600_000, toMs: later, scopes: ["tier:regional"] },
+          deps,
+        );
+        const sum = (of: readonly MetricMinuteRecord[]) =>
+          of.reduce((total, row) => total + row.allowed + row.rejected, 0);
+        return sum(rows) === 2 * (capacity + 6) ? rows : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    const westRows = await listMetricMinutes(
+      { fromMs: Date.now() - 600_000, toMs: later, scopes: ["tier:regional"], region: "eu-west" },
+      deps,
+    );
+    expect(westRows.reduce((total, row) => total + row.allowed, 0)).toBe(capacity);
+    expect(westRows.reduce((total, row) => total + row.rejected, 0)).toBe(6);
   });
 });
