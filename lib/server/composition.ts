@@ -53,6 +53,7 @@ export interface Composition {
   readonly explain: ExplainDeps;
   readonly ops: OpsRedisDeps;
   readonly seen: SeenRedisDeps;
+  readonly propagation: PropagationDeps;
 }
 
 type Built = { -readonly [Key in keyof Composition]?: Composition[Key] };
@@ -132,7 +133,13 @@ export function fleetDeps(): FleetDeps {
 
 /** Reading a version's reach across regions: the database and REGIONS' names. */
 export function propagationDeps(): PropagationDeps {
-  return { db: controlDeps().db, regions: loadEnv().REGIONS.map((region) => region.name) };
+  const deps = built();
+  return (
+    deps.propagation ?? {
+      db: controlDeps().db,
+      regions: loadEnv().REGIONS.map((region) => region.name),
+    }
+  );
 }
 
 /**

@@ -66,6 +66,7 @@ import {
 import {
   explainEndpoint,
   exportPolicyEndpoint,
+  getPropagationEndpoint,
   getSnapshotEndpoint,
   importPolicyEndpoint,
 } from "./policy";
@@ -155,6 +156,7 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   promoteCandidateEndpoint,
   discardCandidateEndpoint,
   getSnapshotEndpoint,
+  getPropagationEndpoint,
   exportPolicyEndpoint,
   importPolicyEndpoint,
   explainEndpoint,

@@ -5,6 +5,7 @@
  * to has no row and is pending.
  */
 import type { ReadDeps } from "../deps";
+import { notFound } from "../errors";
 
 export interface RegionPropagation {
   readonly region: string;
@@ -69,4 +70,17 @@ export async function readLatestPropagation(deps: PropagationDeps): Promise<Prop
     select: { version: true },
   });
   return latest === null ? null : readPropagation(latest.version, deps);
+}
+
+/** `readPropagation` of `version`, or of the latest when omitted; NOT_FOUND when there is none. */
+export async function getPropagation(
+  options: { readonly version?: number },
+  deps: PropagationDeps,
+): Promise<Propagation> {
+  const found =
+    options.version === undefined
+      ? await readLatestPropagation(deps)
+      : await readPropagation(options.version, deps);
+  if (found === null) throw notFound("Policy version", String(options.version ?? "latest"));
+  return found;
 }
