@@ -19,6 +19,10 @@
  * own, registered with a watchdog (scripts/lib/watchdog.ts) that stops them all if this process
  * dies without stopping them (even by SIGKILL); this process also stops when `npm` above it dies.
  * A start that finds processes of an earlier run still running (processes.json) stops them first.
+ *
+ * `npm run up -- --regions`: a two-region demo (docs/regions.md): two private redis-servers, one
+ * per region (REGIONS), a demo gateway started in each (REGION), traffic to both, and one console
+ * and worker publishing to both. Needs redis-server installed; REDIS_URL and friends are refused.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -59,6 +63,11 @@ interface Child {
 const children: Child[] = [];
 let embeddedPostgres: EmbeddedPostgres | null = null;
 let privateRedis: PrivateRedis | null = null;
+/** The second region's redis-server of the two-region demo (`--regions`). */
+let secondRegionRedis: PrivateRedis | null = null;
+/** The two-region demo's regions, in order; the first uses `privateRedis`. */
+const DEMO_REGIONS = ["eu-west", "us-west"] as const;
+const isRegionsDemo = process.argv.slice(2).includes("--regions");
 /** The private redis-server from its spawn on, before `privateRedis` is set (it answers). */
 let privateRedisProcess: ChildProcess | null = null;
 let watchdog: ChildProcess | null = null;
@@ -164,6 +173,7 @@ async function shutdown(exitCode: number): Promise<never> {
   await stopStage("task", 10_000);
   await stopStage("service", 10_000);
   // The database and Redis go last: the console may still be finishing a write.
+  await secondRegionRedis?.stop().catch(() => {});
   await privateRedis?.stop().catch(() => {});
   if (privateRedis === null) await stopStartingRedis();
   await embeddedPostgres?.stop().catch(() => {});
@@ -279,7 +289,7 @@ function keptSecret(
   if (existsSync(location)) return readFileSync(location, "utf8").trim();
   mkdirSync(STATE_DIR, { recursive: true });
   const secret = randomBytes(32).toString("base64url");
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  writeFileSync(location, `${secret}\n`, { mode: 0o600 });
   return secret;
 }
 
@@ -330,6 +340,11 @@ async function main(): Promise<void> {
   const usePrivateRedis =
     !process.env.REDIS_URL && !process.env.REDIS_SENTINELS && !process.env.REDIS_CLUSTER_NODES;
 
+  if (isRegionsDemo && !usePrivateRedis) {
+    throw new Error(
+      "--regions starts a private redis-server per region: unset REDIS_URL, REDIS_SENTINELS and REDIS_CLUSTER_NODES (or list your regions in REGIONS and start the processes yourself, docs/regions.md)",
+    );
+  }
   let redisBinary: string | null = null;
   if (usePrivateRedis) {
     redisBinary = findRedisServer();
@@ -364,6 +379,18 @@ async function main(): Promise<void> {
       },
     });
     process.env.REDIS_URL = privateRedis.url;
+    if (isRegionsDemo) {
+      step(`Starting a second private redis-server, for region ${DEMO_REGIONS[1]}`);
+      secondRegionRedis = await startPrivateRedis({
+        binary: redisBinary,
+        port: await freePort(),
+        onSpawn: (child) => track("redis-server", child, "redis-server"),
+      });
+      process.env.REGIONS = JSON.stringify([
+        { name: DEMO_REGIONS[0], url: privateRedis.url },
+        { name: DEMO_REGIONS[1], url: secondRegionRedis.url },
+      ]);
+    }
   }
 
   const env = loadEnv();
@@ -445,9 +472,11 @@ async function main(): Promise<void> {
 
   const gatewayPorts = [await freePort(), await freePort()];
   step(
-    `Starting two demo gateways on ports ${gatewayPorts.join(" and ")} (recording traffic for backtests)`,
+    isRegionsDemo
+      ? `Starting a demo gateway in each region: ${DEMO_REGIONS[0]} on ${gatewayPorts[0]}, ${DEMO_REGIONS[1]} on ${gatewayPorts[1]}`
+      : `Starting two demo gateways on ports ${gatewayPorts.join(" and ")} (recording traffic for backtests)`,
   );
-  for (const port of gatewayPorts) {
+  for (const [index, port] of gatewayPorts.entries()) {
     startService(
       `gateway on ${port}`,
       process.execPath,
@@ -457,10 +486,11 @@ async function main(): Promise<void> {
         "--port",
         String(port),
         "--expected-gateways",
-        "2",
+        // One per region in the demo: each region's gateways share only that region's budget.
+        isRegionsDemo ? "1" : "2",
         "--record",
       ],
-      childEnv,
+      isRegionsDemo ? { ...childEnv, REGION: DEMO_REGIONS[index] } : childEnv,
     );
   }
   const gatewayUrls = gatewayPorts.map((port) => `http://127.0.0.1:${port}`);
@@ -518,7 +548,9 @@ async function main(): Promise<void> {
       `  Rate-limit service: Envoy RLS at 127.0.0.1:${rlsGrpcPort} (plaintext), forward-auth ${rlsUrl}/check (try: curl -i -H "X-Limitplane-Secret: ${rlsSecret}" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /v1/things" -H "X-Customer-Id: initech" ${rlsUrl}/check)`,
       `  API token: ${path.relative(ROOT, path.join(STATE_DIR, "api-token"))} (role operator; a curl example is in docs/http-api.md)`,
       `  Postgres:  ${useEmbeddedPostgres ? `embedded (PGlite), data in ${path.relative(ROOT, path.join(STATE_DIR, "pgdata"))}` : database.host}`,
-      `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : describeRedis(env)}`,
+      isRegionsDemo
+        ? `  Regions:   ${env.REGIONS.map((region) => `${region.name} (redis-server on ${new URL(region.redis.url).host})`).join(", ")}; the overview filters by region`
+        : `  Redis:     ${usePrivateRedis ? `private redis-server on ${env.REDIS_URL}` : describeRedis(env)}`,
       "  Traffic is flowing; Ctrl-C stops everything started here.",
       "",
     ].join("\n"),

@@ -8,7 +8,7 @@
 import { checkRedisProtocol, RedisProtocolError } from "@limitplane/enforcer/publication";
 import { getPrisma } from "../lib/server/db";
 import { EnvError, loadEnv } from "../lib/server/env";
-import { createRedis } from "../lib/server/redis";
+import { createRedis, createRegionRedis } from "../lib/server/redis";
 import { createStandardJobs, startWorker } from "../lib/worker";
 
 async function main(): Promise<void> {
@@ -20,9 +20,17 @@ async function main(): Promise<void> {
   if (protocol === "older") {
     console.log("worker: Redis holds an older protocol's policy; publishing it in this one");
   }
+  // REGIONS: every region's Redis gets every version, from a job of its own. A region whose
+  // Redis is down at start is not waited for: its job retries until it answers.
+  const regions = env.REGIONS.map((region) => ({
+    name: region.name,
+    redis: createRegionRedis("control", region, {
+      connectionName: `limitplane-worker-${region.name}`,
+    }),
+  }));
   const worker = startWorker({
     databaseUrl: env.DATABASE_URL,
-    jobs: createStandardJobs({ db, redis, prefix: env.REDIS_KEY_PREFIX }),
+    jobs: createStandardJobs({ db, redis, prefix: env.REDIS_KEY_PREFIX, regions }),
   });
 
   let stopping = false;
@@ -35,6 +43,7 @@ async function main(): Promise<void> {
       .then(async () => {
         await db.$disconnect();
         redis.disconnect();
+        for (const region of regions) region.redis.disconnect();
         process.exit(0);
       })
       .catch((error: unknown) => {

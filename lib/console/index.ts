@@ -101,4 +101,5 @@ export {
   type PageLinks,
   type SearchParamsRecord,
 } from "./page-links";
+export { describePropagation, joinNames, type RegionState } from "./propagation";
 export { MAX_REASON_LENGTH, reasonProblem } from "./reason";

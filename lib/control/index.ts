@@ -251,6 +251,13 @@ export {
 } from "./policy/preview-structure-change";
 export type { ChangeReceipt } from "./policy/run-policy-change";
 export {
+  type Propagation,
+  type PropagationDeps,
+  type RegionPropagation,
+  readLatestPropagation,
+  readPropagation,
+} from "./region/read-propagation";
+export {
   listRejectedCustomers,
   type RejectedCustomerPage,
   type RejectedCustomerRecord,

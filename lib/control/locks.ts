@@ -16,6 +16,9 @@
  * |                        |             | commit, so each entry chains onto the last committed   |
  * |                        |             | one (audit/audit-chain.ts). Taken after any other lock |
  * |                        |             | of the transaction, never before one, so no cycle      |
+ *
+ * Publishers to a region (REGIONS) lock `(REGION_LOCK_NAMESPACE, hashtext(region))`, one lock per
+ * region, so a region whose Redis is down never holds another region's publication back.
  */
 import type { Prisma } from "@/lib/generated/prisma/client";
 
@@ -47,6 +50,25 @@ export async function lockOutboxPublisher(
   const rows = await tx.$queryRaw<
     { locked: boolean }[]
   >`SELECT pg_try_advisory_xact_lock(${LOCK_NAMESPACE}::int4, ${LOCK_KEYS.OUTBOX_PUBLISHER}::int4) AS locked`;
+  return rows[0]?.locked === true;
+}
+
+/** "LR": one transaction-scoped lock per region's publisher, keyed by the region's name. */
+export const REGION_LOCK_NAMESPACE = 0x4c52;
+
+/** Takes one region's publisher lock: waiting for it, or only if it is free right now. */
+export async function lockRegionPublisher(
+  tx: Prisma.TransactionClient,
+  region: string,
+  mode: "wait" | "try",
+): Promise<boolean> {
+  if (mode === "wait") {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(${REGION_LOCK_NAMESPACE}::int4, hashtext(${region}))`;
+    return true;
+  }
+  const rows = await tx.$queryRaw<
+    { locked: boolean }[]
+  >`SELECT pg_try_advisory_xact_lock(${REGION_LOCK_NAMESPACE}::int4, hashtext(${region})) AS locked`;
   return rows[0]?.locked === true;
 }
 

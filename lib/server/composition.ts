@@ -24,7 +24,8 @@ import type {
   SeenRedisDeps,
 } from "@/lib/control/deps";
 import type { ScopeCountsDeps } from "@/lib/control/dry-run/read-scope-counts";
-import { consoleRedis } from "./console-redis";
+import type { PropagationDeps } from "@/lib/control/region/read-propagation";
+import { consoleRedis, consoleRegionRedis } from "./console-redis";
 import { getPrisma } from "./db";
 import { loadEnv } from "./env";
 import { getSharedLimiterStore } from "./limiter-store";
@@ -52,6 +53,7 @@ export interface Composition {
   readonly explain: ExplainDeps;
   readonly ops: OpsRedisDeps;
   readonly seen: SeenRedisDeps;
+  readonly propagation: PropagationDeps;
 }
 
 type Built = { -readonly [Key in keyof Composition]?: Composition[Key] };
@@ -75,12 +77,17 @@ export function controlDeps(): ControlDeps {
     const db = getPrisma();
     deps.control = {
       db,
-      publisher: {
-        db,
-        redis: createRedis("control", { connectionName: "limitplane-publisher" }),
-        prefix: loadEnv().REDIS_KEY_PREFIX,
-        clock: systemClock,
-      },
+      // With REGIONS every region is published by the worker's job of its own (woken at commit
+      // by NOTIFY), never by the console, so one region's progress is recorded in one place.
+      publisher:
+        loadEnv().REGIONS.length > 0
+          ? null
+          : {
+              db,
+              redis: createRedis("control", { connectionName: "limitplane-publisher" }),
+              prefix: loadEnv().REDIS_KEY_PREFIX,
+              clock: systemClock,
+            },
       clock: systemClock,
       auditKey: loadEnv().AUDIT_KEY,
     };
@@ -122,6 +129,37 @@ export function fleetDeps(): FleetDeps {
     clock: controlDeps().clock,
   };
   return deps.fleet;
+}
+
+/** Reading a version's reach across regions: the database and REGIONS' names. */
+export function propagationDeps(): PropagationDeps {
+  const deps = built();
+  return (
+    deps.propagation ?? {
+      db: controlDeps().db,
+      regions: loadEnv().REGIONS.map((region) => region.name),
+    }
+  );
+}
+
+/**
+ * The fleet reads of every region (REGIONS), each on the console's read connection to that
+ * region's Redis; one entry named "" for a one-Redis installation.
+ */
+export function regionFleetDeps(): readonly {
+  readonly region: string;
+  readonly deps: FleetDeps;
+}[] {
+  const regions = loadEnv().REGIONS;
+  if (regions.length === 0) return [{ region: "", deps: fleetDeps() }];
+  return regions.map((region) => ({
+    region: region.name,
+    deps: {
+      redis: consoleRegionRedis(region),
+      prefix: loadEnv().REDIS_KEY_PREFIX,
+      clock: controlDeps().clock,
+    },
+  }));
 }
 
 /** Explain's dependencies: the control plane's database, the enforcers' store. */

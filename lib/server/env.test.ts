@@ -210,3 +210,86 @@ describe("parseEnv", () => {
     expect(attempt).not.toThrow(/hunter2|tooshort/);
   });
 });
+
+describe("REGIONS", () => {
+  const regions = JSON.stringify([
+    { name: "eu-west", url: "redis://10.0.0.1:6379/0" },
+    {
+      name: "us-east",
+      url: "rediss://app:pw@ignored:6379/0",
+      sentinels: "10.0.1.1:26379,10.0.1.2:26379",
+      sentinelName: "lp",
+    },
+    { name: "us-west", url: "redis://ignored:6379", clusterNodes: "10.0.2.1:7000" },
+  ]);
+
+  it("gives each region its own Redis target, and a process its REGION's (the first unset)", () => {
+    const env = parseEnv({ REGIONS: regions, REGION: "us-west" });
+    expect(env.REGIONS.map((region) => region.name)).toEqual(["eu-west", "us-east", "us-west"]);
+    expect(env.REGIONS[1]?.redis.sentinel).toEqual({
+      nodes: [
+        { host: "10.0.1.1", port: 26379 },
+        { host: "10.0.1.2", port: 26379 },
+      ],
+      name: "lp",
+      username: undefined,
+      password: undefined,
+      tls: false,
+    });
+    expect(redisTargetOf(env)).toEqual({
+      url: "redis://ignored:6379",
+      clusterNodes: [{ host: "10.0.2.1", port: 7000 }],
+    });
+    expect(redisTargetOf(parseEnv({ REGIONS: regions }))).toEqual({
+      url: "redis://10.0.0.1:6379/0",
+      clusterNodes: [],
+    });
+  });
+
+  it.each([
+    [
+      "[",
+      'Invalid configuration: REGIONS is not JSON (a list such as [{"name":"eu-west","url":"redis://10.0.0.1:6379/0"}] is expected) (got "<hidden>")',
+    ],
+    ["{}", 'Invalid configuration: REGIONS must be a JSON list of regions (got "<hidden>")'],
+    ["[]", 'Invalid configuration: REGIONS lists no region (got "<hidden>")'],
+    [
+      '[{"name":"EU","url":"redis://a:1/0"}]',
+      'Invalid configuration: REGIONS entry 1 field "name" must be 1-32 lower-case letters, digits or \'-\', starting with a letter (got "<hidden>")',
+    ],
+    [
+      '[{"name":"eu","url":"http://a:1/0"}]',
+      'Invalid configuration: REGIONS entry 1 field "url" must start with redis:// or rediss:// (got "<hidden>")',
+    ],
+    [
+      '[{"name":"eu","url":"redis://a:1/0","port":1}]',
+      'Invalid configuration: REGIONS entry 1 Unrecognized key: "port" (got "<hidden>")',
+    ],
+    [
+      '[{"name":"eu","url":"redis://a:1/0"},{"name":"eu","url":"redis://b:1/0"}]',
+      'Invalid configuration: REGIONS entry 2 (eu) repeats the name of an earlier region (got "<hidden>")',
+    ],
+    [
+      '[{"name":"eu","url":"redis://a:1/0"},{"name":"us","url":"redis://a:1"}]',
+      'Invalid configuration: REGIONS regions eu and us name the same Redis (a:1/0): each region needs its own (got "<hidden>")',
+    ],
+    [
+      '[{"name":"eu","url":"redis://a:1/0","sentinels":"s:1"}]',
+      'Invalid configuration: REGIONS entry 1 (eu) sets "sentinels" without "sentinelName" (the master group name the sentinels watch) (got "<hidden>")',
+    ],
+  ])("refuses REGIONS=%s with one line naming the entry and field", (value, message) => {
+    expect(() => parseEnv({ REGIONS: value })).toThrow(message);
+  });
+
+  it("refuses a REGION that is not listed, and single-Redis variables beside REGIONS", () => {
+    expect(() => parseEnv({ REGIONS: regions, REGION: "ap-south" })).toThrow(
+      'Invalid configuration: REGION is not one of the regions in REGIONS (eu-west, us-east, us-west) (got "ap-south")',
+    );
+    expect(() => parseEnv({ REGION: "eu-west" })).toThrow(
+      'Invalid configuration: REGION is set but REGIONS is not: list the regions, or unset it (got "eu-west")',
+    );
+    expect(() => parseEnv({ REGIONS: regions, REDIS_CLUSTER_NODES: "h:1" })).toThrow(
+      'Invalid configuration: REDIS_CLUSTER_NODES is set together with REGIONS: give each region\'s Redis in its REGIONS entry (got "h:1")',
+    );
+  });
+});

@@ -110,6 +110,153 @@ function hostPortList(example: string) {
     });
 }
 
+/** A region's name: what operators read in the console and gateways are started with. */
+const REGION_NAME = /^[a-z][a-z0-9-]{0,31}$/;
+
+/**
+ * REGIONS (docs/regions.md): a JSON array of `{ name, url, clusterNodes?, sentinels?,
+ * sentinelName?, sentinelUsername?, sentinelPassword?, sentinelTls? }`, one per region, each
+ * with its own Redis (one server, a Cluster, or a primary behind Sentinel), written as the
+ * single-Redis variables would be. Each problem names the entry by position and the field; a
+ * value is never echoed (a URL may carry a password).
+ */
+const ZRegionEntry = z.strictObject({
+  name: z.string({ error: "must be a string" }).regex(REGION_NAME, {
+    error: "must be 1-32 lower-case letters, digits or '-', starting with a letter",
+  }),
+  url: redisUrl,
+  clusterNodes: hostPortList("10.0.0.1:7000,10.0.0.2:7000"),
+  sentinels: hostPortList("10.0.0.1:26379,10.0.0.2:26379"),
+  sentinelName: z
+    .string({ error: "must be a string" })
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, "must be 1-64 letters, digits, '.', '_' or '-'")
+    .optional(),
+  sentinelUsername: z.string({ error: "must be a string" }).min(1, "is empty").optional(),
+  sentinelPassword: z.string({ error: "must be a string" }).min(1, "is empty").optional(),
+  sentinelTls: z.boolean({ error: "must be true or false" }).default(false),
+});
+
+/** Where one region's Redis is, as `createRedisClient` and the enforcer take it. */
+export interface RedisTarget {
+  readonly url: string;
+  readonly clusterNodes: readonly { host: string; port: number }[];
+  readonly sentinel?: {
+    readonly nodes: readonly { host: string; port: number }[];
+    readonly name: string;
+    readonly username?: string;
+    readonly password?: string;
+    readonly tls: boolean;
+  };
+}
+
+/** One configured region: its name and its Redis. */
+export interface Region {
+  readonly name: string;
+  readonly redis: RedisTarget;
+}
+
+function describeIssuePath(path: readonly PropertyKey[]): string {
+  const [index, ...rest] = path;
+  const entry = typeof index === "number" ? `entry ${index + 1}` : "the list";
+  return rest.length === 0 ? entry : `${entry} field "${rest.map(String).join(".")}"`;
+}
+
+const regionList = z
+  .string()
+  .optional()
+  .transform((value, ctx): Region[] => {
+    if (value === undefined || value.trim() === "") return [];
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          'is not JSON (a list such as [{"name":"eu-west","url":"redis://10.0.0.1:6379/0"}] is expected)',
+      });
+      return [];
+    }
+    const result = z
+      .array(ZRegionEntry, { error: "must be a JSON list of regions" })
+      .min(1, "lists no region")
+      .max(64, "lists more than 64 regions")
+      .safeParse(parsed);
+    if (!result.success) {
+      for (const issue of result.error.issues) {
+        const where = issue.path.length === 0 ? "" : `${describeIssuePath(issue.path)} `;
+        ctx.addIssue({ code: "custom", message: `${where}${issue.message}` });
+      }
+      return [];
+    }
+    const regions: Region[] = [];
+    const seen = new Set<string>();
+    result.data.forEach((entry, index) => {
+      const at = `entry ${index + 1} (${entry.name})`;
+      if (seen.has(entry.name)) {
+        ctx.addIssue({ code: "custom", message: `${at} repeats the name of an earlier region` });
+      }
+      seen.add(entry.name);
+      if (entry.sentinels.length > 0 && entry.clusterNodes.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${at} sets both "sentinels" and "clusterNodes": a Redis is either behind Sentinel or a Cluster`,
+        });
+      }
+      if (entry.sentinels.length > 0 && entry.sentinelName === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${at} sets "sentinels" without "sentinelName" (the master group name the sentinels watch)`,
+        });
+      }
+      for (const field of ["sentinelName", "sentinelUsername", "sentinelPassword"] as const) {
+        if (entry.sentinels.length === 0 && entry[field] !== undefined) {
+          ctx.addIssue({ code: "custom", message: `${at} sets "${field}" without "sentinels"` });
+        }
+      }
+      const redis: RedisTarget = { url: entry.url, clusterNodes: entry.clusterNodes };
+      regions.push({
+        name: entry.name,
+        redis:
+          entry.sentinels.length === 0 || entry.sentinelName === undefined
+            ? redis
+            : {
+                ...redis,
+                sentinel: {
+                  nodes: entry.sentinels,
+                  name: entry.sentinelName,
+                  username: entry.sentinelUsername,
+                  password: entry.sentinelPassword,
+                  tls: entry.sentinelTls,
+                },
+              },
+      });
+    });
+    const shared = new Map<string, string>();
+    for (const region of regions) {
+      const where = redisLocation(region.redis);
+      const other = shared.get(where);
+      if (other !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          message: `regions ${other} and ${region.name} name the same Redis (${where}): each region needs its own`,
+        });
+      }
+      shared.set(where, region.name);
+    }
+    return regions;
+  });
+
+/** Host, port and database a target points at, to refuse two regions sharing one Redis. */
+function redisLocation(target: RedisTarget): string {
+  const url = new URL(target.url);
+  const database = url.pathname.replace(/^\//, "") || "0";
+  if (target.sentinel !== undefined) return `sentinel ${target.sentinel.name}/${database}`;
+  const first = target.clusterNodes[0];
+  if (first !== undefined) return `cluster ${first.host}:${first.port}`;
+  return `${url.hostname}:${url.port || "6379"}/${database}`;
+}
+
 /** The development secret. Refused when NODE_ENV is production. */
 const DEV_SESSION_SECRET = "limitplane-development-secret-do-not-use-in-production";
 /** The development key of the traffic record's address hash. */
@@ -251,6 +398,24 @@ export const ZEnv = z
      */
     REDIS_CLUSTER_NODES: hostPortList("10.0.0.1:7000,10.0.0.2:7000"),
 
+    // Regions (docs/regions.md) ----------------------------------------------------------------
+    /**
+     * The installation's regions, each with its own Redis (a JSON list, see `ZRegionEntry`).
+     * Set, the worker publishes every change to every region and reads every region's reports,
+     * and REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS are not used. Unset: one Redis.
+     */
+    REGIONS: regionList,
+    /**
+     * The region this process runs in: gateways and the rate-limit service decide against its
+     * Redis only. Must name an entry of REGIONS. Unset with REGIONS set: the first region.
+     */
+    REGION: z
+      .string()
+      .regex(REGION_NAME, {
+        error: "must be 1-32 lower-case letters, digits or '-', starting with a letter",
+      })
+      .optional(),
+
     // Redis Sentinel (docs/failover.md) -------------------------------------------------------
     /**
      * Sentinels watching the Redis primary (`host:port,host:port`). Set, the console, the worker
@@ -298,6 +463,7 @@ export const ZEnv = z
       }
     }
     checkSentinelSettings(env, ctx);
+    checkRegionSettings(env, ctx);
     if (env.NODE_ENV === "production" && env.SESSION_SECRET === DEV_SESSION_SECRET) {
       ctx.addIssue({
         code: "custom",
@@ -360,21 +526,57 @@ function checkSentinelSettings(
   }
 }
 
+/** REGIONS replaces the single-Redis variables, and REGION must name one of them. */
+function checkRegionSettings(
+  env: {
+    REGIONS: readonly Region[];
+    REGION?: string;
+    REDIS_CLUSTER_NODES: readonly unknown[];
+    REDIS_SENTINELS: readonly unknown[];
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const hasRegions = env.REGIONS.length > 0;
+  for (const variable of ["REDIS_CLUSTER_NODES", "REDIS_SENTINELS"] as const) {
+    if (hasRegions && env[variable].length > 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: [variable],
+        message: "is set together with REGIONS: give each region's Redis in its REGIONS entry",
+      });
+    }
+  }
+  if (env.REGION === undefined) return;
+  if (!hasRegions) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["REGION"],
+      message: "is set but REGIONS is not: list the regions, or unset it",
+    });
+  } else if (!env.REGIONS.some((region) => region.name === env.REGION)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["REGION"],
+      message: `is not one of the regions in REGIONS (${env.REGIONS.map((region) => region.name).join(", ")})`,
+    });
+  }
+}
+
+/** The configured regions; empty for a one-Redis installation. */
+export function regionsOf(env: Env): readonly Region[] {
+  return env.REGIONS;
+}
+
 /**
- * Where this installation's Redis is, as `createRedisClient` and the enforcer take it: a Cluster,
- * a Sentinel deployment, or one Redis at REDIS_URL. Every process reads it here.
+ * Where this process's Redis is, as `createRedisClient` and the enforcer take it: a Cluster,
+ * a Sentinel deployment, or one Redis at REDIS_URL; with REGIONS, the Redis of REGION (the first
+ * region when unset). Every process reads it here.
  */
-export function redisTargetOf(env: Env): {
-  url: string;
-  clusterNodes: readonly { host: string; port: number }[];
-  sentinel?: {
-    nodes: readonly { host: string; port: number }[];
-    name: string;
-    username?: string;
-    password?: string;
-    tls: boolean;
-  };
-} {
+export function redisTargetOf(env: Env): RedisTarget {
+  if (env.REGIONS.length > 0) {
+    const region = env.REGIONS.find((entry) => entry.name === env.REGION) ?? env.REGIONS[0];
+    if (region !== undefined) return region.redis;
+  }
   const target = { url: env.REDIS_URL, clusterNodes: env.REDIS_CLUSTER_NODES };
   if (env.REDIS_SENTINELS.length === 0 || env.REDIS_SENTINEL_NAME === undefined) return target;
   return {
@@ -427,7 +629,7 @@ export function requireTrafficRecordSecret(env: Env): string {
 
 /** Never echo a password or secret back into a log line. */
 function redact(variable: string, raw: string): string {
-  if (/SECRET|PASSWORD|_KEY$|WEBHOOK/.test(variable)) return "<hidden>";
+  if (/SECRET|PASSWORD|_KEY$|WEBHOOK|^REGIONS$/.test(variable)) return "<hidden>";
   if (!URL.canParse(raw)) return raw.length > 80 ? `${raw.slice(0, 80)}…` : raw;
   const url = new URL(raw);
   if (url.password !== "") url.password = "***";

@@ -13,7 +13,7 @@ import {
   type RedisRole,
 } from "@limitplane/enforcer/publication";
 import type { Redis } from "ioredis";
-import { loadEnv, redisTargetOf } from "@/lib/server/env";
+import { loadEnv, type Region, redisTargetOf } from "@/lib/server/env";
 
 export type { RedisClient, RedisRole } from "@limitplane/enforcer/publication";
 
@@ -44,4 +44,16 @@ export function createRedis(
     ...target,
     clusterNodes: options.clusterNodes ?? target.clusterNodes,
   });
+}
+
+/**
+ * A new client for `role` on one region's Redis (REGIONS), whatever REGION says: the worker and
+ * the console talk to every region. The caller owns it and must `quit()` it.
+ */
+export function createRegionRedis(
+  role: RedisRole,
+  region: Region,
+  options: Partial<CreateRedisOptions> = {},
+): RedisClient {
+  return createRedisClient(role, { ...options, ...region.redis });
 }

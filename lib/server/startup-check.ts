@@ -26,19 +26,30 @@ export function readConfigOrExit<T>(read: () => T): T {
 export async function startInProcessWorkerIfAsked(): Promise<void> {
   const env = loadEnv();
   if (env.LIMITPLANE_WORKER !== "in-process") return;
-  const [{ getPrisma }, { createRedis }, { createStandardJobs, startWorker }] = await Promise.all([
-    import("@/lib/server/db"),
-    import("@/lib/server/redis"),
-    import("@/lib/worker"),
-  ]);
+  const [{ getPrisma }, { createRedis, createRegionRedis }, { createStandardJobs, startWorker }] =
+    await Promise.all([
+      import("@/lib/server/db"),
+      import("@/lib/server/redis"),
+      import("@/lib/worker"),
+    ]);
   const db = getPrisma();
   const redis = createRedis("control", { connectionName: "limitplane-worker" });
+  // REGIONS: a publication job and a roll-up per region, as in scripts/worker.ts.
+  const regions = env.REGIONS.map((region) => ({
+    name: region.name,
+    redis: createRegionRedis("control", region, {
+      connectionName: `limitplane-worker-${region.name}`,
+    }),
+  }));
   const worker = startWorker({
     databaseUrl: null,
-    jobs: createStandardJobs({ db, redis, prefix: env.REDIS_KEY_PREFIX }),
+    jobs: createStandardJobs({ db, redis, prefix: env.REDIS_KEY_PREFIX, regions }),
   });
   const stop = () => {
-    void worker.stop().finally(() => redis.disconnect());
+    void worker.stop().finally(() => {
+      redis.disconnect();
+      for (const region of regions) region.redis.disconnect();
+    });
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);

@@ -30,32 +30,55 @@ export interface StandardJobsOptions {
   readonly trafficRecordRetentionHours?: number;
   /** Where alerts are POSTed. @default ALERT_WEBHOOK_URLS (none) */
   readonly alertWebhookUrls?: readonly string[];
+  /**
+   * REGIONS: a `control` client per region. Set, every version is published to every region by a
+   * job of its own (`redis` is then the first region's, for the jobs that read one Redis).
+   * @default none: one Redis
+   */
+  readonly regions?: readonly { readonly name: string; readonly redis: RedisClient }[];
 }
 
 export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
   const { db, redis, prefix } = options;
   const log = options.log ?? ((line: string) => console.log(line));
+  const regions = options.regions ?? [];
+  const allRegions = regions.map((region) => region.name);
+  const publishers =
+    regions.length === 0
+      ? [{ db, redis, prefix, clock: systemClock }]
+      : regions.map((region) => ({
+          db,
+          redis: region.redis,
+          prefix,
+          clock: systemClock,
+          region: region.name,
+          allRegions,
+        }));
   return [
-    publishSnapshotsJob({
-      publisher: { db, redis, prefix, clock: systemClock },
-      onDrain(outcome) {
-        if (outcome.status === "published" && outcome.versions.length > 0) {
-          const versions = outcome.versions.map((published) => published.version);
-          log(`worker: published policy version ${versions.join(", ")}`);
-        } else if (outcome.status === "failed") {
-          log(
-            `worker: publishing failed (${outcome.error}); retrying at ${new Date(outcome.retryAtMs).toISOString()}`,
-          );
-        }
-      },
-      onRepublish(outcome) {
-        if (outcome.status === "republished") {
-          log(
-            `worker: Redis had ${outcome.redisHad === null ? "no policy" : `version ${outcome.redisHad}`}; published version ${outcome.version} again`,
-          );
-        }
-      },
-    }),
+    ...publishers.map((publisher) =>
+      publishSnapshotsJob({
+        publisher,
+        onDrain(outcome) {
+          const to = "region" in publisher ? ` to ${publisher.region}` : "";
+          if (outcome.status === "published" && outcome.versions.length > 0) {
+            const versions = outcome.versions.map((published) => published.version);
+            log(`worker: published policy version ${versions.join(", ")}${to}`);
+          } else if (outcome.status === "failed") {
+            log(
+              `worker: publishing${to} failed (${outcome.error}); retrying at ${new Date(outcome.retryAtMs).toISOString()}`,
+            );
+          }
+        },
+        onRepublish(outcome) {
+          if (outcome.status === "republished") {
+            const to = "region" in publisher ? ` to ${publisher.region}` : "";
+            log(
+              `worker: Redis${to} had ${outcome.redisHad === null ? "no policy" : `version ${outcome.redisHad}`}; published version ${outcome.version} again`,
+            );
+          }
+        },
+      }),
+    ),
     recordIncidentExpiriesJob({
       deps: { db, publisher: null, clock: systemClock, auditKey: loadEnv().AUDIT_KEY },
       onRecorded: (ids) => log(`worker: recorded the expiry of ${ids.join(", ")}`),
@@ -64,15 +87,18 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
       deps: { db, clock: systemClock, auditKey: loadEnv().AUDIT_KEY },
       onExpired: (count) => log(`worker: ${count} change requests expired`),
     }),
-    rollUpMetricsJob({
-      deps: { db, redis, prefix, clock: systemClock },
-      retentionDays: options.metricsRetentionDays ?? loadEnv().METRICS_RETENTION_DAYS,
-      onRolledUp(result) {
-        if (result.rowsDeleted > 0) {
-          log(`worker: deleted ${result.rowsDeleted} per-minute metric rows past the retention`);
-        }
-      },
-    }),
+    // Each region's counts are rolled up from its own Redis, under its name.
+    ...(regions.length === 0 ? [{ name: "", redis }] : regions).map((region) =>
+      rollUpMetricsJob({
+        deps: { db, redis: region.redis, prefix, clock: systemClock, region: region.name },
+        retentionDays: options.metricsRetentionDays ?? loadEnv().METRICS_RETENTION_DAYS,
+        onRolledUp(result) {
+          if (result.rowsDeleted > 0) {
+            log(`worker: deleted ${result.rowsDeleted} per-minute metric rows past the retention`);
+          }
+        },
+      }),
+    ),
     moveTrafficRecordJob({
       deps: { db, redis, prefix, clock: systemClock },
       retentionHours:

@@ -390,3 +390,68 @@ describe("GET /api/v1/audit", () => {
     }
   });
 });
+
+describe("GET /api/v1/policy/propagation", () => {
+  afterAll(() => {
+    installDeps({ propagation: { db: api.db(), regions: [] } });
+  });
+
+  it("200: each region's state for a version, the latest by default", async () => {
+    const db = api.db();
+    const latest = await db.policyVersion.findFirstOrThrow({ orderBy: { version: "desc" } });
+    const [applied, pending] = [uniqueName("eu"), uniqueName("us")];
+    await db.regionPublication.createMany({
+      data: [
+        { region: applied, publishedVersion: latest.version },
+        {
+          region: pending,
+          publishedVersion: latest.version - 1,
+          lastError: "connect ECONNREFUSED",
+        },
+      ],
+    });
+    installDeps({ propagation: { db, regions: [applied, pending] } });
+    const response = await api.call("GET", "/api/v1/policy/propagation", { as: viewer() });
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({
+      version: latest.version,
+      createdAt: latest.createdAt.toISOString(),
+      regions: [
+        { region: applied, isApplied: true, publishedVersion: latest.version, lastError: null },
+        {
+          region: pending,
+          isApplied: false,
+          publishedVersion: latest.version - 1,
+          lastError: "connect ECONNREFUSED",
+        },
+      ],
+    });
+    const older = await api.call(
+      "GET",
+      `/api/v1/policy/propagation?version=${latest.version - 1}`,
+      { as: viewer() },
+    );
+    expect(older.body.regions.map((entry: { isApplied: boolean }) => entry.isApplied)).toEqual([
+      true,
+      true,
+    ]);
+  });
+
+  it("400 for a version that is not a positive whole number, 404 for one that does not exist", async () => {
+    const bad = await api.call("GET", "/api/v1/policy/propagation?version=0", { as: viewer() });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.fieldErrors).toEqual([
+      { path: "query.version", message: "version must be at least 1" },
+    ]);
+    const missing = await api.call("GET", "/api/v1/policy/propagation?version=99999999", {
+      as: viewer(),
+    });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.message).toBe('Policy version "99999999" does not exist.');
+  });
+
+  it("401 without credentials", async () => {
+    const response = await api.call("GET", "/api/v1/policy/propagation");
+    expect(response.status).toBe(401);
+  });
+});

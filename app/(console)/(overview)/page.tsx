@@ -6,6 +6,7 @@ import { AutoRefresh } from "@/components/auto-refresh";
 import { RejectionChart } from "@/components/charts/rejection-chart";
 import { DegradedCell, FleetDegradedSummary } from "@/components/fleet/degraded-decisions";
 import { EnforcerLagCell } from "@/components/ops/enforcer-lag";
+import { PropagationPanel } from "@/components/regions/propagation-panel";
 import { RejectedCustomersTable } from "@/components/rejected/rejected-customers-table";
 import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
@@ -23,18 +24,23 @@ import {
   isChartRangeId,
   type SearchParamsRecord,
 } from "@/lib/console";
-import { can } from "@/lib/control";
+import { can, readLatestPropagation } from "@/lib/control";
 import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
 import { listRateChanges } from "@/lib/control/audit/list-rate-changes";
 import { countPendingChangeRequests } from "@/lib/control/change-request/list-change-requests";
-import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import type { listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { listRegionFleets } from "@/lib/control/fleet/list-region-fleets";
 import { readDegradedDecisionAlert } from "@/lib/control/fleet/read-degraded-decisions";
-import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes";
+import {
+  loadRegionScopeMinutes,
+  loadScopeMinutes,
+} from "@/lib/control/metric-minute/load-scope-minutes";
 import { listRejectedCustomers } from "@/lib/control/rejected-customer/list-rejected-customers";
 import {
   clock,
   controlDeps,
-  fleetDeps,
+  propagationDeps,
+  regionFleetDeps,
   rejectedCustomerDeps,
   scopeMinutesDeps,
 } from "@/lib/server/composition";
@@ -60,6 +66,15 @@ const REJECTED_SPANS: Readonly<Record<ChartRangeId, { minutes: number; words: st
   "1d": { minutes: 360, words: "last 6 hours (what the gateways keep per customer)" },
 };
 
+/** The region the fleet is filtered to (`?region=`), if it names a configured one. */
+function regionOf(params: SearchParamsRecord): string | undefined {
+  const raw = params.region;
+  const value = typeof raw === "string" ? raw : raw?.[0];
+  return regionFleetDeps().some((entry) => entry.region !== "" && entry.region === value)
+    ? value
+    : undefined;
+}
+
 function rangeOf(params: SearchParamsRecord): ChartRangeId {
   const raw = params.range;
   const value = typeof raw === "string" ? raw : raw?.[0];
@@ -71,7 +86,9 @@ export default async function OverviewPage({
 }: {
   searchParams: Promise<SearchParamsRecord>;
 }) {
-  const rangeId = rangeOf(await searchParams);
+  const params = await searchParams;
+  const rangeId = rangeOf(params);
+  const region = regionOf(params);
   const principal = await requirePrincipal("metrics.read", {
     next: rangeId === "1h" ? "/" : `/?range=${rangeId}`,
   });
@@ -110,12 +127,13 @@ export default async function OverviewPage({
         <div className={styles.sectionHeader}>
           <h2 id="rates-heading">Rejection rate by scope</h2>
         </div>
-        <Suspense key={rangeId} fallback={<SkeletonChart />}>
-          <RatesChart rangeId={rangeId} />
+        <Suspense key={`${rangeId}-${region ?? ""}`} fallback={<SkeletonChart />}>
+          <RatesChart rangeId={rangeId} region={region} />
         </Suspense>
       </section>
       <Suspense fallback={<PanelSkeleton title="Enforcers" lines={3} />}>
-        <FleetPanel />
+        <LatestPropagation />
+        <FleetPanel region={region} />
       </Suspense>
     </>
   );
@@ -259,13 +277,29 @@ async function AlertsPanel({ canChange }: { canChange: boolean }) {
   );
 }
 
-async function RatesChart({ rangeId }: { rangeId: ChartRangeId }) {
+async function RatesChart({
+  rangeId,
+  region,
+}: {
+  rangeId: ChartRangeId;
+  /** With REGIONS: one region's counts; undefined: every region's total. */
+  region: string | undefined;
+}) {
   const range = CHART_RANGES[rangeId];
   const nowMs = clock().nowMs();
   try {
     const fromMs = nowMs - range.rangeMs - range.bucketMs;
+    const regions = regionFleetDeps().filter(
+      (entry) => entry.region !== "" && (region === undefined || entry.region === region),
+    );
     const [minutes, changes] = await Promise.all([
-      loadScopeMinutes({ fromMs, nowMs }, scopeMinutesDeps()),
+      regions.length === 0
+        ? loadScopeMinutes({ fromMs, nowMs }, scopeMinutesDeps())
+        : loadRegionScopeMinutes(
+            { fromMs, nowMs },
+            regions.map((entry) => ({ region: entry.region, live: entry.deps })),
+            controlDeps(),
+          ),
       listRateChanges({ fromMs, limit: MAX_MARKERS }, controlDeps()),
     ]);
     const data = buildRejectionRateSeries(minutes.rows, range, {
@@ -278,7 +312,7 @@ async function RatesChart({ rangeId }: { rangeId: ChartRangeId }) {
         <RejectionChart
           data={data}
           markers={markers}
-          title={`Rejection rate per scope, ${range.label.toLowerCase()}${
+          title={`Rejection rate per scope, ${region === undefined ? "" : `${region}, `}${range.label.toLowerCase()}${
             minutes.hasLiveMinutes ? " (the current minute included, still counting)" : ""
           }`}
         />
@@ -305,12 +339,18 @@ async function RatesChart({ rangeId }: { rangeId: ChartRangeId }) {
   }
 }
 
-async function FleetPanel() {
-  let fleet: Awaited<ReturnType<typeof listEnforcers>>;
+async function FleetPanel({ region }: { region: string | undefined }) {
+  const entries = regionFleetDeps();
+  const isRegional = entries.some((entry) => entry.region !== "");
+  let fleets: Awaited<ReturnType<typeof listRegionFleets>>;
   let degradedAlert: Awaited<ReturnType<typeof readDegradedDecisionAlert>> = null;
   try {
-    fleet = await listEnforcers(fleetDeps());
-    degradedAlert = await readDegradedDecisionAlert(fleetDeps());
+    fleets = await listRegionFleets(entries);
+    const home = entries[0];
+    if (!isRegional && home !== undefined) {
+      if (fleets[0]?.fleet === null) throw new Error(fleets[0]?.error ?? "unreadable");
+      degradedAlert = await readDegradedDecisionAlert(home.deps);
+    }
   } catch (error: unknown) {
     console.error("overview: the enforcer fleet could not be read", error);
     return (
@@ -324,30 +364,46 @@ async function FleetPanel() {
       </section>
     );
   }
+  const shown = fleets.filter((entry) => region === undefined || entry.region === region);
+  const rows = shown.flatMap((entry) =>
+    (entry.fleet?.enforcers ?? []).map((enforcer) => ({
+      region: entry.region,
+      enforcer,
+      published: entry.fleet?.published ?? null,
+    })),
+  );
+  const home = fleets[0]?.fleet ?? null;
   const nowMs = clock().nowMs();
   return (
     <section className="panel" aria-labelledby="fleet-heading" data-testid="overview-fleet">
       <div className={styles.sectionHeader}>
         <h2 id="fleet-heading">Enforcers</h2>
-        <span className="muted small">
-          {fleet.published === null ? (
-            "No policy version published yet"
-          ) : (
-            <>
-              Published policy: <strong>v{fleet.published.version}</strong>
-              {fleet.published.publishedAtMs !== null ? (
-                <>
-                  {" "}
-                  since <LocalTime at={fleet.published.publishedAtMs} relative />
-                </>
-              ) : null}
-            </>
-          )}
-        </span>
+        {isRegional ? null : (
+          <span className="muted small">
+            {home?.published == null ? (
+              "No policy version published yet"
+            ) : (
+              <>
+                Published policy: <strong>v{home.published.version}</strong>
+                {home.published.publishedAtMs !== null ? (
+                  <>
+                    {" "}
+                    since <LocalTime at={home.published.publishedAtMs} relative />
+                  </>
+                ) : null}
+              </>
+            )}
+          </span>
+        )}
       </div>
-      <NoPolicyAlert fleet={fleet} />
-      <FleetDegradedSummary reports={fleet.enforcers} alert={degradedAlert} />
-      {fleet.enforcers.length === 0 ? (
+      {isRegional ? <RegionFilter fleets={fleets} current={region} /> : null}
+      {isRegional || home === null ? null : (
+        <>
+          <NoPolicyAlert fleet={home} />
+          <FleetDegradedSummary reports={home.enforcers} alert={degradedAlert} />
+        </>
+      )}
+      {rows.length === 0 ? (
         <EmptyState title="No enforcer is reporting">
           Gateways that embed the enforcer send a heartbeat every second; none has in the last 10
           seconds. Start one with <code>npm run gateway</code>.
@@ -361,6 +417,7 @@ async function FleetPanel() {
             <thead>
               <tr>
                 <th scope="col">Enforcer</th>
+                {isRegional ? <th scope="col">Region</th> : null}
                 <th scope="col">Host</th>
                 <th scope="col">Policy version</th>
                 <th scope="col">Lag</th>
@@ -369,11 +426,12 @@ async function FleetPanel() {
               </tr>
             </thead>
             <tbody>
-              {fleet.enforcers.map((enforcer) => (
-                <tr key={enforcer.id} data-testid="enforcer-row">
+              {rows.map(({ region: where, enforcer, published }) => (
+                <tr key={`${where}/${enforcer.id}`} data-testid="enforcer-row" data-region={where}>
                   <th scope="row" data-label="Enforcer">
                     <code>{enforcer.id}</code>
                   </th>
+                  {isRegional ? <td data-label="Region">{where}</td> : null}
                   <td data-label="Host">
                     {enforcer.host}
                     {enforcer.pid !== null ? (
@@ -388,11 +446,7 @@ async function FleetPanel() {
                     )}
                   </td>
                   <td data-label="Lag">
-                    <EnforcerLagCell
-                      enforcer={enforcer}
-                      published={fleet.published}
-                      nowMs={nowMs}
-                    />
+                    <EnforcerLagCell enforcer={enforcer} published={published} nowMs={nowMs} />
                   </td>
                   <td data-label="Without Redis">
                     <DegradedCell report={enforcer} />
@@ -413,6 +467,56 @@ async function FleetPanel() {
         </ScrollRegion>
       )}
     </section>
+  );
+}
+
+/** With REGIONS: where the latest policy version has reached, region by region. */
+async function LatestPropagation() {
+  const deps = propagationDeps();
+  if (deps.regions.length === 0) return null;
+  const propagation = await readLatestPropagation(deps);
+  if (propagation === null) return null;
+  return (
+    <div className="panel">
+      <PropagationPanel propagation={propagation} />
+    </div>
+  );
+}
+
+/** Every region with its count of enforcers (or that its Redis did not answer), and the total. */
+function RegionFilter({
+  fleets,
+  current,
+}: {
+  fleets: Awaited<ReturnType<typeof listRegionFleets>>;
+  current: string | undefined;
+}) {
+  const total = fleets.reduce((sum, entry) => sum + (entry.fleet?.enforcers.length ?? 0), 0);
+  return (
+    <nav aria-label="Regions" data-testid="region-filter">
+      <ul className={styles.regionFilter}>
+        <li>
+          <Link href="/" aria-current={current === undefined ? "page" : undefined}>
+            All regions: {formatNumber(total)} in total
+          </Link>
+        </li>
+        {fleets.map((entry) => (
+          <li key={entry.region} data-region={entry.region}>
+            <Link
+              href={`/?region=${encodeURIComponent(entry.region)}`}
+              aria-current={current === entry.region ? "page" : undefined}
+            >
+              {entry.region}:{" "}
+              {entry.fleet === null ? (
+                <Badge tone="bad">Redis unreachable</Badge>
+              ) : (
+                `${formatNumber(entry.fleet.enforcers.length)}, v${entry.fleet.published?.version ?? "none"}`
+              )}
+            </Link>
+          </li>
+        ))}
+      </ul>
+    </nav>
   );
 }
 

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { Suspense } from "react";
+import { PropagationPanel } from "@/components/regions/propagation-panel";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
@@ -16,10 +17,11 @@ import {
   listApiTokens,
   listAuditEntries,
   listOperators,
+  readPropagation,
   ZListAuditEntriesOptions,
 } from "@/lib/control";
 import { parseOptions } from "@/lib/control/change-context";
-import { authDeps, controlDeps } from "@/lib/server/composition";
+import { authDeps, controlDeps, propagationDeps } from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
 import styles from "./audit.module.css";
 import { AuditEntryCard } from "./audit-entry-card";
@@ -313,6 +315,11 @@ async function SingleEntry({ id }: { id: string }) {
       </>
     );
   }
+  const regions = propagationDeps();
+  const propagation =
+    entry.policyVersion === null || regions.regions.length === 0
+      ? null
+      : await readPropagation(entry.policyVersion, regions);
   return (
     <>
       <header className="page-header">
@@ -327,6 +334,7 @@ async function SingleEntry({ id }: { id: string }) {
       <div className={styles.entries}>
         <AuditEntryCard entry={entry} isDiffOpen />
       </div>
+      {propagation === null ? null : <PropagationPanel propagation={propagation} />}
     </>
   );
 }

@@ -84,6 +84,7 @@ import {
 import {
   explainEndpoint,
   exportPolicyEndpoint,
+  getPropagationEndpoint,
   getSnapshotEndpoint,
   importPolicyEndpoint,
 } from "./policy";
@@ -191,6 +192,11 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   updateCandidateEndpoint,
   promoteCandidateEndpoint,
   discardCandidateEndpoint,
+  listDescriptorRulesEndpoint,
+  createDescriptorRuleEndpoint,
+  updateDescriptorRuleEndpoint,
+  deleteDescriptorRuleEndpoint,
+  importEnvoyConfigEndpoint,
   listStagedChangesEndpoint,
   startStagedChangeEndpoint,
   getStagedChangeEndpoint,
@@ -200,6 +206,7 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   completeStagedChangeEndpoint,
   abortStagedChangeEndpoint,
   getSnapshotEndpoint,
+  getPropagationEndpoint,
   exportPolicyEndpoint,
   importPolicyEndpoint,
   explainEndpoint,

@@ -4,7 +4,8 @@ import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-li
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { getSnapshotPage, ZSnapshotPageOptions } from "@/lib/control/policy/get-current-snapshot";
 import { importPolicy } from "@/lib/control/policy/import-policy";
-import { controlDeps, explainDeps } from "@/lib/server/composition";
+import { getPropagation } from "@/lib/control/region/read-propagation";
+import { controlDeps, explainDeps, propagationDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import { changeContextOf, queryInt, strictParams, ZChangeReceipt, ZReason } from "./shared";
 
@@ -34,6 +35,33 @@ export const getSnapshotEndpoint = defineEndpoint({
   }),
   errors: ["CONFLICT"],
   handle: ({ query }) => getSnapshotPage(query, controlDeps()),
+});
+
+export const getPropagationEndpoint = defineEndpoint({
+  method: "GET",
+  path: "/api/v1/policy/propagation",
+  summary: "Where a policy version has reached, region by region",
+  description:
+    "For each region in REGIONS (docs/regions.md), whether its Redis holds the version (`isApplied`), the latest version it holds, and while pending the last error its publication met. `version` defaults to the latest; a pending region has waited since `createdAt`. Without REGIONS, `regions` is empty: the snapshot's `publishedAt` says when the one Redis got it.",
+  tag,
+  access: "policy.read",
+  query: strictParams({ version: queryInt("version", 1, 2_147_483_647).optional() }),
+  response: z.object({
+    version: z.number().int(),
+    createdAt: z.string(),
+    regions: z
+      .array(
+        z.object({
+          region: z.string(),
+          isApplied: z.boolean(),
+          publishedVersion: z.number().int(),
+          lastError: z.string().nullable(),
+        }),
+      )
+      .readonly(),
+  }),
+  errors: ["NOT_FOUND"],
+  handle: ({ query }) => getPropagation(query, propagationDeps()),
 });
 
 export const exportPolicyEndpoint = defineEndpoint({

@@ -18,6 +18,11 @@ export interface ListMetricMinutesOptions {
   readonly toMs: number;
   /** Only these scopes. @default every scope */
   readonly scopes?: readonly string[];
+  /**
+   * Only this region's counts (REGIONS). @default every region's: a (scope, minute) then has a
+   * row per region, which the chart math sums.
+   */
+  readonly region?: string;
 }
 
 /**
@@ -36,6 +41,7 @@ export async function listMetricMinutes(
     where: {
       minute: { gte: new Date(options.fromMs), lt: new Date(options.toMs) },
       ...(options.scopes === undefined ? {} : { scope: { in: [...options.scopes] } }),
+      ...(options.region === undefined ? {} : { region: options.region }),
     },
     orderBy: [{ minute: "asc" }, { scope: "asc" }],
     select: {

@@ -11,6 +11,8 @@ export interface LoadScopeMinutesOptions {
   readonly nowMs: number;
   /** Only these scopes. @default every scope */
   readonly scopes?: readonly string[];
+  /** Only this region's stored counts (REGIONS); `live` must then be that region's. @default all */
+  readonly region?: string;
 }
 
 export interface ScopeMinutes {
@@ -40,7 +42,10 @@ export async function loadScopeMinutes(
 ): Promise<ScopeMinutes> {
   const toMs = options.toMs ?? (Math.floor(options.nowMs / MINUTE_MS) + 1) * MINUTE_MS;
   const [stored, live] = await Promise.all([
-    listMetricMinutes({ fromMs: options.fromMs, toMs, scopes: options.scopes }, deps),
+    listMetricMinutes(
+      { fromMs: options.fromMs, toMs, scopes: options.scopes, region: options.region },
+      deps,
+    ),
     deps.live === null
       ? Promise.resolve(null)
       : readLiveMinutes({ nowMs: options.nowMs }, deps.live).catch((error: unknown) => {
@@ -62,4 +67,28 @@ export async function loadScopeMinutes(
       a.minuteStartMs - b.minuteStartMs || (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0),
   );
   return { rows, hasLiveMinutes: true };
+}
+
+/**
+ * `loadScopeMinutes` for several regions (REGIONS): each region's stored rows with its own live
+ * minutes, read in parallel and put together, so a chart of every region draws their total (the
+ * chart math sums the rows of a minute) and a chart of one region draws only its own.
+ */
+export async function loadRegionScopeMinutes(
+  options: Omit<LoadScopeMinutesOptions, "region">,
+  regions: readonly { readonly region: string; readonly live: LiveMinutesDeps }[],
+  deps: ReadDeps,
+): Promise<ScopeMinutes> {
+  const loaded = await Promise.all(
+    regions.map((entry) =>
+      loadScopeMinutes({ ...options, region: entry.region }, { db: deps.db, live: entry.live }),
+    ),
+  );
+  const rows = loaded
+    .flatMap((entry) => entry.rows)
+    .sort(
+      (a, b) =>
+        a.minuteStartMs - b.minuteStartMs || (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0),
+    );
+  return { rows, hasLiveMinutes: loaded.every((entry) => entry.hasLiveMinutes) };
 }

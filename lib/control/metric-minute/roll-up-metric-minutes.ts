@@ -27,6 +27,11 @@ export interface MetricsRollupDeps {
   readonly prefix: string;
   /** Wall clock, ms. */
   readonly clock: Clock;
+  /**
+   * The region `redis` belongs to (REGIONS): its rows are written under its name, so regions never
+   * overwrite each other's counts. @default "" (one Redis)
+   */
+  readonly region?: string;
 }
 
 export interface RollUpMetricMinutesOptions {
@@ -70,12 +75,16 @@ export async function rollUpMetricMinutes(
     throw new RangeError(`retentionDays must be a whole number >= 1, got ${options.retentionDays}`);
   }
   const nowMs = deps.clock.nowMs();
+  const region = deps.region ?? "";
   const lastComplete = Math.floor((nowMs - settleMs) / MINUTE_MS) - 1;
   const earliest = lastComplete - catchUpMinutes + 1;
 
   let readThrough = options.readThroughMinute;
   if (readThrough === null) {
-    const newest = await deps.db.metricMinute.aggregate({ _max: { minute: true } });
+    const newest = await deps.db.metricMinute.aggregate({
+      where: { region },
+      _max: { minute: true },
+    });
     const newestMinute = newest._max.minute;
     readThrough = newestMinute === null ? earliest - 1 : newestMinute.getTime() / MINUTE_MS;
   }
@@ -96,8 +105,8 @@ export async function rollUpMetricMinutes(
           degraded: clampInt(row.degraded),
         };
         return deps.db.metricMinute.upsert({
-          where: { scope_minute: { scope: row.scope, minute: at } },
-          create: { scope: row.scope, minute: at, ...values },
+          where: { region_scope_minute: { region, scope: row.scope, minute: at } },
+          create: { region, scope: row.scope, minute: at, ...values },
           update: values,
           select: { scope: true },
         });

@@ -106,7 +106,7 @@ export function backoffDelayMs(attempts: number, options: BackoffOptions = {}): 
  * line is often its last), capped at 500 characters; the enforcer's log fields keep only the
  * first line, which would lose it.
  */
-function lastErrorText(error: unknown): string {
+export function lastErrorText(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.length > 500 ? `${message.slice(0, 500)}…` : message;
 }

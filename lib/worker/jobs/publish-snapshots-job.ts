@@ -5,6 +5,10 @@ import {
   type SnapshotPublisher,
 } from "@/lib/control/outbox/publish-pending-snapshots";
 import {
+  publishPendingToRegion,
+  type RegionPublisher,
+} from "@/lib/control/outbox/publish-to-region";
+import {
   type RepublishOutcome,
   republishLatestIfBehind,
 } from "@/lib/control/outbox/republish-latest";
@@ -17,7 +21,11 @@ export interface ReconnectingRedis {
 }
 
 export interface PublishSnapshotsJobOptions {
-  readonly publisher: SnapshotPublisher & {
+  /**
+   * The installation's one Redis, or one region's (REGIONS: one job per region, each with its
+   * own progress, so a region that is down holds no other back).
+   */
+  readonly publisher: (SnapshotPublisher | RegionPublisher) & {
     readonly redis: ReconnectingRedis & SnapshotPublisher["redis"];
   };
   /** The safety-net poll when nothing wakes the job. @default 5000 */
@@ -40,8 +48,13 @@ export interface PublishSnapshotsJobOptions {
 export function publishSnapshotsJob(options: PublishSnapshotsJobOptions): WorkerJob {
   const pollMs = options.pollMs ?? 5_000;
   const nowMs = () => options.publisher.clock.nowMs();
+  const publisher = options.publisher;
+  const drain = (): Promise<DrainOutcome> =>
+    "region" in publisher
+      ? publishPendingToRegion(publisher, "wait")
+      : publishPendingSnapshots(publisher, "wait");
   return {
-    name: "publish snapshots",
+    name: "region" in publisher ? `publish snapshots to ${publisher.region}` : "publish snapshots",
     wakeOn: [OUTBOX_NOTIFY_CHANNEL],
     attach(wake) {
       const redis = options.publisher.redis;
@@ -49,7 +62,7 @@ export function publishSnapshotsJob(options: PublishSnapshotsJobOptions): Worker
       return () => redis.off("ready", wake);
     },
     async run() {
-      const outcome = await publishPendingSnapshots(options.publisher, "wait");
+      const outcome = await drain();
       options.onDrain?.(outcome);
       switch (outcome.status) {
         case "published":

@@ -1,0 +1,5 @@
+import { getPropagationEndpoint } from "@/lib/api/endpoints/policy";
+import { routeHandlers } from "@/lib/api/route-handler";
+
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlers(getPropagationEndpoint);
