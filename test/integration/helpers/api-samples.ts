@@ -16,6 +16,7 @@ export function samplePath(endpoint: AnyEndpoint, harness: ApiHarness): string {
       if (path.includes("/candidates/")) return "free-halved";
       if (path.includes("/change-requests/")) return "cr_0000000000000000";
       if (path.includes("/staged-changes/")) return "staged-sample";
+      if (path.includes("/descriptor-rules/")) return "rule-sample";
       throw new Error(`no sample id for ${path}`);
     });
 }
