@@ -138,6 +138,9 @@ export function allowedFor(limit: LimitSpec, sentAtMs: readonly number[], spanMs
 /** The longest a round waits for its window to begin (see `FairnessGateways.run`). */
 const MAX_ALIGN_WAIT_MS = 10_000;
 
+/** How late after a round's end its last decisions may still reach Redis on a busy machine. */
+const ROUND_END_MARGIN_MS = 2_000;
+
 interface Worker {
   readonly child: ChildProcess;
   readonly next: () => Promise<string>;
@@ -209,16 +212,22 @@ export class FairnessGateways {
     }
     const customerId = `fair-${this.#runId}-${++this.#rounds}`;
     const totalPerSec = round.rateMultiple * sustainedPerSec(round.limit);
-    // Every worker starts at the same instant, far enough ahead for the orders to arrive; a
-    // round of a short window just after one of its windows begins, so the round runs in one
-    // window when it is shorter than the window (where a boundary falls would otherwise decide
-    // what the limit allows, and the rounds compared would not share it). A window of more than
-    // MAX_ALIGN_WAIT_MS is not waited for: a round rarely meets its boundary.
+    // Every worker starts at the same instant, far enough ahead for the orders to arrive. A
+    // round shorter than its window runs inside one window (where a boundary falls would
+    // otherwise decide what the limit allows, and the rounds compared would not share it): a
+    // short window's round starts just after one of its windows begins; a long window's round
+    // starts at once unless its window would end before the round (and a late answer's margin),
+    // and then just after the next window begins, a wait of at most the round's own length.
     let startAtMs = Date.now() + 300;
     const limit = round.limit;
     if (limit.algorithm === "fixed-window" || limit.algorithm === "sliding-window") {
-      if (round.durationMs + 200 <= limit.windowMs && limit.windowMs <= MAX_ALIGN_WAIT_MS) {
-        startAtMs += limit.windowMs - (startAtMs % limit.windowMs) + 100;
+      const untilNextWindowMs = limit.windowMs - (startAtMs % limit.windowMs);
+      const fits = untilNextWindowMs > round.durationMs + ROUND_END_MARGIN_MS;
+      if (
+        round.durationMs + 200 <= limit.windowMs &&
+        (limit.windowMs <= MAX_ALIGN_WAIT_MS || !fits)
+      ) {
+        startAtMs += untilNextWindowMs + 100;
       }
     }
     this.#workers.forEach((worker, index) => {
