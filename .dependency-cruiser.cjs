@@ -83,13 +83,13 @@ module.exports = {
       name: "outside-imports-package-internals",
       severity: "error",
       comment:
-        "Outside the package, import @limitplane/enforcer, /limiter, /policy, /publication, /recording or /testing: its other modules are internal.",
+        "Outside the package, import @limitplane/enforcer, /callers, /limiter, /policy, /publication, /recording or /testing: its other modules are internal.",
       from: { pathNot: "^packages/enforcer/" },
       to: {
         path: "^packages/enforcer/",
         pathNot: [
           "^packages/enforcer/src/index\\.ts$",
-          "^packages/enforcer/src/(limiter|policy|publication|recording|testing)/index\\.ts$",
+          "^packages/enforcer/src/(callers|limiter|policy|publication|recording|testing)/index\\.ts$",
           "^packages/enforcer/src/policy/fixtures/example-policy\\.json$",
         ],
       },

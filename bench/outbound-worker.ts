@@ -7,7 +7,7 @@
  * `ready`, starts on a line on stdin, prints its completed calls as JSON at the end.
  */
 import { once } from "node:events";
-import { createOutboundLimiter } from "@limitplane/enforcer";
+import { createOutboundLimiter } from "@limitplane/enforcer/callers";
 import Bottleneck from "bottleneck";
 import { Redis } from "ioredis";
 import { RateLimiterQueue, RateLimiterRedis } from "rate-limiter-flexible";

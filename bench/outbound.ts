@@ -26,7 +26,7 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { createOutboundLimiter } from "@limitplane/enforcer";
+import { createOutboundLimiter } from "@limitplane/enforcer/callers";
 import { OwnRedisServer } from "@limitplane/enforcer/testing";
 import Bottleneck from "bottleneck";
 import { Redis } from "ioredis";

@@ -19,6 +19,7 @@ interface BenchSuite {
 const SUITES: Record<string, () => Promise<BenchSuite>> = {
   audit: () => import("./audit"),
   backtest: () => import("./backtest"),
+  baseline: () => import("./baseline"),
   "cold-start": () => import("./cold-start"),
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),

@@ -10,7 +10,7 @@
  * Environment: REDIS_URL (default 127.0.0.1:6379), PROVIDER_URL (default http://127.0.0.1:4300),
  * HOSTS (default a.example,b.example), PAGES (default 50).
  */
-import { createOutboundLimiter, OutboundError } from "@limitplane/enforcer";
+import { createOutboundLimiter, OutboundError } from "@limitplane/enforcer/callers";
 import { Redis } from "ioredis";
 
 const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379/0");

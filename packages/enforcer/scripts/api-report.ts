@@ -27,10 +27,16 @@ import {
 } from "./package-emit";
 
 const DEFAULT_REPORT_DIR = path.join(PACKAGE_DIR, "api");
+/**
+ * The most names the root entry point may export: what a gateway needs (`createEnforcer`, the
+ * middlewares, the decision and result types, the errors, the option types). Anything else
+ * belongs to a subpath (`/limiter`, `/callers`, ...).
+ */
+export const MAX_ROOT_NAMES = 25;
 const REPOSITORY_ROOT = path.resolve(PACKAGE_DIR, "../..");
 
 /** The reports by file name (`index.api.md`, `limiter.api.md`, ...). */
-export function buildReports(): Map<string, string> {
+export function buildReports(): Map<string, string> & { rootNames: readonly string[] } {
   const outDir = path.join(PACKAGE_DIR, "dist");
   const declarations = new Map<string, string>();
   emitPackage(
@@ -74,7 +80,11 @@ export function buildReports(): Map<string, string> {
       if (!exportedFrom.has(target)) exportedFrom.set(target, name);
     }
   }
-  const reports = new Map<string, string>();
+  const reports = Object.assign(new Map<string, string>(), {
+    rootNames: (modules.find(({ entry }) => entry.subpath === ".")?.exports ?? []).map((symbol) =>
+      symbol.getName(),
+    ),
+  });
   for (const { entry, name, exports } of modules) {
     reports.set(
       `${entry.subpath === "." ? "index" : entry.subpath.slice(2)}.api.md`,
@@ -284,6 +294,11 @@ function main(): void {
     return;
   }
   const problems = checkWorkspacePaths();
+  if (reports.rootNames.length > MAX_ROOT_NAMES) {
+    problems.push(
+      `the root entry point exports ${reports.rootNames.length} names, more than ${MAX_ROOT_NAMES}: move what a gateway does not need to a subpath`,
+    );
+  }
   const present = existsSync(REPORT_DIR) ? readdirSync(REPORT_DIR) : [];
   for (const file of present) {
     if (!reports.has(file)) problems.push(`api/${file} reports no entry point: remove it`);

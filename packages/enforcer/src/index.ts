@@ -8,13 +8,6 @@
  * traffic record), `/testing` (test helpers). Nothing else is public.
  */
 
-export {
-  CONCURRENCY_EXCEEDED_TYPE,
-  type ConcurrencyExceededProblem,
-  type ConcurrencyLimitOptions,
-  createConcurrencyMiddleware,
-  withConcurrencyLimit,
-} from "./enforcer/concurrency-middleware";
 export type {
   DescriptorDecision,
   EnforcerRequest,
@@ -44,15 +37,5 @@ export {
   type NodeMiddleware,
   type NodeMiddlewareOptions,
 } from "./enforcer/node-middleware";
-export {
-  type AcquireOptions,
-  createOutboundLimiter,
-  OutboundError,
-  type OutboundErrorCode,
-  type OutboundLimiter,
-  type OutboundLimiterOptions,
-  type OutboundPermit,
-  type ScheduleOptions,
-} from "./enforcer/outbound-limiter";
 export type { EnforcerDecision } from "./enforcer/types";
 export { RedisProtocolError } from "./publication/protocol";

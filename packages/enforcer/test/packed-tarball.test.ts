@@ -205,12 +205,13 @@ describe("the packed package, in a plain JavaScript project", () => {
     const script = [
       'const enforcer = require("@limitplane/enforcer");',
       'const limiter = require("@limitplane/enforcer/limiter");',
-      "console.log(typeof enforcer.createEnforcer, typeof limiter.MemoryStore);",
+      'const callers = require("@limitplane/enforcer/callers");',
+      "console.log(typeof enforcer.createEnforcer, typeof limiter.MemoryStore, typeof callers.createOutboundLimiter);",
       'console.log(require.resolve("@limitplane/enforcer"));',
     ].join("\n");
     writeFileSync(path.join(project, "check.cjs"), script);
     const [types, resolved] = run(process.execPath, ["check.cjs"], project).trim().split("\n");
-    expect(types).toBe("function function");
+    expect(types).toBe("function function function");
     // The tarball's build, installed in the scratch project: never the workspace's source.
     expect(resolved).toBe(path.join(project, "node_modules/@limitplane/enforcer/dist/index.js"));
   });

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  combineAnswers,
   combineOutcomes,
   decideLayered,
   decideLayeredBinding,
@@ -223,6 +224,32 @@ describe("layered decisions", () => {
       limit: 20,
       remaining: 3,
     });
+  });
+});
+
+describe("the combine kernel", () => {
+  const answer = (allowed: boolean, mode: LimitMode) => ({ allowed, mode });
+
+  it("admits when every enforced answer admits, whatever the dry-run answers say", () => {
+    const answers = [answer(true, "enforce"), answer(false, "dry-run"), answer(true, "dry-run")];
+    const writes = [9, 9, 9];
+    expect(combineAnswers(3, answers, answers, writes)).toBe(true);
+    // On admission every stepped state is stored, the rejecting dry-run's own included.
+    expect(writes).toEqual([1, 1, 1]);
+  });
+
+  it("rejects on one enforced rejection and keeps the state of every check that admitted", () => {
+    const answers = [answer(true, "enforce"), answer(false, "enforce"), answer(true, "dry-run")];
+    const writes = [9, 9, 9];
+    expect(combineAnswers(3, answers, answers, writes)).toBe(false);
+    expect(writes).toEqual([0, 1, 0]);
+  });
+
+  it("reads modes from the checks and answers from the steps, and writes nothing when asked not to", () => {
+    const steps = [{ allowed: false }];
+    expect(combineAnswers(1, steps, [{ mode: "dry-run" as const }], null)).toBe(true);
+    expect(combineAnswers(1, steps, [{ mode: "enforce" as const }], null)).toBe(false);
+    expect(combineAnswers(0, [], [], [])).toBe(true);
   });
 });
 

@@ -63,6 +63,39 @@ export interface CombinedDecision<O extends CombinableOutcome> {
 const always = (): boolean => true;
 
 /**
+ * The combine kernel: the one place the layered rule is written. Given each check's own answer
+ * (`answers[i].allowed`, what that limit alone decides) and its mode (`checks[i].mode`), the
+ * request is admitted only if every enforced check admits it, and `writes[i]` says whether the
+ * check's stepped state is stored (1) or its stored state is kept untouched (0): on admission
+ * every stepped state is stored (enforced checks consume; a dry-run check's stepped state is
+ * consuming exactly when it would itself admit); on rejection a check that would have admitted
+ * keeps its state, and one that rejected stores its own non-consuming state (a refill written
+ * back, expired entries dropped). `decideLayeredInto`, `decideLayeredBinding`,
+ * `PreparedChecks.decide` and `decideOne`, and `combineOutcomes` all call it; the Redis script
+ * (`redis-decide.lua`) applies the same rule in Lua, where the script needs it atomically.
+ * `writes` may be null when nothing is stored.
+ */
+export function combineAnswers(
+  length: number,
+  answers: ArrayLike<{ readonly allowed: boolean }>,
+  checks: ArrayLike<{ readonly mode: LimitMode }>,
+  writes: number[] | null,
+): boolean {
+  let isAllowed = true;
+  for (let index = 0; index < length; index++) {
+    if (!(answers[index] as { allowed: boolean }).allowed) {
+      if ((checks[index] as { mode: LimitMode }).mode === "enforce") isAllowed = false;
+    }
+  }
+  if (writes !== null) {
+    for (let index = 0; index < length; index++) {
+      writes[index] = isAllowed || !(answers[index] as { allowed: boolean }).allowed ? 1 : 0;
+    }
+  }
+  return isAllowed;
+}
+
+/**
  * The binding outcome. On admission: the enforced limit with the least remaining, the one a
  * client's headers should show so it slows down before anything rejects it. On rejection: a
  * `cost-exceeds-capacity` rejection first (retrying can never help, so its `retryAfterMs` of 0
@@ -152,29 +185,42 @@ export function decideLayeredInto(
     );
   }
 
-  const outcomes = new Array<LimitOutcome>(checks.length);
-  let isAllowed = true;
-  let index = 0;
-  for (const check of checks) {
+  const length = checks.length;
+  const outcomes = new Array<LimitOutcome>(length);
+  for (let index = 0; index < length; index++) {
+    const check = checks[index] as LimitCheck;
     const step = stepLimit(states[index], check.limit, nowMs, cost);
-    if (!step.decision.allowed && check.mode === "enforce") isAllowed = false;
     outcomes[index] = toOutcome(check, step.decision);
     next[index] = step.state;
-    index++;
   }
-
-  // On admission every stepped state is written: enforced checks all admitted and consume, and a
-  // dry-run check's state is consuming exactly when it would itself admit. On rejection a check
-  // that would have admitted keeps its stored state untouched.
-  if (!isAllowed) {
-    index = 0;
-    for (const outcome of outcomes) {
-      if (outcome.allowed) next[index] = states[index];
-      index++;
-    }
-  }
-
+  const writes = writesFor(length);
+  const isAllowed = combineAnswers(length, outcomes, checks, writes);
+  keepUnwritten(states, next, writes, length);
   return layeredDecisionOf(outcomes, isAllowed);
+}
+
+/** One write-flag array per list length, shared: decisions never nest. */
+const writesByLength: number[][] = [];
+
+function writesFor(length: number): number[] {
+  let writes = writesByLength[length];
+  if (writes === undefined) {
+    writes = new Array<number>(length).fill(0);
+    writesByLength[length] = writes;
+  }
+  return writes;
+}
+
+/** Puts back the stored state of every check the kernel said not to write. */
+function keepUnwritten(
+  states: readonly (LimitState | undefined)[],
+  next: (LimitState | undefined)[],
+  writes: readonly number[],
+  length: number,
+): void {
+  for (let index = 0; index < length; index++) {
+    if (writes[index] === 0) next[index] = states[index];
+  }
 }
 
 /** One check's outcome in a {@link LayeredScratch}: rewritten by every decision, never kept. */
@@ -244,7 +290,6 @@ export function decideLayeredBinding(
     throw new RangeError(`got ${states.length} states and ${next.length} slots for ${n} checks`);
   }
   const outcomes = scratch.outcomesFor(n);
-  let isAllowed = true;
   for (let index = 0; index < n; index++) {
     const check = checks[index] as LimitCheck;
     const step = stepLimit(states[index], check.limit, nowMs, cost);
@@ -258,15 +303,11 @@ export function decideLayeredBinding(
     outcome.reason = decision.reason;
     outcome.scope = check.scope;
     outcome.mode = check.mode;
-    if (!decision.allowed && check.mode === "enforce") isAllowed = false;
     next[index] = step.state;
   }
-  // As in decideLayeredInto: on rejection a check that would have admitted keeps its state.
-  if (!isAllowed) {
-    for (let index = 0; index < n; index++) {
-      if ((outcomes[index] as ScratchOutcome).allowed) next[index] = states[index];
-    }
-  }
+  const writes = writesFor(n);
+  const isAllowed = combineAnswers(n, outcomes, outcomes, writes);
+  keepUnwritten(states, next, writes, n);
   scratch.isAllowed = isAllowed;
   return bindingOutcome(outcomes, isAllowed)?.index ?? -1;
 }
@@ -313,10 +354,7 @@ export function combineOutcomes<O extends CombinableOutcome>(
   outcomes: readonly O[],
   isMeasured?: (outcome: O) => boolean,
 ): CombinedDecision<O> {
-  let isAllowed = true;
-  for (const outcome of outcomes) {
-    if (outcome.mode === "enforce" && !outcome.allowed) isAllowed = false;
-  }
+  const isAllowed = combineAnswers(outcomes.length, outcomes, outcomes, null);
   return layeredDecisionOf(outcomes, isAllowed, isMeasured);
 }
 
@@ -391,7 +429,6 @@ export class PreparedChecks {
     assertTimeAndCost(nowMs, cost);
     const { checks, length, codes, hasState, numbers, writes } = this;
     const steps = this.#steps;
-    let isAllowed = true;
     for (let index = 0; index < length; index++) {
       const check = checks[index] as LimitCheck;
       const step = steps[index] as StepNumbers;
@@ -407,17 +444,11 @@ export class PreparedChecks {
         cost,
         step,
       );
-      if (!step.allowed && check.mode === "enforce") isAllowed = false;
       numbers[at] = step.first;
       numbers[at + 1] = step.second;
       numbers[at + 2] = step.third;
     }
-    // As in decideLayeredInto: on admission every stepped state is stored; on rejection a check
-    // that would have admitted keeps its stored state untouched.
-    for (let index = 0; index < length; index++) {
-      writes[index] = isAllowed || !(steps[index] as StepNumbers).allowed ? 1 : 0;
-    }
-    if (isAllowed) {
+    if (combineAnswers(length, steps, checks, writes)) {
       this.#rejection = undefined;
       return this.#decision(true);
     }
@@ -452,7 +483,8 @@ export class PreparedChecks {
       cost,
       step,
     );
-    if (step.allowed || check.mode !== "enforce") {
+    // One check: its state is always stored (see above), so no write flags are asked for.
+    if (combineAnswers(1, this.#steps, this.checks, null)) {
       this.#rejection = undefined;
       return this.#decision(true);
     }
