@@ -1,5 +1,7 @@
 /**
  * One cold start for the cold-start suite (`bench/cold-start.ts` starts one, or ten at once).
+ * Plain JavaScript on the built package (`packages/enforcer/dist`, which the suite builds first),
+ * run by `node` with no TypeScript loader: the start a consumer of the package pays.
  * Reports over IPC, right after the first decision is answered, `{ type: "decided",
  * moduleToDecisionMs }`: the time from this module's body starting (its imports loaded) to the
  * answer, by this process's monotonic clock (the parent times the whole start from the spawn by
@@ -39,19 +41,16 @@ if (
     "run by bench/cold-start.ts, with BENCH_REDIS_URL, BENCH_PREFIX, BENCH_MODE and BENCH_CUSTOMER",
   );
 }
-const gc = (globalThis as { gc?: () => void }).gc;
+const gc = /** @type {{ gc?: () => void }} */ (globalThis).gc;
 const memory = () => {
   gc?.();
   const usage = process.memoryUsage();
   return { heap: usage.heapUsed, buffers: usage.arrayBuffers };
 };
-const sha256Hex = (text: string) => createHash("sha256").update(text).digest("hex");
+const sha256Hex = (/** @type {string} */ text) => createHash("sha256").update(text).digest("hex");
 
-async function viaBinary(): Promise<{
-  overrides: number;
-  allowed: boolean;
-  stop(): Promise<void>;
-}> {
+/** @returns {Promise<{ overrides: number, allowed: boolean, stop(): Promise<void> }>} */
+async function viaBinary() {
   const enforcer = await createEnforcer({
     expectedGateways: 10,
     redis: { url: redisUrl, keyPrefix: prefix },
@@ -72,12 +71,9 @@ async function viaBinary(): Promise<{
   };
 }
 
-async function viaEntries(): Promise<{
-  overrides: number;
-  allowed: boolean;
-  stop(): Promise<void>;
-}> {
-  const redis = new Redis(redisUrl as string);
+/** @returns {Promise<{ overrides: number, allowed: boolean, stop(): Promise<void> }>} */
+async function viaEntries() {
+  const redis = new Redis(/** @type {string} */ (redisUrl));
   const [version, checksum] = await redis.hmget(`${prefix}entries:head`, "version", "checksum");
   const builder = PolicyState.builder(Number(version), { sha256Hex });
   let cursor = "0";
@@ -85,7 +81,7 @@ async function viaEntries(): Promise<{
     const [next, flat] = await redis.hscan(`${prefix}entries:snapshot`, cursor, "COUNT", 1_000);
     cursor = next;
     for (let index = 0; index + 1 < flat.length; index += 2) {
-      const parsed = parseEntryText(flat[index] as string, flat[index + 1] as string);
+      const parsed = parseEntryText(String(flat[index]), String(flat[index + 1]));
       if (!parsed.ok) throw new Error(parsed.errors[0]?.message);
       builder.add(parsed.value);
     }
