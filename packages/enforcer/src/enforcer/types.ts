@@ -6,7 +6,7 @@
  * {@link fromStoreDecision}) plus three fields, and widens `reason` with `store-unavailable`, so
  * headers, metrics and logs handle store answers, local-stage answers and fallbacks alike.
  */
-import { combineOutcomes } from "../limiter/layered";
+import { bindingOutcome, combineAnswers, UNLIMITED } from "../limiter/layered";
 import { setStoreTime, storeTimeOf } from "../limiter/stores/store-time";
 import type { LayeredDecision, LimitCheck, LimitOutcome, RejectReason } from "../limiter/types";
 import type { TOnStoreFailure } from "../policy/schemas";
@@ -122,24 +122,42 @@ export function fromStoreDecision(decision: LayeredDecision): EnforcerDecision {
 }
 
 /**
- * An enforcer decision from its outcomes, combined by the core's one rule (`combineOutcomes` in
- * `limiter/layered.ts`), with where it came from. `isMeasured` false leaves an outcome out of the
- * choice of binding limit (fail-open outcomes, which measured nothing).
+ * An enforcer decision from its outcomes, combined by the core's one rule (`combineAnswers` and
+ * `bindingOutcome` in `limiter/layered.ts`, as `combineOutcomes` combines), with where it came
+ * from. `isMeasured` false leaves an outcome out of the choice of binding limit (fail-open
+ * outcomes, which measured nothing). Built as one object: no intermediate decision is made (this
+ * runs for every cached denial and lease).
  */
 export function enforcerDecisionOf(
   outcomes: readonly EnforcerOutcome[],
   provenance: Pick<EnforcerDecision, "source" | "degraded" | "failure">,
   isMeasured?: (outcome: EnforcerOutcome) => boolean,
 ): EnforcerDecision {
-  const combined = combineOutcomes(outcomes, isMeasured);
+  const allowed = combineAnswers(outcomes.length, outcomes, outcomes, null);
+  const binding = bindingOutcome(outcomes, allowed, isMeasured);
+  if (binding === undefined) {
+    return {
+      allowed,
+      limit: UNLIMITED,
+      remaining: UNLIMITED,
+      retryAfterMs: 0,
+      resetAfterMs: 0,
+      reason: null,
+      scope: null,
+      outcomes,
+      source: provenance.source,
+      degraded: provenance.degraded,
+      failure: provenance.failure,
+    };
+  }
   return {
-    allowed: combined.allowed,
-    limit: combined.limit,
-    remaining: combined.remaining,
-    retryAfterMs: combined.retryAfterMs,
-    resetAfterMs: combined.resetAfterMs,
-    reason: combined.reason,
-    scope: combined.scope,
+    allowed,
+    limit: binding.limit,
+    remaining: binding.remaining,
+    retryAfterMs: binding.retryAfterMs,
+    resetAfterMs: binding.resetAfterMs,
+    reason: binding.reason,
+    scope: binding.scope,
     outcomes,
     source: provenance.source,
     degraded: provenance.degraded,
