@@ -48,7 +48,9 @@ describe("the API report check in npm run lint", () => {
   it("names the report that differs, with the line, and only that one", () => {
     expect(result.stderr).toContain("api/index.api.md differs from the source:");
     expect(result.stderr).toContain("- declare function removedLongAgo(): void;");
-    expect(result.stderr).not.toMatch(/api\/(callers|limiter|policy|publication|recording|testing)\.api/);
+    expect(result.stderr).not.toMatch(
+      /api\/(callers|limiter|policy|publication|recording|testing)\.api/,
+    );
   });
 
   it("refuses a report of an entry point the package does not export", () => {
