@@ -5,7 +5,10 @@
  * the group goes, a tampered state or nonce refused, and password sign-in turned off with a
  * break-glass admin.
  */
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
 import { request as httpsRequest } from "node:https";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticateSessionToken } from "@/lib/control/auth/authenticate";
 import { signIn } from "@/lib/control/auth/sign-in";
@@ -19,7 +22,9 @@ import type { SsoSettings } from "@/lib/control/auth/sso-settings";
 import { AppError } from "@/lib/control/errors";
 import { createOperator } from "@/lib/control/operator/create-operator";
 import {
+  acceptBackchannelLogout,
   finishSsoSignIn,
+  SSO_BACKCHANNEL_LOGOUT_PATH,
   SSO_CALLBACK_PATH,
   type SsoRedirect,
   startSsoSignIn,
@@ -33,8 +38,36 @@ const SECRET = "sso-test-session-secret-0123456789abcdef";
 let provider: TestOidcProvider;
 let settings: SsoSettings;
 
+/** What the provider posted to the console's back-channel logout endpoint, and the answers. */
+const logoutAnswers: { ok: boolean; sessionsEnded?: number }[] = [];
+let logoutReceiver: Server;
+
 beforeAll(async () => {
-  provider = await startTestOidcProvider({ redirectUris: [`${ORIGIN}${SSO_CALLBACK_PATH}`] });
+  // The console's back-channel logout endpoint, as the provider reaches it over the network.
+  logoutReceiver = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk: Buffer) => {
+      body += chunk.toString();
+    });
+    request.on("end", () => {
+      void acceptBackchannelLogout({
+        settings,
+        logoutToken: new URLSearchParams(body).get("logout_token"),
+        deps: api.authDeps(),
+        requestId: "req_logout_test",
+      }).then((answer) => {
+        logoutAnswers.push(answer);
+        response.writeHead(answer.ok ? 200 : 400).end();
+      });
+    });
+  });
+  logoutReceiver.listen(0, "127.0.0.1");
+  await once(logoutReceiver, "listening");
+  const { port } = logoutReceiver.address() as AddressInfo;
+  provider = await startTestOidcProvider({
+    redirectUris: [`${ORIGIN}${SSO_CALLBACK_PATH}`],
+    backchannelLogoutUri: `http://127.0.0.1:${port}${SSO_BACKCHANNEL_LOGOUT_PATH}`,
+  });
   settings = {
     issuer: provider.issuer,
     clientId: provider.clientId,
@@ -52,6 +85,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await provider?.stop();
+  logoutReceiver?.close();
 });
 
 interface Reply {
@@ -102,8 +136,11 @@ function providerRequest(url: string, cookies: Map<string, string>, form?: strin
  * A browser at the provider: follows its redirects, fills its login form as `login`, and stops
  * at the redirect back to the console. Returns that URL.
  */
-async function signInAtProvider(authorizationUrl: string, login: string): Promise<URL> {
-  const cookies = new Map<string, string>();
+async function signInAtProvider(
+  authorizationUrl: string,
+  login: string,
+  cookies = new Map<string, string>(),
+): Promise<URL> {
   let url = authorizationUrl;
   for (let step = 0; step < 10; step++) {
     if (url.startsWith(ORIGIN)) return new URL(url);
@@ -154,9 +191,9 @@ async function finish(callbackUrl: URL, flowCookie: string) {
 }
 
 /** The whole sign-in, as a browser does it: console, provider, console. */
-async function ssoSignIn(login: string, next = "/customers") {
+async function ssoSignIn(login: string, next = "/customers", cookies = new Map<string, string>()) {
   const start = await startSsoSignIn({ ...flowOptions(), next });
-  const callbackUrl = await signInAtProvider(start.location, login);
+  const callbackUrl = await signInAtProvider(start.location, login, cookies);
   return finish(callbackUrl, flowCookieOf(start));
 }
 
@@ -332,6 +369,61 @@ describe("SSO sign-in against a real OpenID Connect provider", () => {
     );
     expect(byPassword.operator.id).toBe(operator.id);
   }, 30_000);
+});
+
+describe("the provider's logout", () => {
+  it("signing out at the provider ends the operator's sessions here (back-channel logout)", async () => {
+    const login = uniqueName("leaver");
+    provider.accounts.set(login, {
+      email: `${login}@corp.test`,
+      email_verified: true,
+      name: "Leaver",
+      groups: ["staff"],
+    });
+    const browser = new Map<string, string>();
+    const { sessionToken } = await ssoSignIn(login, "/", browser);
+    expect(await roleOfSession(sessionToken)).toBe("viewer");
+
+    const form = await providerRequest(`${provider.issuer}/session/end`, browser);
+    const action = /<form[^>]*action="([^"]+)"/.exec(form.body)?.[1];
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(form.body)?.[1];
+    if (action === undefined || xsrf === undefined) throw new Error(`no logout form: ${form.body}`);
+    const before = logoutAnswers.length;
+    await providerRequest(
+      new URL(action, provider.issuer).href,
+      browser,
+      new URLSearchParams({ xsrf, logout: "yes" }).toString(),
+    );
+    // The provider has posted the logout token by the time it answers the browser.
+    expect(logoutAnswers.slice(before)).toEqual([{ ok: true, sessionsEnded: 1 }]);
+    expect(await roleOfSession(sessionToken)).toBeNull();
+  }, 30_000);
+
+  it("refuses a logout token that is missing, forged or not the provider's", async () => {
+    const forged = [
+      null,
+      "not-a-jwt",
+      // Signed with "none": a token anyone could write.
+      `${Buffer.from('{"alg":"none"}').toString("base64url")}.${Buffer.from(
+        JSON.stringify({
+          iss: provider.issuer,
+          aud: provider.clientId,
+          sub: "anyone",
+          iat: Math.floor(Date.now() / 1000),
+          events: { "http://schemas.openid.net/event/backchannel-logout": {} },
+        }),
+      ).toString("base64url")}.`,
+    ];
+    for (const logoutToken of forged) {
+      const answer = await acceptBackchannelLogout({
+        settings,
+        logoutToken,
+        deps: api.authDeps(),
+        requestId: "req_forged_logout",
+      });
+      expect(answer).toEqual({ ok: false });
+    }
+  });
 });
 
 describe("password sign-in turned off", () => {

@@ -70,6 +70,8 @@ function makeCertificate(): { keyFile: string; certFile: string } {
 export async function startTestOidcProvider(options: {
   /** Where the console's callback is (`<console origin>/auth/oidc/callback`). */
   readonly redirectUris: readonly string[];
+  /** Where the provider posts logout tokens when an identity signs out there. */
+  readonly backchannelLogoutUri?: string;
 }): Promise<TestOidcProvider> {
   const { keyFile, certFile } = makeCertificate();
   const clientId = "limitplane-console";
@@ -94,6 +96,9 @@ export async function startTestOidcProvider(options: {
         grant_types: ["authorization_code"],
         response_types: ["code"],
         token_endpoint_auth_method: "client_secret_basic",
+        ...(options.backchannelLogoutUri === undefined
+          ? {}
+          : { backchannel_logout_uri: options.backchannelLogoutUri }),
       },
     ],
     claims: {
@@ -105,7 +110,17 @@ export async function startTestOidcProvider(options: {
     scopes: ["openid", "email", "profile", "groups"],
     pkce: { required: () => true },
     cookies: { keys: [randomBytes(16).toString("hex")] },
-    features: { devInteractions: { enabled: true } },
+    features: {
+      devInteractions: { enabled: true },
+      backchannelLogout: { enabled: true },
+      rpInitiatedLogout: { enabled: true },
+    },
+    // The console here is on 127.0.0.1, which the provider's SSRF guard (a dispatcher it adds to
+    // each outgoing request) refuses; this test provider posts logout tokens without it.
+    fetch: (url: string, init: RequestInit & { dispatcher?: unknown }) => {
+      const { dispatcher: _guard, ...rest } = init;
+      return globalThis.fetch(url, rest);
+    },
     ttl: { AccessToken: 600, Grant: 3_600, IdToken: 600, Interaction: 600, Session: 3_600 },
     async findAccount(_ctx: unknown, id: string) {
       const account = accounts.get(id);

@@ -16,7 +16,9 @@
  */
 import "server-only";
 import { request as httpsRequest } from "node:https";
+import * as jose from "jose";
 import * as oidc from "openid-client";
+import { endSsoSessions } from "@/lib/control/auth/end-sso-sessions";
 import { type SsoSignInResult, signInWithSso } from "@/lib/control/auth/sign-in-with-sso";
 import {
   cookieValue,
@@ -29,6 +31,9 @@ import {
 import { roleFromClaims, type SsoSettings } from "@/lib/control/auth/sso-settings";
 import type { AuthDeps } from "@/lib/control/deps";
 import { AppError } from "@/lib/control/errors";
+
+/** Where the provider posts back-channel logout tokens; register `<console origin>` + this. */
+export const SSO_BACKCHANNEL_LOGOUT_PATH = "/auth/oidc/backchannel-logout";
 
 /** The path the provider sends the browser back to; register `<console origin>` + this. */
 export const SSO_CALLBACK_PATH = "/auth/oidc/callback";
@@ -261,4 +266,62 @@ function pick(source: Readonly<Record<string, unknown>>, names: readonly string[
   return Object.fromEntries(
     names.filter((name) => name in source).map((name) => [name, source[name]]),
   );
+}
+
+const BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout";
+const jwksByUri = new Map<string, ReturnType<typeof jose.createRemoteJWKSet>>();
+
+/**
+ * OpenID Connect Back-Channel Logout 1.0: the provider posts a signed logout token when an
+ * identity signs out there. The token is checked (signature by the provider's keys, issuer,
+ * audience, age, the logout event, no nonce) and the identity's sessions here end. Answers
+ * whether it was accepted; a refusal is logged once.
+ */
+export async function acceptBackchannelLogout(options: {
+  readonly settings: SsoSettings;
+  readonly logoutToken: string | null;
+  readonly deps: Pick<AuthDeps, "db" | "clock">;
+  readonly requestId: string;
+}): Promise<{ readonly ok: true; readonly sessionsEnded: number } | { readonly ok: false }> {
+  const log = (message: string) =>
+    console.warn(`[${options.requestId}] sso back-channel logout refused: ${message}`);
+  if (options.logoutToken === null || options.logoutToken.length > 16_384) {
+    log("no logout_token");
+    return { ok: false };
+  }
+  let payload: jose.JWTPayload;
+  let issuer: string;
+  try {
+    const configuration = await configurationOf(options.settings);
+    const metadata = configuration.serverMetadata();
+    issuer = metadata.issuer;
+    if (metadata.jwks_uri === undefined) throw new Error("the provider publishes no jwks_uri");
+    let jwks = jwksByUri.get(metadata.jwks_uri);
+    if (jwks === undefined) {
+      const customFetch = configuration[oidc.customFetch];
+      jwks = jose.createRemoteJWKSet(new URL(metadata.jwks_uri), {
+        ...(customFetch === undefined
+          ? {}
+          : { [jose.customFetch]: customFetch as unknown as jose.FetchImplementation }),
+      });
+      jwksByUri.set(metadata.jwks_uri, jwks);
+    }
+    ({ payload } = await jose.jwtVerify(options.logoutToken, jwks, {
+      issuer,
+      audience: options.settings.clientId,
+      maxTokenAge: "5m",
+    }));
+  } catch (error: unknown) {
+    log(error instanceof Error ? error.message : String(error));
+    return { ok: false };
+  }
+  const events = payload.events;
+  const hasEvent =
+    typeof events === "object" && events !== null && BACKCHANNEL_LOGOUT_EVENT in events;
+  if (!hasEvent || "nonce" in payload || typeof payload.sub !== "string") {
+    log("not a logout token naming a subject (events, nonce or sub)");
+    return { ok: false };
+  }
+  const { sessionsEnded } = await endSsoSessions({ issuer, subject: payload.sub }, options.deps);
+  return { ok: true, sessionsEnded };
 }

@@ -10,7 +10,12 @@ import { isSecureCookieRequest, sessionCookieHeader } from "@/lib/control/auth/s
 import { clientAddressOf, requestOriginOf } from "../client-address";
 import { authDeps, clock, ssoSettingsFromEnv } from "../composition";
 import { loadEnv } from "../env";
-import { finishSsoSignIn, type SsoRedirect, startSsoSignIn } from "./oidc-flow";
+import {
+  acceptBackchannelLogout,
+  finishSsoSignIn,
+  type SsoRedirect,
+  startSsoSignIn,
+} from "./oidc-flow";
 
 function redirect(to: SsoRedirect, requestId: string): Response {
   const headers = new Headers({
@@ -66,4 +71,27 @@ export async function handleSsoCallback(request: Request): Promise<Response> {
       }),
   });
   return redirect(answer, requestId);
+}
+
+/** The provider's back-channel logout: a form post with `logout_token` (no cookie, no browser). */
+export async function handleSsoBackchannelLogout(request: Request): Promise<Response> {
+  const requestId = newRequestId();
+  const settings = ssoSettingsFromEnv();
+  const headers = { "cache-control": "no-store", "x-request-id": requestId };
+  if (settings === null) return new Response(null, { status: 404, headers });
+  const isForm = (request.headers.get("content-type") ?? "").startsWith(
+    "application/x-www-form-urlencoded",
+  );
+  // A logout token is a few KiB; a body without a small declared length is not read.
+  const length = Number(request.headers.get("content-length"));
+  const isSmall = Number.isInteger(length) && length > 0 && length <= 16_384;
+  const text = isForm && isSmall ? await request.text().catch(() => "") : "";
+  const logoutToken = new URLSearchParams(text.slice(0, 16_384)).get("logout_token");
+  const answer = await acceptBackchannelLogout({
+    settings,
+    logoutToken,
+    deps: authDeps(),
+    requestId,
+  });
+  return new Response(null, { status: answer.ok ? 200 : 400, headers });
 }
