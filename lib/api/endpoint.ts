@@ -17,7 +17,8 @@ import { AppError, type ErrorCode, toFieldErrors, validationError } from "@/lib/
 import { isDatabaseUnavailable } from "@/lib/control/prisma-errors";
 import { isCrossSiteBrowserRequest, isSafeMethod, isSameOriginRequest } from "./cross-site";
 import { clientRequestIdOf, errorResponse, newRequestId } from "./error-response";
-import { readJson } from "./read-json";
+import { DEFAULT_MAX_BODY_BYTES, readJson } from "./read-json";
+import { readJsonStreaming } from "./read-json-stream";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -77,6 +78,12 @@ export interface EndpointSpec<Params, Query, Body, Result, Raw extends Result = 
   body?: z.ZodType<Body>;
   /** Largest body accepted. @default 1 MiB */
   maxBodyBytes?: number;
+  /**
+   * Parse the body as it streams in, yielding to other requests between slices
+   * (read-json-stream.ts), for bodies large enough that parsing them at once would stall the
+   * server (a policy import). @default false
+   */
+  streamBody?: boolean;
   response: z.ZodType<Result>;
   /** @default 200 (201 for POST that creates, set explicitly) */
   successStatus?: 200 | 201 | 204;
@@ -216,6 +223,19 @@ async function authorize(
   return principal;
 }
 
+/** A line per 64 MiB of a streamed body read, so a long upload shows in the log as it goes. */
+function bodyProgressLogger(requestId: string): (bytesRead: number) => void {
+  const stepBytes = 64 * 1024 * 1024;
+  let nextBytes = stepBytes;
+  return (bytesRead) => {
+    if (bytesRead < nextBytes) return;
+    nextBytes = (Math.floor(bytesRead / stepBytes) + 1) * stepBytes;
+    console.info(
+      `[${requestId}] body: ${Math.floor(bytesRead / (1024 * 1024))} MiB read and parsed`,
+    );
+  };
+}
+
 type RouteContext = { params: Promise<Record<string, string | string[] | undefined>> };
 export type RouteHandler = (request: Request, context: RouteContext) => Promise<Response>;
 
@@ -246,7 +266,12 @@ async function answerWith(
     const rawBody =
       spec.body === undefined
         ? undefined
-        : await readJson(request, { maxBytes: spec.maxBodyBytes });
+        : spec.streamBody === true
+          ? await readJsonStreaming(request, {
+              maxBytes: spec.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+              onProgress: bodyProgressLogger(requestId),
+            })
+          : await readJson(request, { maxBytes: spec.maxBodyBytes });
     const body = parseWith(spec.body, rawBody, "body");
     const input = { params, query, body, principal, request, requestId };
     const result = await spec.handle(input);

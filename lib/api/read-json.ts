@@ -44,7 +44,7 @@ async function readCapped(request: Request, maxBytes: number): Promise<string> {
   }
 }
 
-function tooLarge(maxBytes: number): AppError {
+export function tooLarge(maxBytes: number): AppError {
   return new AppError(
     "PAYLOAD_TOO_LARGE",
     `The request body is larger than the limit of ${Math.round(maxBytes / 1024)} KiB.`,
@@ -71,8 +71,8 @@ export function jsonDepth(text: string): number {
   return deepest;
 }
 
-/** The parsed body, or an AppError (415, 413 or 400) that names the problem. */
-export async function readJson(request: Request, options: ReadJsonOptions = {}): Promise<unknown> {
+/** Refuses a body that is not declared as JSON (415). */
+export function requireJsonContentType(request: Request): void {
   const contentType = request.headers.get("content-type") ?? "";
   if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType)) {
     throw new AppError(
@@ -80,6 +80,11 @@ export async function readJson(request: Request, options: ReadJsonOptions = {}):
       `Send the body as JSON with "Content-Type: application/json"${contentType ? ` (got "${contentType.slice(0, 60)}")` : ""}.`,
     );
   }
+}
+
+/** The parsed body, or an AppError (415, 413 or 400) that names the problem. */
+export async function readJson(request: Request, options: ReadJsonOptions = {}): Promise<unknown> {
+  requireJsonContentType(request);
   const text = await readCapped(request, options.maxBytes ?? DEFAULT_MAX_BODY_BYTES);
   if (text.trim() === "")
     throw new AppError("MALFORMED_JSON", "The request body is empty; send a JSON object.");

@@ -13,6 +13,7 @@ import type { PrismaClient } from "@/lib/generated/prisma/client";
 import type { SessionSettings } from "./auth/auth-settings";
 import type { ScryptParams } from "./auth/password";
 import type { SignInLimiter } from "./auth/sign-in-limiter";
+import type { PasswordSignInPolicy } from "./auth/sso-settings";
 import type { SnapshotPublisher } from "./outbox/publish-pending-snapshots";
 
 export type { Clock };
@@ -47,6 +48,8 @@ export interface AuthDeps {
   readonly signInLimiter: SignInLimiter;
   /** Signs each audit entry's chain hash (AUDIT_KEY; audit/audit-chain.ts). @default DEV_AUDIT_KEY */
   readonly auditKey?: string;
+  /** Whether passwords are accepted (auth/sso-settings.ts). @default on, for everyone */
+  readonly passwordSignIn?: PasswordSignInPolicy;
 }
 
 /** The commands the fleet reads use; an ioredis client satisfies it. */

@@ -8,6 +8,9 @@
  * could not be decided (the gateway's failure setting then applies); INTERNAL is an unexpected
  * error, logged once here, with a generic message to the caller.
  */
+import { once } from "node:events";
+import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
+import { createServer as createTlsServer } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import { type CheckRequest, type DescriptorRules, decideDescriptors } from "./decide-descriptors";
@@ -24,6 +27,42 @@ export interface GrpcTls {
   readonly clientCa: Buffer | null;
 }
 
+/**
+ * What the gRPC server allows its clients, so slow or greedy ones are shed instead of held
+ * (docs/ratelimit-service.md, "Limits"). The service owns its listening socket and TLS (grpc-js
+ * is given each accepted connection), which is what makes the first two enforceable:
+ *
+ * | Limit | Default | Why |
+ * | --- | --- | --- |
+ * | `maxConnections` | 1 000 | Sockets past it are closed on accept |
+ * | `handshakeTimeoutMs` | 10 s | A TLS handshake must finish within it (Node's default is 120 s) |
+ * | `idleTimeoutMs` | 60 s | A connection with no call in flight for this long gets GOAWAY and closes: one that never sends a call (a slowloris, or only half the HTTP/2 preface) is shed |
+ * | `keepaliveTimeMs` / `keepaliveTimeoutMs` | 30 s / 10 s | The server pings; a peer that does not answer is dropped |
+ * | `maxConcurrentStreams` | 1 000 | Calls in flight on one connection |
+ * | `maxSessionMemoryMb` | 32 | Buffered headers and frames per connection; past it new calls are refused (grpc-js disables Node's limit by default) |
+ *
+ * The request size is `maxRequestBytes`; HTTP/2 header lists are capped by Node (64 KiB).
+ */
+export interface GrpcServerLimits {
+  readonly maxConnections: number;
+  readonly handshakeTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly keepaliveTimeMs: number;
+  readonly keepaliveTimeoutMs: number;
+  readonly maxConcurrentStreams: number;
+  readonly maxSessionMemoryMb: number;
+}
+
+export const GRPC_SERVER_LIMITS: GrpcServerLimits = {
+  maxConnections: 1_000,
+  handshakeTimeoutMs: 10_000,
+  idleTimeoutMs: 60_000,
+  keepaliveTimeMs: 30_000,
+  keepaliveTimeoutMs: 10_000,
+  maxConcurrentStreams: 1_000,
+  maxSessionMemoryMb: 32,
+};
+
 export interface GrpcServerOptions {
   readonly mapping: TDescriptorMapping;
   readonly check: CheckRequest;
@@ -38,10 +77,14 @@ export interface GrpcServerOptions {
    * @default 4 MiB (grpc-js's default)
    */
   readonly maxRequestBytes?: number;
+  /** @default GRPC_SERVER_LIMITS */
+  readonly limits?: Partial<GrpcServerLimits>;
 }
 
 export interface RunningGrpcServer {
   readonly server: grpc.Server;
+  /** The listening socket (its `maxConnections` is the connection cap). */
+  readonly listener: NetServer;
   readonly port: number;
   /** Reports SERVING (a policy is in force) or NOT_SERVING on the health service. */
   setServing(isServing: boolean): void;
@@ -113,46 +156,83 @@ export async function startGrpcServer(
   port: number,
 ): Promise<RunningGrpcServer> {
   const maxBytes = options.maxRequestBytes ?? 4 * 1024 * 1024;
+  const limits = { ...GRPC_SERVER_LIMITS, ...options.limits };
   const server = new grpc.Server({
     "grpc.max_receive_message_length": maxBytes,
-    "grpc.max_concurrent_streams": 1_000,
+    "grpc.max_concurrent_streams": limits.maxConcurrentStreams,
+    "grpc.max_connection_idle_ms": limits.idleTimeoutMs,
+    "grpc.keepalive_time_ms": limits.keepaliveTimeMs,
+    "grpc.keepalive_timeout_ms": limits.keepaliveTimeoutMs,
+    "grpc-node.max_session_memory": limits.maxSessionMemoryMb,
   });
   server.addService(rateLimitServiceDefinition(), {
     ShouldRateLimit: shouldRateLimitHandler(options),
   });
   const health = new HealthImplementation({ "": "NOT_SERVING", [RLS_SERVICE_NAME]: "NOT_SERVING" });
   health.addToServer(server);
-  const credentials =
+  // TLS is ended here, not by grpc-js, so the handshake has a deadline; grpc-js then serves
+  // each connection as given.
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const sockets = new Set<Socket>();
+  const accept = (socket: Socket) => {
+    socket.on("error", () => socket.destroy());
+    injector.injectConnection(socket);
+  };
+  const listener: NetServer =
     options.tls === null
-      ? grpc.ServerCredentials.createInsecure()
-      : grpc.ServerCredentials.createSsl(
-          options.tls.clientCa,
-          [{ cert_chain: options.tls.cert, private_key: options.tls.key }],
-          options.tls.clientCa !== null,
+      ? createNetServer(accept)
+      : createTlsServer(
+          {
+            cert: options.tls.cert,
+            key: options.tls.key,
+            ALPNProtocols: ["h2"],
+            handshakeTimeout: limits.handshakeTimeoutMs,
+            ...(options.tls.clientCa === null
+              ? {}
+              : { ca: options.tls.clientCa, requestCert: true, rejectUnauthorized: true }),
+          },
+          accept,
         );
-  const address = host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-  const boundPort = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(address, credentials, (error, bound) =>
-      error === null ? resolve(bound) : reject(error),
-    );
+  // Every accepted socket, TLS or not yet, so stopping can end them all.
+  listener.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
   });
+  // A failed or timed-out handshake: the client's problem, and its socket is closed.
+  listener.on("tlsClientError", (_error: Error, socket: Socket) => socket.destroy());
+  listener.maxConnections = limits.maxConnections;
+  listener.listen(port, host);
+  await Promise.race([
+    once(listener, "listening"),
+    once(listener, "error").then(([error]) => Promise.reject(error)),
+  ]);
+  const address = listener.address();
+  if (address === null || typeof address === "string") throw new Error("not listening on TCP");
   return {
     server,
-    port: boundPort,
+    listener,
+    port: address.port,
     setServing(isServing) {
       const status = isServing ? "SERVING" : "NOT_SERVING";
       health.setStatus("", status);
       health.setStatus(RLS_SERVICE_NAME, status);
     },
-    stop() {
-      return new Promise((resolve) => {
+    async stop() {
+      const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
+      await new Promise<void>((resolve) => {
         // Calls in flight finish; none is waited for longer than 5 s.
-        const timer = setTimeout(() => server.forceShutdown(), 5_000);
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          for (const socket of sockets) socket.destroy();
+          resolve();
+        }, 5_000);
         server.tryShutdown(() => {
           clearTimeout(timer);
           resolve();
         });
       });
+      for (const socket of sockets) socket.destroy();
+      await closed;
     },
   };
 }

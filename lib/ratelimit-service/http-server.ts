@@ -7,16 +7,55 @@
  * certificate that CA signed. The service refuses to start with neither. The other paths show
  * nothing secret and answer anyone who reaches the port, so a load balancer and Prometheus need
  * no credential.
+ *
+ * The server sets the limits every HTTP server we ship sets (lib/server/server-limits.ts:
+ * headers within 10 s, the whole request within 60 s, 100 headers, 1 000 connections) and, as
+ * forward-auth requests carry no body, refuses one over `MAX_CHECK_BODY_BYTES` with 413.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { TLSSocket } from "node:tls";
+import { applyServerLimits, serverLimitOptions } from "@/lib/server/server-limits";
 import type { CheckRequest } from "./decide-descriptors";
 import { type ForwardAuthOptions, forwardAuthAnswerOf, forwardAuthRequestOf } from "./forward-auth";
 import type { GrpcTls } from "./grpc-server";
 import type { ServiceMetrics } from "./service-metrics";
+
+/** Forward-auth requests have no body; a larger one is refused with 413. */
+export const MAX_CHECK_BODY_BYTES = 64 * 1024;
+
+/** Keep-alive sockets from the proxy stay open this long between requests. */
+const KEEP_ALIVE_MS = 30_000;
+
+/**
+ * Discards the body, or answers 413 and closes the connection once it passes the cap (declared
+ * or streamed). Returns false when the request was refused.
+ */
+function discardBody(req: IncomingMessage, res: ServerResponse): boolean {
+  const tooLarge = () => {
+    res.setHeader("Connection", "close");
+    sendProblem(
+      res,
+      413,
+      "Payload too large",
+      `a request body is at most ${MAX_CHECK_BODY_BYTES} bytes; /check needs none`,
+    );
+    req.destroy();
+  };
+  if (Number(req.headers["content-length"] ?? 0) > MAX_CHECK_BODY_BYTES) {
+    tooLarge();
+    return false;
+  }
+  let received = 0;
+  req.on("data", (chunk: Buffer) => {
+    received += chunk.length;
+    if (received > MAX_CHECK_BODY_BYTES && !res.headersSent) tooLarge();
+    else if (received > MAX_CHECK_BODY_BYTES) req.destroy();
+  });
+  return true;
+}
 
 /** The header carrying the shared secret. */
 export const SECRET_HEADER = "x-limitplane-secret";
@@ -73,7 +112,7 @@ function handler(options: HttpServerOptions): (req: IncomingMessage, res: Server
   const { metrics } = options;
 
   return (req, res) => {
-    req.resume();
+    if (!discardBody(req, res)) return;
     const path = (req.url ?? "/").split("?")[0];
     if (req.method === "GET" && path === "/metrics") {
       send(
@@ -148,9 +187,10 @@ export async function startHttpServer(
   const listener = handler(options);
   const server: Server =
     options.tls === null
-      ? createServer(listener)
+      ? createServer(serverLimitOptions(KEEP_ALIVE_MS), listener)
       : createHttpsServer(
           {
+            ...serverLimitOptions(KEEP_ALIVE_MS),
             cert: options.tls.cert,
             key: options.tls.key,
             ...(options.tls.clientCa === null
@@ -159,9 +199,7 @@ export async function startHttpServer(
           },
           listener,
         );
-  server.keepAliveTimeout = 30_000;
-  server.headersTimeout = 10_000;
-  server.maxHeadersCount = 200;
+  applyServerLimits(server);
   server.listen(port, host);
   await once(server, "listening");
   const address = server.address();

@@ -8,12 +8,14 @@
  *
  * Every value is created on first use, so importing this module opens no connection.
  */
+import { readFileSync } from "node:fs";
 import type { Clock } from "@limitplane/enforcer/limiter";
 import type { Authenticator } from "@/lib/api/endpoint";
 import { type SessionSettings, TOUCH_INTERVAL_MS } from "@/lib/control/auth/auth-settings";
 import { authenticateRequest } from "@/lib/control/auth/authenticate";
 import { DEFAULT_SCRYPT_PARAMS } from "@/lib/control/auth/password";
 import { SignInLimiter } from "@/lib/control/auth/sign-in-limiter";
+import type { SsoSettings } from "@/lib/control/auth/sso-settings";
 import type {
   AuthDeps,
   ControlDeps,
@@ -110,9 +112,39 @@ export function authDeps(): AuthDeps {
         secret: loadEnv().SESSION_SECRET,
       }),
       auditKey: loadEnv().AUDIT_KEY,
+      passwordSignIn: {
+        isEnabled: loadEnv().PASSWORD_SIGN_IN === "on",
+        breakGlassEmails: loadEnv().BREAK_GLASS_ADMINS,
+      },
     };
   }
   return deps.auth;
+}
+
+let ssoSettings: { value: SsoSettings | null } | undefined;
+
+/** Single sign-on as OIDC_* configures it (docs/sso.md), or null when OIDC_ISSUER is unset. */
+export function ssoSettingsFromEnv(): SsoSettings | null {
+  if (ssoSettings === undefined) {
+    const env = loadEnv();
+    ssoSettings = {
+      value:
+        env.OIDC_ISSUER === undefined ||
+        env.OIDC_CLIENT_ID === undefined ||
+        env.OIDC_ROLE_MAP === undefined
+          ? null
+          : {
+              issuer: env.OIDC_ISSUER,
+              clientId: env.OIDC_CLIENT_ID,
+              clientSecret: env.OIDC_CLIENT_SECRET ?? null,
+              roleClaim: env.OIDC_ROLE_CLAIM,
+              roleGrants: env.OIDC_ROLE_MAP,
+              displayName: env.OIDC_DISPLAY_NAME,
+              caPem: env.OIDC_CA_FILE === undefined ? null : readFileSync(env.OIDC_CA_FILE, "utf8"),
+            },
+    };
+  }
+  return ssoSettings.value;
 }
 
 /** The API's authenticator: a session cookie or an API token, checked against `authDeps()`. */

@@ -32,6 +32,33 @@ describe("parseEnv", () => {
     ],
     [{ AUDIT_KEY: "short" }, 'AUDIT_KEY must be at least 32 characters (got "<hidden>")'],
     [
+      { OIDC_ISSUER: "http://idp.example", OIDC_CLIENT_ID: "c", OIDC_ROLE_MAP: "a=admin" },
+      "OIDC_ISSUER must be an https:// URL (openid-client refuses a plain-http issuer)",
+    ],
+    [
+      { OIDC_ISSUER: "https://idp.example", OIDC_ROLE_MAP: "a=admin" },
+      "OIDC_CLIENT_ID must be set with OIDC_ISSUER",
+    ],
+    [
+      { OIDC_ISSUER: "https://idp.example", OIDC_CLIENT_ID: "c", OIDC_ROLE_MAP: "a=admin,b" },
+      "OIDC_ROLE_MAP entry 2 is not value=role with a role of viewer, operator or admin",
+    ],
+    [
+      { OIDC_ISSUER: "https://idp.example", OIDC_CLIENT_ID: "c", OIDC_ROLE_MAP: "a=root" },
+      "OIDC_ROLE_MAP entry 1 is not value=role",
+    ],
+    [
+      {
+        OIDC_ISSUER: "https://idp.example",
+        OIDC_CLIENT_ID: "c",
+        OIDC_ROLE_MAP: "a=admin,a=viewer",
+      },
+      'OIDC_ROLE_MAP entry 2 maps "a" a second time',
+    ],
+    [{ OIDC_CLIENT_ID: "c" }, "OIDC_CLIENT_ID is set but OIDC_ISSUER is not"],
+    [{ PASSWORD_SIGN_IN: "off" }, "PASSWORD_SIGN_IN is off but OIDC_ISSUER is not set"],
+    [{ PASSWORD_SIGN_IN: "no" }, "PASSWORD_SIGN_IN must be on or off"],
+    [
       { ALERT_WEBHOOK_URLS: "https://hooks.example/a, ftp://hooks.example/b" },
       "ALERT_WEBHOOK_URLS entry 2 is not an http:// or https:// URL",
     ],
@@ -98,6 +125,26 @@ describe("parseEnv", () => {
     }
     expect(message).toContain(expected);
     expect(message).not.toContain("\n");
+  });
+
+  it("reads single sign-on: the role map, password sign-in, the break-glass admins", () => {
+    const env = parseEnv({
+      OIDC_ISSUER: "https://idp.example/realms/corp",
+      OIDC_CLIENT_ID: "limitplane",
+      OIDC_ROLE_MAP: "lp-admins=admin, sre=operator,staff=viewer",
+      PASSWORD_SIGN_IN: "off",
+      BREAK_GLASS_ADMINS: "Owner@Example.com, ",
+    });
+    expect(env.OIDC_ROLE_MAP).toEqual([
+      { value: "lp-admins", role: "admin" },
+      { value: "sre", role: "operator" },
+      { value: "staff", role: "viewer" },
+    ]);
+    expect(env.OIDC_ROLE_CLAIM).toBe("groups");
+    expect(env.BREAK_GLASS_ADMINS).toEqual(["owner@example.com"]);
+    expect(() => parseEnv({ OIDC_CLIENT_SECRET: "s3cr3t-value" })).toThrow(
+      'OIDC_CLIENT_SECRET is set but OIDC_ISSUER is not: name the provider, or unset it (got "<hidden>")',
+    );
   });
 
   it("says each problem on a line of its own", () => {

@@ -9,6 +9,7 @@
 import "server-only";
 import { z } from "zod";
 import { DEV_AUDIT_KEY } from "@/lib/control/audit/audit-chain";
+import { parseRoleMap, type RoleGrant } from "@/lib/control/auth/sso-settings";
 
 const postgresUrl = z
   .string()
@@ -389,6 +390,62 @@ export const ZEnv = z
       .regex(/^[a-z_][a-z0-9_]{0,62}$/, "must be a role name: lower-case letters, digits and _")
       .optional(),
 
+    // Single sign-on (docs/sso.md) ------------------------------------------------------------
+    /**
+     * The OpenID Connect provider's issuer (https). Set, the sign-in page offers "Sign in with
+     * OIDC_DISPLAY_NAME"; OIDC_CLIENT_ID and OIDC_ROLE_MAP are then required. Unset: no SSO.
+     */
+    OIDC_ISSUER: z
+      .string()
+      .trim()
+      .refine((value) => URL.canParse(value), { error: "is not a URL", abort: true })
+      .refine((value) => new URL(value).protocol === "https:", {
+        error: "must be an https:// URL (openid-client refuses a plain-http issuer)",
+      })
+      .optional(),
+    /** The console's client id at the provider. */
+    OIDC_CLIENT_ID: z.string().trim().min(1).max(500).optional(),
+    /** The client's secret; unset for a public client (PKCE alone). */
+    OIDC_CLIENT_SECRET: z.string().min(1).optional(),
+    /** The claim whose values OIDC_ROLE_MAP maps to roles. */
+    OIDC_ROLE_CLAIM: z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9_:./-]{1,100}$/, "must be a claim name (letters, digits, _ : . / -)")
+      .default("groups"),
+    /** `value=role` pairs, comma-separated: `lp-admins=admin,lp-sre=operator,staff=viewer`. */
+    OIDC_ROLE_MAP: z
+      .string()
+      .optional()
+      .transform((value, ctx): readonly RoleGrant[] | undefined => {
+        if (value === undefined) return undefined;
+        const parsed = parseRoleMap(value);
+        if (!parsed.ok) {
+          ctx.addIssue({ code: "custom", message: parsed.message });
+          return z.NEVER;
+        }
+        return parsed.grants;
+      }),
+    /** The provider's name on the sign-in button. */
+    OIDC_DISPLAY_NAME: z.string().trim().min(1).max(60).default("single sign-on"),
+    /** A PEM file of the CA that signed the provider's certificate, when not a public one. */
+    OIDC_CA_FILE: z.string().min(1).optional(),
+    /** `off` refuses password sign-in but for BREAK_GLASS_ADMINS; needs OIDC_ISSUER. */
+    PASSWORD_SIGN_IN: z.enum(["on", "off"], { error: "must be on or off" }).default("on"),
+    /**
+     * Admins' emails (comma-separated) who may sign in with a password while PASSWORD_SIGN_IN is
+     * off, for when the provider is down; each such sign-in is audited and logged as a warning.
+     */
+    BREAK_GLASS_ADMINS: z
+      .string()
+      .default("")
+      .transform((value) =>
+        value
+          .split(",")
+          .map((entry) => entry.trim().toLowerCase())
+          .filter((entry) => entry !== ""),
+      ),
+
     // Redis Cluster ------------------------------------------------------------------------
     /**
      * Seed nodes of a Redis Cluster (`host:port,host:port`). Set, the console, the worker and
@@ -463,6 +520,7 @@ export const ZEnv = z
       }
     }
     checkSentinelSettings(env, ctx);
+    checkSsoSettings(env, ctx);
     checkRegionSettings(env, ctx);
     if (env.NODE_ENV === "production" && env.SESSION_SECRET === DEV_SESSION_SECRET) {
       ctx.addIssue({
@@ -521,6 +579,47 @@ function checkSentinelSettings(
         code: "custom",
         path: [variable],
         message: "is set but REDIS_SENTINELS is not: list the sentinels, or unset it",
+      });
+    }
+  }
+}
+
+/** The SSO variables belong together; password sign-in may be off only with a provider. */
+function checkSsoSettings(
+  env: {
+    OIDC_ISSUER?: string;
+    OIDC_CLIENT_ID?: string;
+    OIDC_CLIENT_SECRET?: string;
+    OIDC_ROLE_MAP?: readonly RoleGrant[];
+    PASSWORD_SIGN_IN: "on" | "off";
+  },
+  ctx: z.RefinementCtx,
+): void {
+  if (env.OIDC_ISSUER !== undefined) {
+    for (const variable of ["OIDC_CLIENT_ID", "OIDC_ROLE_MAP"] as const) {
+      if (env[variable] === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: [variable],
+          message: "must be set with OIDC_ISSUER (docs/sso.md)",
+        });
+      }
+    }
+  } else {
+    for (const variable of ["OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET", "OIDC_ROLE_MAP"] as const) {
+      if (env[variable] !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: [variable],
+          message: "is set but OIDC_ISSUER is not: name the provider, or unset it",
+        });
+      }
+    }
+    if (env.PASSWORD_SIGN_IN === "off") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["PASSWORD_SIGN_IN"],
+        message: "is off but OIDC_ISSUER is not set: nobody could sign in",
       });
     }
   }

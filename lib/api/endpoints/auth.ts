@@ -48,7 +48,7 @@ export const signInEndpoint = defineEndpoint({
   path: "/api/v1/auth/sign-in",
   summary: "Sign in with an email and a password",
   description:
-    "Sets the `lp_session` cookie (httpOnly, SameSite=Lax, Secure outside local development). Rate limited per client address (20 attempts, then 1 per 10 s) and by failures per account from one address (5, then 1 per 30 s) and per account (10, then 1 per 30 s; then only an address that has not failed may try): 429 with Retry-After. A correct password never counts as a failure.",
+    "Sets the `lp_session` cookie (httpOnly, SameSite=Lax, Secure outside local development). Rate limited per client address (20 attempts, then 1 per 10 s) and by failures per account from one address (5, then 1 per 30 s) and per account (10, then 1 per 30 s; then only an address that has not failed may try): 429 with Retry-After. A correct password never counts as a failure. With password sign-in turned off (`PASSWORD_SIGN_IN=off`, single sign-on instead), 403 FORBIDDEN except for the break-glass admins, whose sign-ins are audited (docs/sso.md).",
   tag,
   access: "public",
   refuseCrossSite: true,

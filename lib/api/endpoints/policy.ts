@@ -84,10 +84,11 @@ export const exportPolicyEndpoint = defineEndpoint({
 });
 
 /**
- * A million customers, each with a standing override, export to about 340 MiB of canonical JSON;
- * the body is read as one string, and V8's longest string is just under 512 Mi characters.
+ * A million customers, each with a standing override, export to about 340 MiB of canonical JSON.
+ * The body is parsed as it streams in (read-json-stream.ts), never held as one string; the limit
+ * bounds the memory an import may take (the parsed document, a few times its size in bytes).
  */
-const MAX_IMPORT_BYTES = 480 * 1024 * 1024;
+export const MAX_IMPORT_BYTES = 480 * 1024 * 1024;
 
 export const importPolicyEndpoint = defineEndpoint({
   method: "POST",
@@ -100,6 +101,7 @@ export const importPolicyEndpoint = defineEndpoint({
   query: strictParams({ reason: ZReason }),
   body: z.unknown(),
   maxBodyBytes: MAX_IMPORT_BYTES,
+  streamBody: true,
   response: z.object({
     summary: z.object({
       tiers: z.array(z.string()).readonly(),
@@ -117,7 +119,15 @@ export const importPolicyEndpoint = defineEndpoint({
   }),
   errors: ["CONFLICT", "APPROVAL_REQUIRED"],
   handle: async ({ query, body, ...input }) => {
-    const result = await importPolicy(body, changeContextOf(input, query.reason), controlDeps());
+    let lastPhase = "";
+    const result = await importPolicy(body, changeContextOf(input, query.reason), controlDeps(), {
+      // A line as each phase starts and ends: a million-row import shows how far it is.
+      onProgress: ({ phase, done, total }) => {
+        if (phase === lastPhase && done < total) return;
+        lastPhase = phase;
+        console.info(`[${input.requestId}] import: ${phase} ${done}/${total}`);
+      },
+    });
     return { ...result, isNoChange: "isNoChange" in result };
   },
   docs: { body: ZPolicyDocument },

@@ -10,14 +10,21 @@
  * 3. A disabled operator is refused (said only to whoever knows the password).
  * 4. A session row stores the SHA-256 of a new random token; the token goes to the caller (the
  *    cookie) and nowhere else.
+ *
+ * With password sign-in off (PASSWORD_SIGN_IN=off, single sign-on instead), every attempt is
+ * refused before the limits and the hash, except for the break-glass admins
+ * (`PasswordSignInPolicy`): they sign in as usual, and each such sign-in writes an
+ * `operator.break-glass-sign-in` audit entry and a warning line.
  */
 
-import { hasForbiddenCharacter, sha256Hex } from "@limitplane/enforcer/policy";
+import { hasForbiddenCharacter } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { runAuditedChange } from "../audit/run-audited-change";
 import { parseOptions } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { type OperatorRecord, operatorSelect, toOperatorRecord } from "../operator/operator-record";
+import { createSession } from "./create-session";
 import {
   dummyPasswordHash,
   hashPassword,
@@ -25,14 +32,8 @@ import {
   needsRehash,
   verifyPassword,
 } from "./password";
-import { newSessionToken } from "./secret-token";
-import {
-  cleanHeaderText,
-  newSessionId,
-  type SessionRecord,
-  sessionSelect,
-  toSessionRecord,
-} from "./session-record";
+import type { SessionRecord } from "./session-record";
+import { PASSWORD_SIGN_IN_ON } from "./sso-settings";
 
 /** Sign-in takes any text as the email: whatever was typed is looked up, lower-cased. */
 export const ZSignInCredentials = z.strictObject({
@@ -84,6 +85,15 @@ function findOperatorWithHash(email: string, deps: AuthDeps) {
 
 export async function signIn(options: SignInOptions, deps: AuthDeps): Promise<SignInResult> {
   const input = parseOptions(ZSignInOptions, options);
+  const policy = deps.passwordSignIn ?? PASSWORD_SIGN_IN_ON;
+  const isBreakGlass = !policy.isEnabled && policy.breakGlassEmails.includes(input.email);
+  if (!policy.isEnabled && !isBreakGlass) {
+    throw new AppError(
+      "FORBIDDEN",
+      "Password sign-in is turned off here. Sign in through your identity provider.",
+      { details: { passwordSignIn: "off" } },
+    );
+  }
   // Looked up only once the limits admit the attempt.
   const found: { row: Awaited<ReturnType<typeof findOperatorWithHash>> } = { row: null };
   const isMatch = await deps.signInLimiter.verify(
@@ -109,24 +119,45 @@ export async function signIn(options: SignInOptions, deps: AuthDeps): Promise<Si
       data: { passwordHash: await hashPassword(input.password, deps.passwordParams) },
     });
   }
-  const nowMs = deps.clock.nowMs();
-  const sessionToken = newSessionToken();
-  const session = await deps.db.session.create({
-    data: {
-      id: newSessionId(),
-      tokenHash: sha256Hex(sessionToken),
-      operatorId: row.id,
-      createdAt: new Date(nowMs),
-      expiresAt: new Date(nowMs + deps.sessions.lifetimeMs),
-      lastSeenAt: new Date(nowMs),
-      userAgent: cleanHeaderText(input.userAgent, 300),
-      address: cleanHeaderText(input.address, 100),
+  if (isBreakGlass) {
+    if (row.role !== "admin") {
+      throw new AppError(
+        "FORBIDDEN",
+        "Password sign-in is turned off here; break-glass sign-in is for admins only.",
+      );
+    }
+    await recordBreakGlassSignIn(row, input.address, deps);
+  }
+  const { sessionToken, session } = await createSession(row.id, input, deps);
+  return { sessionToken, session, operator: toOperatorRecord(operatorRow) };
+}
+
+/** Loud on purpose: an audit entry and a warning line, each naming who and from where. */
+async function recordBreakGlassSignIn(
+  row: { readonly id: string; readonly name: string; readonly email: string },
+  address: string | null,
+  deps: AuthDeps,
+): Promise<void> {
+  console.warn(
+    `BREAK-GLASS: ${row.email} signed in with a password while password sign-in is off (from ${address ?? "an unknown address"})`,
+  );
+  await runAuditedChange(
+    deps,
+    {
+      actor: { type: "operator", id: row.id, name: row.name },
+      reason: `Break-glass password sign-in while password sign-in is off (from ${address ?? "an unknown address"})`,
     },
-    select: sessionSelect,
-  });
-  return {
-    sessionToken,
-    session: toSessionRecord(session),
-    operator: toOperatorRecord(operatorRow),
-  };
+    {
+      action: "operator.break-glass-sign-in",
+      entityType: "operator",
+      async write() {
+        return {
+          entityId: row.id,
+          before: null,
+          after: { email: row.email, address },
+          value: {},
+        };
+      },
+    },
+  );
 }

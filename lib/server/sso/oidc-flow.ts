@@ -1,0 +1,327 @@
+/**
+ * The OpenID Connect authorization code flow with PKCE, on `openid-client` (the relying party; it
+ * reads the provider's discovery document, checks the ID token's signature, issuer, audience,
+ * expiry and nonce, and the returned state, and refuses a plain-http issuer):
+ *
+ * 1. `startSsoSignIn`: a new PKCE verifier, state and nonce, sealed into the `lp_sso` cookie
+ *    (lib/control/auth/sso-flow-state.ts), and a redirect to the provider's authorization
+ *    endpoint with the S256 challenge;
+ * 2. `finishSsoSignIn`: on the provider's redirect back, the cookie is opened, the code exchanged
+ *    with the verifier, the state and nonce checked, the claims read (the ID token's, with the
+ *    userinfo endpoint's when the email or the role claim is missing), the role mapped, and the
+ *    account signed in (lib/control/auth/sign-in-with-sso.ts).
+ *
+ * Every failure becomes a redirect to `/sign-in?sso=<reason>`, whose page says what happened; the
+ * cause is logged once with the request id.
+ */
+import "server-only";
+import { request as httpsRequest } from "node:https";
+import * as jose from "jose";
+import * as oidc from "openid-client";
+import { endSsoSessions } from "@/lib/control/auth/end-sso-sessions";
+import { type SsoSignInResult, signInWithSso } from "@/lib/control/auth/sign-in-with-sso";
+import {
+  cookieValue,
+  flowCookieHeader,
+  openFlowState,
+  SSO_FLOW_COOKIE,
+  SSO_FLOW_TTL_MS,
+  sealFlowState,
+} from "@/lib/control/auth/sso-flow-state";
+import { roleFromClaims, type SsoSettings } from "@/lib/control/auth/sso-settings";
+import type { AuthDeps } from "@/lib/control/deps";
+import { AppError } from "@/lib/control/errors";
+
+/** Where the provider posts back-channel logout tokens; register `<console origin>` + this. */
+export const SSO_BACKCHANNEL_LOGOUT_PATH = "/auth/oidc/backchannel-logout";
+
+/** The path the provider sends the browser back to; register `<console origin>` + this. */
+export const SSO_CALLBACK_PATH = "/auth/oidc/callback";
+
+/** Why an SSO sign-in failed, as `/sign-in?sso=<reason>` says it (components/auth/sso-notice.tsx). */
+export type SsoFailure =
+  | "expired"
+  | "refused-by-provider"
+  | "check-failed"
+  | "provider-unreachable"
+  | "no-role"
+  | "not-linked"
+  | "disabled";
+
+export interface SsoRedirect {
+  readonly location: string;
+  readonly setCookies: readonly string[];
+}
+
+export interface SsoFlowOptions {
+  readonly settings: SsoSettings;
+  /** SESSION_SECRET: seals the flow cookie. */
+  readonly secret: string;
+  /** The console's origin as the browser sees it (`https://console.example.com`). */
+  readonly origin: string;
+  readonly isSecureCookie: boolean;
+  readonly nowMs: number;
+}
+
+const configurations = new Map<string, Promise<oidc.Configuration>>();
+
+/** `fetch` over node:https trusting `caPem` too (a provider whose certificate a private CA signed). */
+function fetchTrusting(caPem: string): oidc.CustomFetch {
+  return (url, options) =>
+    new Promise<Response>((resolve, reject) => {
+      const headers: Record<string, string> = {};
+      new Headers(options.headers).forEach((value, name) => {
+        headers[name] = value;
+      });
+      const outgoing = httpsRequest(
+        url,
+        { method: options.method, headers, ca: caPem, signal: options.signal ?? undefined },
+        (incoming) => {
+          const chunks: Buffer[] = [];
+          incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+          incoming.on("error", reject);
+          incoming.on("end", () => {
+            const responseHeaders = new Headers();
+            for (const [name, value] of Object.entries(incoming.headers)) {
+              if (typeof value === "string") responseHeaders.set(name, value);
+              else if (Array.isArray(value))
+                for (const item of value) responseHeaders.append(name, item);
+            }
+            const status = incoming.statusCode ?? 502;
+            const body = status === 204 || status === 304 ? null : Buffer.concat(chunks);
+            resolve(new Response(body, { status, headers: responseHeaders }));
+          });
+        },
+      );
+      outgoing.on("error", reject);
+      const { body } = options;
+      if (typeof body === "string" || body instanceof Uint8Array) outgoing.end(body);
+      else if (body instanceof URLSearchParams) outgoing.end(body.toString());
+      else outgoing.end();
+    });
+}
+
+/** The provider's configuration, discovered once per process (again after a failure). */
+function configurationOf(settings: SsoSettings): Promise<oidc.Configuration> {
+  const key = `${settings.issuer}\n${settings.clientId}`;
+  let found = configurations.get(key);
+  if (found === undefined) {
+    const customFetch = settings.caPem === null ? undefined : fetchTrusting(settings.caPem);
+    found = oidc
+      .discovery(
+        new URL(settings.issuer),
+        settings.clientId,
+        settings.clientSecret ?? undefined,
+        settings.clientSecret === null ? oidc.None() : undefined,
+        { timeout: 10, ...(customFetch === undefined ? {} : { [oidc.customFetch]: customFetch }) },
+      )
+      .then((configuration) => {
+        if (customFetch !== undefined) configuration[oidc.customFetch] = customFetch;
+        return configuration;
+      });
+    found.catch(() => configurations.delete(key));
+    configurations.set(key, found);
+  }
+  return found;
+}
+
+const SCOPE = "openid email profile";
+
+/** Step 1: where to send the browser, and the cookie that remembers the flow. */
+export async function startSsoSignIn(
+  options: SsoFlowOptions & { readonly next: string },
+): Promise<SsoRedirect> {
+  let configuration: oidc.Configuration;
+  try {
+    configuration = await configurationOf(options.settings);
+  } catch (error: unknown) {
+    console.warn(`sso: the provider's discovery failed: ${String(error)}`);
+    return failure("provider-unreachable", options);
+  }
+  const verifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  const scopes = new Set([...SCOPE.split(" "), ...scopesForClaim(options.settings.roleClaim)]);
+  const location = oidc.buildAuthorizationUrl(configuration, {
+    redirect_uri: `${options.origin}${SSO_CALLBACK_PATH}`,
+    scope: [...scopes].join(" "),
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: "S256",
+    state,
+    nonce,
+  });
+  const sealed = sealFlowState(
+    { verifier, state, nonce, next: options.next, expiresAtMs: options.nowMs + SSO_FLOW_TTL_MS },
+    options.secret,
+  );
+  return {
+    location: location.href,
+    setCookies: [flowCookieHeader(sealed, options.isSecureCookie, SSO_FLOW_TTL_MS / 1000)],
+  };
+}
+
+/** Providers release a `groups` claim under a scope of the same name; others need none. */
+function scopesForClaim(claim: string): string[] {
+  return claim === "groups" ? ["groups"] : [];
+}
+
+function failure(reason: SsoFailure, options: SsoFlowOptions): SsoRedirect {
+  return {
+    location: `/sign-in?sso=${reason}`,
+    setCookies: [flowCookieHeader("", options.isSecureCookie, 0)],
+  };
+}
+
+function failureOf(error: AppError): SsoFailure {
+  const reason = error.details?.ssoFailure;
+  if (typeof reason === "string") return reason as SsoFailure;
+  return error.code === "FORBIDDEN" ? "not-linked" : "check-failed";
+}
+
+export interface FinishSsoOptions extends SsoFlowOptions {
+  /** The callback's URL as the browser sent it (with `code` and `state`). */
+  readonly callbackUrl: URL;
+  readonly cookieHeader: string | null;
+  readonly client: { readonly address: string | null; readonly userAgent: string | null };
+  readonly deps: AuthDeps;
+  readonly requestId: string;
+  /** Called with the signed-in result, to build the session cookie. */
+  sessionCookie(result: SsoSignInResult): string;
+}
+
+/** Step 2: the provider sent the browser back. */
+export async function finishSsoSignIn(options: FinishSsoOptions): Promise<SsoRedirect> {
+  const log = (message: string) => console.warn(`[${options.requestId}] sso: ${message}`);
+  const flow = openFlowState(
+    cookieValue(options.cookieHeader, SSO_FLOW_COOKIE),
+    options.secret,
+    options.nowMs,
+  );
+  if (flow === null) {
+    log("no valid sign-in in progress (the lp_sso cookie is missing, altered or expired)");
+    return failure("expired", options);
+  }
+  const providerError = options.callbackUrl.searchParams.get("error");
+  if (providerError !== null) {
+    log(`the provider refused: ${providerError.slice(0, 100)}`);
+    return failure("refused-by-provider", options);
+  }
+  let configuration: oidc.Configuration;
+  try {
+    configuration = await configurationOf(options.settings);
+  } catch (error: unknown) {
+    log(`the provider's discovery failed: ${String(error)}`);
+    return failure("provider-unreachable", options);
+  }
+  // openid-client takes the redirect_uri from this URL (origin and path, no query).
+  const currentUrl = new URL(`${options.origin}${SSO_CALLBACK_PATH}`);
+  currentUrl.search = options.callbackUrl.search;
+  let claims: Record<string, unknown>;
+  try {
+    const tokens = await oidc.authorizationCodeGrant(configuration, currentUrl, {
+      pkceCodeVerifier: flow.verifier,
+      expectedState: flow.state,
+      expectedNonce: flow.nonce,
+      idTokenExpected: true,
+    });
+    const idClaims = tokens.claims();
+    if (idClaims === undefined) throw new Error("no ID token");
+    claims = { ...idClaims };
+    if (claims.email === undefined || claims[options.settings.roleClaim] === undefined) {
+      const userInfo = await oidc.fetchUserInfo(configuration, tokens.access_token, idClaims.sub);
+      const wanted = ["email", "email_verified", "name", options.settings.roleClaim];
+      claims = { ...claims, ...pick(userInfo, wanted) };
+    }
+  } catch (error: unknown) {
+    log(
+      `the code exchange or its checks failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+    return failure("check-failed", options);
+  }
+  try {
+    const result = await signInWithSso(
+      {
+        issuer: configuration.serverMetadata().issuer,
+        subject: String(claims.sub ?? ""),
+        email: typeof claims.email === "string" ? claims.email : null,
+        isEmailVerified: claims.email_verified === true,
+        name: typeof claims.name === "string" ? claims.name : null,
+        role: roleFromClaims(claims, options.settings),
+      },
+      options.client,
+      options.deps,
+    );
+    return {
+      location: flow.next,
+      setCookies: [flowCookieHeader("", options.isSecureCookie, 0), options.sessionCookie(result)],
+    };
+  } catch (error: unknown) {
+    if (!(error instanceof AppError)) throw error;
+    log(`sign-in refused: ${error.message}`);
+    return failure(failureOf(error), options);
+  }
+}
+
+function pick(source: Readonly<Record<string, unknown>>, names: readonly string[]) {
+  return Object.fromEntries(
+    names.filter((name) => name in source).map((name) => [name, source[name]]),
+  );
+}
+
+const BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout";
+const jwksByUri = new Map<string, ReturnType<typeof jose.createRemoteJWKSet>>();
+
+/**
+ * OpenID Connect Back-Channel Logout 1.0: the provider posts a signed logout token when an
+ * identity signs out there. The token is checked (signature by the provider's keys, issuer,
+ * audience, age, the logout event, no nonce) and the identity's sessions here end. Answers
+ * whether it was accepted; a refusal is logged once.
+ */
+export async function acceptBackchannelLogout(options: {
+  readonly settings: SsoSettings;
+  readonly logoutToken: string | null;
+  readonly deps: Pick<AuthDeps, "db" | "clock">;
+  readonly requestId: string;
+}): Promise<{ readonly ok: true; readonly sessionsEnded: number } | { readonly ok: false }> {
+  const log = (message: string) =>
+    console.warn(`[${options.requestId}] sso back-channel logout refused: ${message}`);
+  if (options.logoutToken === null || options.logoutToken.length > 16_384) {
+    log("no logout_token");
+    return { ok: false };
+  }
+  let payload: jose.JWTPayload;
+  let issuer: string;
+  try {
+    const configuration = await configurationOf(options.settings);
+    const metadata = configuration.serverMetadata();
+    issuer = metadata.issuer;
+    if (metadata.jwks_uri === undefined) throw new Error("the provider publishes no jwks_uri");
+    let jwks = jwksByUri.get(metadata.jwks_uri);
+    if (jwks === undefined) {
+      const customFetch = configuration[oidc.customFetch];
+      jwks = jose.createRemoteJWKSet(new URL(metadata.jwks_uri), {
+        ...(customFetch === undefined
+          ? {}
+          : { [jose.customFetch]: customFetch as unknown as jose.FetchImplementation }),
+      });
+      jwksByUri.set(metadata.jwks_uri, jwks);
+    }
+    ({ payload } = await jose.jwtVerify(options.logoutToken, jwks, {
+      issuer,
+      audience: options.settings.clientId,
+      maxTokenAge: "5m",
+    }));
+  } catch (error: unknown) {
+    log(error instanceof Error ? error.message : String(error));
+    return { ok: false };
+  }
+  const events = payload.events;
+  const hasEvent =
+    typeof events === "object" && events !== null && BACKCHANNEL_LOGOUT_EVENT in events;
+  if (!hasEvent || "nonce" in payload || typeof payload.sub !== "string") {
+    log("not a logout token naming a subject (events, nonce or sub)");
+    return { ok: false };
+  }
+  const { sessionsEnded } = await endSsoSessions({ issuer, subject: payload.sub }, options.deps);
+  return { ok: true, sessionsEnded };
+}
