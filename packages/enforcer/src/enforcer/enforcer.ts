@@ -246,7 +246,7 @@ export class Enforcer implements RequestChecker {
       report: () => ({
         applied: this.#follower.applied,
         snapshotErrors: this.#follower.errors,
-        breaker: this.#engine.breaker,
+        breaker: { snapshot: () => this.#engine.breakerSnapshot() },
         degradedByFailure: this.#engine.metrics.totals().degradedByFailure,
         slowStoreDecisions: this.#engine.slowStoreDecisionCount,
         eventLoopDelay: this.#loopDelay.last,
@@ -403,7 +403,7 @@ export class Enforcer implements RequestChecker {
 
   #noticeStoreRecovery(): void {
     if (!this.#isStoreFailing) return;
-    const breaker = this.#engine.breaker.snapshot();
+    const breaker = this.#engine.breakerSnapshot();
     if (breaker.state !== "closed" || breaker.consecutiveFailures > 0) return;
     this.#isStoreFailing = false;
     this.#logger.log("info", "limiter store answering again");
@@ -488,7 +488,7 @@ export class Enforcer implements RequestChecker {
       policy: this.#follower.applied,
       policySize: this.#follower.size,
       snapshotErrors: this.#follower.errors,
-      breaker: this.#engine.breaker.snapshot(),
+      breaker: this.#engine.breakerSnapshot(),
       redis: {
         decisions: this.#clients.decisions.status,
         control: this.#clients.control.status,

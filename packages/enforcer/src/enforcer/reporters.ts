@@ -113,7 +113,8 @@ export function runEvery(
 export interface EnforcerReport {
   readonly applied: AppliedSnapshot | null;
   readonly snapshotErrors: SnapshotErrorReport;
-  readonly breaker: CircuitBreaker;
+  /** Every server's breaker as one (`DecisionEngine.breakerSnapshot`). */
+  readonly breaker: Pick<CircuitBreaker, "snapshot">;
   /** Decisions made without the store since start, by why (totals, never reset). */
   readonly degradedByFailure: Readonly<Record<StoreFailure, number>>;
   /** Store decisions that were slow and waited for, since start. */

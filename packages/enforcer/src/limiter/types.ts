@@ -196,6 +196,12 @@ export interface LimiterStore {
    * about to close the store's connection gets their answers first.
    */
   sendHeld?(): void;
+  /**
+   * Optional: which server decides `subject` now (a Redis Cluster's slot owner, `host:port`), ""
+   * when one server decides every subject or the owner is not known yet. The enforcer keeps a
+   * circuit breaker per server, so one failing server does not degrade subjects on the others.
+   */
+  nodeOf?(subject: string): string;
 }
 
 /** What a caller asks to lease with a decision (see `LimiterStore.decideLeasing`). */

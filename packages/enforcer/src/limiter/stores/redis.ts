@@ -1,3 +1,5 @@
+/// <reference path="./cluster-key-slot.d.ts" />
+import calculateSlot from "cluster-key-slot";
 import { assertName, assertValidChecks } from "../arguments";
 import { type Clock, monotonicClock } from "../clock";
 import { combineOutcomes } from "../layered";
@@ -155,6 +157,7 @@ export class RedisStore implements LimiterStore {
   readonly #clock: Clock | undefined;
   readonly #runner: RedisScriptRunner;
   readonly #batcher: DecisionBatcher;
+  readonly #client: RedisScriptClient;
 
   constructor(options: RedisStoreOptions) {
     if (/[{}]/.test(options.keyPrefix)) {
@@ -163,6 +166,7 @@ export class RedisStore implements LimiterStore {
       );
     }
     this.#keyPrefix = options.keyPrefix;
+    this.#client = options.client;
     this.#clock = options.clock;
     this.#batcher = new DecisionBatcher({
       run: (keys, args) => this.#runner.run(keys, args),
@@ -197,6 +201,16 @@ export class RedisStore implements LimiterStore {
 
   decide(input: DecideInput): Promise<LayeredDecision> {
     return this.#layered("d", input);
+  }
+
+  /**
+   * The master that owns `subject`'s slot now (`host:port`), as the Cluster client's slot table
+   * says; "" on a single Redis (or Sentinel's primary), or before the client knows the slots.
+   */
+  nodeOf(subject: string): string {
+    const slots = this.#client.slots;
+    if (this.#client.isCluster !== true || slots === undefined) return "";
+    return slots[calculateSlot(this.subjectKey(subject))]?.[0] ?? "";
   }
 
   /**
