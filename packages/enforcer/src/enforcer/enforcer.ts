@@ -157,7 +157,15 @@ export class Enforcer implements RequestChecker {
     const makeStore =
       options.store ??
       ((clients: EnforcerClients, keyPrefix: string) =>
-        new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: batchSize }));
+        new RedisStore({
+          client: clients.decisions,
+          keyPrefix,
+          maxBatchSize: batchSize,
+          replicated:
+            clients.replicated === undefined || clients.replicated.isCluster === true
+              ? undefined
+              : { client: clients.replicated, waitMs: Math.max(1, Math.floor(maxWaitMs / 2)) },
+        }));
 
     const maxWaitMs = timeouts.maxWaitMs ?? Math.max(1_000, timeouts.storeCallMs ?? 50);
     this.#ownsClients = redis.clients === undefined;
@@ -298,6 +306,11 @@ export class Enforcer implements RequestChecker {
         ...target,
         connectionName: connectionName("d"),
         // The client must not give up on a slow call before the enforcer does.
+        commandTimeoutMs: maxWaitMs + 250,
+      }),
+      replicated: createRedisClient("decisions", {
+        ...target,
+        connectionName: connectionName("r"),
         commandTimeoutMs: maxWaitMs + 250,
       }),
       control: createRedisClient("control", { ...target, connectionName: connectionName("c") }),

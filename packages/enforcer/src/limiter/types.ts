@@ -132,7 +132,19 @@ export interface LimitCheck {
   readonly bucket?: string;
   readonly limit: LimitSpec;
   readonly mode: LimitMode;
+  /**
+   * `replicated`: a store with replicas confirms the decision's writes reached at least one
+   * replica before it answers (the Redis store: `WAIT` after the call, on a connection of its
+   * own), so a failover cannot lose an admission this limit made; when no replica acknowledges in
+   * time the call fails and the failure policy decides. Costs a replica round trip per decision.
+   * Absent (the default): written to the primary only; docs/failover.md bounds what a failover
+   * can then lose.
+   */
+  readonly durability?: Durability;
 }
+
+/** How sure a limit's writes are to survive a failover; see `LimitCheck.durability`. */
+export type Durability = "async" | "replicated";
 
 /** The outcome of one limit within a layered decision. */
 export interface LimitOutcome extends Decision {
