@@ -28,7 +28,12 @@
  */
 import { appendFile } from "node:fs/promises";
 import { Agent } from "node:http";
-import { createRedisClient, type RedisClient } from "@limitplane/enforcer/publication";
+import {
+  createRedisClient,
+  type RedisClient,
+  readEnforcerHeartbeats,
+  readRedisFailovers,
+} from "@limitplane/enforcer/publication";
 import { publishTestSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -266,6 +271,26 @@ describe("a Sentinel failover under traffic", () => {
     await Promise.all([steady.stop(), tight.stop(), durable.stop(), probes.stop()]);
     const endedMs = performance.now();
     sentinelEvents.disconnect();
+
+    // What the console shows: every gateway reports the new primary (and Sentinel's name), and
+    // the change is recorded as a failover to mark on the charts.
+    const promotedAddress = `127.0.0.1:${newPrimary}`;
+    await waitFor("the gateways to report the new primary", async () => {
+      const { heartbeats } = await readEnforcerHeartbeats(control, prefix, 10);
+      return heartbeats.length === 2 &&
+        heartbeats.every(
+          (heartbeat) =>
+            heartbeat.redisTopology?.mode === "sentinel" &&
+            heartbeat.redisTopology.sentinelName === group.masterName &&
+            heartbeat.redisTopology.primaries.join() === promotedAddress,
+        )
+        ? true
+        : undefined;
+    });
+    const failovers = await readRedisFailovers(control, prefix, Date.now() - 600_000);
+    expect(failovers.map((event) => [event.from, event.to])).toEqual([
+      [`127.0.0.1:${oldPrimary}`, promotedAddress],
+    ]);
 
     const all = [...steady.answers, ...tight.answers, ...durable.answers, ...probes.answers];
     // Every request answered with a status: no connection error, nothing past the deadline.

@@ -57,6 +57,7 @@ import {
   renderPrometheus,
   renderPrometheusFamilies,
 } from "./prometheus";
+import { RedisTopologyWatcher } from "./redis-topology";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
 import { SeenCustomers, SeenCustomersReporter } from "./seen-customers";
 import { STORE_FAILURES, type StoreFailure } from "./types";
@@ -103,6 +104,7 @@ export class Enforcer implements RequestChecker {
   readonly #clients: EnforcerClients;
   readonly #ownsClients: boolean;
   readonly #status: StatusReporter;
+  readonly #topology: RedisTopologyWatcher;
   readonly #flusher: MetricsFlusher;
   readonly #seen: SeenCustomers | null;
   readonly #seenReporter: SeenCustomersReporter | null;
@@ -247,6 +249,14 @@ export class Enforcer implements RequestChecker {
       throw asOptionsError(error);
     }
 
+    this.#topology = new RedisTopologyWatcher({
+      redis: this.#clients.control,
+      names,
+      enforcerId: this.enforcerId,
+      sentinelName: redis.sentinel?.name ?? null,
+      wallClock,
+      logger: this.#logger,
+    });
     this.#status = new StatusReporter({
       redis: this.#clients.control,
       names,
@@ -258,6 +268,8 @@ export class Enforcer implements RequestChecker {
         degradedByFailure: this.#engine.metrics.totals().degradedByFailure,
         slowStoreDecisions: this.#engine.slowStoreDecisionCount,
         eventLoopDelay: this.#loopDelay.last,
+        redisTopology: this.#topology.current,
+        redisFailoversSeen: this.#topology.failoversSeen,
       }),
       ttlMs: reporting.heartbeatTtlMs ?? 10_000,
       wallClock,
@@ -354,11 +366,13 @@ export class Enforcer implements RequestChecker {
     }
     this.#reportUnreachableRedis();
     this.#loopDelay.start();
+    await this.#topology.refresh();
     await this.#status.beat();
     this.#loops.push(
-      runEvery(this.#timers, this.#heartbeatIntervalMs, () => {
+      runEvery(this.#timers, this.#heartbeatIntervalMs, async () => {
         this.#noticeStoreRecovery();
         this.#loopDelay.rotate();
+        await this.#topology.refresh();
         return this.#status.beat();
       }),
       runEvery(this.#timers, this.#metricsFlushIntervalMs, () =>
