@@ -320,11 +320,17 @@ export class Enforcer implements RequestChecker {
         // The client must not give up on a slow call before the enforcer does.
         commandTimeoutMs: maxWaitMs + 250,
       }),
-      replicated: createRedisClient("decisions", {
-        ...target,
-        connectionName: connectionName("r"),
-        commandTimeoutMs: maxWaitMs + 250,
-      }),
+      // Limits with durability "replicated" (WAIT blocks its connection). Not on a Cluster, where
+      // WAIT would need the slot's node: such limits are left to their failure policy there.
+      ...((target.clusterNodes ?? []).length > 0
+        ? {}
+        : {
+            replicated: createRedisClient("decisions", {
+              ...target,
+              connectionName: connectionName("r"),
+              commandTimeoutMs: maxWaitMs + 250,
+            }),
+          }),
       control: createRedisClient("control", { ...target, connectionName: connectionName("c") }),
       subscriber: createRedisClient("subscriber", {
         ...target,
