@@ -1,5 +1,6 @@
 import type { EnforcerHeartbeat } from "@limitplane/enforcer/publication";
 import { Badge } from "../ui/badge";
+import { ScrollRegion } from "../ui/scroll-region";
 
 type TopologyReport = Pick<EnforcerHeartbeat, "id" | "redisTopology">;
 
@@ -72,64 +73,66 @@ export function RedisTopologyPanel({
           No gateway has reported its Redis topology yet (gateways report it with every heartbeat).
         </p>
       ) : (
-        <table className="data" data-testid="redis-topology">
-          <caption className="visually-hidden">
-            Redis primaries and replicas, as each group of gateways sees them
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Setup</th>
-              <th scope="col">Primary</th>
-              <th scope="col">Replicas</th>
-              <th scope="col">Gateways</th>
-            </tr>
-          </thead>
-          <tbody>
-            {groups.map((group) => (
-              <tr key={group.key} data-testid="redis-topology-row">
-                <td data-label="Setup">
-                  {MODE_WORDS[group.topology.mode] ?? group.topology.mode}
-                  {group.topology.sentinelName === null ? null : (
-                    <>
-                      {" "}
-                      master <code>{group.topology.sentinelName}</code>
-                    </>
-                  )}
-                </td>
-                <td data-label="Primary">
-                  {group.topology.primaries.map((primary) => (
-                    <code key={primary} className="mono">
-                      {primary}{" "}
-                    </code>
-                  ))}
-                </td>
-                <td data-label="Replicas">
-                  {group.topology.replicas.length === 0 ? (
-                    <Badge tone="warn">none</Badge>
-                  ) : (
-                    group.topology.replicas.map((replica) => (
-                      <code key={replica} className="mono">
-                        {replica}{" "}
-                      </code>
-                    ))
-                  )}
-                </td>
-                <td data-label="Gateways">
-                  {group.enforcerIds.length}
-                  {group.failoversSeen > 0 ? (
-                    <>
-                      {" "}
-                      <Badge tone="bad">
-                        {group.failoversSeen} {group.failoversSeen === 1 ? "failover" : "failovers"}{" "}
-                        seen
-                      </Badge>
-                    </>
-                  ) : null}
-                </td>
+        <ScrollRegion label="Redis topology">
+          <table className="data" data-testid="redis-topology">
+            <caption className="visually-hidden">
+              Redis primaries and replicas, as each group of gateways sees them
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Setup</th>
+                <th scope="col">Primary</th>
+                <th scope="col">Replicas</th>
+                <th scope="col">Gateways</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {groups.map((group) => (
+                <tr key={group.key} data-testid="redis-topology-row">
+                  <td data-label="Setup">
+                    {MODE_WORDS[group.topology.mode] ?? group.topology.mode}
+                    {group.topology.sentinelName === null ? null : (
+                      <>
+                        {" "}
+                        master <code>{group.topology.sentinelName}</code>
+                      </>
+                    )}
+                  </td>
+                  <td data-label="Primary">
+                    {group.topology.primaries.map((primary) => (
+                      <code key={primary} className="mono">
+                        {primary}{" "}
+                      </code>
+                    ))}
+                  </td>
+                  <td data-label="Replicas">
+                    {group.topology.replicas.length === 0 ? (
+                      <Badge tone="warn">none</Badge>
+                    ) : (
+                      group.topology.replicas.map((replica) => (
+                        <code key={replica} className="mono">
+                          {replica}{" "}
+                        </code>
+                      ))
+                    )}
+                  </td>
+                  <td data-label="Gateways">
+                    {group.enforcerIds.length}
+                    {group.failoversSeen > 0 ? (
+                      <>
+                        {" "}
+                        <Badge tone="bad">
+                          {group.failoversSeen}{" "}
+                          {group.failoversSeen === 1 ? "failover" : "failovers"} seen
+                        </Badge>
+                      </>
+                    ) : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </ScrollRegion>
       )}
       {unreported > 0 ? (
         <p className="muted small">
