@@ -23,6 +23,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   "cold-start": () => import("./cold-start"),
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
+  failover: () => import("./failover"),
   "lease-fairness": () => import("./lease-fairness"),
   outbound: () => import("./outbound"),
   redis: () => import("./redis"),

@@ -25,6 +25,7 @@ const ZRunReport = z.object({
   tightAllowance: z.number(),
   overshoot: z.number(),
   overshootBound: z.number(),
+  replicatedOvershoot: z.number().optional(),
 });
 type RunReport = z.infer<typeof ZRunReport>;
 
@@ -84,6 +85,7 @@ console.log(
     `  INFO replication lag (s):            ${distribution(runs.flatMap((run) => run.replicationLagSec))}`,
     `  tight key admitted - allowance:      ${distribution(runs.map((run) => run.overshoot))}`,
     `  documented overshoot bound:          ${distribution(runs.map((run) => run.overshootBound))}`,
+    `  replicated key admitted - allowance: ${distribution(runs.flatMap((run) => (run.replicatedOvershoot === undefined ? [] : [run.replicatedOvershoot])))}`,
   ].join("\n"),
 );
 process.exit(failures === 0 ? 0 : 1);

@@ -21,6 +21,7 @@ export function seriesStyle(index: number): { readonly stroke: string; readonly 
 export const MARKER_COLORS = {
   "policy-change": "#2550c9",
   "incident-override": "#9a6400",
+  "redis-failover": "#b42318",
 } as const;
 
 export const BLOCKED_STYLE = { stroke: "#b42318", dash: "" } as const;

@@ -7,7 +7,7 @@ import {
   groupChartMarkers,
   plotFraction,
 } from "@/lib/console/chart-overlays";
-import type { ChartMarker, ChartWindow } from "@/lib/console/chart-series";
+import { type ChartMarker, type ChartWindow, MARKER_KIND_WORDS } from "@/lib/console/chart-series";
 import { Badge } from "../ui/badge";
 import { LocalTime } from "../ui/local-time";
 import { MARKER_COLORS } from "./chart-theme";
@@ -110,8 +110,8 @@ export function MarkerOverlay({
               <ol start={group.firstNumber} aria-label={`Changes ${group.label}`}>
                 {group.markers.map((marker) => (
                   <li key={marker.auditEntryId}>
-                    <Badge tone={marker.kind === "incident-override" ? "warn" : "info"}>
-                      {marker.kind === "incident-override" ? "incident" : "policy"}
+                    <Badge tone={MARKER_KIND_WORDS[marker.kind].tone}>
+                      {MARKER_KIND_WORDS[marker.kind].short}
                     </Badge>{" "}
                     <LocalTime at={marker.atMs} short /> <a href={marker.href}>{marker.label}</a>
                   </li>

@@ -14,6 +14,7 @@ import { partialBucketIndex } from "@/lib/console/chart-overlays";
 import {
   type ChartMarker,
   hasNoTraffic,
+  MARKER_KIND_WORDS,
   type RejectionRateChartData,
   toRateChartRows,
 } from "@/lib/console/chart-series";
@@ -192,8 +193,8 @@ function MarkerList({ markers }: { markers: readonly ChartMarker[] }) {
     <ol className="chart-markers" aria-label="Changes in this range">
       {markers.map((marker) => (
         <li key={marker.auditEntryId}>
-          <Badge tone={marker.kind === "incident-override" ? "warn" : "info"}>
-            {marker.kind === "incident-override" ? "incident override" : "policy change"}
+          <Badge tone={MARKER_KIND_WORDS[marker.kind].tone}>
+            {MARKER_KIND_WORDS[marker.kind].long}
           </Badge>{" "}
           <LocalTime at={marker.atMs} short /> <a href={marker.href}>{marker.label}</a>
         </li>

@@ -450,7 +450,44 @@ export function toDryRunChartRows(data: DryRunChartData, seriesIndex: number): C
 // ---------------------------------------------------------------------------------------------
 // Markers: policy changes and incident overrides on the time axis
 
-export type ChartMarkerKind = "policy-change" | "incident-override";
+export type ChartMarkerKind = "policy-change" | "incident-override" | "redis-failover";
+
+/** How each kind of marker is named: in a chart's list of markers, and in its short popover. */
+export const MARKER_KIND_WORDS: Record<
+  ChartMarkerKind,
+  { readonly long: string; readonly short: string; readonly tone: "info" | "warn" | "bad" }
+> = {
+  "policy-change": { long: "policy change", short: "policy", tone: "info" },
+  "incident-override": { long: "incident override", short: "incident", tone: "warn" },
+  "redis-failover": { long: "Redis failover", short: "failover", tone: "bad" },
+};
+
+/** A change of Redis primary the enforcers recorded (`readRedisFailovers`). */
+export interface FailoverMarkerInput {
+  readonly atMs: number;
+  readonly from: string;
+  readonly to: string;
+}
+
+/**
+ * Redis failovers inside the window as markers, linked to the status page's topology: so the
+ * degraded decisions around one read as what they are.
+ */
+export function buildFailoverMarkers(
+  failovers: readonly FailoverMarkerInput[],
+  window: { readonly startMs: number; readonly endMs: number },
+): ChartMarker[] {
+  return failovers
+    .filter((event) => event.atMs >= window.startMs && event.atMs < window.endMs)
+    .map((event) => ({
+      atMs: event.atMs,
+      auditEntryId: `failover:${event.atMs}:${event.to}`,
+      action: "redis.failover",
+      kind: "redis-failover" as const,
+      label: `Redis primary ${event.from} replaced by ${event.to}`,
+      href: "/status#redis-topology",
+    }));
+}
 
 /** An audit entry that belongs on the time axis. */
 export interface ChartMarkerInput {

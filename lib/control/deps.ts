@@ -57,6 +57,8 @@ export interface FleetRedis {
   zrevrange(key: string, start: number, stop: number): Promise<string[]>;
   hgetall(key: string): Promise<Record<string, string>>;
   hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
+  /** The failovers the enforcers recorded (`readRedisFailovers`). */
+  zrangebyscore(key: string, min: number, max: string): Promise<string[]>;
 }
 
 /** What the fleet reads need: the console's read connection and the key prefix. */

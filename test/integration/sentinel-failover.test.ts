@@ -18,14 +18,22 @@
  *   `capacity + refillPerSec × run + overshoot`, where the overshoot bound is
  *   `capacity + refillPerSec × lag` and the lag is what `INFO replication` on the primary reported
  *   just before the kill (whole seconds, rounded up by one, plus the time from that read to the
- *   kill).
+ *   kill);
+ * - a key of a tier with `durability: "replicated"` (the same bucket, failing closed), hammered
+ *   alongside, is never over its limit: admissions within `capacity + refillPerSec × run`, with
+ *   no overshoot term.
  *
  * With FAILOVER_REPORT_FILE set, the measurements are appended to it as one JSON line
  * (`npm run test:failover -- --repeat N` reads them).
  */
 import { appendFile } from "node:fs/promises";
 import { Agent } from "node:http";
-import { createRedisClient, type RedisClient } from "@limitplane/enforcer/publication";
+import {
+  createRedisClient,
+  type RedisClient,
+  readEnforcerHeartbeats,
+  readRedisFailovers,
+} from "@limitplane/enforcer/publication";
 import { publishTestSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -54,6 +62,7 @@ const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
 const enterprise = { authorization: "Bearer acme", "x-tier": "enterprise" };
 const hammer = { authorization: "Bearer hammer", "x-tier": "tight" };
+const vault = { authorization: "Bearer vault", "x-tier": "vault" };
 
 function policy(version: number) {
   return snapshotVersion(version, (input) => {
@@ -62,9 +71,19 @@ function policy(version: number) {
       displayName: "Tight",
       limit: { ...tokenBucket(TIGHT.capacity, TIGHT.refillPerSec), onStoreFailure: "closed" },
     });
+    input.tiers.push({
+      name: "vault",
+      displayName: "Vault",
+      limit: {
+        ...tokenBucket(TIGHT.capacity, TIGHT.refillPerSec),
+        onStoreFailure: "closed",
+        durability: "replicated",
+      },
+    });
     input.customers = [
       ...(input.customers ?? []),
       { id: "hammer", displayName: "Hammer", tier: "tight" },
+      { id: "vault", displayName: "Vault", tier: "vault" },
       // What version 2 changes, as an incident raised during the failover would: a customer.
       ...(version >= 2 ? [{ id: "incident", displayName: "Incident", tier: "pro" }] : []),
     ];
@@ -175,6 +194,7 @@ describe("a Sentinel failover under traffic", () => {
     const startedMs = performance.now();
     const steady = traffic(1, 10, (_, n) => ask(n % 2, "/v1/things", enterprise));
     const tight = traffic(4, 0, (lane) => ask(lane % 2, "/v1/things", hammer));
+    const durable = traffic(2, 0, (lane) => ask(lane % 2, "/v1/things", vault));
     const probes = traffic(2, 100, (lane) => signIn(lane));
 
     // Before the kill: the tight key is limited by Redis (admissions and rejections both seen).
@@ -196,8 +216,9 @@ describe("a Sentinel failover under traffic", () => {
     const oldPrimary = await group.primaryPort();
     const infoAtMs = performance.now();
     const replication = await group.replication(oldPrimary);
-    await group.kill(oldPrimary);
+    // The moment the signal is sent: answers processed while the exit is awaited are after it.
     const killedAtMs = performance.now();
+    await group.kill(oldPrimary);
 
     // A policy version published while no primary answers: retried until one does.
     const published = waitFor(
@@ -247,11 +268,31 @@ describe("a Sentinel failover under traffic", () => {
     await waitFor("the tight key to be decided on the new primary", () =>
       tight.answers.slice(afterReturn).some((answer) => answer.status === 429) ? true : undefined,
     );
-    await Promise.all([steady.stop(), tight.stop(), probes.stop()]);
+    await Promise.all([steady.stop(), tight.stop(), durable.stop(), probes.stop()]);
     const endedMs = performance.now();
     sentinelEvents.disconnect();
 
-    const all = [...steady.answers, ...tight.answers, ...probes.answers];
+    // What the console shows: every gateway reports the new primary (and Sentinel's name), and
+    // the change is recorded as a failover to mark on the charts.
+    const promotedAddress = `127.0.0.1:${newPrimary}`;
+    await waitFor("the gateways to report the new primary", async () => {
+      const { heartbeats } = await readEnforcerHeartbeats(control, prefix, 10);
+      return heartbeats.length === 2 &&
+        heartbeats.every(
+          (heartbeat) =>
+            heartbeat.redisTopology?.mode === "sentinel" &&
+            heartbeat.redisTopology.sentinelName === group.masterName &&
+            heartbeat.redisTopology.primaries.join() === promotedAddress,
+        )
+        ? true
+        : undefined;
+    });
+    const failovers = await readRedisFailovers(control, prefix, Date.now() - 600_000);
+    expect(failovers.map((event) => [event.from, event.to])).toEqual([
+      [`127.0.0.1:${oldPrimary}`, promotedAddress],
+    ]);
+
+    const all = [...steady.answers, ...tight.answers, ...durable.answers, ...probes.answers];
     // Every request answered with a status: no connection error, nothing past the deadline.
     expect(all.filter((answer) => typeof answer.status === "string")).toEqual([]);
 
@@ -261,7 +302,7 @@ describe("a Sentinel failover under traffic", () => {
     // admitted by a fallback; outside it they are Redis's 200 or 429.
     const inGap = (answer: Answer) =>
       answer.atMs > killedAtMs && answer.atMs < (backAtMs[answer.gateway] ?? endedMs);
-    for (const answer of [...tight.answers, ...probes.answers]) {
+    for (const answer of [...tight.answers, ...durable.answers, ...probes.answers]) {
       expect([200, 429, 503]).toContain(answer.status);
       if (answer.status === 503) expect(answer.code).toBe("LIMITER_UNAVAILABLE");
     }
@@ -298,6 +339,10 @@ describe("a Sentinel failover under traffic", () => {
     const overshootBound = TIGHT.capacity + TIGHT.refillPerSec * lagSec;
     expect(replication.replicas).toHaveLength(2);
     expect(admitted).toBeLessThanOrEqual(allowance + overshootBound);
+    // Replicated: never over its limit, failover or not.
+    const durableAdmitted = durable.answers.filter((answer) => answer.status === 200).length;
+    expect(durable.answers.some((answer) => answer.status === 429)).toBe(true);
+    expect(durableAdmitted).toBeLessThanOrEqual(allowance);
 
     const report = {
       gapMs: backAtMs.map((atMs) => Math.round(atMs - killedAtMs)),
@@ -311,6 +356,7 @@ describe("a Sentinel failover under traffic", () => {
       tightAllowance: Math.floor(allowance),
       overshoot: Math.round((admitted - allowance) * 10) / 10,
       overshootBound: Math.round(overshootBound * 10) / 10,
+      replicatedOvershoot: Math.round((durableAdmitted - allowance) * 10) / 10,
       requests: all.length,
       degraded,
     };

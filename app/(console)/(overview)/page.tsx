@@ -5,6 +5,7 @@ import { AlertList } from "@/components/alerts/alert-list";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { RejectionChart } from "@/components/charts/rejection-chart";
 import { DegradedCell, FleetDegradedSummary } from "@/components/fleet/degraded-decisions";
+import { RedisTopologyPanel } from "@/components/fleet/redis-topology";
 import { EnforcerLagCell } from "@/components/ops/enforcer-lag";
 import { PropagationPanel } from "@/components/regions/propagation-panel";
 import { RejectedCustomersTable } from "@/components/rejected/rejected-customers-table";
@@ -16,6 +17,7 @@ import { ScrollRegion } from "@/components/ui/scroll-region";
 import { Skeleton, SkeletonChart } from "@/components/ui/skeleton";
 import {
   buildChartMarkers,
+  buildFailoverMarkers,
   buildRejectionRateSeries,
   CHART_RANGES,
   type ChartRangeId,
@@ -29,6 +31,7 @@ import { evaluateAlerts } from "@/lib/control/alerts/evaluate-alerts";
 import { listRateChanges } from "@/lib/control/audit/list-rate-changes";
 import { countPendingChangeRequests } from "@/lib/control/change-request/list-change-requests";
 import type { listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { listRedisFailovers } from "@/lib/control/fleet/list-redis-failovers";
 import { listRegionFleets } from "@/lib/control/fleet/list-region-fleets";
 import { readDegradedDecisionAlert } from "@/lib/control/fleet/read-degraded-decisions";
 import {
@@ -292,7 +295,7 @@ async function RatesChart({
     const regions = regionFleetDeps().filter(
       (entry) => entry.region !== "" && (region === undefined || entry.region === region),
     );
-    const [minutes, changes] = await Promise.all([
+    const [minutes, changes, failovers] = await Promise.all([
       regions.length === 0
         ? loadScopeMinutes({ fromMs, nowMs }, scopeMinutesDeps())
         : loadRegionScopeMinutes(
@@ -301,12 +304,21 @@ async function RatesChart({
             controlDeps(),
           ),
       listRateChanges({ fromMs, limit: MAX_MARKERS }, controlDeps()),
+      // A chart without its failover markers is still worth drawing.
+      Promise.all(
+        regionFleetDeps()
+          .filter((entry) => region === undefined || entry.region === "" || entry.region === region)
+          .map((entry) => listRedisFailovers({ fromMs }, entry.deps).catch(() => [])),
+      ).then((lists) => lists.flat()),
     ]);
     const data = buildRejectionRateSeries(minutes.rows, range, {
       nowMs,
       includeCurrentBucket: minutes.hasLiveMinutes,
     });
-    const markers = buildChartMarkers(changes.changes, data);
+    const markers = [
+      ...buildChartMarkers(changes.changes, data),
+      ...buildFailoverMarkers(failovers, data),
+    ].sort((a, b) => a.atMs - b.atMs);
     return (
       <div data-testid="rejection-chart">
         <RejectionChart
@@ -465,6 +477,9 @@ async function FleetPanel({ region }: { region: string | undefined }) {
             </tbody>
           </table>
         </ScrollRegion>
+      )}
+      {rows.length === 0 ? null : (
+        <RedisTopologyPanel reports={rows.map((row) => row.enforcer)} isNested />
       )}
     </section>
   );

@@ -2,8 +2,12 @@ import type { Metadata } from "next";
 import { connection } from "next/server";
 import { Suspense } from "react";
 import { AutoRefresh } from "@/components/auto-refresh";
+import { RedisTopologyPanel } from "@/components/fleet/redis-topology";
+import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
 import { ScrollRegion } from "@/components/ui/scroll-region";
+import { listRegionFleets } from "@/lib/control/fleet/list-region-fleets";
+import { regionFleetDeps } from "@/lib/server/composition";
 import { type ServiceCheck, statusReport } from "@/lib/server/status";
 
 export const metadata: Metadata = { title: "Status" };
@@ -21,6 +25,30 @@ export default function StatusPage() {
       <Suspense fallback={<StatusSkeleton />}>
         <StatusPanels />
       </Suspense>
+      <Suspense fallback={null}>
+        <TopologyPanels />
+      </Suspense>
+    </>
+  );
+}
+
+/** The Redis topology each region's gateways report in their heartbeats. */
+async function TopologyPanels() {
+  await connection();
+  const fleets = await listRegionFleets(regionFleetDeps());
+  return (
+    <>
+      {fleets.map((entry) =>
+        entry.fleet === null ? (
+          <ErrorState
+            key={entry.region}
+            title="The Redis topology could not be read"
+            message="Gateways report it in their heartbeats in Redis, which did not answer."
+          />
+        ) : (
+          <RedisTopologyPanel key={entry.region} reports={entry.fleet.enforcers} />
+        ),
+      )}
     </>
   );
 }

@@ -13,9 +13,8 @@ import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { waitFor } from "@limitplane/enforcer/testing";
+import { freePort, waitFor } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
-import { freePort } from "./gateway-processes";
 
 interface ServerProcess {
   readonly port: number;

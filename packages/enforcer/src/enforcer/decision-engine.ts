@@ -22,7 +22,11 @@ import { isCustomerId } from "../policy/names";
 import type { PreparedSnapshot } from "../policy/prepare";
 import type { Resolution, ResolvedCheck } from "../policy/resolve";
 import type { DecisionRecorder } from "../recording/traffic-recorder";
-import { CircuitBreaker, type CircuitBreakerOptions } from "./circuit-breaker";
+import {
+  type BreakerSnapshot,
+  CircuitBreaker,
+  type CircuitBreakerOptions,
+} from "./circuit-breaker";
 import { DecisionMetrics, type DecisionMetricsOptions } from "./decision-metrics";
 import { FailurePolicy } from "./failure-policy";
 import { type GuardedLease, GuardedStore } from "./guarded-store";
@@ -217,6 +221,41 @@ export class DecisionEngine implements RequestChecker {
   readonly breaker: CircuitBreaker;
   readonly #snapshot: () => PreparedSnapshot | null;
   readonly #guarded: GuardedStore;
+  /**
+   * Every server's breaker as one, for the heartbeat and the log: the worst state (open, then
+   * half-open), the failures and open counts summed. A Cluster has one breaker per master.
+   */
+  breakerSnapshot(): BreakerSnapshot {
+    const rank = { closed: 0, "half-open": 1, open: 2 } as const;
+    let worst: BreakerSnapshot | null = null;
+    let consecutiveFailures = 0;
+    let callsInWindow = 0;
+    let failuresInWindow = 0;
+    let openCount = 0;
+    for (const breaker of this.#guarded.nodeBreakers().values()) {
+      const one = breaker.snapshot();
+      consecutiveFailures += one.consecutiveFailures;
+      callsInWindow += one.callsInWindow;
+      failuresInWindow += one.failuresInWindow;
+      openCount += one.openCount;
+      if (worst === null || rank[one.state] > rank[worst.state]) worst = one;
+    }
+    return {
+      state: worst?.state ?? "closed",
+      coolDownRemainingMs: worst?.coolDownRemainingMs ?? 0,
+      consecutiveFailures,
+      callsInWindow,
+      failuresInWindow,
+      openCount,
+    };
+  }
+
+  /** Each server's breaker state: "" for a single Redis, `host:port` per Cluster master. */
+  nodeBreakerStates(): Record<string, BreakerSnapshot["state"]> {
+    const states: Record<string, BreakerSnapshot["state"]> = {};
+    for (const [node, breaker] of this.#guarded.nodeBreakers()) states[node] = breaker.state;
+    return states;
+  }
   /** Store decisions that took longer than `timeoutMs` and were waited for. */
   get slowStoreDecisionCount(): number {
     return this.#guarded.slowDecisionCount;
@@ -262,6 +301,7 @@ export class DecisionEngine implements RequestChecker {
       maxWaitMs: options.maxWaitMs,
       isStoreReachable: options.isStoreReachable,
       breaker: this.breaker,
+      newBreaker: () => new CircuitBreaker({ ...options.breaker, clock: this.#clock }),
       timers: options.timers ?? systemTimers,
       clock: this.#clock,
       onStoreError: options.onStoreError,

@@ -45,6 +45,12 @@ export interface EnforcerClients {
   readonly control: RedisClient;
   /** Policy announcements. */
   readonly subscriber: RedisClient;
+  /**
+   * Decisions of limits with `durability: "replicated"`, each call followed by `WAIT 1`: a
+   * connection of its own, since WAIT blocks it. Opened by the enforcer when it opens the
+   * others; without it such decisions are left to their failure policy.
+   */
+  readonly replicated?: RedisClient;
 }
 
 /** Where the shared state is: `url` (or `clients`), and the key prefix. */

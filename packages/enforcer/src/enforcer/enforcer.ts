@@ -57,6 +57,7 @@ import {
   renderPrometheus,
   renderPrometheusFamilies,
 } from "./prometheus";
+import { RedisTopologyWatcher } from "./redis-topology";
 import { MetricsFlusher, runEvery, StatusReporter } from "./reporters";
 import { SeenCustomers, SeenCustomersReporter } from "./seen-customers";
 import { STORE_FAILURES, type StoreFailure } from "./types";
@@ -103,6 +104,7 @@ export class Enforcer implements RequestChecker {
   readonly #clients: EnforcerClients;
   readonly #ownsClients: boolean;
   readonly #status: StatusReporter;
+  readonly #topology: RedisTopologyWatcher;
   readonly #flusher: MetricsFlusher;
   readonly #seen: SeenCustomers | null;
   readonly #seenReporter: SeenCustomersReporter | null;
@@ -157,7 +159,15 @@ export class Enforcer implements RequestChecker {
     const makeStore =
       options.store ??
       ((clients: EnforcerClients, keyPrefix: string) =>
-        new RedisStore({ client: clients.decisions, keyPrefix, maxBatchSize: batchSize }));
+        new RedisStore({
+          client: clients.decisions,
+          keyPrefix,
+          maxBatchSize: batchSize,
+          replicated:
+            clients.replicated === undefined || clients.replicated.isCluster === true
+              ? undefined
+              : { client: clients.replicated, waitMs: Math.max(1, Math.floor(maxWaitMs / 2)) },
+        }));
 
     const maxWaitMs = timeouts.maxWaitMs ?? Math.max(1_000, timeouts.storeCallMs ?? 50);
     this.#ownsClients = redis.clients === undefined;
@@ -239,6 +249,14 @@ export class Enforcer implements RequestChecker {
       throw asOptionsError(error);
     }
 
+    this.#topology = new RedisTopologyWatcher({
+      redis: this.#clients.control,
+      names,
+      enforcerId: this.enforcerId,
+      sentinelName: redis.sentinel?.name ?? null,
+      wallClock,
+      logger: this.#logger,
+    });
     this.#status = new StatusReporter({
       redis: this.#clients.control,
       names,
@@ -246,10 +264,12 @@ export class Enforcer implements RequestChecker {
       report: () => ({
         applied: this.#follower.applied,
         snapshotErrors: this.#follower.errors,
-        breaker: this.#engine.breaker,
+        breaker: { snapshot: () => this.#engine.breakerSnapshot() },
         degradedByFailure: this.#engine.metrics.totals().degradedByFailure,
         slowStoreDecisions: this.#engine.slowStoreDecisionCount,
         eventLoopDelay: this.#loopDelay.last,
+        redisTopology: this.#topology.current,
+        redisFailoversSeen: this.#topology.failoversSeen,
       }),
       ttlMs: reporting.heartbeatTtlMs ?? 10_000,
       wallClock,
@@ -300,6 +320,17 @@ export class Enforcer implements RequestChecker {
         // The client must not give up on a slow call before the enforcer does.
         commandTimeoutMs: maxWaitMs + 250,
       }),
+      // Limits with durability "replicated" (WAIT blocks its connection). Not on a Cluster, where
+      // WAIT would need the slot's node: such limits are left to their failure policy there.
+      ...((target.clusterNodes ?? []).length > 0
+        ? {}
+        : {
+            replicated: createRedisClient("decisions", {
+              ...target,
+              connectionName: connectionName("r"),
+              commandTimeoutMs: maxWaitMs + 250,
+            }),
+          }),
       control: createRedisClient("control", { ...target, connectionName: connectionName("c") }),
       subscriber: createRedisClient("subscriber", {
         ...target,
@@ -341,11 +372,13 @@ export class Enforcer implements RequestChecker {
     }
     this.#reportUnreachableRedis();
     this.#loopDelay.start();
+    await this.#topology.refresh();
     await this.#status.beat();
     this.#loops.push(
-      runEvery(this.#timers, this.#heartbeatIntervalMs, () => {
+      runEvery(this.#timers, this.#heartbeatIntervalMs, async () => {
         this.#noticeStoreRecovery();
         this.#loopDelay.rotate();
+        await this.#topology.refresh();
         return this.#status.beat();
       }),
       runEvery(this.#timers, this.#metricsFlushIntervalMs, () =>
@@ -403,7 +436,7 @@ export class Enforcer implements RequestChecker {
 
   #noticeStoreRecovery(): void {
     if (!this.#isStoreFailing) return;
-    const breaker = this.#engine.breaker.snapshot();
+    const breaker = this.#engine.breakerSnapshot();
     if (breaker.state !== "closed" || breaker.consecutiveFailures > 0) return;
     this.#isStoreFailing = false;
     this.#logger.log("info", "limiter store answering again");
@@ -488,7 +521,7 @@ export class Enforcer implements RequestChecker {
       policy: this.#follower.applied,
       policySize: this.#follower.size,
       snapshotErrors: this.#follower.errors,
-      breaker: this.#engine.breaker.snapshot(),
+      breaker: this.#engine.breakerSnapshot(),
       redis: {
         decisions: this.#clients.decisions.status,
         control: this.#clients.control.status,

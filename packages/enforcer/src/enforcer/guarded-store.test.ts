@@ -416,3 +416,46 @@ describe("GuardedStore", () => {
     ).toThrow(RangeError);
   });
 });
+
+describe("GuardedStore with a breaker per server", () => {
+  /** Subjects starting with "a" live on node A, the rest on node B; A fails, B answers. */
+  class TwoNodeStore extends ScriptedStore {
+    override decide(input: DecideInput): Promise<LayeredDecision> {
+      if (this.nodeOf(input.subject) === "a:1") {
+        this.calls++;
+        return Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:7001"));
+      }
+      return super.decide(input);
+    }
+
+    nodeOf(subject: string): string {
+      return subject.startsWith("a") ? "a:1" : "b:1";
+    }
+  }
+
+  it("opens the failing node's circuit only: subjects on the other node keep the store", async () => {
+    const timers = new ManualTimers(T0);
+    const store = new TwoNodeStore(timers);
+    const guarded = new GuardedStore({
+      store,
+      failurePolicy: new FailurePolicy({ expectedGateways: 1, clock: timers }),
+      newBreaker: () => new CircuitBreaker({ clock: timers, consecutiveFailuresToOpen: 3 }),
+      timers,
+      clock: timers,
+    });
+    const checks = [check("tier:pro", "open")];
+    for (let round = 0; round < 10; round++) {
+      const onA = await guarded.decide({ subject: `a-${round}`, checks });
+      const onB = await guarded.decide({ subject: `b-${round}`, checks });
+      expect(onA.source).toBe("fallback");
+      expect(onB.source).toBe("store");
+    }
+    const states = new Map(
+      [...guarded.nodeBreakers()].map(([node, breaker]) => [node, breaker.state]),
+    );
+    expect(states.get("a:1")).toBe("open");
+    expect(states.get("b:1")).toBe("closed");
+    // Open for A: answered without calling the store (3 calls opened it, none since).
+    expect(store.calls).toBe(3 + 10);
+  });
+});

@@ -14,6 +14,12 @@
  * The breaker counts evidence, not decisions: outcomes reported in one event-loop turn count once
  * per kind, so a batch of 64 decisions that failed together (one script call, one lost
  * connection) is one failure, not 64.
+ *
+ * One breaker per server: a store that knows which server decides a subject
+ * (`LimiterStore.nodeOf`, a Redis Cluster's slot owner) gets a breaker per node, so a master that
+ * fails (killed, partitioned, mid-failover) opens the circuit for the subjects on its slots only;
+ * subjects on the healthy masters keep being decided by Redis. A single Redis (or Sentinel's
+ * primary) is one node, `breaker`.
  */
 import type { Clock } from "../limiter/clock";
 import { monotonicClock } from "../limiter/clock";
@@ -51,8 +57,14 @@ export interface GuardedStoreOptions {
    * @default () => true
    */
   readonly isStoreReachable?: () => boolean;
-  /** @default a CircuitBreaker with its defaults, on `clock` */
+  /** The breaker of a store that is one server (no `nodeOf`, or it answers ""). @default a CircuitBreaker with its defaults, on `clock` */
   readonly breaker?: CircuitBreaker;
+  /**
+   * Makes the breaker of each further server a store names (`LimiterStore.nodeOf`, a Redis
+   * Cluster's masters), with the same settings as `breaker`.
+   * @default a CircuitBreaker with its defaults, on `clock`
+   */
+  readonly newBreaker?: () => CircuitBreaker;
   /** Runs the timeout. @default systemTimers */
   readonly timers?: Timers;
   /** @default monotonicClock */
@@ -73,6 +85,18 @@ export interface GuardedLease {
   readonly grantedAtMs: number;
 }
 
+/** A server's breaker and the evidence told to it (see `#reportFailure` and `#reportSuccess`). */
+interface NodeGuard {
+  readonly breaker: CircuitBreaker;
+  /** A success was reported to the breaker in this event-loop turn. */
+  hasTurnSuccess: boolean;
+  /** Failures told to the breaker so far: a call remembers the count when it starts. */
+  failuresTold: number;
+}
+
+/** Most per-node breakers kept: far more masters than any Cluster has; past it, the oldest go. */
+const MAX_NODE_BREAKERS = 1_000;
+
 /** Longest `maxWaitMs` accepted: a minute (a request waiting longer has been given up on). */
 const MAX_WAIT_LIMIT_MS = 60_000;
 
@@ -83,13 +107,12 @@ export class GuardedStore {
   readonly #maxWaitMs: number;
   readonly #isStoreReachable: () => boolean;
   readonly #breaker: CircuitBreaker;
+  readonly #newBreaker: () => CircuitBreaker;
+  /** The one-server guard ("") and one per node the store named. */
+  readonly #guards = new Map<string, NodeGuard>();
   readonly #timers: Timers;
   readonly #clock: Clock;
   readonly #onStoreError: ((error: unknown) => void) | undefined;
-  /** A success was reported to the breaker in this event-loop turn. */
-  #hasTurnSuccess = false;
-  /** Failures told to the breaker so far: a call remembers the count when it starts. */
-  #failuresTold = 0;
   #slowDecisionCount = 0;
 
   constructor(options: GuardedStoreOptions) {
@@ -110,12 +133,45 @@ export class GuardedStore {
     this.#isStoreReachable = options.isStoreReachable ?? (() => true);
     this.#clock = options.clock ?? monotonicClock;
     this.#breaker = options.breaker ?? new CircuitBreaker({ clock: this.#clock });
+    const clock = this.#clock;
+    this.#newBreaker = options.newBreaker ?? (() => new CircuitBreaker({ clock }));
+    this.#guards.set("", { breaker: this.#breaker, hasTurnSuccess: false, failuresTold: 0 });
     this.#timers = options.timers ?? systemTimers;
     this.#onStoreError = options.onStoreError;
   }
 
+  /** The breaker of a one-server store (see {@link nodeBreakers} for a Cluster's). */
   get breaker(): CircuitBreaker {
     return this.#breaker;
+  }
+
+  /** Every breaker by server: "" for a one-server store, `host:port` per Cluster master seen. */
+  nodeBreakers(): ReadonlyMap<string, CircuitBreaker> {
+    const breakers = new Map<string, CircuitBreaker>();
+    for (const [node, guard] of this.#guards) breakers.set(node, guard.breaker);
+    return breakers;
+  }
+
+  /** The guard of the server that decides `subject` now. */
+  #guardOf(subject: string): NodeGuard {
+    const node = this.#store.nodeOf?.(subject) ?? "";
+    const known = this.#guards.get(node);
+    if (known !== undefined) return known;
+    if (this.#guards.size >= MAX_NODE_BREAKERS) {
+      for (const old of this.#guards.keys()) {
+        if (old !== "") {
+          this.#guards.delete(old);
+          break;
+        }
+      }
+    }
+    const guard: NodeGuard = {
+      breaker: this.#newBreaker(),
+      hasTurnSuccess: false,
+      failuresTold: 0,
+    };
+    this.#guards.set(node, guard);
+    return guard;
   }
 
   /**
@@ -171,7 +227,7 @@ export class GuardedStore {
   async returnLease(input: EnforcerInput, lease: LeaseReturn): Promise<number> {
     const store = this.#store;
     if (store.returnLease === undefined || lease.units === 0) return 0;
-    if (this.#breaker.state !== "closed") return 0;
+    if (this.#guardOf(input.subject).breaker.state !== "closed") return 0;
     try {
       return await store.returnLease(input, lease);
     } catch {
@@ -187,16 +243,14 @@ export class GuardedStore {
     | { readonly kind: "store"; readonly value: T }
     | { readonly kind: "policy"; readonly decision: EnforcerDecision }
   > {
-    const permit = this.#breaker.tryAcquire();
-    const failuresBefore = this.#failuresTold;
+    const guard = this.#guardOf(input.subject);
+    const breaker = guard.breaker;
+    const permit = breaker.tryAcquire();
+    const failuresBefore = guard.failuresTold;
     if (permit === null) {
       return {
         kind: "policy",
-        decision: this.#failurePolicy.decide(
-          input,
-          "circuit-open",
-          this.#breaker.coolDownRemainingMs(),
-        ),
+        decision: this.#failurePolicy.decide(input, "circuit-open", breaker.coolDownRemainingMs()),
       };
     }
     const result = await callWithTimeout(call, {
@@ -209,24 +263,20 @@ export class GuardedStore {
     switch (result.kind) {
       case "ok":
         if (result.elapsedMs > this.#timeoutMs) this.#slowDecisionCount++;
-        this.#reportSuccess(permit);
+        this.#reportSuccess(guard, permit);
         return { kind: "store", value: result.value };
       case "timeout":
-        this.#reportFailure(permit, failuresBefore);
+        this.#reportFailure(guard, permit, failuresBefore);
         return {
           kind: "policy",
-          decision: this.#failurePolicy.decide(
-            input,
-            "timeout",
-            this.#breaker.coolDownRemainingMs(),
-          ),
+          decision: this.#failurePolicy.decide(input, "timeout", breaker.coolDownRemainingMs()),
         };
       case "error": {
-        this.#reportFailure(permit, failuresBefore);
+        this.#reportFailure(guard, permit, failuresBefore);
         const decision = this.#failurePolicy.decide(
           input,
           "store-error",
-          this.#breaker.coolDownRemainingMs(),
+          breaker.coolDownRemainingMs(),
         );
         try {
           this.#onStoreError?.(result.error);
@@ -247,13 +297,13 @@ export class GuardedStore {
    * flight together that fail together (a batch's decisions, or every call on a connection that
    * dropped) are one piece of evidence, however they settle, while a call started after the last
    * failure was told is a new one (a caller retrying one call after another). A probe always
-   * counts (it alone can reopen a half-open circuit). `failuresBefore`: `#failuresTold` when the
+   * counts (it alone can reopen a half-open circuit). `failuresBefore`: the guard's `failuresTold` when the
    * call started.
    */
-  #reportFailure(permit: BreakerPermit, failuresBefore: number): void {
-    if (!permit.isProbe && this.#failuresTold !== failuresBefore) return;
-    this.#failuresTold++;
-    this.#breaker.recordFailure(permit);
+  #reportFailure(guard: NodeGuard, permit: BreakerPermit, failuresBefore: number): void {
+    if (!permit.isProbe && guard.failuresTold !== failuresBefore) return;
+    guard.failuresTold++;
+    guard.breaker.recordFailure(permit);
   }
 
   /**
@@ -261,15 +311,15 @@ export class GuardedStore {
    * settle in the same turn. A probe always counts (it alone can close a half-open circuit).
    * Without `timers.defer` every success counts.
    */
-  #reportSuccess(permit: BreakerPermit): void {
+  #reportSuccess(guard: NodeGuard, permit: BreakerPermit): void {
     const defer = this.#timers.defer;
     if (defer !== undefined && !permit.isProbe) {
-      if (this.#hasTurnSuccess) return;
-      this.#hasTurnSuccess = true;
+      if (guard.hasTurnSuccess) return;
+      guard.hasTurnSuccess = true;
       defer(() => {
-        this.#hasTurnSuccess = false;
+        guard.hasTurnSuccess = false;
       });
     }
-    this.#breaker.recordSuccess(permit);
+    guard.breaker.recordSuccess(permit);
   }
 }

@@ -44,6 +44,7 @@ import type { EventLoopDelay } from "./event-loop-delay";
 import { describeError, type EnforcerLogger } from "./logger";
 import type { AppliedSnapshot, SnapshotErrorReport } from "./policy-follower";
 import type { CustomerRejection, RecentRejections } from "./recent-rejections";
+import type { RedisTopology } from "./redis-topology";
 import type { StoreFailure } from "./types";
 
 /** The commands the reporters use; an ioredis client or Cluster. */
@@ -113,13 +114,18 @@ export function runEvery(
 export interface EnforcerReport {
   readonly applied: AppliedSnapshot | null;
   readonly snapshotErrors: SnapshotErrorReport;
-  readonly breaker: CircuitBreaker;
+  /** Every server's breaker as one (`DecisionEngine.breakerSnapshot`). */
+  readonly breaker: Pick<CircuitBreaker, "snapshot">;
   /** Decisions made without the store since start, by why (totals, never reset). */
   readonly degradedByFailure: Readonly<Record<StoreFailure, number>>;
   /** Store decisions that were slow and waited for, since start. */
   readonly slowStoreDecisions: number;
   /** This process's event-loop delay over the last interval. */
   readonly eventLoopDelay: EventLoopDelay;
+  /** The Redis topology it sees (`redis-topology.ts`); null before the first read. */
+  readonly redisTopology?: RedisTopology | null;
+  /** Changes of primary it saw since start. */
+  readonly redisFailoversSeen?: number;
 }
 
 export interface StatusReporterOptions {
@@ -181,6 +187,11 @@ export class StatusReporter {
       slowStoreDecisions: String(report.slowStoreDecisions),
       eventLoopDelayP99Ms: String(report.eventLoopDelay.p99Ms),
       eventLoopDelayMaxMs: String(report.eventLoopDelay.maxMs),
+      redisMode: report.redisTopology?.mode ?? "",
+      redisPrimaries: report.redisTopology?.primaries.join(",") ?? "",
+      redisReplicas: report.redisTopology?.replicas.join(",") ?? "",
+      redisSentinelName: report.redisTopology?.sentinelName ?? "",
+      redisFailoversSeen: String(report.redisFailoversSeen ?? 0),
     };
     try {
       const error = await execEach([

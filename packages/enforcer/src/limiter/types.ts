@@ -132,7 +132,19 @@ export interface LimitCheck {
   readonly bucket?: string;
   readonly limit: LimitSpec;
   readonly mode: LimitMode;
+  /**
+   * `replicated`: a store with replicas confirms the decision's writes reached at least one
+   * replica before it answers (the Redis store: `WAIT` after the call, on a connection of its
+   * own), so a failover cannot lose an admission this limit made; when no replica acknowledges in
+   * time the call fails and the failure policy decides. Costs a replica round trip per decision.
+   * Absent (the default): written to the primary only; docs/failover.md bounds what a failover
+   * can then lose.
+   */
+  readonly durability?: Durability;
 }
+
+/** How sure a limit's writes are to survive a failover; see `LimitCheck.durability`. */
+export type Durability = "async" | "replicated";
 
 /** The outcome of one limit within a layered decision. */
 export interface LimitOutcome extends Decision {
@@ -196,6 +208,12 @@ export interface LimiterStore {
    * about to close the store's connection gets their answers first.
    */
   sendHeld?(): void;
+  /**
+   * Optional: which server decides `subject` now (a Redis Cluster's slot owner, `host:port`), ""
+   * when one server decides every subject or the owner is not known yet. The enforcer keeps a
+   * circuit breaker per server, so one failing server does not degrade subjects on the others.
+   */
+  nodeOf?(subject: string): string;
 }
 
 /** What a caller asks to lease with a decision (see `LimiterStore.decideLeasing`). */

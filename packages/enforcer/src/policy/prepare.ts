@@ -30,6 +30,8 @@ export interface PreparedRule {
   readonly limit: LimitSpec;
   readonly mode: TPolicyMode;
   readonly onStoreFailure: TOnStoreFailure;
+  /** `replicated` when the limit asks for it; absent otherwise (see `LimitCheck.durability`). */
+  readonly durability?: "replicated";
 }
 
 export interface PreparedIncident {
@@ -245,6 +247,7 @@ function rule(scope: string, source: RuleSource, limit: TPolicyLimit): PreparedR
     limit: toLimitSpec(limit),
     mode: limit.mode,
     onStoreFailure: limit.onStoreFailure,
+    ...(limit.durability === "replicated" ? { durability: "replicated" as const } : {}),
   };
 }
 

@@ -605,3 +605,34 @@ describe("resolveLimits on the hot path", () => {
     expect(() => resolveLimits(snapshot, { customerId: "acme" }, Number.NaN)).toThrow(/nowMs/);
   });
 });
+
+describe('a limit with durability "replicated"', () => {
+  const request = { customerId: "newco", tier: "vault", endpointClass: "reports" };
+
+  it("resolves to a check asking the store for it", () => {
+    const snapshot = exampleSnapshot((input) => {
+      input.tiers.push({
+        name: "vault",
+        limit: { ...tokenBucket(30, 3), onStoreFailure: "closed", durability: "replicated" },
+      });
+    });
+    const before = resolveLimits(snapshot, request, BEFORE_INCIDENT);
+    expect(before.checks.filter((check) => check.durability === "replicated")).toEqual([
+      expect.objectContaining({ scope: "tier:vault", onStoreFailure: "closed" }),
+    ]);
+    // Every other limit leaves the field out: the default (async) costs nothing to carry.
+    expect(before.checks.filter((check) => "durability" in check)).toHaveLength(1);
+  });
+
+  it("stays out of a snapshot that does not ask for it, and a wrong value is refused by name", () => {
+    expect(JSON.stringify(exampleSnapshot())).not.toContain("durability");
+    expect(() =>
+      exampleSnapshot((input) => {
+        input.tiers.push({
+          name: "vault",
+          limit: { ...tokenBucket(30, 3), durability: "sync" as never },
+        });
+      }),
+    ).toThrow(/durability must be one of: async, replicated/);
+  });
+});

@@ -439,6 +439,8 @@ interface Applying {
   readonly scope: string;
   readonly limit: TraceLimit;
   readonly onStoreFailure: TOnStoreFailure;
+  /** The enforced rule's durability: an incident keeps the limit's, as its failure policy. */
+  readonly durability: "replicated" | undefined;
   /** The rule itself, or the incident. */
   readonly origin: PreparedRule | PreparedIncident;
 }
@@ -482,6 +484,7 @@ function resolveSlot(
           scope: enforced.scope,
           limit: enforced.limit,
           onStoreFailure: enforced.onStoreFailure,
+          durability: enforced.durability,
           origin: enforced,
         };
   let isLiveScalable = true;
@@ -493,6 +496,7 @@ function resolveSlot(
           scope: live.scope,
           limit: scaleLimit(enforced.limit, live.factor),
           onStoreFailure: enforced.onStoreFailure,
+          durability: enforced.durability,
           origin: live,
         };
       }
@@ -501,6 +505,7 @@ function resolveSlot(
         scope: live.scope,
         limit: live.limit,
         onStoreFailure: enforced?.onStoreFailure ?? input.defaultOnStoreFailure,
+        durability: enforced?.durability,
         origin: live,
       };
     }
@@ -523,6 +528,7 @@ function resolveSlot(
       mode: "enforce",
       layer: input.layer,
       onStoreFailure: applying?.onStoreFailure ?? input.defaultOnStoreFailure,
+      ...(applying?.durability === "replicated" ? { durability: "replicated" as const } : {}),
     });
     if (applying !== null) {
       checks.push({
@@ -542,6 +548,7 @@ function resolveSlot(
       mode: "enforce",
       layer: input.layer,
       onStoreFailure: applying.onStoreFailure,
+      ...(applying.durability === "replicated" ? { durability: "replicated" as const } : {}),
     });
   }
   // A rule in dry-run counts when nothing enforced outranks it: when nothing applies, or when it

@@ -56,6 +56,16 @@ export interface EnforcerHeartbeat {
   /** Its event-loop delay over its last heartbeat interval, ms; null when not reported. */
   readonly eventLoopDelayP99Ms: number | null;
   readonly eventLoopDelayMaxMs: number | null;
+  /** The Redis topology it sees; null from an enforcer that has not read it (or too old to). */
+  readonly redisTopology: {
+    readonly mode: string;
+    /** `host:port` of the primary it reaches; a Cluster's masters. */
+    readonly primaries: readonly string[];
+    readonly replicas: readonly string[];
+    readonly sentinelName: string | null;
+    /** Changes of primary it saw since it started. */
+    readonly failoversSeen: number;
+  } | null;
 }
 
 export interface HeartbeatsRead {
@@ -78,6 +88,57 @@ function countOrZero(raw: string | undefined): number {
 
 function textOrNull(raw: string | undefined): string | null {
   return raw === undefined || raw === "" ? null : raw;
+}
+
+function listOf(raw: string | undefined): string[] {
+  return raw === undefined || raw === "" ? [] : raw.split(",");
+}
+
+/** One change of Redis primary an enforcer saw (written by its `redis-topology.ts`). */
+export interface RedisFailoverRecord {
+  readonly atMs: number;
+  readonly from: string;
+  readonly to: string;
+  readonly enforcerId: string;
+}
+
+const ZFailoverRecord = z.object({
+  atMs: z.number().finite(),
+  from: z.string().max(10_000),
+  to: z.string().max(10_000),
+  enforcerId: z.string().max(200),
+});
+
+/**
+ * The failovers the enforcers recorded from `fromMs` on, oldest first, merged: records of the
+ * same change (the same new primary) within `mergeWithinMs` of the first are one failover, at the
+ * earliest time any enforcer saw it. Unreadable members are skipped.
+ */
+export async function readRedisFailovers(
+  redis: { zrangebyscore(key: string, min: number, max: string): Promise<string[]> },
+  prefix: string,
+  fromMs: number,
+  mergeWithinMs = 60_000,
+): Promise<RedisFailoverRecord[]> {
+  const members = await redis.zrangebyscore(
+    enforcerRedisNames(prefix).redisFailovers,
+    fromMs,
+    "+inf",
+  );
+  const merged: RedisFailoverRecord[] = [];
+  for (const member of members) {
+    let parsed: RedisFailoverRecord;
+    try {
+      parsed = ZFailoverRecord.parse(JSON.parse(member));
+    } catch {
+      continue;
+    }
+    const same = merged.find(
+      (event) => event.to === parsed.to && parsed.atMs - event.atMs <= mergeWithinMs,
+    );
+    if (same === undefined) merged.push(parsed);
+  }
+  return merged;
 }
 
 /**
@@ -127,6 +188,16 @@ export async function readEnforcerHeartbeats(
       slowStoreDecisions: countOrZero(fields.slowStoreDecisions),
       eventLoopDelayP99Ms: numberOrNull(fields.eventLoopDelayP99Ms),
       eventLoopDelayMaxMs: numberOrNull(fields.eventLoopDelayMaxMs),
+      redisTopology:
+        textOrNull(fields.redisMode) === null
+          ? null
+          : {
+              mode: fields.redisMode ?? "",
+              primaries: listOf(fields.redisPrimaries),
+              replicas: listOf(fields.redisReplicas),
+              sentinelName: textOrNull(fields.redisSentinelName),
+              failoversSeen: countOrZero(fields.redisFailoversSeen),
+            },
     });
   });
   return { published, heartbeats };

@@ -12,9 +12,11 @@ export {
   type HeartbeatsRead,
   type PublishedVersion,
   type RecentRejection,
+  type RedisFailoverRecord,
   type ReportReadingRedis,
   readEnforcerHeartbeats,
   readRecentRejections,
+  readRedisFailovers,
 } from "./enforcer-reports";
 export { type PolicyRedisNames, policyRedisNames } from "./keys";
 export {

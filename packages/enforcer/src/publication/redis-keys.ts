@@ -11,6 +11,7 @@
  * | `metrics:sec:<epochSecond>` | hash `<scope>\|allowed` ... and `@latency\|...` | every enforcer, HINCRBY | `secondBucketTtlMs` (3 h) |
  * | `metrics:min:<epochMinute>` | the same fields, per minute (what the worker rolls up) | every enforcer, HINCRBY | `minuteBucketTtlMs` (6 h) |
  * | `rejections:<customerId>` | list of JSON `{atMs, scope, endpointClass, enforcerId}`, newest first | every enforcer | `rejectionsTtlMs` (1 h), capped |
+ * | `redis:failovers` | sorted set: JSON `{atMs, from, to, enforcerId}` of each change of primary an enforcer saw, scored by `atMs` (`redis-topology.ts`) | every enforcer | members older than 7 days trimmed on every write |
  * | `rejections:customers` | sorted set: customer id, scored by its latest rejection (epoch ms) | every enforcer | capped at 1000 members |
  * | `rejected:min:<epochMinute>` | sorted set: `<customerId>\|<scope>` by that minute's rejections (`rejection-tally.ts`) | every enforcer | `minuteBucketTtlMs` (6 h), capped at 1000 members |
  *
@@ -35,6 +36,7 @@ export interface EnforcerRedisNames {
   metricsMinute(epochMinute: number): string;
   rejections(customerId: string): string;
   readonly rejectedCustomers: string;
+  readonly redisFailovers: string;
 }
 
 export function enforcerRedisNames(prefix: string): EnforcerRedisNames {
@@ -45,6 +47,7 @@ export function enforcerRedisNames(prefix: string): EnforcerRedisNames {
     metricsMinute: (epochMinute) => `${prefix}metrics:min:${epochMinute}`,
     rejections: (customerId) => `${prefix}rejections:${customerId}`,
     rejectedCustomers: `${prefix}rejections:customers`,
+    redisFailovers: `${prefix}redis:failovers`,
   };
 }
 

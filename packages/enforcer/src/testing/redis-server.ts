@@ -26,16 +26,49 @@ export function privateRedisServerArgs(port: number): string[] {
  */
 export class OwnRedisServer {
   readonly port: number;
+  readonly #extraArgs: readonly string[];
   #process: ChildProcess | undefined;
 
-  private constructor(port: number) {
+  private constructor(port: number, extraArgs: readonly string[]) {
     this.port = port;
+    this.#extraArgs = extraArgs;
   }
 
-  static async start(): Promise<OwnRedisServer> {
-    const server = new OwnRedisServer(await freePort());
+  /**
+   * A server on a free port; with `replicaOf`, a replica of the server on that port (diskless
+   * sync without delay).
+   */
+  static async start(options: { readonly replicaOf?: number } = {}): Promise<OwnRedisServer> {
+    const extraArgs =
+      options.replicaOf === undefined
+        ? []
+        : [
+            "--replicaof",
+            "127.0.0.1",
+            String(options.replicaOf),
+            // Load the primary's data from the socket: nothing written to the working directory.
+            "--repl-diskless-load",
+            "on-empty-db",
+          ];
+    const server = new OwnRedisServer(await freePort(), extraArgs);
     await server.restart();
     return server;
+  }
+
+  /** The process's id, for a test that signals it itself (SIGKILL, SIGSTOP). */
+  get pid(): number | undefined {
+    return this.#process?.pid;
+  }
+
+  /** Kills the server with SIGKILL (no shutdown, nothing flushed) and waits for it to exit. */
+  async kill(): Promise<void> {
+    const child = this.#process;
+    if (child === undefined) return;
+    this.#process = undefined;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, "exit");
+    child.kill("SIGKILL");
+    await exited;
   }
 
   get url(): string {
@@ -45,7 +78,13 @@ export class OwnRedisServer {
   /** Starts the server (again) on the same port and resolves once it accepts connections. */
   async restart(): Promise<void> {
     if (this.#process !== undefined) throw new Error("the server is already running");
-    this.#process = await spawnRedisServer(privateRedisServerArgs(this.port));
+    this.#process = await spawnRedisServer([
+      ...privateRedisServerArgs(this.port),
+      // A primary's replicas sync at once rather than after the default 5 s delay.
+      "--repl-diskless-sync-delay",
+      "0",
+      ...this.#extraArgs,
+    ]);
   }
 
   /** Stops the server and resolves once its process has exited. */

@@ -38,6 +38,11 @@ export interface RedisScriptClient {
    * each, since FCALL runs on whichever owns the keys' slot.
    */
   nodes?(role: "master"): readonly Pick<RedisScriptClient, "call">[];
+  /**
+   * A Cluster's slot table as the client knows it now (ioredis `Cluster.slots`): per slot, the
+   * `host:port` of its master first. Read to name the server that decides a subject.
+   */
+  readonly slots?: readonly (readonly string[] | undefined)[];
 }
 
 /**

@@ -1,3 +1,5 @@
+/// <reference path="./cluster-key-slot.d.ts" />
+import calculateSlot from "cluster-key-slot";
 import { assertName, assertValidChecks } from "../arguments";
 import { type Clock, monotonicClock } from "../clock";
 import { combineOutcomes } from "../layered";
@@ -38,6 +40,12 @@ import {
   RedisScriptRunner,
 } from "./redis-script-runner";
 import { setStoreTime } from "./store-time";
+import { StoreUnavailableError } from "./store-unavailable-error";
+
+/** A `replicated` decision on a store given no replicated connection: the failure policy decides. */
+const NO_REPLICATED_CONNECTION = new StoreUnavailableError(
+  'a limit asks for durability "replicated" but the store has no replicated connection (RedisStoreOptions.replicated)',
+);
 
 export { redisLogKey, redisSubjectKey } from "./redis-encoding";
 export type { RedisScriptClient, RedisScriptForm } from "./redis-script-runner";
@@ -93,6 +101,32 @@ export interface RedisStoreOptions {
    * @default the process's timers (unref'd) and the monotonic clock
    */
   readonly timers?: Timers & Clock;
+  /**
+   * Where decisions with a `replicated` check go (`LimitCheck.durability`): a connection of its
+   * own, because `WAIT` blocks the connection it is sent on (on the decisions connection every
+   * other decision would queue behind it), and because `WAIT` counts the writes of its own
+   * connection only, so it must follow the decision's call there. Each call (a batch) is followed
+   * by `WAIT <replicas> <waitMs>`; fewer acknowledgements than `replicas` fail the call's
+   * decisions with {@link StoreUnavailableError}, for the failure policy to decide (the writes
+   * stay on the primary, which can only admit less). Without it, such decisions fail the same
+   * way. Not on a Cluster yet: `WAIT` would need the slot's node.
+   */
+  readonly replicated?: ReplicatedConnection;
+}
+
+/** See {@link RedisStoreOptions.replicated}. */
+export interface ReplicatedConnection {
+  /** A connection used for nothing else, like the decisions one (command timeout, no offline queue). */
+  readonly client: RedisScriptClient;
+  /** Replicas that must acknowledge. @default 1 */
+  readonly replicas?: number;
+  /**
+   * How long `WAIT` waits for them, in ms; keep it under the enforcer's `maxWaitMs`. A replica
+   * acknowledges at once when asked (WAIT asks), so this only runs out when none is connected or
+   * all are far behind.
+   * @default 500
+   */
+  readonly waitMs?: number;
 }
 
 const SYSTEM_TIMERS: Timers & Clock = {
@@ -155,6 +189,9 @@ export class RedisStore implements LimiterStore {
   readonly #clock: Clock | undefined;
   readonly #runner: RedisScriptRunner;
   readonly #batcher: DecisionBatcher;
+  readonly #client: RedisScriptClient;
+  /** Decisions with a `replicated` check: their own connection, each call followed by WAIT. */
+  readonly #replicatedBatcher: DecisionBatcher | null;
 
   constructor(options: RedisStoreOptions) {
     if (/[{}]/.test(options.keyPrefix)) {
@@ -163,6 +200,7 @@ export class RedisStore implements LimiterStore {
       );
     }
     this.#keyPrefix = options.keyPrefix;
+    this.#client = options.client;
     this.#clock = options.clock;
     this.#batcher = new DecisionBatcher({
       run: (keys, args) => this.#runner.run(keys, args),
@@ -174,6 +212,68 @@ export class RedisStore implements LimiterStore {
       timers: options.timers ?? SYSTEM_TIMERS,
     });
     this.#runner = new RedisScriptRunner(options.client, options.scriptForm);
+    this.#replicatedBatcher = this.#makeReplicatedBatcher(options);
+  }
+
+  #makeReplicatedBatcher(options: RedisStoreOptions): DecisionBatcher | null {
+    const replicated = options.replicated;
+    if (replicated === undefined) return null;
+    const replicas = replicated.replicas ?? 1;
+    const waitMs = replicated.waitMs ?? 500;
+    if (!Number.isInteger(replicas) || replicas < 1 || replicas > 100) {
+      throw new RangeError(
+        `replicated.replicas must be a whole number from 1 to 100, got ${replicas}`,
+      );
+    }
+    if (!Number.isInteger(waitMs) || waitMs < 1 || waitMs > 60_000) {
+      throw new RangeError(
+        `replicated.waitMs must be a whole number from 1 to 60000, got ${waitMs}`,
+      );
+    }
+    if (replicated.client.isCluster === true) {
+      throw new RangeError(
+        "replicated.client must not be a Cluster client: WAIT is not sent to a slot's node yet",
+      );
+    }
+    const client = replicated.client;
+    const runner = new RedisScriptRunner(client, options.scriptForm);
+    return new DecisionBatcher({
+      run: async (keys, args) => {
+        const reply = await runner.run(keys, args);
+        let acknowledged: unknown;
+        try {
+          acknowledged = await client.call("WAIT", String(replicas), String(waitMs));
+        } catch (error: unknown) {
+          const message = error instanceof Error ? error.message : String(error);
+          throw new StoreUnavailableError(`Redis did not answer WAIT: ${message}`, {
+            cause: error,
+          });
+        }
+        if (typeof acknowledged !== "number" || acknowledged < replicas) {
+          throw new StoreUnavailableError(
+            `NOREPLICAS ${String(acknowledged)} of ${replicas} replicas acknowledged the decision's writes within ${waitMs} ms`,
+          );
+        }
+        return reply;
+      },
+      leadingArg: String(
+        options.clock === undefined ? EXPIRY_MARGIN_MS : TEST_CLOCK_EXPIRY_MARGIN_MS,
+      ),
+      maxBatchSize: options.maxBatchSize ?? 1,
+      isCluster: false,
+      timers: options.timers ?? SYSTEM_TIMERS,
+    });
+  }
+
+  /** The batcher for `checks`: the replicated one when an enforced check asks for it. */
+  #batcherFor(checks: DecideInput["checks"]): DecisionBatcher {
+    for (const check of checks) {
+      if (check.durability === "replicated" && check.mode === "enforce") {
+        if (this.#replicatedBatcher === null) throw NO_REPLICATED_CONNECTION;
+        return this.#replicatedBatcher;
+      }
+    }
+    return this.#batcher;
   }
 
   /**
@@ -197,6 +297,16 @@ export class RedisStore implements LimiterStore {
 
   decide(input: DecideInput): Promise<LayeredDecision> {
     return this.#layered("d", input);
+  }
+
+  /**
+   * The master that owns `subject`'s slot now (`host:port`), as the Cluster client's slot table
+   * says; "" on a single Redis (or Sentinel's primary), or before the client knows the slots.
+   */
+  nodeOf(subject: string): string {
+    const slots = this.#client.slots;
+    if (this.#client.isCluster !== true || slots === undefined) return "";
+    return slots[calculateSlot(this.subjectKey(subject))]?.[0] ?? "";
   }
 
   /**
@@ -303,7 +413,9 @@ export class RedisStore implements LimiterStore {
     }
     const keys = [this.subjectKey(input.subject)];
     pushChecks(this.#keyPrefix, input.subject, checks, keys, args);
-    const answer = await this.#batcher.submit(
+    // A peek writes nothing: no replica has anything to acknowledge.
+    const batcher = op === "p" ? this.#batcher : this.#batcherFor(checks);
+    const answer = await batcher.submit(
       keys,
       args,
       checks.length * CHECK_BYTES + extraBytes,
@@ -346,5 +458,6 @@ export class RedisStore implements LimiterStore {
    */
   sendHeld(): void {
     this.#batcher.sendHeld();
+    this.#replicatedBatcher?.sendHeld();
   }
 }

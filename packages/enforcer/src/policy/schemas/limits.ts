@@ -132,6 +132,18 @@ export const ZOnStoreFailure = z.enum(["open", "closed", "local"], {
 export type TOnStoreFailure = z.output<typeof ZOnStoreFailure>;
 
 /**
+ * How sure a limit's admissions are to survive a Redis failover (`LimitCheck.durability`):
+ * `async` (the default, stated by leaving the field out) writes to the primary, which replicates
+ * afterwards, so a failover can lose the last admissions (docs/failover.md bounds how many);
+ * `replicated` waits for a replica to acknowledge each decision's writes before admitting, and
+ * lets the failure policy decide when none does in time.
+ */
+export const ZDurability = z.enum(["async", "replicated"], {
+  error: "durability must be one of: async, replicated",
+});
+export type TDurability = z.output<typeof ZDurability>;
+
+/**
  * The failure policy a limit gets when it does not state one, by where it sits:
  *
  * - Customer limits (tier limits, per-endpoint tier limits, customer overrides): `open`. The caller
@@ -179,6 +191,7 @@ export function policyLimitSchema(defaultOnStoreFailure: TOnStoreFailure) {
   return policyLimitUnion({
     mode: ZPolicyMode.default("enforce"),
     onStoreFailure: ZOnStoreFailure.default(defaultOnStoreFailure),
+    durability: ZDurability.optional(),
   });
 }
 
@@ -199,6 +212,7 @@ export const ZAnonymousEndpointLimit = policyLimitSchema(
 export const ZExplicitPolicyLimit = policyLimitUnion({
   mode: ZPolicyMode,
   onStoreFailure: ZOnStoreFailure,
+  durability: ZDurability.optional(),
 });
 
 // ---------------------------------------------------------------------------------------------
