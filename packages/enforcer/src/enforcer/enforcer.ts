@@ -208,6 +208,7 @@ export class Enforcer implements RequestChecker {
         isStoreReachable: () => this.#clients.decisions.status === "ready",
         breaker: timeouts.breaker,
         closedRetryAfterMs: timeouts.closedRetryAfterMs,
+        withoutPolicy: controlPlane.withoutPolicy,
         localStage: options.local,
         leases: options.leases,
         resolutionCache:
@@ -250,6 +251,10 @@ export class Enforcer implements RequestChecker {
         degradedByFailure: this.#engine.metrics.totals().degradedByFailure,
         slowStoreDecisions: this.#engine.slowStoreDecisionCount,
         eventLoopDelay: this.#loopDelay.last,
+        withoutPolicy: {
+          action: controlPlane.withoutPolicy ?? "admit",
+          decisions: this.#engine.metrics.totals().decisionsBySource["no-policy"],
+        },
       }),
       ttlMs: reporting.heartbeatTtlMs ?? 10_000,
       wallClock,

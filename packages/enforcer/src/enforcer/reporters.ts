@@ -120,6 +120,8 @@ export interface EnforcerReport {
   readonly slowStoreDecisions: number;
   /** This process's event-loop delay over the last interval. */
   readonly eventLoopDelay: EventLoopDelay;
+  /** What requests get while no policy is in force, and how many were decided so since start. */
+  readonly withoutPolicy: { readonly action: "admit" | "reject"; readonly decisions: number };
 }
 
 export interface StatusReporterOptions {
@@ -181,6 +183,13 @@ export class StatusReporter {
       slowStoreDecisions: String(report.slowStoreDecisions),
       eventLoopDelayP99Ms: String(report.eventLoopDelay.p99Ms),
       eventLoopDelayMaxMs: String(report.eventLoopDelay.maxMs),
+      // "none" while no snapshot is in force: the console's fleet, /status and the no-policy
+      // alert read it. An enforcer keeps its last good snapshot once it has one, so it has run
+      // without a policy since it started.
+      policy: applied === null ? "none" : "applied",
+      noPolicySince: applied === null ? String(this.#startedAtMs) : "",
+      noPolicyAction: report.withoutPolicy.action,
+      noPolicyDecisions: String(report.withoutPolicy.decisions),
     };
     try {
       const error = await execEach([

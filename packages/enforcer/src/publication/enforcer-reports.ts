@@ -56,6 +56,16 @@ export interface EnforcerHeartbeat {
   /** Its event-loop delay over its last heartbeat interval, ms; null when not reported. */
   readonly eventLoopDelayP99Ms: number | null;
   readonly eventLoopDelayMaxMs: number | null;
+  /**
+   * Set while it runs no policy (its heartbeat says `policy: none`): since when, what requests
+   * get meanwhile, and how many it decided so since it started. Null when it runs one. An
+   * enforcer too old to say so, with no version, is reported as running none since it started.
+   */
+  readonly noPolicy: {
+    readonly sinceMs: number | null;
+    readonly action: "admit" | "reject";
+    readonly decisions: number;
+  } | null;
 }
 
 export interface HeartbeatsRead {
@@ -127,6 +137,14 @@ export async function readEnforcerHeartbeats(
       slowStoreDecisions: countOrZero(fields.slowStoreDecisions),
       eventLoopDelayP99Ms: numberOrNull(fields.eventLoopDelayP99Ms),
       eventLoopDelayMaxMs: numberOrNull(fields.eventLoopDelayMaxMs),
+      noPolicy:
+        fields.policy === "applied" || (fields.policy === undefined && fields.version !== "")
+          ? null
+          : {
+              sinceMs: numberOrNull(fields.noPolicySince) ?? numberOrNull(fields.startedAt),
+              action: fields.noPolicyAction === "reject" ? "reject" : "admit",
+              decisions: countOrZero(fields.noPolicyDecisions),
+            },
     });
   });
   return { published, heartbeats };
