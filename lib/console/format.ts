@@ -140,6 +140,8 @@ export function formatLocalTimestamp(atMs: number, options: LocalTimestampOption
     return new Intl.DateTimeFormat(options.locale, {
       dateStyle: "medium",
       timeStyle: "long",
+      // One clock across the console: 24-hour, as the chart axes and the clock times read.
+      hourCycle: "h23",
       timeZone: options.timeZone,
     }).format(atMs);
   } catch (error: unknown) {
@@ -207,6 +209,58 @@ export function timestampLabel(atMs: number, options: TimestampLabelOptions): Ti
   return { text: local, title: iso, iso };
 }
 
+const UTC_WEEKDAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"] as const;
+
+export interface ClockTimeOptions extends LocalTimestampOptions {
+  /** `"14:05:07"`. @default false */
+  withSeconds?: boolean;
+  /** `"Tue 14:05"`, for spans longer than a day's hours. @default false */
+  withWeekday?: boolean;
+  /** `"14:05 CET"`: the zone named, so a time read alone is never ambiguous. @default true */
+  withZone?: boolean;
+}
+
+/**
+ * The console's one clock time, 24-hour, in the viewer's zone (or `timeZone`) with the zone named:
+ * `"14:05 CET"`, `"Tue 14:05:07 CET"`. An unknown time zone or locale falls back to UTC. Not a
+ * valid instant → {@link NO_VALUE}.
+ */
+export function formatClockTime(atMs: number, options: ClockTimeOptions = {}): string {
+  if (!Number.isFinite(atMs) || Number.isNaN(new Date(atMs).getTime())) return NO_VALUE;
+  const parts: Intl.DateTimeFormatOptions = {
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+    ...(options.withSeconds ? { second: "2-digit" } : {}),
+    ...(options.withWeekday ? { weekday: "short" } : {}),
+    ...((options.withZone ?? true) ? { timeZoneName: "short" } : {}),
+  };
+  try {
+    return new Intl.DateTimeFormat(options.locale, { ...parts, timeZone: options.timeZone }).format(
+      atMs,
+    );
+  } catch (error: unknown) {
+    if (!(error instanceof RangeError)) throw error;
+    return formatUtcClockTime(atMs, options);
+  }
+}
+
+/**
+ * {@link formatClockTime} in UTC, cut from the ISO form rather than made by Intl, so a server
+ * render and a browser render say exactly the same before the viewer's zone is known:
+ * `"14:05 UTC"`, `"Tue 14:05:07 UTC"`.
+ */
+export function formatUtcClockTime(
+  atMs: number,
+  options: Pick<ClockTimeOptions, "withSeconds" | "withWeekday" | "withZone"> = {},
+): string {
+  const iso = toIsoString(atMs);
+  if (iso === null) return NO_VALUE;
+  const weekday = options.withWeekday ? `${UTC_WEEKDAYS[new Date(atMs).getUTCDay()]} ` : "";
+  const zone = (options.withZone ?? true) ? " UTC" : "";
+  return `${weekday}${iso.slice(11, options.withSeconds ? 19 : 16)}${zone}`;
+}
+
 /**
  * A time-axis tick: `"14:05"` within a day's span, `"Tue 14:05"` for longer spans, so a day chart
  * says which day. Same time zone and locale options as {@link formatLocalTimestamp}.
@@ -216,21 +270,8 @@ export function formatTimeTick(
   spanMs: number,
   options: LocalTimestampOptions = {},
 ): string {
-  if (!Number.isFinite(atMs)) return NO_VALUE;
-  const parts: Intl.DateTimeFormatOptions = {
-    hour: "2-digit",
-    minute: "2-digit",
-    hourCycle: "h23",
-  };
-  if (spanMs > 12 * HOUR_MS) parts.weekday = "short";
-  try {
-    return new Intl.DateTimeFormat(options.locale, { ...parts, timeZone: options.timeZone }).format(
-      atMs,
-    );
-  } catch (error: unknown) {
-    if (!(error instanceof RangeError)) throw error;
-    return new Intl.DateTimeFormat("en-GB", { ...parts, timeZone: "UTC" }).format(atMs);
-  }
+  // The axis says the zone once, in its caption; each tick leaves it out.
+  return formatClockTime(atMs, { ...options, withWeekday: spanMs > 12 * HOUR_MS, withZone: false });
 }
 
 /**

@@ -68,9 +68,11 @@ export {
   type PublishedVersionFacts,
 } from "./fleet-lag";
 export {
+  type ClockTimeOptions,
   type FormatNumberOptions,
   formatActorKind,
   formatAlgorithm,
+  formatClockTime,
   formatCompactNumber,
   formatCountdown,
   formatDurationMs,
@@ -84,6 +86,7 @@ export {
   formatRelativeTime,
   formatTimeSpan,
   formatTimeTick,
+  formatUtcClockTime,
   formatUtcTimestamp,
   formatWindow,
   type LocalTimestampOptions,

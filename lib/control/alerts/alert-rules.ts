@@ -18,6 +18,7 @@
 import { formatDurationMs } from "@limitplane/enforcer/policy";
 import type { DecisionMinuteCounts } from "@limitplane/enforcer/publication";
 import { formatPercent } from "../format-percent";
+import { formatUtcClock } from "../format-words";
 import {
   type CountTotals,
   compareCodeUnits,
@@ -506,7 +507,7 @@ export function detectDegradedDecisions(
       share,
       message:
         `${total} of ${decisions} decisions (${formatPercent(share)}) since ` +
-        `${new Date(fromMs).toISOString().slice(11, 16)} UTC were made without Redis ` +
+        `${formatUtcClock(fromMs)} were made without Redis ` +
         `(${reasons.join(", ")}): their limits' failure policies decided (open admits unmeasured). ` +
         "Check Redis and the gateways' connections.",
     },
