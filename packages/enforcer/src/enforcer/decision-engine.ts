@@ -475,8 +475,17 @@ export class DecisionEngine implements RequestChecker {
   ): EnforcerResult {
     this.metrics.record(decision, latencyMicros, wallNowMs);
     const customerId = request.customerId ?? null;
-    if (!decision.allowed && customerId !== null && decision.scope !== null) {
-      this.recentRejections.record(customerId, decision.scope, resolution.endpointClass, wallNowMs);
+    if (!decision.allowed && decision.scope !== null) {
+      if (customerId !== null) {
+        this.recentRejections.record(
+          customerId,
+          decision.scope,
+          resolution.endpointClass,
+          wallNowMs,
+        );
+      } else {
+        this.recentRejections.recordAnonymous(decision.scope, wallNowMs);
+      }
     }
     this.#recorder?.record({
       subject: resolution.subject,

@@ -34,6 +34,7 @@ import {
   scopeField,
 } from "../publication/redis-keys";
 import {
+  ANONYMOUS_TALLY_ID,
   REJECTION_TALLY_KEPT,
   rejectionTallyKey,
   rejectionTallyMember,
@@ -43,7 +44,7 @@ import type { DecisionMetrics, MetricsBucket } from "./decision-metrics";
 import type { EventLoopDelay } from "./event-loop-delay";
 import { describeError, type EnforcerLogger } from "./logger";
 import type { AppliedSnapshot, SnapshotErrorReport } from "./policy-follower";
-import type { CustomerRejection, RecentRejections } from "./recent-rejections";
+import type { AnonymousRejections, CustomerRejection, RecentRejections } from "./recent-rejections";
 import type { StoreFailure } from "./types";
 
 /** The commands the reporters use; an ioredis client or Cluster. */
@@ -313,7 +314,7 @@ export class MetricsFlusher {
     for (const customerId of byCustomer.keys()) {
       scores.push(latestAtMs.get(customerId) ?? 0, customerId);
     }
-    transactions.push(...this.#tallyTransactions(rejections));
+    transactions.push(...this.#tallyTransactions(rejections, recentRejections.drainAnonymous()));
     if (byCustomer.size > 0) {
       transactions.push(
         redis
@@ -349,17 +350,26 @@ export class MetricsFlusher {
    * rejections added into its minute's sorted set, which keeps the largest counts. One
    * transaction per minute key.
    */
-  #tallyTransactions(rejections: readonly CustomerRejection[]): ChainableCommander[] {
+  #tallyTransactions(
+    rejections: readonly CustomerRejection[],
+    anonymous: readonly AnonymousRejections[],
+  ): ChainableCommander[] {
     const byMinute = new Map<number, Map<string, number>>();
-    for (const rejection of rejections) {
-      const minute = Math.floor(rejection.atMs / 60_000);
+    const add = (minute: number, member: string, count: number) => {
       let counts = byMinute.get(minute);
       if (counts === undefined) {
         counts = new Map();
         byMinute.set(minute, counts);
       }
-      const member = rejectionTallyMember(rejection.customerId, rejection.scope);
-      counts.set(member, (counts.get(member) ?? 0) + rejection.count);
+      counts.set(member, (counts.get(member) ?? 0) + count);
+    };
+    for (const rejection of rejections) {
+      const minute = Math.floor(rejection.atMs / 60_000);
+      add(minute, rejectionTallyMember(rejection.customerId, rejection.scope), rejection.count);
+    }
+    // Requests without a customer, per limit: no address leaves the process.
+    for (const entry of anonymous) {
+      add(entry.epochMinute, rejectionTallyMember(ANONYMOUS_TALLY_ID, entry.scope), entry.count);
     }
     const transactions: ChainableCommander[] = [];
     for (const [minute, counts] of byMinute) {
