@@ -2,6 +2,8 @@
 
 import { useRouter } from "next/navigation";
 import { useEffect, useState } from "react";
+// Direct module imports, not the lib/console entry point: this is client code.
+import { formatClockTime } from "@/lib/console/format";
 
 /**
  * Re-renders the server components of the current page every `intervalMs`, so a status view stays
@@ -9,19 +11,21 @@ import { useEffect, useState } from "react";
  */
 export function AutoRefresh({ intervalMs = 5_000 }: { intervalMs?: number }) {
   const router = useRouter();
-  const [lastRefreshAt, setLastRefreshAt] = useState<Date | null>(null);
+  const [lastRefreshAtMs, setLastRefreshAtMs] = useState<number | null>(null);
   useEffect(() => {
     const timer = setInterval(() => {
       if (document.visibilityState !== "visible") return;
       router.refresh();
-      setLastRefreshAt(new Date());
+      setLastRefreshAtMs(Date.now());
     }, intervalMs);
     return () => clearInterval(timer);
   }, [router, intervalMs]);
   return (
     <span className="muted small" aria-live="off">
       Live: refreshes every {Math.round(intervalMs / 1000)} s
-      {lastRefreshAt ? ` (last ${lastRefreshAt.toLocaleTimeString()})` : ""}
+      {lastRefreshAtMs === null
+        ? ""
+        : ` (last ${formatClockTime(lastRefreshAtMs, { withSeconds: true })})`}
     </span>
   );
 }

@@ -114,6 +114,17 @@ test("the overview names the most rejected customer and raises it in three click
   console.log(`after the raise: ${raised.allowed} of 120 admitted`);
   expect(raised.allowed).toBeGreaterThanOrEqual(60);
 
+  // The audit entry reads as a sentence with the numbers: the limit before and after, the span
+  // and its end, the raw fields behind the disclosure.
+  const incidentId = new URL(page.url()).pathname.split("/").at(-1) ?? "";
+  await page.goto(`/audit?entityType=incident&entityId=${incidentId}`);
+  const audited = page.getByTestId("audit-entry").first();
+  await expect(audited.getByTestId("audit-summary")).toHaveText(
+    new RegExp(
+      `^${CUSTOMER}, all endpoints: 10/s, bursts of 20 → 30/s, bursts of 60 for 15 min \\(until (\\d{4}-\\d\\d-\\d\\d )?\\d\\d:\\d\\d UTC\\)$`,
+    ),
+  );
+
   // The Customers list sorted by rejections puts it first (registered by the raise now).
   await page.goto("/customers?sort=rejected");
   await expect(page.getByTestId("customer-row").first()).toContainText(CUSTOMER);

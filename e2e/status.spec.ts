@@ -29,9 +29,11 @@ test.describe("status page", () => {
       // Formatted by the browser's own Intl, as a person in Kolkata would read it.
       const local = await page.evaluate(
         (at) =>
-          new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "long" }).format(
-            Date.parse(at),
-          ),
+          new Intl.DateTimeFormat("en-US", {
+            dateStyle: "medium",
+            timeStyle: "long",
+            hourCycle: "h23",
+          }).format(Date.parse(at)),
         iso ?? "",
       );
       await expect(applied).toHaveText(local);

@@ -71,6 +71,12 @@ const isRegionsDemo = process.argv.slice(2).includes("--regions");
 /** The private redis-server from its spawn on, before `privateRedis` is set (it answers). */
 let privateRedisProcess: ChildProcess | null = null;
 let watchdog: ChildProcess | null = null;
+/**
+ * Work a stop must not cut in half: the migrations (a migration stopped midway is recorded as
+ * failed, and the next start refuses to migrate until someone resolves it by hand). A stop that
+ * arrives meanwhile waits for it, then stops everything.
+ */
+let uninterruptible: Promise<unknown> | null = null;
 const record = new ProcessRecord(path.join(STATE_DIR, "processes.json"));
 
 function step(message: string): void {
@@ -84,6 +90,20 @@ function track(name: string, child: ChildProcess, marker: string): void {
   record.add({ pid: child.pid, name, marker });
 }
 
+/**
+ * Thrown instead of starting anything once a stop has begun: the start-up's next step must not
+ * spawn a process after the stop has already stopped its stage (it would be left running).
+ */
+class Stopping extends Error {
+  constructor() {
+    super("stopping");
+  }
+}
+
+function assertNotStopping(): void {
+  if (shuttingDown) throw new Stopping();
+}
+
 function spawnTracked(
   name: string,
   command: string,
@@ -91,6 +111,7 @@ function spawnTracked(
   env: NodeJS.ProcessEnv,
   stage: Stage,
 ): ChildProcess {
+  assertNotStopping();
   const child = spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true });
   register(name, child, args.find((arg) => arg.includes("/")) ?? path.basename(command), stage);
   return child;
@@ -369,6 +390,7 @@ async function main(): Promise<void> {
   }
   if (redisBinary !== null) {
     step("Starting a private redis-server (set REDIS_URL to use yours)");
+    assertNotStopping();
     privateRedis = await startPrivateRedis({
       binary: redisBinary,
       port: await freePort(),
@@ -381,6 +403,7 @@ async function main(): Promise<void> {
     process.env.REDIS_URL = privateRedis.url;
     if (isRegionsDemo) {
       step(`Starting a second private redis-server, for region ${DEMO_REGIONS[1]}`);
+      assertNotStopping();
       secondRegionRedis = await startPrivateRedis({
         binary: redisBinary,
         port: await freePort(),
@@ -409,7 +432,11 @@ async function main(): Promise<void> {
 
   const database = new URL(env.DATABASE_URL);
   step(`Migrating ${database.pathname.slice(1)} on ${database.host}`);
-  const { applied, role } = await deploy(target);
+  const deploying = deploy(target);
+  uninterruptible = deploying;
+  const { applied, role } = await deploying.finally(() => {
+    uninterruptible = null;
+  });
   console.log(applied.length ? `  applied ${applied.join(", ")}` : "  up to date");
   if (target.appRole !== null) {
     console.log(
@@ -451,6 +478,7 @@ async function main(): Promise<void> {
   if (await isBuildStale()) {
     // Minutes on a first run: progress while it runs, then warnings and the time it took, not
     // the route table (the whole output when it fails).
+    assertNotStopping();
     await runQuietly(NEXT, ["build"], {
       label: "Building the console (first run or sources changed; a few minutes)",
       doing: "building",
@@ -586,7 +614,18 @@ async function untilAnswering(
 
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
   process.on(signal, () => {
-    if (!shuttingDown) void shutdown(0);
+    if (shuttingDown) return;
+    shuttingDown = true;
+    const pending = uninterruptible;
+    if (pending === null) {
+      void shutdown(0);
+      return;
+    }
+    console.log("up: stopping once the migrations finish (a migration cut short is left failed)");
+    void pending.then(
+      () => shutdown(0),
+      () => shutdown(0),
+    );
   });
 }
 
@@ -601,6 +640,8 @@ setInterval(() => {
 }, 1_000).unref();
 
 main().catch((error: unknown) => {
+  // A stop is under way and will exit: the step it interrupted has nothing to add.
+  if (error instanceof Stopping || shuttingDown) return;
   console.error(
     error instanceof EnvError || error instanceof ApplicationRoleError
       ? error.message

@@ -40,7 +40,12 @@ export function AlertList({
   return (
     <ul className="alert-list" aria-label="Alerts">
       {alerts.map((alert) =>
-        alert.kind === "degraded-decisions" ? (
+        alert.kind === "no-policy" ? (
+          <li key={alert.key} className="alert-item alert-item-rise" data-testid="no-policy-alert">
+            <Badge tone="bad">no policy</Badge>
+            <span className="muted small">{alert.message}</span>
+          </li>
+        ) : alert.kind === "degraded-decisions" ? (
           <li key={alert.key} className="alert-item alert-item-rise">
             <Badge tone="bad">decided without Redis</Badge>
             <span>

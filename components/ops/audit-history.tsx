@@ -3,7 +3,7 @@ import { AuditDiff } from "@/components/audit/audit-diff";
 import { Badge } from "@/components/ui/badge";
 import { LocalTime } from "@/components/ui/local-time";
 import { diffAuditValues, formatActorKind } from "@/lib/console";
-import type { AuditEntryRecord } from "@/lib/control";
+import { type AuditEntryRecord, summarizeAuditEntry } from "@/lib/control";
 import styles from "./ops.module.css";
 
 /** Where an audit entry's entity is shown in the console, when it has a page. */
@@ -36,6 +36,9 @@ export function AuditHistory({ entries }: { entries: readonly AuditEntryRecord[]
                 {entry.policyVersion !== null ? ` · policy v${entry.policyVersion}` : ""}
               </span>
             </div>
+            <p className={styles.reason} data-testid="history-summary">
+              {summarizeAuditEntry(entry)}
+            </p>
             <p className={styles.reason}>
               <span className="muted">Reason: </span>
               {entry.reason}

@@ -6,6 +6,9 @@
 
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
 import type { ResolutionTrace } from "@limitplane/enforcer/policy";
+import { incidentBaseRule } from "@/lib/control";
+
+export { incidentBaseRule };
 
 /** What these functions read of an explanation: its trace. */
 export interface Traced {
@@ -29,23 +32,6 @@ export interface IncidentScopeOption {
 type Layer = "account" | "endpoint";
 
 type TraceSlot = ResolutionTrace["slots"][number];
-
-/**
- * The enforced rule an incident on `slot` replaces and a factor scales: the customer's override,
- * else the tier's. Null when the layer has no such rule.
- */
-export function incidentBaseRule(slot: TraceSlot): TraceSlot["rules"][number] | null {
-  return (
-    [...slot.rules]
-      .reverse()
-      .find(
-        (rule) =>
-          (rule.source === "tier" || rule.source === "customer-override") &&
-          rule.mode === "enforce" &&
-          rule.status !== "off",
-      ) ?? null
-  );
-}
 
 function layerLimits(explanation: Traced, layer: Layer) {
   const slot = explanation.trace.slots.find((candidate) => candidate.layer === layer);

@@ -1,18 +1,17 @@
 import { Badge } from "@/components/ui/badge";
-import { describePropagation } from "@/lib/console";
+import { describePropagation, formatUtcClockTime } from "@/lib/console";
 import type { Propagation } from "@/lib/control";
-
-/** "14:02 UTC": the hour and minute a pending region has waited since, the same for everyone. */
-function utcMinute(iso: string): string {
-  return `${iso.slice(11, 16)} UTC`;
-}
 
 /**
  * Where a policy version has reached, region by region (REGIONS): one sentence, then each region
  * with its state and, while pending, the last error its publication met.
  */
 export function PropagationPanel({ propagation }: { propagation: Propagation }) {
-  const sentence = describePropagation(propagation.regions, utcMinute(propagation.createdAt));
+  // "14:02 UTC": the same for everyone, server-rendered.
+  const sentence = describePropagation(
+    propagation.regions,
+    formatUtcClockTime(Date.parse(propagation.createdAt)),
+  );
   return (
     <section
       aria-labelledby="propagation-title"

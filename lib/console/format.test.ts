@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   formatActorKind,
   formatAlgorithm,
+  formatClockTime,
   formatCompactNumber,
   formatCountdown,
   formatDurationMs,
@@ -15,6 +16,7 @@ import {
   formatRelativeTime,
   formatTimeSpan,
   formatTimeTick,
+  formatUtcClockTime,
   formatUtcTimestamp,
   formatWindow,
   NO_VALUE,
@@ -326,5 +328,33 @@ describe("formatActorKind", () => {
   ])("%s reads as %s, never as a role", (type, words) => {
     expect(formatActorKind(type)).toBe(words);
     expect(formatActorKind(type)).not.toMatch(/^(viewer|operator|admin)$/);
+  });
+});
+
+describe("formatClockTime, the console's one clock time", () => {
+  const at = Date.UTC(2026, 11, 4, 14, 26, 20);
+  it.each([
+    ["24-hour with the zone named", {}, "09:26 EST"],
+    ["with seconds", { withSeconds: true }, "09:26:20 EST"],
+    ["with the weekday", { withWeekday: true }, "Fri, 09:26 EST"],
+    ["without the zone, for axis ticks", { withZone: false }, "09:26"],
+  ] as const)("%s", (_label, options, expected) => {
+    expect(formatClockTime(at, { ...options, timeZone: "America/New_York", locale: "en-US" })).toBe(
+      expected,
+    );
+  });
+
+  it("falls back to the same UTC text a server render shows", () => {
+    expect(formatClockTime(at, { timeZone: "Mars/Olympus_Mons" })).toBe("14:26 UTC");
+    expect(formatUtcClockTime(at, { withSeconds: true, withWeekday: true })).toBe(
+      "Fri 14:26:20 UTC",
+    );
+    expect(formatClockTime(Number.NaN)).toBe(NO_VALUE);
+  });
+
+  it("reads the same clock as the full timestamp: no AM/PM anywhere", () => {
+    expect(formatLocalTimestamp(at, { timeZone: "America/New_York", locale: "en-US" })).toBe(
+      "Dec 4, 2026, 09:26:20 EST",
+    );
   });
 });

@@ -14,10 +14,30 @@ import {
   NO_VALUE,
 } from "@limitplane/enforcer/policy";
 import { formatPercent } from "@/lib/control/format-percent";
+import {
+  formatAlgorithm,
+  formatFactor,
+  formatLimit,
+  formatRatePerSec,
+  formatUtcTimestamp,
+  formatWindow,
+} from "@/lib/control/format-words";
 
-// Numbers and durations have one implementation, shared with the policy's messages; percentages
-// one, shared with the alerts' messages.
-export { type FormatNumberOptions, formatDurationMs, formatNumber, formatPercent, NO_VALUE };
+// Numbers and durations have one implementation, shared with the policy's messages; percentages,
+// limits and UTC times one, shared with the alerts, audit summaries and webhooks.
+export {
+  type FormatNumberOptions,
+  formatAlgorithm,
+  formatDurationMs,
+  formatFactor,
+  formatLimit,
+  formatNumber,
+  formatPercent,
+  formatRatePerSec,
+  formatUtcTimestamp,
+  formatWindow,
+  NO_VALUE,
+};
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -87,73 +107,6 @@ export function formatRelativeTime(atMs: number, nowMs: number): string {
 }
 
 /**
- * A sustained rate in the unit that keeps the number at 1 or more: `10` → `"10/s"`,
- * `0.5` → `"30/min"`, `0.01` → `"36/h"`, `0.000_01` → `"0.86/d"`. Zero → `"0/s"`; negative or not
- * a finite number → {@link NO_VALUE}.
- */
-export function formatRatePerSec(ratePerSec: number): string {
-  if (!Number.isFinite(ratePerSec) || ratePerSec < 0) return NO_VALUE;
-  if (ratePerSec === 0 || ratePerSec >= 1)
-    return `${formatNumber(ratePerSec, { maximumFractionDigits: 3 })}/s`;
-  const perMinute = ratePerSec * 60;
-  if (perMinute >= 1) return `${formatNumber(perMinute, { maximumFractionDigits: 3 })}/min`;
-  const perHour = perMinute * 60;
-  if (perHour >= 1) return `${formatNumber(perHour, { maximumFractionDigits: 3 })}/h`;
-  return `${formatNumber(perHour * 24, { maximumFractionDigits: 3 })}/d`;
-}
-
-/**
- * A window length as the tail of "N per …": `60_000` → `"minute"`, `1000` → `"second"`,
- * `3_600_000` → `"hour"`, `86_400_000` → `"day"`, anything else `formatDurationMs` (`"30 s"`).
- */
-export function formatWindow(windowMs: number): string {
-  switch (windowMs) {
-    case SECOND_MS:
-      return "second";
-    case MINUTE_MS:
-      return "minute";
-    case HOUR_MS:
-      return "hour";
-    case DAY_MS:
-      return "day";
-    default:
-      return formatDurationMs(windowMs);
-  }
-}
-
-/** The words for an algorithm: `"token-bucket"` → `"token bucket"`. */
-export function formatAlgorithm(algorithm: LimitSpec["algorithm"]): string {
-  return algorithm.replace("-", " ");
-}
-
-/**
- * What a limit allows, in the terms a customer plans with (units of cost; most endpoints cost 1):
- * token bucket and leaky meter `"10/s, bursts of 20"`; fixed window `"100 per minute"`; sliding
- * log and sliding window `"100 per rolling minute"`.
- */
-export function formatLimit(spec: LimitSpec): string {
-  switch (spec.algorithm) {
-    case "token-bucket":
-      return `${formatRatePerSec(spec.refillPerSec)}, bursts of ${formatNumber(spec.capacity)}`;
-    case "leaky-meter":
-      return `${formatRatePerSec(spec.drainPerSec)}, bursts of ${formatNumber(spec.burst)}`;
-    case "fixed-window":
-      return `${formatNumber(spec.limit)} per ${formatWindow(spec.windowMs)}`;
-    case "sliding-log":
-    case "sliding-window":
-      return `${formatNumber(spec.limit)} per rolling ${formatWindow(spec.windowMs)}`;
-    default:
-      return assertNever(spec);
-  }
-}
-
-/** An incident factor: `2` → `"×2"`, `0.5` → `"×0.5"`. */
-export function formatFactor(factor: number): string {
-  if (!Number.isFinite(factor)) return NO_VALUE;
-  return `×${formatNumber(factor, { maximumFractionDigits: 3 })}`;
-}
-
-/**
  * Milliseconds since the epoch from what a timestamp arrives as: a number of milliseconds, a
  * `Date`, or an ISO 8601 string. Anything unreadable → `null`, never `NaN`.
  */
@@ -161,17 +114,6 @@ export function toEpochMs(value: string | number | Date): number | null {
   const ms =
     typeof value === "number" ? value : value instanceof Date ? value.getTime() : Date.parse(value);
   return Number.isFinite(ms) ? ms : null;
-}
-
-/**
- * The same instant for every viewer, used where the operator's time zone is not known (a server
- * render): `"2025-03-04 10:05:07 UTC"`. Not a valid instant → {@link NO_VALUE}.
- */
-export function formatUtcTimestamp(atMs: number): string {
-  if (!Number.isFinite(atMs)) return NO_VALUE;
-  const date = new Date(atMs);
-  if (Number.isNaN(date.getTime())) return NO_VALUE;
-  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
 export interface LocalTimestampOptions {
@@ -198,6 +140,8 @@ export function formatLocalTimestamp(atMs: number, options: LocalTimestampOption
     return new Intl.DateTimeFormat(options.locale, {
       dateStyle: "medium",
       timeStyle: "long",
+      // One clock across the console: 24-hour, as the chart axes and the clock times read.
+      hourCycle: "h23",
       timeZone: options.timeZone,
     }).format(atMs);
   } catch (error: unknown) {
@@ -265,6 +209,58 @@ export function timestampLabel(atMs: number, options: TimestampLabelOptions): Ti
   return { text: local, title: iso, iso };
 }
 
+const UTC_WEEKDAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"] as const;
+
+export interface ClockTimeOptions extends LocalTimestampOptions {
+  /** `"14:05:07"`. @default false */
+  withSeconds?: boolean;
+  /** `"Tue 14:05"`, for spans longer than a day's hours. @default false */
+  withWeekday?: boolean;
+  /** `"14:05 CET"`: the zone named, so a time read alone is never ambiguous. @default true */
+  withZone?: boolean;
+}
+
+/**
+ * The console's one clock time, 24-hour, in the viewer's zone (or `timeZone`) with the zone named:
+ * `"14:05 CET"`, `"Tue 14:05:07 CET"`. An unknown time zone or locale falls back to UTC. Not a
+ * valid instant → {@link NO_VALUE}.
+ */
+export function formatClockTime(atMs: number, options: ClockTimeOptions = {}): string {
+  if (!Number.isFinite(atMs) || Number.isNaN(new Date(atMs).getTime())) return NO_VALUE;
+  const parts: Intl.DateTimeFormatOptions = {
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+    ...(options.withSeconds ? { second: "2-digit" } : {}),
+    ...(options.withWeekday ? { weekday: "short" } : {}),
+    ...((options.withZone ?? true) ? { timeZoneName: "short" } : {}),
+  };
+  try {
+    return new Intl.DateTimeFormat(options.locale, { ...parts, timeZone: options.timeZone }).format(
+      atMs,
+    );
+  } catch (error: unknown) {
+    if (!(error instanceof RangeError)) throw error;
+    return formatUtcClockTime(atMs, options);
+  }
+}
+
+/**
+ * {@link formatClockTime} in UTC, cut from the ISO form rather than made by Intl, so a server
+ * render and a browser render say exactly the same before the viewer's zone is known:
+ * `"14:05 UTC"`, `"Tue 14:05:07 UTC"`.
+ */
+export function formatUtcClockTime(
+  atMs: number,
+  options: Pick<ClockTimeOptions, "withSeconds" | "withWeekday" | "withZone"> = {},
+): string {
+  const iso = toIsoString(atMs);
+  if (iso === null) return NO_VALUE;
+  const weekday = options.withWeekday ? `${UTC_WEEKDAYS[new Date(atMs).getUTCDay()]} ` : "";
+  const zone = (options.withZone ?? true) ? " UTC" : "";
+  return `${weekday}${iso.slice(11, options.withSeconds ? 19 : 16)}${zone}`;
+}
+
 /**
  * A time-axis tick: `"14:05"` within a day's span, `"Tue 14:05"` for longer spans, so a day chart
  * says which day. Same time zone and locale options as {@link formatLocalTimestamp}.
@@ -274,21 +270,8 @@ export function formatTimeTick(
   spanMs: number,
   options: LocalTimestampOptions = {},
 ): string {
-  if (!Number.isFinite(atMs)) return NO_VALUE;
-  const parts: Intl.DateTimeFormatOptions = {
-    hour: "2-digit",
-    minute: "2-digit",
-    hourCycle: "h23",
-  };
-  if (spanMs > 12 * HOUR_MS) parts.weekday = "short";
-  try {
-    return new Intl.DateTimeFormat(options.locale, { ...parts, timeZone: options.timeZone }).format(
-      atMs,
-    );
-  } catch (error: unknown) {
-    if (!(error instanceof RangeError)) throw error;
-    return new Intl.DateTimeFormat("en-GB", { ...parts, timeZone: "UTC" }).format(atMs);
-  }
+  // The axis says the zone once, in its caption; each tick leaves it out.
+  return formatClockTime(atMs, { ...options, withWeekday: spanMs > 12 * HOUR_MS, withZone: false });
 }
 
 /**

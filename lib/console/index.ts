@@ -71,9 +71,11 @@ export {
   type PublishedVersionFacts,
 } from "./fleet-lag";
 export {
+  type ClockTimeOptions,
   type FormatNumberOptions,
   formatActorKind,
   formatAlgorithm,
+  formatClockTime,
   formatCompactNumber,
   formatCountdown,
   formatDurationMs,
@@ -87,6 +89,7 @@ export {
   formatRelativeTime,
   formatTimeSpan,
   formatTimeTick,
+  formatUtcClockTime,
   formatUtcTimestamp,
   formatWindow,
   type LocalTimestampOptions,

@@ -34,4 +34,13 @@ describe("describeNoPolicy", () => {
     expect(notice?.enforcerIds).toEqual(["gw-1"]);
     expect(notice?.detail).toContain("REDIS_URL and key prefix");
   });
+
+  it("says when the gateways refuse instead, and how many requests went by", () => {
+    const notice = describeNoPolicy({
+      published: null,
+      enforcers: [{ id: "gw-1", version: null, noPolicy: { action: "reject", decisions: 7 } }],
+    });
+    expect(notice?.title).toBe("The only gateway runs no policy: every request is refused");
+    expect(notice?.detail).toContain("7 requests were refused so far.");
+  });
 });

@@ -47,6 +47,10 @@ export {
   runAuditedChange,
 } from "./audit/run-audited-change";
 export {
+  type SummarizableAuditEntry,
+  summarizeAuditEntry,
+} from "./audit/summarize-audit-entry";
+export {
   type AuditChainVerification,
   verifyAuditChain,
 } from "./audit/verify-audit-chain";
@@ -193,6 +197,7 @@ export {
   ZExtendIncidentOptions,
 } from "./incident/extend-incident";
 export { getIncident } from "./incident/get-incident";
+export { type IncidentEffect, incidentBaseRule, incidentEffect } from "./incident/incident-effect";
 export type { IncidentRecord, IncidentState } from "./incident/incident-record";
 export {
   type IncidentPage,

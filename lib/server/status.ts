@@ -7,6 +7,8 @@ import "server-only";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import type { RedisClient } from "@limitplane/enforcer/publication";
+import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { fleetDeps } from "@/lib/server/composition";
 import { getPrisma } from "@/lib/server/db";
 import { loadEnv } from "@/lib/server/env";
 import { createRedis } from "@/lib/server/redis";
@@ -34,6 +36,22 @@ export interface StatusReport {
   redis: ServiceCheck;
   migrations: { applied: MigrationStatus[]; pending: string[] } | null;
   build: { version: string; commit: string; builtAt: string };
+  /** The gateways' heartbeats; null when Redis could not be read. */
+  gateways: GatewaysStatus | null;
+}
+
+export interface GatewaysStatus {
+  /** Gateways whose heartbeat has not expired. */
+  reporting: number;
+  /** The published policy version; null when Redis holds none under this key prefix. */
+  publishedVersion: number | null;
+  /** The gateways whose heartbeat says they run no policy. */
+  withoutPolicy: {
+    id: string;
+    action: "admit" | "reject";
+    decisions: number;
+    sinceMs: number | null;
+  }[];
 }
 
 const CHECK_TIMEOUT_MS = 1_500;
@@ -207,11 +225,35 @@ export function buildInfo(): StatusReport["build"] {
   };
 }
 
+/** What the gateways' heartbeats say, bounded in time like the other checks; null on failure. */
+export async function checkGateways(): Promise<GatewaysStatus | null> {
+  try {
+    const fleet = await withTimeout(listEnforcers(fleetDeps()), CHECK_TIMEOUT_MS);
+    return {
+      reporting: fleet.enforcers.length,
+      publishedVersion: fleet.published?.version ?? null,
+      withoutPolicy: fleet.enforcers.flatMap((enforcer) =>
+        enforcer.noPolicy === null ? [] : [{ id: enforcer.id, ...enforcer.noPolicy }],
+      ),
+    };
+  } catch {
+    return null;
+  }
+}
+
 export async function statusReport(): Promise<StatusReport> {
-  const [postgres, redis, migrations] = await Promise.all([
+  const [postgres, redis, migrations, gateways] = await Promise.all([
     checkPostgres(),
     checkRedis(),
     checkMigrations(),
+    checkGateways(),
   ]);
-  return { checkedAt: new Date().toISOString(), postgres, redis, migrations, build: buildInfo() };
+  return {
+    checkedAt: new Date().toISOString(),
+    postgres,
+    redis,
+    migrations,
+    build: buildInfo(),
+    gateways,
+  };
 }

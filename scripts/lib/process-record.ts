@@ -6,7 +6,7 @@
  * and says so; one it may not stop is named with the exact command to run.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, renameSync, writeFileSync } from "node:fs";
 
 export interface RecordedProcess {
   readonly pid: number;
@@ -43,12 +43,23 @@ export class ProcessRecord {
 
   add(entry: RecordedProcess): void {
     this.#entries.push(entry);
-    writeFileSync(this.#file, `${JSON.stringify(this.#entries, null, 2)}\n`, { mode: 0o600 });
+    this.#write(`${JSON.stringify(this.#entries, null, 2)}\n`);
   }
 
   clear(): void {
     this.#entries = [];
-    writeFileSync(this.#file, "[]\n", { mode: 0o600 });
+    this.#write("[]\n");
+  }
+
+  /**
+   * Whole or not at all: written beside it and renamed over it, so a stop (or a crash) mid-write
+   * never leaves a truncated file, which the next start would read as empty and so lose track of
+   * what is still running.
+   */
+  #write(text: string): void {
+    const partial = `${this.#file}.partial`;
+    writeFileSync(partial, text, { mode: 0o600 });
+    renameSync(partial, this.#file);
   }
 }
 

@@ -27,6 +27,8 @@ beforeAll(async () => {
   };
   // initech is in the registry (the harness imports the example policy); vandelay is not.
   await tally(0, ["vandelay|tier:free", 40], ["initech|customer:initech", 5]);
+  // Requests without a customer, per limit: ranked apart, never as a customer.
+  await tally(0, ["~anonymous|anonymous:default", 70], ["~anonymous|ceiling", 3]);
   await tally(2, ["vandelay|tier:free", 20], ["vandelay|ceiling", 30], ["initech|tier:free", 7]);
   // Older than 15 minutes: only in the hour.
   await tally(30, ["hooli|tier:pro", 500]);
@@ -69,6 +71,11 @@ describe("GET /api/v1/rejected-customers", () => {
     expect(first.sparkline.slice(-3)).toEqual([50, 0, 40]);
     expect(second).toMatchObject({ customerId: "initech", rejected: 12, tier: expect.any(String) });
     expect(second.displayName).not.toBeNull();
+    expect(response.body.anonymousRejected).toBe(73);
+    expect(response.body.anonymous).toMatchObject([
+      { scope: "anonymous:default", rejected: 70 },
+      { scope: "ceiling", rejected: 3 },
+    ]);
   });
 
   it("200: the default hour reaches older minutes; limit cuts the list, not the totals", async () => {

@@ -948,6 +948,16 @@ describe("webhook notices", () => {
     expect(
       received.filter((body) => (body as { event?: unknown }).event !== undefined),
     ).toHaveLength(events.length);
+    // Each says the requested change in the audit log's words.
+    const summaries = received.map(
+      (body) => (body as { event?: { summary?: unknown } }).event?.summary,
+    );
+    expect(summaries.filter((summary) => typeof summary !== "string")).toEqual(
+      received
+        .filter((body) => (body as { event?: unknown }).event === undefined)
+        .map(() => undefined),
+    );
+    expect(summaries).toContain("tier trial deleted (was 5/s, bursts of 10)");
     // A second run sends nothing again.
     const before = received.length;
     await deliverAlertWebhooks(deps, { urls: [url] });

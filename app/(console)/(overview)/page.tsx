@@ -452,7 +452,16 @@ async function FleetPanel({ region }: { region: string | undefined }) {
                   </td>
                   <td data-label="Policy version">
                     {enforcer.version === null ? (
-                      <Badge tone="bad">none applied</Badge>
+                      <>
+                        <Badge tone="bad">no policy</Badge>
+                        {enforcer.noPolicy !== null ? (
+                          <span className="muted small" data-testid="no-policy-cell">
+                            {" "}
+                            {enforcer.noPolicy.action === "reject" ? "refusing" : "admitting"} all ·{" "}
+                            {enforcer.noPolicy.decisions} so far
+                          </span>
+                        ) : null}
+                      </>
                     ) : (
                       `v${enforcer.version}`
                     )}

@@ -3,7 +3,7 @@ import { AuditDiff } from "@/components/audit/audit-diff";
 import { Badge } from "@/components/ui/badge";
 import { LocalTime } from "@/components/ui/local-time";
 import { diffAuditValues, formatActorKind } from "@/lib/console";
-import type { AuditEntryRecord } from "@/lib/control";
+import { type AuditEntryRecord, summarizeAuditEntry } from "@/lib/control";
 import styles from "./audit.module.css";
 import { auditHref, entityHistoryHref } from "./audit-search-params";
 
@@ -62,6 +62,9 @@ export function AuditEntryCard({
           <LocalTime at={entry.at} />
         </span>
       </header>
+      <p className={styles.entrySummary} data-testid="audit-summary">
+        {summarizeAuditEntry(entry)}
+      </p>
       <dl className={styles.entryFacts}>
         <div>
           <dt>By</dt>

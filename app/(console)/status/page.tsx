@@ -3,12 +3,13 @@ import { connection } from "next/server";
 import { Suspense } from "react";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { RedisTopologyPanel } from "@/components/fleet/redis-topology";
+import { Badge } from "@/components/ui/badge";
 import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
 import { ScrollRegion } from "@/components/ui/scroll-region";
 import { listRegionFleets } from "@/lib/control/fleet/list-region-fleets";
 import { regionFleetDeps } from "@/lib/server/composition";
-import { type ServiceCheck, statusReport } from "@/lib/server/status";
+import { type GatewaysStatus, type ServiceCheck, statusReport } from "@/lib/server/status";
 
 export const metadata: Metadata = { title: "Status" };
 
@@ -18,8 +19,8 @@ export default function StatusPage() {
       <header className="page-header">
         <h1>Status</h1>
         <p>
-          Whether the control plane can reach its database and Redis, which migrations are applied,
-          and which build is running. <AutoRefresh />
+          Whether the control plane can reach its database and Redis, whether every gateway runs a
+          policy, which migrations are applied, and which build is running. <AutoRefresh />
         </p>
       </header>
       <Suspense fallback={<StatusSkeleton />}>
@@ -76,6 +77,7 @@ async function StatusPanels() {
         <ServicePanel name="Postgres" check={report.postgres} />
         <ServicePanel name="Redis" check={report.redis} />
       </div>
+      <GatewaysPanel gateways={report.gateways} />
       <section className="panel" aria-labelledby="migrations-heading">
         <h2 id="migrations-heading">Migrations</h2>
         {report.migrations === null ? (
@@ -143,6 +145,60 @@ async function StatusPanels() {
         </dl>
       </section>
     </>
+  );
+}
+
+function GatewaysPanel({ gateways }: { gateways: GatewaysStatus | null }) {
+  const without = gateways?.withoutPolicy ?? [];
+  return (
+    <section className="panel" aria-labelledby="gateways-heading" data-testid="status-gateways">
+      <h2 id="gateways-heading">
+        Gateways{" "}
+        {gateways === null ? (
+          <Badge tone="warn">unknown</Badge>
+        ) : without.length > 0 ? (
+          <Badge tone="bad" dot>
+            {without.length} without a policy
+          </Badge>
+        ) : (
+          <Badge tone="ok" dot>
+            {gateways.reporting === 0 ? "none reporting" : "every one runs a policy"}
+          </Badge>
+        )}
+      </h2>
+      {gateways === null ? (
+        <p className="muted">Unknown: the gateways' heartbeats cannot be read from Redis.</p>
+      ) : (
+        <>
+          <p>
+            {gateways.reporting} reporting; published policy{" "}
+            {gateways.publishedVersion === null ? (
+              <strong>none under this key prefix</strong>
+            ) : (
+              <strong>v{gateways.publishedVersion}</strong>
+            )}
+            .
+          </p>
+          {without.length > 0 ? (
+            <ul data-testid="status-no-policy">
+              {without.map((gateway) => (
+                <li key={gateway.id}>
+                  <code>{gateway.id}</code>: no policy
+                  {gateway.sinceMs !== null ? (
+                    <>
+                      {" "}
+                      since <LocalTime at={gateway.sinceMs} />
+                    </>
+                  ) : null}
+                  , {gateway.action === "reject" ? "refusing" : "admitting unchecked"} every request
+                  ({gateway.decisions} so far)
+                </li>
+              ))}
+            </ul>
+          ) : null}
+        </>
+      )}
+    </section>
   );
 }
 

@@ -27,11 +27,22 @@ export const ZRejectedCustomerRecord = z.object({
   lastRejectedAt: z.string().describe("The start of the last minute with a rejection"),
 });
 
+export const ZRejectedAnonymousRecord = z.object({
+  scope: z.string().describe("The limit that rejected requests without a customer"),
+  rejected: z.number().int().describe("Rejected requests over the span"),
+  rejectedPerMinute: z.number().describe("Rejected requests per minute, averaged over the span"),
+  sparkline: z
+    .array(z.number().int())
+    .readonly()
+    .describe("Rejections per point, oldest first; each point is `sparklineMinutes` long"),
+  lastRejectedAt: z.string().describe("The start of the last minute with a rejection"),
+});
+
 export const listRejectedCustomersEndpoint = defineEndpoint({
   method: "GET",
   path: "/api/v1/rejected-customers",
   summary: "The customers the gateways rejected most over a recent span",
-  description: `The most rejected first, over the last \`minutes\` (the current minute included, still counting; at most ${MAX_REJECTION_SPAN_MINUTES}: the gateways keep 6 hours). Counted by the gateways per minute and limit, keeping each minute's 1 000 largest customer-and-limit counts, so the answer is bounded whatever the number of customers. Anonymous traffic is counted per scope in the metrics, not here.`,
+  description: `The most rejected first, over the last \`minutes\` (the current minute included, still counting; at most ${MAX_REJECTION_SPAN_MINUTES}: the gateways keep 6 hours). Counted by the gateways per minute and limit, keeping each minute's 1 000 largest customer-and-limit counts, so the answer is bounded whatever the number of customers. Requests without a customer are ranked apart, per limit (\`anonymous\`, at most 10): no address leaves the gateways, raw or hashed.`,
   tag: "Customers",
   access: "metrics.read",
   query: strictParams({
@@ -46,6 +57,11 @@ export const listRejectedCustomersEndpoint = defineEndpoint({
     customers: z.array(ZRejectedCustomerRecord).readonly(),
     totalRejected: z.number().int().describe("Every identified customer's rejections in the span"),
     rejectedCustomerCount: z.number().int().describe("Distinct customers rejected in the span"),
+    anonymous: z
+      .array(ZRejectedAnonymousRecord)
+      .readonly()
+      .describe("Requests without a customer, per limit, the most rejected first; at most 10"),
+    anonymousRejected: z.number().int().describe("Every anonymous rejection in the span"),
   }),
   handle: ({ query }) => listRejectedCustomers(query, rejectedCustomerDeps()),
 });

@@ -18,6 +18,7 @@
 import { formatDurationMs } from "@limitplane/enforcer/policy";
 import type { DecisionMinuteCounts } from "@limitplane/enforcer/publication";
 import { formatPercent } from "../format-percent";
+import { formatUtcClock } from "../format-words";
 import {
   type CountTotals,
   compareCodeUnits,
@@ -506,7 +507,7 @@ export function detectDegradedDecisions(
       share,
       message:
         `${total} of ${decisions} decisions (${formatPercent(share)}) since ` +
-        `${new Date(fromMs).toISOString().slice(11, 16)} UTC were made without Redis ` +
+        `${formatUtcClock(fromMs)} were made without Redis ` +
         `(${reasons.join(", ")}): their limits' failure policies decided (open admits unmeasured). ` +
         "Check Redis and the gateways' connections.",
     },
@@ -522,7 +523,80 @@ export type ConsoleAlert =
   | RejectionRateAlert
   | IncidentExpiryAlert
   | DegradedDecisionAlert
-  | StagedChangeAlert;
+  | StagedChangeAlert
+  | NoPolicyAlert;
+
+// ---------------------------------------------------------------------------------------------
+// Gateways without a policy
+
+/**
+ * How long a gateway may run without a policy before it alerts: longer than a start-up's first
+ * snapshot takes (the enforcer waits up to 5 s for it, and the worker republishes within one
+ * 5 s poll after Redis was emptied), short enough that an empty Redis or a wrong key prefix is
+ * heard about within a minute, at the worker's next alert run.
+ */
+export const NO_POLICY_ALERT_AFTER_MS = 30_000;
+
+/** What the no-policy alert reads of a gateway's heartbeat. */
+export interface GatewayPolicyFacts {
+  readonly id: string;
+  readonly noPolicy: {
+    readonly sinceMs: number | null;
+    readonly action: "admit" | "reject";
+    readonly decisions: number;
+  } | null;
+}
+
+export interface NoPolicyAlert {
+  readonly kind: "no-policy";
+  /** One episode while any gateway runs none. */
+  readonly key: "no-policy";
+  readonly enforcerIds: readonly string[];
+  /** Requests those gateways decided without a policy since they started. */
+  readonly decisions: number;
+  readonly message: string;
+}
+
+/**
+ * One alert when any gateway has run without a policy for `afterMs` or longer (its heartbeat
+ * says `policy: none`): it admits every request unchecked, or refuses them all, by its
+ * `withoutPolicy` option.
+ */
+export function detectNoPolicyGateways(
+  gateways: readonly GatewayPolicyFacts[],
+  options: { readonly nowMs: number; readonly afterMs?: number },
+): NoPolicyAlert[] {
+  const afterMs = options.afterMs ?? NO_POLICY_ALERT_AFTER_MS;
+  const without = gateways.filter(
+    (gateway) =>
+      gateway.noPolicy !== null &&
+      (gateway.noPolicy.sinceMs === null || options.nowMs - gateway.noPolicy.sinceMs >= afterMs),
+  );
+  if (without.length === 0) return [];
+  const ids = without.map((gateway) => gateway.id).sort(compareCodeUnits);
+  const decisions = without.reduce((sum, gateway) => sum + (gateway.noPolicy?.decisions ?? 0), 0);
+  const admitting = without.filter((gateway) => gateway.noPolicy?.action !== "reject").length;
+  const what =
+    admitting === without.length
+      ? "admitting every request unchecked"
+      : admitting === 0
+        ? "refusing every request (503)"
+        : `${admitting} admitting every request unchecked, the rest refusing them`;
+  const names =
+    ids.length > 5 ? `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more` : ids.join(", ");
+  return [
+    {
+      kind: "no-policy",
+      key: "no-policy",
+      enforcerIds: ids,
+      decisions,
+      message:
+        `${ids.length === 1 ? "1 gateway has" : `${ids.length} gateways have`} run no policy for ` +
+        `${formatDurationMs(afterMs)} or more (${names}), ${what}: ${decisions} requests so far. ` +
+        "Check their Redis URL and key prefix against the console's, and that the worker runs.",
+    },
+  ];
+}
 
 /** What the staged-change alerts read of a staged change. */
 export interface StagedChangeForAlert {

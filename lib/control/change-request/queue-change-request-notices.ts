@@ -4,9 +4,11 @@
  * `change-request:<id>:<event>`, inserted with skipDuplicates so a second worker queues nothing
  * twice. The alert webhook sender then POSTs them like any alert, with the same retries and the
  * same `Limitplane-Delivery` header. The body carries `event` (not `alert`):
- * `{ deliveryId, alertKey, episode, event: { type, changeRequest }, raisedAt }`.
+ * `{ deliveryId, alertKey, episode, event: { type, summary, changeRequest }, raisedAt }`, where
+ * `summary` is the requested change in the audit log's words (summarize-audit-entry.ts).
  */
 import type { PrismaClient } from "@/lib/generated/prisma/client";
+import { summarizeAuditEntry } from "../audit/summarize-audit-entry";
 import { toJson } from "../stored";
 
 /** How many events one run queues. */
@@ -25,6 +27,35 @@ export async function queueChangeRequestNotices(
     select: { id: true, changeRequestId: true, event: true, payload: true, at: true },
   });
   if (events.length === 0) return 0;
+  const requests = await db.changeRequest.findMany({
+    where: { id: { in: [...new Set(events.map((event) => event.changeRequestId))] } },
+    select: {
+      id: true,
+      action: true,
+      entityType: true,
+      entityId: true,
+      diff: true,
+      createdAt: true,
+    },
+  });
+  const summaries = new Map(
+    requests.map((request) => {
+      const diff =
+        typeof request.diff === "object" && request.diff !== null && !Array.isArray(request.diff)
+          ? request.diff
+          : {};
+      const summary = summarizeAuditEntry({
+        action: request.action,
+        entityType: request.entityType,
+        entityId: request.entityId,
+        customerId: null,
+        before: diff.before ?? null,
+        after: diff.after ?? null,
+        at: request.createdAt.toISOString(),
+      });
+      return [request.id, summary];
+    }),
+  );
   const now = new Date(nowMs);
   const created = await db.$transaction(async (tx) => {
     const inserted = await tx.alertDelivery.createMany({
@@ -38,7 +69,11 @@ export async function queueChangeRequestNotices(
             payload: toJson({
               alertKey,
               episode: 1,
-              event: { type: `change-request.${event.event}`, changeRequest: event.payload },
+              event: {
+                type: `change-request.${event.event}`,
+                summary: summaries.get(event.changeRequestId) ?? null,
+                changeRequest: event.payload,
+              },
               raisedAt: event.at.toISOString(),
             }),
             nextAttemptAt: now,

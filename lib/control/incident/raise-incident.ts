@@ -7,6 +7,7 @@ import { AppError, toFieldErrors, validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { registerSeenCustomer, seenOnlyCustomer } from "../seen-customer/register-seen-customer";
 import { auditView } from "../stored";
+import { incidentEffect } from "./incident-effect";
 import { assertWithinGuardrails } from "./incident-guardrails";
 import {
   type IncidentRecord,
@@ -56,6 +57,8 @@ export async function raiseIncident(
   const incident = parsed.data;
   // A customer only the gateways know is registered by this change (its own audit entry).
   const seen = await seenOnlyCustomer(deps.db, incident.customerId, seenRedis);
+  // The numbers the audit entry states, against the policy in force as the change is made.
+  const effect = await incidentEffect(incident, deps);
   return runPolicyChange(deps, ctx, {
     action: "incident.raise",
     entityType: "incident",
@@ -88,7 +91,7 @@ export async function raiseIncident(
         entityId: record.id,
         customerId: record.customerId,
         before: null,
-        after: auditView(record),
+        after: { ...auditView(record), effect },
         value: { incident: record },
       };
     },

@@ -1,4 +1,4 @@
-import { readRejectionTally } from "@limitplane/enforcer/publication";
+import { ANONYMOUS_TALLY_ID, readRejectionTally } from "@limitplane/enforcer/publication";
 import { parseOptions } from "../change-context";
 import type { RejectedCustomerDeps } from "../deps";
 import {
@@ -28,6 +28,18 @@ export interface RejectedCustomerRecord {
   readonly lastRejectedAt: string;
 }
 
+/** Requests without a customer rejected by one limit over the span (no address is kept). */
+export interface RejectedAnonymousRecord {
+  readonly scope: string;
+  readonly rejected: number;
+  readonly rejectedPerMinute: number;
+  readonly sparkline: readonly number[];
+  readonly lastRejectedAt: string;
+}
+
+/** Most anonymous limits listed: each is a limit, not a customer, so a handful says it all. */
+const ANONYMOUS_LISTED = 10;
+
 export interface RejectedCustomerPage {
   readonly from: string;
   /** The end of the span: now (the current minute is included, still counting). */
@@ -40,6 +52,13 @@ export interface RejectedCustomerPage {
   readonly totalRejected: number;
   /** How many distinct customers were rejected in the span. */
   readonly rejectedCustomerCount: number;
+  /**
+   * Requests without a customer (keyed by address at the gateways), ranked per limit, the most
+   * rejected first; at most 10. Addresses are never reported, raw or hashed.
+   */
+  readonly anonymous: readonly RejectedAnonymousRecord[];
+  /** Every anonymous rejection in the span. */
+  readonly anonymousRejected: number;
 }
 
 /**
@@ -56,8 +75,17 @@ export async function listRejectedCustomers(
   const nowMs = deps.clock.nowMs();
   const toMinute = Math.floor(nowMs / MINUTE_MS);
   const fromMinute = toMinute - input.minutes + 1;
-  const entries = await readRejectionTally(deps.redis, deps.prefix, fromMinute, toMinute);
+  const tally = await readRejectionTally(deps.redis, deps.prefix, fromMinute, toMinute);
+  const entries = tally.filter((entry) => entry.customerId !== ANONYMOUS_TALLY_ID);
   const rolled = rollUpRejectionTally(entries, fromMinute, toMinute);
+  // Anonymous traffic rolled up per limit: the scope stands where a customer would.
+  const anonymous = rollUpRejectionTally(
+    tally
+      .filter((entry) => entry.customerId === ANONYMOUS_TALLY_ID)
+      .map((entry) => ({ ...entry, customerId: entry.scope })),
+    fromMinute,
+    toMinute,
+  );
   const wanted = input.customerIds === undefined ? null : new Set(input.customerIds);
   const listed = (
     wanted === null
@@ -92,5 +120,13 @@ export async function listRejectedCustomers(
     }),
     totalRejected: rolled.totalRejected,
     rejectedCustomerCount: rolled.customers.length,
+    anonymous: anonymous.customers.slice(0, ANONYMOUS_LISTED).map((entry) => ({
+      scope: entry.customerId,
+      rejected: entry.rejected,
+      rejectedPerMinute: entry.rejected / Math.max(spanMinutes, 1),
+      sparkline: entry.sparkline,
+      lastRejectedAt: new Date(entry.lastRejectedMinuteMs).toISOString(),
+    })),
+    anonymousRejected: anonymous.totalRejected,
   };
 }

@@ -188,6 +188,15 @@ describe("createEnforcer refuses options it cannot run with", () => {
     ],
     ["no Redis, and no gateway count", { redis: {} }, ["expectedGateways", "redis"]],
     [
+      "a behaviour without a policy that is neither admit nor reject",
+      {
+        expectedGateways: 1,
+        redis: { url: "redis://127.0.0.1:6379" },
+        controlPlane: { withoutPolicy: "maybe" },
+      },
+      ["controlPlane.withoutPolicy"],
+    ],
+    [
       "a Sentinel without sentinels or a master name",
       { expectedGateways: 1, redis: { url: "redis://127.0.0.1", sentinel: { nodes: [] } } },
       ["redis.sentinel.nodes", "redis.sentinel.name"],

@@ -11,7 +11,7 @@ import styles from "@/components/ops/ops.module.css";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
 import { callApi } from "@/lib/api/api-client";
 // Direct module imports: this is client code.
-import { formatDurationMs, formatLimit } from "@/lib/console/format";
+import { formatClockTime, formatDurationMs, formatLimit } from "@/lib/console/format";
 import { MAX_REASON_LENGTH } from "@/lib/control/change-context";
 import {
   blockedMessage,
@@ -199,10 +199,7 @@ export function IncidentForm({
   const scopeWords = scope?.endpointClass ?? "all endpoints";
   const beforeWords = scope?.current ? formatLimit(scope.current) : "no limit";
   const afterWords = after ? formatLimit(after) : "—";
-  const untilWords =
-    nowMs === null
-      ? ""
-      : `, until ${new Date(nowMs + durationMs).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`;
+  const untilWords = nowMs === null ? "" : `, until ${formatClockTime(nowMs + durationMs)}`;
   const summary = `${customer.id}: ${scopeWords} ${beforeWords} → ${afterWords} for ${formatDurationMs(durationMs)}${untilWords}`;
 
   const submit = async (): Promise<ConfirmResult> => {

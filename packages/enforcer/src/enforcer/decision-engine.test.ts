@@ -166,6 +166,22 @@ describe("DecisionEngine", () => {
     expect(engine.metrics.totals().decisionsBySource["no-policy"]).toBe(1);
   });
 
+  it("without a snapshot and withoutPolicy reject, refuses with 503 and a retry, counted", async () => {
+    const { engine, store } = setup({ snapshot: null, engine: { withoutPolicy: "reject" } });
+    const result = await engine.check({ customerId: "initech", method: "GET", path: "/" });
+    expect(result.decision).toMatchObject({
+      allowed: false,
+      source: "no-policy",
+      reason: "store-unavailable",
+      scope: "no-policy",
+      retryAfterMs: 1_000,
+    });
+    expect(result.http.status).toBe(503);
+    expect(result.http.headers["Retry-After"]).toBe("1");
+    expect(store.calls).toBe(0);
+    expect(engine.metrics.totals().decisionsBySource["no-policy"]).toBe(1);
+  });
+
   it("checkNow answers a cached denial at once, without a promise, and as check would", async () => {
     const { engine, store } = setup({ engine: { localStage: {} } });
     const request = { customerId: "initech", tier: "free", method: "GET", path: "/v1/things" };

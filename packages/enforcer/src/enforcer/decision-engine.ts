@@ -172,6 +172,12 @@ export interface DecisionEngineOptions {
   /** Least `Retry-After` a `closed` limit tells while the store is down. @default 1_000 */
   readonly closedRetryAfterMs?: number;
   /**
+   * What a request gets while there is no snapshot: admitted unchecked, or refused as the
+   * limiter being unavailable (503, scope `no-policy`, retry after 1 s).
+   * @default "admit"
+   */
+  readonly withoutPolicy?: "admit" | "reject";
+  /**
    * The local first stage (denial cache + flood guard at 2x), or false to go to the store for
    * every request. It only ever rejects, so it never admits more than the shared limit; a request
    * it rejects does not reach the store, so its dry-run limits are not evaluated.
@@ -208,6 +214,8 @@ export interface DecisionEngineOptions {
 }
 
 const NO_CHECKS: readonly ResolvedCheck[] = [];
+/** How soon a request refused for want of a policy is told to retry. */
+const NO_POLICY_RETRY_AFTER_MS = 1_000;
 
 function assertCustomerId(customerId: string): void {
   if (!isCustomerId(customerId)) {
@@ -220,6 +228,7 @@ export class DecisionEngine implements RequestChecker {
   readonly recentRejections: RecentRejections;
   readonly breaker: CircuitBreaker;
   readonly #snapshot: () => PreparedSnapshot | null;
+  readonly #withoutPolicyAction: "admit" | "reject";
   readonly #guarded: GuardedStore;
   /**
    * Every server's breaker as one, for the heartbeat and the log: the worst state (open, then
@@ -289,6 +298,7 @@ export class DecisionEngine implements RequestChecker {
     this.#clock = options.clock ?? monotonicClock;
     this.#wallClock = options.wallClock ?? defaultWallClock;
     this.#snapshot = options.snapshot;
+    this.#withoutPolicyAction = options.withoutPolicy ?? "admit";
     this.breaker = new CircuitBreaker({ ...options.breaker, clock: this.#clock });
     this.#guarded = new GuardedStore({
       store: options.store,
@@ -505,8 +515,17 @@ export class DecisionEngine implements RequestChecker {
   ): EnforcerResult {
     this.metrics.record(decision, latencyMicros, wallNowMs);
     const customerId = request.customerId ?? null;
-    if (!decision.allowed && customerId !== null && decision.scope !== null) {
-      this.recentRejections.record(customerId, decision.scope, resolution.endpointClass, wallNowMs);
+    if (!decision.allowed && decision.scope !== null) {
+      if (customerId !== null) {
+        this.recentRejections.record(
+          customerId,
+          decision.scope,
+          resolution.endpointClass,
+          wallNowMs,
+        );
+      } else {
+        this.recentRejections.recordAnonymous(decision.scope, wallNowMs);
+      }
     }
     this.#recorder?.record({
       subject: resolution.subject,
@@ -577,16 +596,20 @@ export class DecisionEngine implements RequestChecker {
     );
   }
 
-  /** No snapshot yet: there is no limit to check, so the request is admitted and counted. */
+  /**
+   * No snapshot yet: there is no limit to check, so the request is admitted (or, when the
+   * embedder chose `reject`, refused as the limiter being unavailable) and counted.
+   */
   #withoutPolicy(request: EnforcerRequest, startedAtMs: number, wallNowMs: number): EnforcerResult {
+    const isRejected = this.#withoutPolicyAction === "reject";
     const decision: EnforcerDecision = {
-      allowed: true,
+      allowed: !isRejected,
       limit: UNLIMITED,
-      remaining: UNLIMITED,
-      retryAfterMs: 0,
-      resetAfterMs: 0,
-      reason: null,
-      scope: null,
+      remaining: isRejected ? 0 : UNLIMITED,
+      retryAfterMs: isRejected ? NO_POLICY_RETRY_AFTER_MS : 0,
+      resetAfterMs: isRejected ? NO_POLICY_RETRY_AFTER_MS : 0,
+      reason: isRejected ? "store-unavailable" : null,
+      scope: isRejected ? "no-policy" : null,
       outcomes: [],
       source: "no-policy",
       degraded: false,

@@ -138,6 +138,17 @@ export interface EnforcerControlPlaneOptions {
    * @default 5_000
    */
   readonly startupWaitMs?: number;
+  /**
+   * What a request gets while no snapshot is in force (Redis holds none under this key prefix,
+   * or the first one has not arrived): `admit` lets it through unchecked (`source: "no-policy"`);
+   * `reject` answers 503 `LIMITER_UNAVAILABLE` with a `Retry-After` of 1 s. Either way the
+   * heartbeat says the enforcer runs no policy, so the console's fleet, /status and the alert
+   * webhooks say so too. Admit is the default because a gateway that cannot find its limits
+   * should not take the API down with it; choose reject where unlimited traffic is worse than
+   * none, or give a `bootstrapSnapshot` to enforce known limits from the first request.
+   * @default "admit"
+   */
+  readonly withoutPolicy?: "admit" | "reject";
 }
 
 /** The in-process memos of the policy in force, per snapshot. */
@@ -323,6 +334,13 @@ export function checkEnforcerOptions(
     add(
       ["controlPlane", "bootstrapSnapshot"],
       "give policy (limits in code) or a bootstrap snapshot, not both",
+    );
+  }
+  const withoutPolicy: unknown = given.controlPlane?.withoutPolicy;
+  if (withoutPolicy !== undefined && withoutPolicy !== "admit" && withoutPolicy !== "reject") {
+    add(
+      ["controlPlane", "withoutPolicy"],
+      `must be "admit" or "reject" (what a request gets while no policy is in force), got ${JSON.stringify(withoutPolicy)}`,
     );
   }
   let snapshot: TSnapshot | string | undefined = given.controlPlane?.bootstrapSnapshot;

@@ -218,6 +218,7 @@ export class Enforcer implements RequestChecker {
         isStoreReachable: () => this.#clients.decisions.status === "ready",
         breaker: timeouts.breaker,
         closedRetryAfterMs: timeouts.closedRetryAfterMs,
+        withoutPolicy: controlPlane.withoutPolicy,
         localStage: options.local,
         leases: options.leases,
         resolutionCache:
@@ -270,6 +271,10 @@ export class Enforcer implements RequestChecker {
         eventLoopDelay: this.#loopDelay.last,
         redisTopology: this.#topology.current,
         redisFailoversSeen: this.#topology.failoversSeen,
+        withoutPolicy: {
+          action: controlPlane.withoutPolicy ?? "admit",
+          decisions: this.#engine.metrics.totals().decisionsBySource["no-policy"],
+        },
       }),
       ttlMs: reporting.heartbeatTtlMs ?? 10_000,
       wallClock,

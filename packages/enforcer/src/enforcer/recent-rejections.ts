@@ -25,6 +25,13 @@ export interface CustomerRejection extends RecentRejection {
   readonly customerId: string;
 }
 
+/** Rejections of requests without a customer by one limit in one minute. */
+export interface AnonymousRejections {
+  readonly epochMinute: number;
+  readonly scope: string;
+  readonly count: number;
+}
+
 /** An entry as kept: counted on until it is a second old or handed to the flusher. */
 interface StoredRejection {
   readonly customerId: string;
@@ -78,6 +85,12 @@ export class RecentRejections {
   #pendingStart = 0;
   #pendingCount = 0;
   #droppedCount = 0;
+  /**
+   * Anonymous rejections (no customer: keyed by address, which is never reported) counted per
+   * minute and limit, `<epochMinute>|<scope>`, until the next drain. Bounded like the pending
+   * ring: a new key past `maxPending` is dropped and counted as such.
+   */
+  readonly #anonymous = new Map<string, number>();
 
   constructor(options: RecentRejectionsOptions = {}) {
     this.#byCustomer = new BoundedLru(options.maxCustomers ?? 10_000);
@@ -150,6 +163,34 @@ export class RecentRejections {
       if (list.length > this.#maxPerCustomer) list.shift();
     }
     this.#enqueue(stored);
+  }
+
+  /**
+   * Counts a rejection of a request without a customer by `scope` in its minute: the console
+   * ranks anonymous traffic per limit, and no address is kept or reported.
+   */
+  recordAnonymous(scope: string, wallNowMs?: number): void {
+    const minute = Math.floor((wallNowMs ?? this.#wallClock.nowMs()) / 60_000);
+    const key = `${minute}|${scope}`;
+    const count = this.#anonymous.get(key);
+    if (count !== undefined) this.#anonymous.set(key, count + 1);
+    else if (this.#anonymous.size < this.#maxPending) this.#anonymous.set(key, 1);
+    else this.#droppedCount++;
+  }
+
+  /** The anonymous counts since the last drain, per minute and limit; forgets them. */
+  drainAnonymous(): readonly AnonymousRejections[] {
+    const drained: AnonymousRejections[] = [];
+    for (const [key, count] of this.#anonymous) {
+      const separator = key.indexOf("|");
+      drained.push({
+        epochMinute: Number(key.slice(0, separator)),
+        scope: key.slice(separator + 1),
+        count,
+      });
+    }
+    this.#anonymous.clear();
+    return drained;
   }
 
   /** The customer's unexpired rejections, newest first. */

@@ -34,6 +34,7 @@ import {
   scopeField,
 } from "../publication/redis-keys";
 import {
+  ANONYMOUS_TALLY_ID,
   REJECTION_TALLY_KEPT,
   rejectionTallyKey,
   rejectionTallyMember,
@@ -43,8 +44,8 @@ import type { DecisionMetrics, MetricsBucket } from "./decision-metrics";
 import type { EventLoopDelay } from "./event-loop-delay";
 import { describeError, type EnforcerLogger } from "./logger";
 import type { AppliedSnapshot, SnapshotErrorReport } from "./policy-follower";
-import type { CustomerRejection, RecentRejections } from "./recent-rejections";
 import type { RedisTopology } from "./redis-topology";
+import type { AnonymousRejections, CustomerRejection, RecentRejections } from "./recent-rejections";
 import type { StoreFailure } from "./types";
 
 /** The commands the reporters use; an ioredis client or Cluster. */
@@ -126,6 +127,8 @@ export interface EnforcerReport {
   readonly redisTopology?: RedisTopology | null;
   /** Changes of primary it saw since start. */
   readonly redisFailoversSeen?: number;
+  /** What requests get while no policy is in force, and how many were decided so since start. */
+  readonly withoutPolicy: { readonly action: "admit" | "reject"; readonly decisions: number };
 }
 
 export interface StatusReporterOptions {
@@ -192,6 +195,13 @@ export class StatusReporter {
       redisReplicas: report.redisTopology?.replicas.join(",") ?? "",
       redisSentinelName: report.redisTopology?.sentinelName ?? "",
       redisFailoversSeen: String(report.redisFailoversSeen ?? 0),
+      // "none" while no snapshot is in force: the console's fleet, /status and the no-policy
+      // alert read it. An enforcer keeps its last good snapshot once it has one, so it has run
+      // without a policy since it started.
+      policy: applied === null ? "none" : "applied",
+      noPolicySince: applied === null ? String(this.#startedAtMs) : "",
+      noPolicyAction: report.withoutPolicy.action,
+      noPolicyDecisions: String(report.withoutPolicy.decisions),
     };
     try {
       const error = await execEach([
@@ -315,7 +325,7 @@ export class MetricsFlusher {
     for (const customerId of byCustomer.keys()) {
       scores.push(latestAtMs.get(customerId) ?? 0, customerId);
     }
-    transactions.push(...this.#tallyTransactions(rejections));
+    transactions.push(...this.#tallyTransactions(rejections, recentRejections.drainAnonymous()));
     if (byCustomer.size > 0) {
       transactions.push(
         redis
@@ -351,17 +361,26 @@ export class MetricsFlusher {
    * rejections added into its minute's sorted set, which keeps the largest counts. One
    * transaction per minute key.
    */
-  #tallyTransactions(rejections: readonly CustomerRejection[]): ChainableCommander[] {
+  #tallyTransactions(
+    rejections: readonly CustomerRejection[],
+    anonymous: readonly AnonymousRejections[],
+  ): ChainableCommander[] {
     const byMinute = new Map<number, Map<string, number>>();
-    for (const rejection of rejections) {
-      const minute = Math.floor(rejection.atMs / 60_000);
+    const add = (minute: number, member: string, count: number) => {
       let counts = byMinute.get(minute);
       if (counts === undefined) {
         counts = new Map();
         byMinute.set(minute, counts);
       }
-      const member = rejectionTallyMember(rejection.customerId, rejection.scope);
-      counts.set(member, (counts.get(member) ?? 0) + rejection.count);
+      counts.set(member, (counts.get(member) ?? 0) + count);
+    };
+    for (const rejection of rejections) {
+      const minute = Math.floor(rejection.atMs / 60_000);
+      add(minute, rejectionTallyMember(rejection.customerId, rejection.scope), rejection.count);
+    }
+    // Requests without a customer, per limit: no address leaves the process.
+    for (const entry of anonymous) {
+      add(entry.epochMinute, rejectionTallyMember(ANONYMOUS_TALLY_ID, entry.scope), entry.count);
     }
     const transactions: ChainableCommander[] = [];
     for (const [minute, counts] of byMinute) {

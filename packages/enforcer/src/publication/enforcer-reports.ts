@@ -66,6 +66,16 @@ export interface EnforcerHeartbeat {
     /** Changes of primary it saw since it started. */
     readonly failoversSeen: number;
   } | null;
+  /**
+   * Set while it runs no policy (its heartbeat says `policy: none`): since when, what requests
+   * get meanwhile, and how many it decided so since it started. Null when it runs one. An
+   * enforcer too old to say so, with no version, is reported as running none since it started.
+   */
+  readonly noPolicy: {
+    readonly sinceMs: number | null;
+    readonly action: "admit" | "reject";
+    readonly decisions: number;
+  } | null;
 }
 
 export interface HeartbeatsRead {
@@ -197,6 +207,14 @@ export async function readEnforcerHeartbeats(
               replicas: listOf(fields.redisReplicas),
               sentinelName: textOrNull(fields.redisSentinelName),
               failoversSeen: countOrZero(fields.redisFailoversSeen),
+            },
+      noPolicy:
+        fields.policy === "applied" || (fields.policy === undefined && fields.version !== "")
+          ? null
+          : {
+              sinceMs: numberOrNull(fields.noPolicySince) ?? numberOrNull(fields.startedAt),
+              action: fields.noPolicyAction === "reject" ? "reject" : "admit",
+              decisions: countOrZero(fields.noPolicyDecisions),
             },
     });
   });

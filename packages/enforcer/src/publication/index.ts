@@ -67,6 +67,7 @@ export {
 } from "./redis-clients";
 export { type EnforcerRedisNames, enforcerRedisNames, scopeField } from "./redis-keys";
 export {
+  ANONYMOUS_TALLY_ID,
   REJECTION_TALLY_KEPT,
   type RejectionTallyEntry,
   type RejectionTallyReadingRedis,

@@ -18,6 +18,12 @@
  */
 import { isCustomerId } from "../policy/names";
 
+/**
+ * The tally's stand-in for "no customer": anonymous requests are counted per limit, never per
+ * address. Not a valid customer id (`policy/names.ts`), so it cannot collide with one.
+ */
+export const ANONYMOUS_TALLY_ID = "~anonymous";
+
 /** Most members one minute's tally keeps: the customer-and-scope pairs rejected most. */
 export const REJECTION_TALLY_KEPT = 1_000;
 
@@ -36,7 +42,7 @@ export interface RejectionTallyReadingRedis {
   zrevrange(key: string, start: number, stop: number, withScores: "WITHSCORES"): Promise<string[]>;
 }
 
-/** One customer's rejections by one limit in one minute. */
+/** One customer's (or, as {@link ANONYMOUS_TALLY_ID}, anonymous traffic's) rejections by one limit in one minute. */
 export interface RejectionTallyEntry {
   readonly epochMinute: number;
   readonly customerId: string;
@@ -78,7 +84,8 @@ export async function readRejectionTally(
       if (separator <= 0 || !(Number.isSafeInteger(count) && count > 0)) continue;
       const customerId = member.slice(0, separator);
       const scope = member.slice(separator + 1);
-      if (!isCustomerId(customerId) || !SCOPE_TEXT.test(scope)) continue;
+      if (customerId !== ANONYMOUS_TALLY_ID && !isCustomerId(customerId)) continue;
+      if (!SCOPE_TEXT.test(scope)) continue;
       entries.push({ epochMinute, customerId, scope, count });
     }
   });
