@@ -3,7 +3,8 @@
  * staged change, or drop or rewrite its candidate, is refused (409, nothing written) while an
  * export's round trip goes through; with approvals on, a staged change that lowers a tier too far
  * is held back like the edit it ends in, and once another admin approves its request it starts as
- * a staged change (its first slice) rather than applying to everyone.
+ * a staged change (its first slice) rather than applying to everyone; the guard defaults in the
+ * settings (200, 400, 403, 409, audited) are what a staged change started without its own gets.
  */
 import { describe, expect, it } from "vitest";
 import { signIn } from "@/lib/control/auth/sign-in";
@@ -31,6 +32,30 @@ async function refused(method: string, path: string, options: CallOptions, code:
   expect(await api.fingerprint()).toEqual(before);
   return response;
 }
+
+describe("a staged limit the policy refuses", () => {
+  it("is a 400 naming the field, and writes nothing", async () => {
+    const before = await api.fingerprint();
+    const response = await call(
+      "POST",
+      "/api/v1/staged-changes",
+      {
+        as: admin(),
+        body: {
+          target: "tier:free",
+          // Below the cost of the most expensive endpoint class: no such request could pass.
+          limit: { algorithm: "token-bucket", capacity: 1, refillPerSec: 1 },
+          steps,
+          reason: "too strict to be a limit",
+        },
+      },
+      400,
+    );
+    expect(response.body.error.code).toBe("VALIDATION_FAILED");
+    expect(JSON.stringify(response.body.error.fieldErrors)).toContain("capacity 1 is less than");
+    expect(await api.fingerprint()).toEqual(before);
+  });
+});
 
 describe("an import while a staged change runs", () => {
   it("is refused when it changes the staged rule or drops its candidate, and goes through as exported", async () => {
@@ -208,5 +233,114 @@ describe("a staged change under approvals", () => {
     // The tier itself is untouched until the staged change completes.
     const enterpriseAfter = await call("GET", "/api/v1/tiers/enterprise", { as: admin() }, 200);
     expect(enterpriseAfter.body.tier.limit).toEqual(enterpriseBefore.body.tier.limit);
+  });
+});
+
+describe("the guard defaults", () => {
+  it("are saved audited, refused when wrong, and given to staged changes started without a guard", async () => {
+    const read = await call(
+      "GET",
+      "/api/v1/staged-guard-settings",
+      { as: { token: api.as("viewer").token } },
+      200,
+    );
+    expect(read.body.settings).toEqual({
+      guard: { marginPercent: 5, minRequests: 100, windowMs: 60_000, consecutiveWindows: 3 },
+      version: 0,
+      createdAt: null,
+      updatedAt: null,
+    });
+    const bad = await api.call("PATCH", "/api/v1/staged-guard-settings", {
+      as: admin(),
+      body: { expectedVersion: 0, windowMs: 10, reason: "too fine" },
+    });
+    expect(bad.status, bad.text).toBe(400);
+    expect(bad.body.error.fieldErrors).toEqual([
+      { path: "windowMs", message: "windowMs must be at least 1000 (1 s)" },
+    ]);
+    const forbidden = await api.call("PATCH", "/api/v1/staged-guard-settings", {
+      as: { token: api.as("operator").token },
+      body: { expectedVersion: 0, marginPercent: 2, reason: "not mine to change" },
+    });
+    expect(forbidden.status, forbidden.text).toBe(403);
+
+    const saved = await call(
+      "PATCH",
+      "/api/v1/staged-guard-settings",
+      {
+        as: admin(),
+        body: { expectedVersion: 0, marginPercent: 2.5, windowMs: 30_000, reason: "tighter" },
+      },
+      200,
+    );
+    expect(saved.body.settings).toMatchObject({
+      guard: { marginPercent: 2.5, minRequests: 100, windowMs: 30_000, consecutiveWindows: 3 },
+      version: 1,
+    });
+    const entry = await api.db().auditEntry.findUniqueOrThrow({
+      where: { id: BigInt(saved.body.auditEntryId) },
+    });
+    expect(entry).toMatchObject({
+      action: "staged-guard-settings.update",
+      entityType: "staged-guard-settings",
+      reason: "tighter",
+    });
+    expect(entry.before).toMatchObject({ marginPercent: 5, windowMs: 60_000, version: 0 });
+    expect(entry.after).toMatchObject({ marginPercent: 2.5, windowMs: 30_000, version: 1 });
+    await refused(
+      "PATCH",
+      "/api/v1/staged-guard-settings",
+      { as: admin(), body: { expectedVersion: 0, minRequests: 5, reason: "stale" } },
+      "VERSION_CONFLICT",
+    );
+
+    // A staged change without a guard gets the defaults; with some fields, the rest from them.
+    const plain = await call(
+      "POST",
+      "/api/v1/staged-changes",
+      {
+        as: admin(),
+        body: {
+          target: "tier:free",
+          limit: { algorithm: "token-bucket", capacity: 19, refillPerSec: 9 },
+          steps,
+          reason: "defaults",
+        },
+      },
+      201,
+    );
+    expect(plain.body.stagedChange.guard).toEqual({
+      marginPercent: 2.5,
+      minRequests: 100,
+      windowMs: 30_000,
+      consecutiveWindows: 3,
+    });
+    await call(
+      "POST",
+      `/api/v1/staged-changes/${plain.body.stagedChange.id}/abort`,
+      { as: admin(), body: { expectedVersion: 1, reason: "next" } },
+      200,
+    );
+    const own = await call(
+      "POST",
+      "/api/v1/staged-changes",
+      {
+        as: admin(),
+        body: {
+          target: "tier:free",
+          limit: { algorithm: "token-bucket", capacity: 19, refillPerSec: 9 },
+          steps,
+          guard: { minRequests: 10 },
+          reason: "its own minimum",
+        },
+      },
+      201,
+    );
+    expect(own.body.stagedChange.guard).toEqual({
+      marginPercent: 2.5,
+      minRequests: 10,
+      windowMs: 30_000,
+      consecutiveWindows: 3,
+    });
   });
 });

@@ -46,6 +46,7 @@ export const AUDIT_ACTIONS = [
   "token.create",
   "token.revoke",
   "approval-settings.update",
+  "staged-guard-settings.update",
   "change-request.create",
   "change-request.refresh",
   "change-request.approve",
@@ -70,6 +71,7 @@ export const AUDIT_ENTITY_TYPES = [
   "operator",
   "token",
   "approval-settings",
+  "staged-guard-settings",
   "change-request",
 ] as const;
 export type AuditEntityType = (typeof AUDIT_ENTITY_TYPES)[number];
