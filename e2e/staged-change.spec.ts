@@ -7,7 +7,8 @@
  * - a staged change whose new limit rejects most of its slice is reverted by its guard while
  *   traffic flows through the real gateways and worker, and its page says why, with the figures,
  *   and names the guard as the actor;
- * - the approvals and guard defaults page saves the guard defaults, audited.
+ * - the approvals and guard defaults page saves the guard defaults, audited, and (with one admin)
+ *   says why approvals cannot be turned on.
  */
 import { randomBytes } from "node:crypto";
 import type { Page } from "@playwright/test";
@@ -185,6 +186,26 @@ test("the approvals and guard page saves the guard defaults, audited", async ({ 
     "Approvals and the staged change guard",
   );
   await expect(page.getByTestId("eligible-approvers")).toContainText("may approve");
+  // With one admin (this spec alone; approvals.spec adds a second), turning approvals on is
+  // refused, and both the page and the form say why.
+  const eligible = Number(
+    /^(\d+) enabled/.exec((await page.getByTestId("eligible-approvers").textContent()) ?? "")?.[1],
+  );
+  const approvals = page.getByRole("form", { name: "Approval settings" });
+  if (eligible < 2) {
+    await expect(page.getByTestId("approvers-short")).toContainText(
+      "Approvals cannot be turned on yet",
+    );
+    await approvals.getByLabel("Require a second person for the changes below").check();
+    await approvals.getByLabel("Reason (required)").fill("e2e: four eyes");
+    await approvals.getByRole("button", { name: "Save approval settings" }).click();
+    await expect(approvals.getByTestId("settings-error")).toContainText(
+      "Approvals need at least 2 enabled admins",
+    );
+    await page.reload();
+  } else {
+    await expect(page.getByTestId("approvers-short")).toHaveCount(0);
+  }
   for (const viewport of [
     { width: 1280, height: 900 },
     { width: 390, height: 844 },
