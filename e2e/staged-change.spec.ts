@@ -236,3 +236,36 @@ test("the approvals and guard page saves the guard defaults, audited", async ({ 
   await form.getByRole("button", { name: "Save guard defaults" }).click();
   await expect(page.getByTestId("guard-defaults")).toContainText(`by more than ${before} points`);
 });
+
+test("an admin stages a dry-run candidate from its page", async ({ page }) => {
+  const tier = `e2e-cnd-${randomBytes(3).toString("hex")}`;
+  const id = `${tier}-halved`;
+  await useSession(page.context(), "admin");
+  await createTier(page, tier, 100);
+  const made = await page.request.post("/api/v1/candidates", {
+    headers: origin,
+    data: {
+      id,
+      target: `tier:${tier}`,
+      limit: { algorithm: "token-bucket", capacity: 50, refillPerSec: 25 },
+      reason: "e2e: try half",
+    },
+  });
+  expect(made.status(), await made.text()).toBe(201);
+
+  await page.goto(`/dry-run/${id}`);
+  const box = page.getByTestId("stage-candidate");
+  await box.getByLabel("Step 2: percent of subjects").fill("50");
+  await box.getByLabel("Reason (required)").fill("e2e: half looked right, stage it");
+  await box.getByRole("button", { name: "Stage it…" }).click();
+  await page
+    .getByRole("dialog", { name: `Stage candidate ${id}?` })
+    .getByRole("button", { name: "Start the staged change" })
+    .click();
+  await expect(page).toHaveURL(new RegExp(`/staged-changes/${id}$`));
+  await expect(page.getByTestId("staged-headline")).toContainText("step 1 of 3 (5 % of subjects)");
+  await expect(page.getByRole("listitem").filter({ hasText: "50 % for at least" })).toHaveCount(1);
+
+  await page.goto(`/dry-run/${id}`);
+  await expect(page.getByTestId("candidate-staged")).toContainText("now at 5 % of subjects");
+});
