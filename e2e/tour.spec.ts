@@ -139,6 +139,7 @@ async function tourStops(request: APIRequestContext): Promise<{
       path: `/policies/endpoint-classes/${encodeURIComponent(endpointClass.name)}`,
     },
     { name: "policy-settings", path: "/policies/settings" },
+    { name: "policy-safe-changes", path: "/policies/safe-changes" },
     { name: "policy-tier-new", path: "/policies/tiers/new" },
     { name: "policy-endpoint-class-new", path: "/policies/endpoint-classes/new" },
     { name: "customers", path: "/customers" },

@@ -88,6 +88,9 @@ export default async function ChangeRequestsPage() {
             : "nothing is held back; requests can still be made by choice."}{" "}
           <AutoRefresh intervalMs={10_000} />
         </p>
+        <p className="small">
+          <Link href="/policies/safe-changes">Change the approval settings</Link>
+        </p>
       </header>
       <section className="panel" aria-labelledby="pending-heading">
         <h2 id="pending-heading">Waiting for approval ({pending.length})</h2>

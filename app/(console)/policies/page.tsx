@@ -117,6 +117,10 @@ export default async function PoliciesPage() {
             <code>{settings.defaultEndpointClass}</code>.
           </p>
         ) : null}
+        <p className="small">
+          <Link href="/policies/safe-changes">Approvals and the staged change guard</Link>: which
+          changes need a second person, and when a staged change reverts by itself.
+        </p>
       </section>
 
       <section className="panel" aria-labelledby="tiers-heading">

@@ -96,10 +96,12 @@ import {
   advanceStagedChangeEndpoint,
   completeStagedChangeEndpoint,
   getStagedChangeEndpoint,
+  getStagedGuardSettingsEndpoint,
   listStagedChangesEndpoint,
   pauseStagedChangeEndpoint,
   resumeStagedChangeEndpoint,
   startStagedChangeEndpoint,
+  updateStagedGuardSettingsEndpoint,
 } from "./staged-changes";
 import {
   createTierEndpoint,
@@ -205,6 +207,8 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   advanceStagedChangeEndpoint,
   completeStagedChangeEndpoint,
   abortStagedChangeEndpoint,
+  getStagedGuardSettingsEndpoint,
+  updateStagedGuardSettingsEndpoint,
   getSnapshotEndpoint,
   getPropagationEndpoint,
   exportPolicyEndpoint,

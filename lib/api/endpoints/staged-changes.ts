@@ -10,15 +10,21 @@ import { resumeStagedChange } from "@/lib/control/staged-change/resume-staged-ch
 import { STAGED_CHANGE_STATES } from "@/lib/control/staged-change/staged-change-record";
 import { ZGuardState, ZStagedGuard } from "@/lib/control/staged-change/staged-guard";
 import {
+  findStagedGuardSettings,
+  updateStagedGuardSettings,
+  ZUpdateStagedGuardSettingsOptions,
+} from "@/lib/control/staged-change/staged-guard-settings";
+import {
   startStagedChange,
   ZStartStagedChangeOptions,
 } from "@/lib/control/staged-change/start-staged-change";
-import { controlDeps } from "@/lib/server/composition";
+import { authDeps, controlDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
 import {
   changeContextOf,
   strictBody,
   strictParams,
+  ZAuditReceipt,
   ZChangeReceipt,
   ZExpectedVersion,
   ZReason,
@@ -146,3 +152,35 @@ export const abortStagedChangeEndpoint = verbEndpoint(
   "candidate.write",
   abortStagedChange,
 );
+
+export const ZStagedGuardSettingsRecord = z.object({
+  guard: ZStagedGuard,
+  version: z.number().int().describe("0 until first saved; send it back as expectedVersion."),
+  createdAt: z.string().nullable(),
+  updatedAt: z.string().nullable(),
+});
+
+export const getStagedGuardSettingsEndpoint = defineEndpoint({
+  method: "GET",
+  path: "/api/v1/staged-guard-settings",
+  summary: "The guard a staged change gets unless it is given its own",
+  tag,
+  access: "policy.read",
+  response: z.object({ settings: ZStagedGuardSettingsRecord }),
+  handle: async () => ({ settings: await findStagedGuardSettings(controlDeps().db) }),
+});
+
+export const updateStagedGuardSettingsEndpoint = defineEndpoint({
+  method: "PATCH",
+  path: "/api/v1/staged-guard-settings",
+  summary: "Change the guard defaults of staged changes started from now on",
+  description:
+    "Running staged changes keep the guard they started with. Give any of marginPercent, minRequests, windowMs and consecutiveWindows.",
+  tag,
+  access: "settings.write",
+  body: strictBody({ ...ZUpdateStagedGuardSettingsOptions.shape, reason: ZReason }),
+  response: z.object({ settings: ZStagedGuardSettingsRecord, ...ZAuditReceipt }),
+  errors: ["VERSION_CONFLICT"],
+  handle: ({ body: { reason, ...change }, ...input }) =>
+    updateStagedGuardSettings(change, changeContextOf(input, reason), authDeps()),
+});

@@ -59,8 +59,12 @@ export async function gateApproval(
     select: { action: true, entityType: true, entityId: true, basePolicyVersion: true },
   });
   if (request === null) throw new Error(`change request ${approval.changeRequestId} vanished`);
-  // A promotion is requested by candidate and recorded on the rule it replaces.
-  const isSameEntity = request.entityType === "candidate" || request.entityId === change.entityId;
+  // A promotion is requested by candidate and recorded on the rule it replaces; a staged change
+  // may be given its id only when it starts.
+  const isSameEntity =
+    request.entityType === "candidate" ||
+    request.entityType === "staged-change" ||
+    request.entityId === change.entityId;
   if (request.action !== change.action || !isSameEntity) {
     throw new Error(
       `change request ${approval.changeRequestId} is ${request.action} of ${request.entityId}, not ${change.action} of ${change.entityId}`,

@@ -238,3 +238,64 @@ describe("approvalReasons", () => {
     expect(approvalReasons(rules ?? on, change)).toEqual(reasons);
   });
 });
+
+describe("a staged change's start is judged as the edit it ends in", () => {
+  const spec = (capacity: number, refillPerSec: number) => ({
+    algorithm: "token-bucket" as const,
+    capacity,
+    refillPerSec,
+  });
+  const start = (target: string, previous: object | null, limit: object) => ({
+    action: "staged-change.start" as const,
+    entityType: "staged-change" as const,
+    entityId: "staged-1",
+    before: null,
+    after: { id: "staged-1", target, limit, previousLimit: previous, steps: [] },
+    changedEntries: null,
+  });
+
+  it.each([
+    {
+      name: "a tier cut by half",
+      change: start("tier:pro", spec(100, 10), spec(50, 5)),
+      reasons: ['tier "pro"\'s limit is lowered by 50 % (more than 25 %)'],
+    },
+    {
+      name: "a tier cut by a fifth",
+      change: start("tier:pro", spec(100, 10), spec(80, 8)),
+      reasons: [],
+    },
+    {
+      name: "a class's limit for a tier cut by half",
+      change: start("tier:pro/endpoint:search", spec(100, 10), spec(50, 5)),
+      reasons: [
+        'endpoint class "search"\'s limit for tier "pro" is lowered by 50 % (more than 25 %)',
+      ],
+    },
+    {
+      name: "a new limit for a tier on a class",
+      change: start("tier:pro/endpoint:search", null, spec(50, 5)),
+      reasons: [],
+    },
+    {
+      name: "any global ceiling change",
+      change: start("ceiling", spec(100, 10), spec(200, 20)),
+      reasons: ["the global ceilings change"],
+    },
+    {
+      name: "an unreadable start",
+      change: { ...start("tier:pro", null, spec(1, 1)), after: { target: "tier:pro" } },
+      reasons: ["the staged change's limits could not be compared"],
+    },
+  ])("$name", ({ change, reasons }) => {
+    expect(approvalReasons(on, change)).toEqual(reasons);
+  });
+
+  it("its steps, completion and revert need nothing more", () => {
+    const advance = {
+      ...start("tier:pro", spec(100, 10), spec(10, 1)),
+      action: "staged-change.advance" as const,
+    };
+    expect(approvalReasons(on, advance)).toEqual([]);
+  });
+});

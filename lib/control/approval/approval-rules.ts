@@ -6,7 +6,9 @@
 import {
   limitRatePerSec,
   limitSize,
+  parseScope,
   type TPolicyLimit,
+  ZLimitSpec,
   ZPolicyLimit,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
@@ -55,6 +57,61 @@ const ZClassLimits = z.looseObject({
   ceiling: ZPolicyLimit.nullable(),
 });
 const ZCeilingsHolder = z.looseObject({ ceilings: z.unknown() });
+const ZStagedStart = z.looseObject({
+  target: z.string(),
+  limit: ZLimitSpec,
+  previousLimit: ZLimitSpec.nullable(),
+});
+
+/**
+ * A change of the limit at `target` (a promotion, a staged change's start) as the change to the
+ * rule it replaces, so the same rules judge it as the direct edit of that rule. A target that is
+ * not a rule a candidate can replace is judged as needing approval (an unreadable limit).
+ */
+export function ruleChangeAt(
+  action: AuditAction,
+  target: string,
+  current: TPolicyLimit | null,
+  proposed: TPolicyLimit,
+): GatedChange {
+  const scope = parseScope(target);
+  const base = { action, changedEntries: null };
+  if (
+    scope === null ||
+    (scope.kind !== "tier" && scope.kind !== "ceiling" && scope.kind !== "address")
+  ) {
+    return { ...base, entityType: "tier", entityId: target, before: {}, after: {} };
+  }
+  if (scope.endpointClass === null) {
+    return scope.kind === "tier"
+      ? {
+          ...base,
+          entityType: "tier",
+          entityId: scope.tier,
+          before: { limit: current },
+          after: { limit: proposed },
+        }
+      : {
+          ...base,
+          entityType: "settings",
+          entityId: "settings",
+          before: { ceilings: { [scope.kind]: current } },
+          after: { ceilings: { [scope.kind]: proposed } },
+        };
+  }
+  const classLimits = (limit: TPolicyLimit | null) => ({
+    limits: scope.kind === "tier" && limit !== null ? { [scope.tier]: limit } : {},
+    anonymousLimit: scope.kind === "address" ? limit : null,
+    ceiling: scope.kind === "ceiling" ? limit : null,
+  });
+  return {
+    ...base,
+    entityType: "endpoint-class",
+    entityId: scope.endpointClass,
+    before: classLimits(current),
+    after: classLimits(proposed),
+  };
+}
 
 /**
  * How much stricter `after` is than `before`, in percent (0 when not stricter): the larger of the
@@ -151,6 +208,28 @@ export function approvalReasons(rules: ApprovalRules, change: GatedChange): stri
       return changed > rules.importChangedEntries
         ? [`the import changes ${changed} policy entries (more than ${rules.importChangedEntries})`]
         : [];
+    }
+    case "staged-change": {
+      // A staged change is judged when it starts, as the edit it ends in: once approved (or not
+      // needing approval), its steps, completion and revert need none.
+      if (change.action !== "staged-change.start") return [];
+      const after = ZStagedStart.safeParse(change.after);
+      if (!after.success) return ["the staged change's limits could not be compared"];
+      const enforced = (limit: z.output<typeof ZLimitSpec>): TPolicyLimit => ({
+        ...limit,
+        mode: "enforce",
+        onStoreFailure: "local",
+      });
+      const { target, limit, previousLimit } = after.data;
+      return approvalReasons(
+        rules,
+        ruleChangeAt(
+          change.action,
+          target,
+          previousLimit === null ? null : enforced(previousLimit),
+          enforced(limit),
+        ),
+      );
     }
     default:
       return [];

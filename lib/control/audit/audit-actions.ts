@@ -50,6 +50,7 @@ export const AUDIT_ACTIONS = [
   "token.create",
   "token.revoke",
   "approval-settings.update",
+  "staged-guard-settings.update",
   "change-request.create",
   "change-request.refresh",
   "change-request.approve",
@@ -74,6 +75,7 @@ export const AUDIT_ENTITY_TYPES = [
   "operator",
   "token",
   "approval-settings",
+  "staged-guard-settings",
   "change-request",
 ] as const;
 export type AuditEntityType = (typeof AUDIT_ENTITY_TYPES)[number];

@@ -1,7 +1,8 @@
 /**
  * Applies a requested change through its own service, so it is validated, version-checked,
  * audited and published exactly as the direct edit would be. This is the one place an approved
- * request turns into a change: a staged change would start here instead of applying at once.
+ * request turns into a change; a request proposed as a staged change starts it here (its first
+ * step's slice), instead of applying the limit to everyone at once.
  */
 
 import { promoteCandidate } from "../candidate/promote-candidate";
@@ -13,6 +14,7 @@ import { AppError } from "../errors";
 import { importPolicy } from "../policy/import-policy";
 import type { ChangeReceipt } from "../policy/run-policy-change";
 import { updatePolicySettings } from "../settings/update-policy-settings";
+import { startStagedChange } from "../staged-change/start-staged-change";
 import { deleteTier } from "../tier/delete-tier";
 import { updateTier } from "../tier/update-tier";
 import type { TRequestedChange } from "./change-request-record";
@@ -46,6 +48,10 @@ export async function applyRequestedChange(
     case "candidate.promote": {
       const { kind: _kind, ...options } = change;
       return promoteCandidate(options, ctx, deps);
+    }
+    case "staged-change.start": {
+      const { kind: _kind, ...options } = change;
+      return startStagedChange(options, ctx, deps);
     }
     case "policy.import": {
       const result = await importPolicy(change.document, ctx, deps);

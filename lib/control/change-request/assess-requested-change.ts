@@ -12,7 +12,7 @@ import {
 } from "@limitplane/enforcer/policy";
 import type { z } from "zod";
 import { latestPolicyVersion } from "../approval/approval-gate";
-import { approvalReasons } from "../approval/approval-rules";
+import { approvalReasons, ruleChangeAt } from "../approval/approval-rules";
 import { findApprovalSettings } from "../approval/approval-settings-record";
 import { type RunBacktestOptions, runBacktest } from "../backtest/run-backtest";
 import { findCandidate } from "../candidate/candidate-record";
@@ -30,6 +30,7 @@ import {
 import { previewStructureChange } from "../policy/preview-structure-change";
 import { findSettings } from "../settings/settings-record";
 import { ZUpdatePolicySettingsOptions } from "../settings/update-policy-settings";
+import { ZStartStagedChangeOptions } from "../staged-change/start-staged-change";
 import { auditView } from "../stored";
 import { ZDeleteTierOptions } from "../tier/delete-tier";
 import { findTier } from "../tier/tier-record";
@@ -70,48 +71,6 @@ async function backtestOf(
     if (error instanceof AppError) return { error: error.message };
     throw error;
   }
-}
-
-/** A promotion as the change to the rule it replaces, for the approval rules. */
-function promotedRuleChange(target: string, current: TPolicyLimit | null, proposed: TPolicyLimit) {
-  const scope = parseScope(target);
-  const base = { action: "candidate.promote" as const, changedEntries: null };
-  if (
-    scope === null ||
-    (scope.kind !== "tier" && scope.kind !== "ceiling" && scope.kind !== "address")
-  ) {
-    // Not a rule a candidate can target: judged as needing approval (an unreadable limit).
-    return { ...base, entityType: "tier" as const, entityId: target, before: {}, after: {} };
-  }
-  if (scope.endpointClass === null) {
-    return scope.kind === "tier"
-      ? {
-          ...base,
-          entityType: "tier" as const,
-          entityId: scope.tier,
-          before: { limit: current },
-          after: { limit: proposed },
-        }
-      : {
-          ...base,
-          entityType: "settings" as const,
-          entityId: "settings",
-          before: { ceilings: { [scope.kind]: current } },
-          after: { ceilings: { [scope.kind]: proposed } },
-        };
-  }
-  const classLimits = (limit: TPolicyLimit | null) => ({
-    limits: scope.kind === "tier" && limit !== null ? { [scope.tier]: limit } : {},
-    anonymousLimit: scope.kind === "address" ? limit : null,
-    ceiling: scope.kind === "ceiling" ? limit : null,
-  });
-  return {
-    ...base,
-    entityType: "endpoint-class" as const,
-    entityId: scope.endpointClass,
-    before: classLimits(current),
-    after: classLimits(proposed),
-  };
 }
 
 /**
@@ -236,7 +195,53 @@ export async function assessRequestedChange(
           backtest: await backtestOf({ kind: "candidate", id: candidate.id }, deps),
           gatedBy: approvalReasons(
             { ...approvalRules, isEnabled: true },
-            promotedRuleChange(candidate.target, current, proposed),
+            ruleChangeAt("candidate.promote", candidate.target, current, proposed),
+          ),
+          basePolicyVersion,
+        },
+      };
+    }
+    case "staged-change.start": {
+      const { kind: _kind, ...options } = change;
+      const input = checked(ZStartStagedChangeOptions, options);
+      const candidate =
+        input.candidateId === undefined ? null : await findCandidate(db, input.candidateId);
+      const stagedTarget = candidate?.target ?? input.target ?? "";
+      const limit = candidate?.limit ?? input.limit;
+      if (limit === undefined) throw new Error("the staged change's schema requires a limit");
+      const { rules } = await readPolicyRules(db);
+      const current = limitAtScope(rules, stagedTarget);
+      const proposed: TPolicyLimit = {
+        ...limit,
+        mode: "enforce",
+        onStoreFailure: current?.onStoreFailure ?? "local",
+      };
+      const scope = parseScope(stagedTarget);
+      const approvalRules = await findApprovalSettings(db);
+      return {
+        change,
+        assessment: {
+          diff: {
+            before: { target: stagedTarget, limit: current },
+            after: {
+              target: stagedTarget,
+              limit: proposed,
+              steps: input.steps,
+              guard: input.guard,
+            },
+          },
+          preview: null,
+          backtest: await backtestOf(
+            candidate !== null
+              ? { kind: "candidate", id: candidate.id }
+              : scope?.kind === "tier" && scope.endpointClass === null
+                ? { kind: "tier", name: scope.tier, limit: proposed }
+                : null,
+            deps,
+          ),
+          gatedBy: approvalReasons(
+            { ...approvalRules, isEnabled: true },
+            ruleChangeAt("staged-change.start", stagedTarget, current, proposed),
           ),
           basePolicyVersion,
         },

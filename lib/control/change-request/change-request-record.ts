@@ -10,6 +10,7 @@ import { ZPromoteCandidateOptions } from "../candidate/promote-candidate";
 import { ZDeleteEndpointClassOptions } from "../endpoint-class/delete-endpoint-class";
 import { ZUpdateEndpointClassOptions } from "../endpoint-class/update-endpoint-class";
 import { ZUpdatePolicySettingsOptions } from "../settings/update-policy-settings";
+import { ZStartStagedChangeOptions } from "../staged-change/start-staged-change";
 import { isoOf, parseStored } from "../stored";
 import { ZDeleteTierOptions } from "../tier/delete-tier";
 import { ZUpdateTierOptions } from "../tier/update-tier";
@@ -54,6 +55,11 @@ export const ZRequestedChange = z.discriminatedUnion(
       ...ZPromoteCandidateOptions.shape,
     }),
     z.strictObject({
+      /** Started as a staged change once approved; checked again by its own schema. */
+      kind: z.literal("staged-change.start"),
+      ...ZStartStagedChangeOptions.shape,
+    }),
+    z.strictObject({
       kind: z.literal("policy.import"),
       /** A whole policy document, validated as an import validates it. */
       document: z.unknown(),
@@ -61,7 +67,7 @@ export const ZRequestedChange = z.discriminatedUnion(
   ],
   {
     error:
-      "kind must be one of: tier.update, tier.delete, endpoint-class.update, endpoint-class.delete, settings.update, candidate.promote, policy.import",
+      "kind must be one of: tier.update, tier.delete, endpoint-class.update, endpoint-class.delete, settings.update, candidate.promote, staged-change.start, policy.import",
   },
 );
 export type TRequestedChange = z.output<typeof ZRequestedChange>;
@@ -85,6 +91,13 @@ export function targetOf(change: TRequestedChange): {
     case "candidate.promote":
       // Recorded on the rule it replaces; the request names the candidate.
       return { action: change.kind, entityType: "candidate", entityId: change.id };
+    case "staged-change.start":
+      // Its id may be chosen when it starts; the gate matches it by action, not by id.
+      return {
+        action: change.kind,
+        entityType: "staged-change",
+        entityId: change.candidateId ?? change.id ?? "new",
+      };
     case "policy.import":
       return { action: change.kind, entityType: "policy", entityId: "policy" };
   }

@@ -35,6 +35,7 @@ import { replaceDescriptorRules } from "../descriptor-rule/descriptor-rule-rows"
 import { endpointClassData, endpointClassSelect } from "../endpoint-class/endpoint-class-record";
 import { type FieldError, toFieldErrors, validationError } from "../errors";
 import { incidentData, incidentSelect } from "../incident/incident-record";
+import { refuseImportOverStagedChanges } from "../staged-change/refuse-import-over-staged";
 import { toJson } from "../stored";
 import { tierData, tierSelect } from "../tier/tier-record";
 import { planStagedVersion, stageEntries } from "./entry-set";
@@ -108,6 +109,7 @@ export async function importPolicy(
     async write(tx, nowMs) {
       const before = await summarizeStoredPolicy(tx, nowMs);
       await refuseReusedIncidentIds(tx, doc, nowMs);
+      await refuseImportOverStagedChanges(tx, doc, nowMs);
       const sorted = sortPolicyDocument(doc);
       const rowsChanged = await applyDocument(tx, sorted, { nowMs, actorName, report });
       const staged = await stageEntries(tx, compileEntries(sorted, nowMs), (done) =>

@@ -10,41 +10,60 @@
  */
 import { z } from "zod";
 
-/**
- * When the guard reverts: the slice's rejection rate exceeds the rest's by more than
- * `marginPercent` points, with at least `minRequests` requests in the slice, for
- * `consecutiveWindows` windows of `windowMs` in a row. How the defaults were chosen:
- * docs/staged-changes.md.
- */
-export const ZStagedGuard = z.strictObject({
-  /** @default 5 (percentage points) */
+/** The guard's fields without defaults: each checked as the API and the settings take it. */
+const GUARD_FIELDS = {
   marginPercent: z
     .number({ error: "marginPercent must be a number from 0 to 100" })
     .min(0, { error: "marginPercent must be at least 0" })
-    .max(100, { error: "marginPercent must be at most 100" })
-    .default(5),
-  /** @default 100 */
+    .max(100, { error: "marginPercent must be at most 100" }),
   minRequests: z
     .number({ error: "minRequests must be a whole number" })
     .int({ error: "minRequests must be a whole number" })
     .min(1, { error: "minRequests must be at least 1" })
-    .max(1_000_000_000, { error: "minRequests must be at most 1,000,000,000" })
-    .default(100),
-  /** @default 60_000 (one minute); at least 1 s */
+    .max(1_000_000_000, { error: "minRequests must be at most 1,000,000,000" }),
   windowMs: z
     .number({ error: "windowMs must be a whole number of milliseconds" })
     .int({ error: "windowMs must be a whole number of milliseconds" })
     .min(1000, { error: "windowMs must be at least 1000 (1 s)" })
-    .max(3_600_000, { error: "windowMs must be at most 3600000 (1 h)" })
-    .default(60_000),
-  /** @default 3 */
+    .max(3_600_000, { error: "windowMs must be at most 3600000 (1 h)" }),
   consecutiveWindows: z
     .number({ error: "consecutiveWindows must be a whole number" })
     .int({ error: "consecutiveWindows must be a whole number" })
     .min(1, { error: "consecutiveWindows must be at least 1" })
-    .max(60, { error: "consecutiveWindows must be at most 60" })
-    .default(3),
+    .max(60, { error: "consecutiveWindows must be at most 60" }),
+};
+
+/**
+ * The product's guard defaults, used until the settings are first saved; they match the column
+ * defaults of StagedGuardSettings in prisma/schema.prisma. How they were chosen:
+ * docs/staged-changes.md.
+ */
+export const DEFAULT_STAGED_GUARD = {
+  marginPercent: 5,
+  minRequests: 100,
+  windowMs: 60_000,
+  consecutiveWindows: 3,
+} as const;
+
+/**
+ * When the guard reverts: the slice's rejection rate exceeds the rest's by more than
+ * `marginPercent` points, with at least `minRequests` requests in the slice, for
+ * `consecutiveWindows` windows of `windowMs` in a row.
+ */
+export const ZStagedGuard = z.strictObject({
+  /** @default 5 (percentage points) */
+  marginPercent: GUARD_FIELDS.marginPercent.default(DEFAULT_STAGED_GUARD.marginPercent),
+  /** @default 100 */
+  minRequests: GUARD_FIELDS.minRequests.default(DEFAULT_STAGED_GUARD.minRequests),
+  /** @default 60_000 (one minute); at least 1 s */
+  windowMs: GUARD_FIELDS.windowMs.default(DEFAULT_STAGED_GUARD.windowMs),
+  /** @default 3 */
+  consecutiveWindows: GUARD_FIELDS.consecutiveWindows.default(
+    DEFAULT_STAGED_GUARD.consecutiveWindows,
+  ),
 });
+/** Some of the guard's fields: a staged change's own, the rest from the settings' defaults. */
+export const ZStagedGuardOverrides = z.strictObject(GUARD_FIELDS).partial();
 export type TStagedGuard = z.output<typeof ZStagedGuard>;
 
 /** Requests and rejections on each side, as counted since some instant. */

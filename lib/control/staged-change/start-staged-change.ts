@@ -15,7 +15,8 @@ import {
   storedSteps,
   ZStagedSteps,
 } from "./staged-change-record";
-import { ZStagedGuard } from "./staged-guard";
+import { ZStagedGuardOverrides } from "./staged-guard";
+import { definedFields, findStagedGuardSettings } from "./staged-guard-settings";
 
 export const ZStartStagedChangeOptions = z
   .strictObject({
@@ -27,7 +28,8 @@ export const ZStartStagedChangeOptions = z
     /** Or a dry-run candidate to promote step by step (its id becomes the staged change's). */
     candidateId: ZDryRunCandidate.shape.id.optional(),
     steps: ZStagedSteps,
-    guard: ZStagedGuard.default(ZStagedGuard.parse({})),
+    /** Any of the guard's fields; the rest come from the guard defaults in the settings. */
+    guard: ZStagedGuardOverrides.optional(),
   })
   .superRefine((input, ctx) => {
     const isEdit = input.target !== undefined || input.limit !== undefined;
@@ -88,23 +90,23 @@ export async function startStagedChange(
           },
         );
       }
-      let target: string;
-      let limit: object;
-      if (input.candidateId !== undefined) {
-        const candidate = await findCandidate(tx, input.candidateId);
-        if (candidate.sliceBasisPoints !== undefined) {
-          throw new AppError("CONFLICT", `${candidateLabel(candidate.id)} is already staged.`);
-        }
-        target = candidate.target;
-        limit = candidate.limit;
+      const candidate =
+        input.candidateId === undefined ? null : await findCandidate(tx, input.candidateId);
+      if (candidate !== null && candidate.sliceBasisPoints !== undefined) {
+        throw new AppError("CONFLICT", `${candidateLabel(candidate.id)} is already staged.`);
+      }
+      const target = candidate?.target ?? input.target ?? "";
+      const limit: object = candidate?.limit ?? input.limit ?? {};
+      // Read before the candidate carries the new limit: the stored policy is parsed as a whole,
+      // so a limit the policy refuses is reported by the change's own validation, as a 400.
+      const previousLimit = await currentLimitAt(tx, target, nowMs);
+      if (candidate !== null) {
         await tx.dryRunCandidate.update({
           where: { id },
           data: { sliceBasisPoints: firstSlice, version: { increment: 1 } },
           select: { id: true },
         });
       } else {
-        target = input.target ?? "";
-        limit = input.limit ?? {};
         const taken = await tx.dryRunCandidate.findUnique({ where: { id }, select: { id: true } });
         if (taken !== null) {
           throw new AppError(
@@ -127,7 +129,8 @@ export async function startStagedChange(
         });
       }
       await refuseSecondOnTarget(tx, id, target);
-      const previousLimit = await currentLimitAt(tx, target, nowMs);
+      const defaults = await findStagedGuardSettings(tx);
+      const guard = { ...defaults.guard, ...definedFields(input.guard ?? {}) };
       await tx.stagedChange.create({
         data: {
           id,
@@ -138,7 +141,7 @@ export async function startStagedChange(
           steps: toJson(steps),
           state: "running",
           stepStartedAt: new Date(nowMs),
-          guard: toJson(input.guard),
+          guard: toJson(guard),
           createdBy: ctx.actor.name,
         },
         select: { id: true },

@@ -27,8 +27,11 @@ export function ChangeRequestActions({
   canDecide,
   canWithdraw,
   canRefresh,
+  isStaged = false,
 }: {
   id: string;
+  /** Approving starts a staged change (its first slice) rather than applying at once. */
+  isStaged?: boolean;
   version: number;
   isStale: boolean;
   canDecide: boolean;
@@ -109,7 +112,11 @@ export function ChangeRequestActions({
               disabled={pending !== null || isStale}
               aria-busy={pending === "approve"}
             >
-              {pending === "approve" ? DONE.approve : "Approve and apply"}
+              {pending === "approve"
+                ? DONE.approve
+                : isStaged
+                  ? "Approve and start the staged change"
+                  : "Approve and apply"}
             </button>
             <button
               type="button"

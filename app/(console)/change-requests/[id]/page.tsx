@@ -151,6 +151,7 @@ export default async function ChangeRequestPage({ params }: { params: Promise<{ 
       {isPending ? (
         <ChangeRequestActions
           id={request.id}
+          isStaged={request.change.kind === "staged-change.start"}
           version={request.version}
           isStale={request.isStale}
           canDecide={

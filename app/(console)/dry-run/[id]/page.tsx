@@ -315,14 +315,22 @@ export default async function CandidatePage({
 
       <section className="panel" aria-labelledby="decide-heading">
         <h2 id="decide-heading">Decide</h2>
-        <CandidateActions
-          id={candidate.id}
-          version={candidate.version}
-          promoteSummary={promoteSummary}
-          evidence={evidence}
-          canPromote={can(principal.role, "candidate.promote")}
-          canDiscard={can(principal.role, "candidate.write")}
-        />
+        {candidate.sliceBasisPoints !== undefined ? (
+          <p data-testid="candidate-staged">
+            This candidate carries a staged change, now at {candidate.sliceBasisPoints / 100} % of
+            subjects: steer it on{" "}
+            <Link href={`/staged-changes/${encodeURIComponent(candidate.id)}`}>its page</Link>.
+          </p>
+        ) : (
+          <CandidateActions
+            id={candidate.id}
+            version={candidate.version}
+            promoteSummary={promoteSummary}
+            evidence={evidence}
+            canPromote={can(principal.role, "candidate.promote")}
+            canDiscard={can(principal.role, "candidate.write")}
+          />
+        )}
       </section>
     </>
   );

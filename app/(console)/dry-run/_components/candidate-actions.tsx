@@ -7,6 +7,7 @@ import { callApi } from "@/lib/api/api-client";
 // A direct module import: this is client code, and the change context is pure.
 import { reasonProblem } from "@/lib/control/change-context";
 import styles from "../dry-run.module.css";
+import { StageCandidateBox } from "./stage-candidate-box";
 
 export interface CandidateActionsProps {
   id: string;
@@ -125,6 +126,7 @@ export function CandidateActions({
       ) : (
         <p className="muted small">Only an admin can promote a candidate to enforcement.</p>
       )}
+      {canPromote ? <StageCandidateBox id={id} version={version} /> : null}
       {canDiscard ? (
         <div className={styles.actionBox}>
           <h3>Discard</h3>

@@ -1,5 +1,6 @@
 "use client";
 
+import type { TLimitSpec } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { type ReactNode, useState } from "react";
 import { BacktestPanel } from "@/components/backtest/backtest-panel";
@@ -18,6 +19,8 @@ import { ChangePreview } from "./change-preview";
 import type { FieldErrorMap } from "./limit-draft";
 import { Field } from "./limit-fields";
 import styles from "./policy-form.module.css";
+import { DEFAULT_STAGING, parseStagedSteps, type StagingDraft } from "./staged-steps-draft";
+import { StagingFields } from "./staging-fields";
 
 /** What the fields make: the preview's options and the PATCH body (without version and reason). */
 export type BuildResult =
@@ -25,6 +28,13 @@ export type BuildResult =
       readonly ok: true;
       readonly preview: PreviewPolicyChangeOptions | PreviewStructureChangeOptions;
       readonly body: Readonly<Record<string, unknown>>;
+      /**
+       * The one rule this edit changes and its new limit, when it can instead be started as a
+       * staged change; or why it cannot. Absent: the form offers no staging.
+       */
+      readonly stage?:
+        | { readonly target: string; readonly limit: TLimitSpec }
+        | { readonly unavailable: string };
     }
   | { readonly ok: false; readonly errors: FieldErrorMap };
 
@@ -54,6 +64,11 @@ export interface PolicyEditFormProps {
   build: () => BuildResult;
   /** The fields, given the errors to show at each (client checks and the API's). */
   renderFields: (errors: FieldErrorMap) => ReactNode;
+  /**
+   * Offer "stage it over a slice" beside "apply now" (tier, endpoint-class and ceiling edits);
+   * `build` says which rule and limit through `stage`. @default false
+   */
+  isStageable?: boolean;
 }
 
 interface Saved {
@@ -93,6 +108,7 @@ export function PolicyEditForm({
   idPrefix = "edit",
   build,
   renderFields,
+  isStageable = false,
 }: PolicyEditFormProps) {
   const router = useRouter();
   const [errors, setErrors] = useState<FieldErrorMap>({});
@@ -115,8 +131,17 @@ export function PolicyEditForm({
     change: Record<string, unknown> | null;
   } | null>(null);
   const [isPending, setIsPending] = useState(false);
+  const [staging, setStaging] = useState<StagingDraft>(DEFAULT_STAGING);
 
   const current = build();
+  const stage = current.ok ? current.stage : undefined;
+  const stageUnavailable =
+    stage === undefined
+      ? "fix the fields above first."
+      : "unavailable" in stage
+        ? stage.unavailable
+        : null;
+  const isStaged = isStageable && staging.isStaged && stageUnavailable === null;
   const currentKey = current.ok ? JSON.stringify(current.body) : null;
   const isPreviewCurrent = preview !== null && preview.key === currentKey;
 
@@ -125,8 +150,10 @@ export function PolicyEditForm({
     const reasonError = checkReason(reason);
     const next: Record<string, string> = result.ok ? {} : { ...result.errors };
     if (reasonError !== null) next.reason = reasonError;
+    const steps = isStaged ? parseStagedSteps(staging) : null;
+    if (steps !== null) Object.assign(next, steps.errors);
     setErrors(next);
-    if (!result.ok || reasonError !== null) {
+    if (!result.ok || reasonError !== null || (steps !== null && steps.steps === null)) {
       setFormError("Fix the fields marked below.");
       return null;
     }
@@ -165,6 +192,10 @@ export function PolicyEditForm({
     setFormError(null);
     const result = validate();
     if (result === null) return;
+    if (isStaged) {
+      await onStartStaged(result);
+      return;
+    }
     setIsPending(true);
     try {
       const answer = await callApi<Saved>(saveUrl, {
@@ -214,6 +245,40 @@ export function PolicyEditForm({
     } catch {
       setFormError(
         "The change could not be sent, and it may or may not have been saved. Reload to see the current values before trying again.",
+      );
+    } finally {
+      setIsPending(false);
+    }
+  };
+
+  /** Starts the edit as a staged change; the staged change's page follows it from there. */
+  const onStartStaged = async (result: BuildResult & { ok: true }) => {
+    const steps = parseStagedSteps(staging).steps;
+    if (result.stage === undefined || "unavailable" in result.stage || steps === null) return;
+    const change = { target: result.stage.target, limit: result.stage.limit, steps };
+    setIsPending(true);
+    try {
+      const answer = await callApi<{ stagedChange: { id: string } }>("/api/v1/staged-changes", {
+        method: "POST",
+        body: { ...change, reason: reason.trim() },
+      });
+      if (answer.ok) {
+        router.push(`/staged-changes/${encodeURIComponent(answer.body.stagedChange.id)}`);
+        return;
+      }
+      const { error } = answer;
+      if (error.code === "APPROVAL_REQUIRED") {
+        setApproval({
+          message: error.message,
+          change: { kind: "staged-change.start", ...change },
+        });
+        return;
+      }
+      setErrors(Object.fromEntries(error.fieldErrors.map((item) => [item.path, item.message])));
+      setFormError(error.message);
+    } catch {
+      setFormError(
+        "The staged change could not be sent, and it may or may not have started. Reload to see the current state before trying again.",
       );
     } finally {
       setIsPending(false);
@@ -307,6 +372,16 @@ export function PolicyEditForm({
 
       {renderFields(errors)}
 
+      {isStageable ? (
+        <StagingFields
+          draft={staging}
+          onChange={setStaging}
+          errors={errors}
+          unavailable={stageUnavailable}
+          idPrefix={`${idPrefix}-staging`}
+        />
+      ) : null}
+
       <Field
         id={`${idPrefix}-reason`}
         label={reasonLabel}
@@ -381,7 +456,7 @@ export function PolicyEditForm({
               }
               aria-busy={isPending}
             >
-              {isPending ? "Saving…" : saveLabel}
+              {isPending ? "Saving…" : isStaged ? "Start the staged change" : saveLabel}
             </button>
             <button
               type="button"

@@ -6,6 +6,7 @@ import { draftOf, validateDraft } from "../_components/limit-draft";
 import { Field, LimitFields } from "../_components/limit-fields";
 import { type BuildResult, PolicyEditForm } from "../_components/policy-edit-form";
 import styles from "../_components/policy-form.module.css";
+import { stageOfEdit } from "../_components/staged-steps-draft";
 
 /** The two ceilings and the defaults, edited with a preview. */
 export function SettingsEditForm({
@@ -39,7 +40,20 @@ export function SettingsEditForm({
       defaultTier: tier,
       defaultEndpointClass: endpointClass,
     };
-    return { ok: true, preview: { kind: "settings", ...change }, body: change };
+    const otherChange =
+      tier !== defaultTier || endpointClass !== defaultEndpointClass ? "the defaults" : null;
+    return {
+      ok: true,
+      preview: { kind: "settings", ...change },
+      body: change,
+      stage: stageOfEdit(
+        [
+          { target: "ceiling", before: ceilings.perCustomer, after: customer.limit },
+          { target: "address", before: ceilings.perAddress, after: address.limit },
+        ],
+        otherChange,
+      ),
+    };
   };
 
   return (
@@ -48,6 +62,7 @@ export function SettingsEditForm({
       version={version}
       saveUrl="/api/v1/settings"
       build={build}
+      isStageable
       renderFields={(errors) => (
         <>
           <LimitFields

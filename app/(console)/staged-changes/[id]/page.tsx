@@ -3,20 +3,21 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import { connection } from "next/server";
 import { AutoRefresh } from "@/components/auto-refresh";
+import { StagedChangeChart } from "@/components/charts/staged-change-chart";
 import { AuditHistory } from "@/components/ops/audit-history";
 import styles from "@/components/ops/ops.module.css";
 import { Badge, type BadgeTone } from "@/components/ui/badge";
 import { LocalTime } from "@/components/ui/local-time";
-import { ScrollRegion } from "@/components/ui/scroll-region";
 import { formatLimit } from "@/lib/console";
-import { isAppError, listAuditEntries } from "@/lib/control";
+import { buildStagedChart } from "@/lib/console/staged-chart";
+import { can, isAppError, listAuditEntries } from "@/lib/control";
 import { formatPercent } from "@/lib/control/format-percent";
 import { getStagedChange } from "@/lib/control/staged-change/get-staged-change";
 import { readStagedFigures } from "@/lib/control/staged-change/read-staged-figures";
 import type { StagedChangeState } from "@/lib/control/staged-change/staged-change-record";
-import { rejectionRate } from "@/lib/control/staged-change/staged-guard";
 import { clock, controlDeps, scopeCountsDeps } from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
+import { StagedChangeActions } from "./staged-change-actions";
 
 export const metadata: Metadata = { title: "Staged change" };
 
@@ -37,7 +38,9 @@ function formatDwell(ms: number): string {
 export default async function StagedChangePage({ params }: { params: Promise<{ id: string }> }) {
   const { id: rawId } = await params;
   const id = decodeURIComponent(rawId);
-  await requirePrincipal("policy.read", { next: `/staged-changes/${encodeURIComponent(id)}` });
+  const principal = await requirePrincipal("policy.read", {
+    next: `/staged-changes/${encodeURIComponent(id)}`,
+  });
   await connection();
   const nowMs = clock().nowMs();
   const change = await getStagedChange(id, controlDeps()).catch((error: unknown) => {
@@ -48,13 +51,18 @@ export default async function StagedChangePage({ params }: { params: Promise<{ i
     readStagedFigures(change, nowMs, scopeCountsDeps()),
     listAuditEntries({ entityType: "staged-change", entityId: id, limit: 50 }, controlDeps()),
   ]);
-  // Where each step began, from the audit log: the start, then each advance.
-  const stepStarts = audit.entries
-    .filter(
-      (entry) => entry.action === "staged-change.start" || entry.action === "staged-change.advance",
-    )
-    .map((entry) => Date.parse(entry.at))
-    .sort((a, b) => a - b);
+  const chart = buildStagedChart({
+    minutes: figures.minutes,
+    events: audit.entries.map((entry) => ({
+      atMs: Date.parse(entry.at),
+      auditEntryId: entry.id,
+      action: entry.action,
+    })),
+    stepSlicesBasisPoints: change.steps.map((step) => step.sliceBasisPoints),
+    createdAtMs: Date.parse(change.createdAt),
+    endedAtMs: change.endedAt === null ? null : Date.parse(change.endedAt),
+    nowMs,
+  });
   const isLive = change.state === "running" || change.state === "paused";
 
   return (
@@ -99,6 +107,16 @@ export default async function StagedChangePage({ params }: { params: Promise<{ i
         </section>
       ) : null}
 
+      <StagedChangeActions
+        id={change.id}
+        version={change.version}
+        state={change.state}
+        stepIndex={change.stepIndex}
+        stepCount={change.steps.length}
+        canWrite={can(principal.role, "candidate.write")}
+        canPromote={can(principal.role, "candidate.promote")}
+      />
+
       <section className="panel" aria-labelledby="figures-heading">
         <h2 id="figures-heading">Slice against the rest</h2>
         <p>
@@ -106,46 +124,7 @@ export default async function StagedChangePage({ params }: { params: Promise<{ i
           rest: {formatPercent(figures.restRate)} of {figures.restRequests}
           {figures.isLive ? "" : " (the last minutes could not be read from Redis)"}
         </p>
-        <ScrollRegion label="Slice and rest by minute">
-          <table>
-            <caption className="visually-hidden">Requests and rejections by minute</caption>
-            <thead>
-              <tr>
-                <th scope="col">Minute</th>
-                <th scope="col">Slice rejected</th>
-                <th scope="col">Rest rejected</th>
-                <th scope="col">Step</th>
-              </tr>
-            </thead>
-            <tbody>
-              {figures.minutes.map((minute) => {
-                const step = stepStarts.filter(
-                  (startMs) => startMs < minute.minuteStartMs + 60_000,
-                ).length;
-                const isStepStart = stepStarts.some(
-                  (startMs) =>
-                    startMs >= minute.minuteStartMs && startMs < minute.minuteStartMs + 60_000,
-                );
-                return (
-                  <tr key={minute.minuteStartMs}>
-                    <td>
-                      <LocalTime at={new Date(minute.minuteStartMs).toISOString()} />
-                    </td>
-                    <td>
-                      {formatPercent(rejectionRate(minute.sliceRejected, minute.sliceRequests))} (
-                      {minute.sliceRejected}/{minute.sliceRequests})
-                    </td>
-                    <td>
-                      {formatPercent(rejectionRate(minute.restRejected, minute.restRequests))} (
-                      {minute.restRejected}/{minute.restRequests})
-                    </td>
-                    <td>{isStepStart ? `step ${step} starts` : step}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </ScrollRegion>
+        <StagedChangeChart data={chart} />
       </section>
 
       <section className="panel" aria-labelledby="steps-heading">

@@ -1,6 +1,6 @@
 "use client";
 
-import type { TEndpointClass, TKeyBy } from "@limitplane/enforcer/policy";
+import type { TEndpointClass, TKeyBy, TPolicyLimit } from "@limitplane/enforcer/policy";
 import { formatFieldPath, MAX_COST, ON_STORE_FAILURE_DEFAULTS } from "@limitplane/enforcer/policy";
 import { useState } from "react";
 import {
@@ -14,6 +14,7 @@ import { Field } from "../../_components/limit-fields";
 import { OptionalLimitFields } from "../../_components/optional-limit-fields";
 import { type BuildResult, PolicyEditForm } from "../../_components/policy-edit-form";
 import styles from "../../_components/policy-form.module.css";
+import { stageOfEdit } from "../../_components/staged-steps-draft";
 
 interface OptionalDraft {
   readonly isOn: boolean;
@@ -94,7 +95,7 @@ export function EndpointClassEditForm({
     }
     const match = parseMatchText(matchText);
     if (match.error !== null) errors.match = match.error;
-    const limits: Record<string, unknown> = {};
+    const limits: Record<string, TPolicyLimit> = {};
     for (const tier of tiers) {
       const entry = tierLimits[tier];
       if (entry === undefined || !entry.isOn) continue;
@@ -125,6 +126,30 @@ export function EndpointClassEditForm({
         ...change,
       } as BuildResultPreview,
       body: change,
+      stage: stageOfEdit(
+        [
+          ...tiers.map((tier) => ({
+            target: `tier:${tier}/endpoint:${endpointClass.name}`,
+            before: endpointClass.limits[tier] ?? null,
+            after: limits[tier] ?? null,
+          })),
+          {
+            target: `address/endpoint:${endpointClass.name}`,
+            before: endpointClass.anonymousLimit,
+            after: anonymousLimit?.limit ?? null,
+          },
+          {
+            target: `ceiling/endpoint:${endpointClass.name}`,
+            before: endpointClass.ceiling,
+            after: ceilingLimit?.limit ?? null,
+          },
+        ],
+        cost !== String(endpointClass.cost) ||
+          keyBy !== endpointClass.keyBy ||
+          matchText.trim() !== matchTextOf(endpointClass.match).trim()
+          ? "its cost, keying or match rules"
+          : null,
+      ),
     };
   };
 
@@ -134,6 +159,7 @@ export function EndpointClassEditForm({
       version={version}
       saveUrl={`/api/v1/endpoint-classes/${encodeURIComponent(endpointClass.name)}`}
       build={build}
+      isStageable
       renderFields={(errors: FieldErrorMap) => {
         const matchErrors = Object.entries(errors)
           .filter(([path]) => path === "match" || path.startsWith("match["))

@@ -5,6 +5,7 @@ import { useState } from "react";
 import { draftOf, validateDraft } from "../../_components/limit-draft";
 import { LimitFields } from "../../_components/limit-fields";
 import { type BuildResult, PolicyEditForm } from "../../_components/policy-edit-form";
+import { stageOfEdit } from "../../_components/staged-steps-draft";
 
 /** A tier's account limit, edited with a preview. */
 export function TierEditForm({
@@ -20,7 +21,12 @@ export function TierEditForm({
   const build = (): BuildResult => {
     const { limit: parsed, errors } = validateDraft(draft, ["limit"]);
     if (parsed === null) return { ok: false, errors };
-    return { ok: true, preview: { kind: "tier", name, limit: parsed }, body: { limit: parsed } };
+    return {
+      ok: true,
+      preview: { kind: "tier", name, limit: parsed },
+      body: { limit: parsed },
+      stage: stageOfEdit([{ target: `tier:${name}`, before: limit, after: parsed }]),
+    };
   };
   return (
     <PolicyEditForm
@@ -28,6 +34,7 @@ export function TierEditForm({
       version={version}
       saveUrl={`/api/v1/tiers/${encodeURIComponent(name)}`}
       build={build}
+      isStageable
       renderFields={(errors) => (
         <LimitFields
           legend="Account limit: every request of this tier's customers, all endpoints"
