@@ -11,7 +11,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import { type CheckRequest, type DescriptorRules, decideDescriptors } from "./decide-descriptors";
-import type { TDescriptorMapping } from "./descriptor-mapping";
 import { RLS_SERVICE_NAME, rateLimitServiceDefinition } from "./rls-proto";
 import { parseRateLimitRequest } from "./rls-request";
 import type { ServiceMetrics } from "./service-metrics";
@@ -25,9 +24,8 @@ export interface GrpcTls {
 }
 
 export interface GrpcServerOptions {
-  readonly mapping: TDescriptorMapping;
   readonly check: CheckRequest;
-  /** The policy's descriptor rules, decided before the mapping is consulted. */
+  /** The policy's descriptor rules and mapping, read on every call (hot reload). */
   readonly rules: DescriptorRules;
   readonly metrics: ServiceMetrics;
   /** null: plaintext, which the configuration allows only when asked for explicitly. */

@@ -39,7 +39,13 @@ const ZDescriptor = z.object({
     .max(MAX_ENTRIES, { error: `take at most ${MAX_ENTRIES} entries` }),
   // Envoy's per-descriptor limit override; present (not null) when the route set one.
   limit: z
-    .object({ requests_per_unit: z.number(), unit: z.union([z.string(), z.number()]) })
+    .object({
+      requests_per_unit: z
+        .number({ error: "must be a number" })
+        .int({ error: "must be a whole number" })
+        .min(0, { error: "must not be negative" }),
+      unit: z.union([z.string(), z.number()]),
+    })
     .nullable()
     .optional(),
 });
