@@ -82,7 +82,7 @@ beforeAll(async () => {
   const publisher = { db, redis, prefix, clock: systemClock };
   installDeps({ control: { db, publisher, clock: systemClock } });
   // The harness imported the example policy without publishing it.
-  await publishPendingSnapshots(publisher);
+  await publishPendingSnapshots(publisher, "wait");
   service = await startService({ prefix, id: "rls-mapping" });
   await waitForReady(service);
   client = rlsClient(service.grpcAddress);
