@@ -11,6 +11,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import { type CheckRequest, type DescriptorRules, decideDescriptors } from "./decide-descriptors";
+import { encodeRlsResponse } from "./rls-encode";
 import { RLS_SERVICE_NAME, rateLimitServiceDefinition } from "./rls-proto";
 import { parseRateLimitRequest } from "./rls-request";
 import type { ServiceMetrics } from "./service-metrics";
@@ -87,7 +88,7 @@ function shouldRateLimitHandler(options: GrpcServerOptions): Unary {
             return;
           case "response":
             metrics.calls.add({ protocol: "rls", domain, answer: answer.message.overall_code });
-            callback(null, answer.message);
+            callback(null, encodeRlsResponse(answer.message));
             return;
           default: {
             const unknown: never = answer;
@@ -105,6 +106,24 @@ function shouldRateLimitHandler(options: GrpcServerOptions): Unary {
 }
 
 /** Starts the gRPC server on `host:port` (0: a free port). */
+/**
+ * Envoy's service definition with a response serializer that sends bytes `rls-encode.ts` already
+ * wrote as they are (anything else goes through the generic encoder).
+ */
+function encodingDefinition(): grpc.ServiceDefinition {
+  const definition = rateLimitServiceDefinition();
+  const method = definition.ShouldRateLimit;
+  if (method === undefined) throw new Error("no ShouldRateLimit in the RLS definition");
+  const generic = method.responseSerialize;
+  return {
+    ...definition,
+    ShouldRateLimit: {
+      ...method,
+      responseSerialize: (value: unknown) => (Buffer.isBuffer(value) ? value : generic(value)),
+    },
+  };
+}
+
 export async function startGrpcServer(
   options: GrpcServerOptions,
   host: string,
@@ -115,7 +134,7 @@ export async function startGrpcServer(
     "grpc.max_receive_message_length": maxBytes,
     "grpc.max_concurrent_streams": 1_000,
   });
-  server.addService(rateLimitServiceDefinition(), {
+  server.addService(encodingDefinition(), {
     ShouldRateLimit: shouldRateLimitHandler(options),
   });
   const health = new HealthImplementation({ "": "NOT_SERVING", [RLS_SERVICE_NAME]: "NOT_SERVING" });

@@ -1,7 +1,7 @@
 import { DEFAULT_DESCRIPTOR_MAPPINGS, ZDescriptorMapping } from "@limitplane/enforcer/policy";
 import { describe, expect, it } from "vitest";
 import { limitOverrideOf, requestOfDescriptor } from "./descriptor-mapping";
-import { parseRateLimitRequest } from "./rls-request";
+import { parseRateLimitRequest, ZRateLimitRequest } from "./rls-request";
 
 const entries = (...pairs: [string, string][]) => pairs.map(([key, value]) => ({ key, value }));
 const valid = {
@@ -79,6 +79,32 @@ describe("parseRateLimitRequest refuses hostile input by field", () => {
       requests_per_unit: 5,
       unit: "MINUTE",
     });
+  });
+});
+
+describe("parseRateLimitRequest accepts exactly what the schema accepts", () => {
+  const many = Array.from({ length: 64 }, () => ({ entries: entries(["k", "v"]), limit: null }));
+  it.each([
+    ["a usual request", valid],
+    ["64 descriptors", { ...valid, descriptors: many }],
+    ["the largest hits_addend", { ...valid, hits_addend: 1_000_000 }],
+    [
+      "a limit override",
+      {
+        ...valid,
+        descriptors: [
+          { entries: entries(["a", "b"]), limit: { requests_per_unit: 3, unit: "HOUR" } },
+        ],
+      },
+    ],
+    ["a missing hits_addend", { domain: "edge", descriptors: valid.descriptors }],
+    [
+      "a long value",
+      { ...valid, descriptors: [{ entries: entries(["path", "/".repeat(4_096)]) }] },
+    ],
+  ])("%s", (_name, raw) => {
+    const parsed = parseRateLimitRequest(raw);
+    expect(parsed).toEqual({ ok: true, request: ZRateLimitRequest.parse(raw) });
   });
 });
 

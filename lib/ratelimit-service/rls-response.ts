@@ -183,6 +183,26 @@ function statusOf(outcome: DescriptorOutcome): RlsResponseMessage["statuses"][nu
   };
 }
 
+type HeaderList = RlsResponseMessage["response_headers_to_add"];
+const NO_HEADERS: HeaderList = Object.freeze([]);
+
+/**
+ * The frozen header records of the enforcer's pre-built rejections (`rejection-responses.ts`,
+ * one per limit and retry-after second), as RLS header lists, made once each: a flood of
+ * rejections then reuses one list, and `rls-encode.ts` its encoded bytes.
+ */
+const headerLists = new WeakMap<Readonly<Record<string, string>>, HeaderList>();
+
+function headerListOf(headers: Readonly<Record<string, string>>): HeaderList {
+  const cached = headerLists.get(headers);
+  if (cached !== undefined) return cached;
+  const list: HeaderList = Object.freeze(
+    Object.entries(headers).map(([key, value]) => Object.freeze({ key, value })),
+  );
+  if (Object.isFrozen(headers)) headerLists.set(headers, list);
+  return list;
+}
+
 /** The answer for the descriptors' outcomes, in request order. */
 export function buildRlsAnswer(outcomes: readonly DescriptorOutcome[]): RlsAnswer {
   let shown: Pick<EnforcerResult, "decision" | "http"> | null = null;
@@ -202,13 +222,12 @@ export function buildRlsAnswer(outcomes: readonly DescriptorOutcome[]): RlsAnswe
   }
   const statuses = outcomes.map(statusOf);
   const isOver = statuses.some((status) => status.code === "OVER_LIMIT");
-  const headers = shown === null ? {} : shown.http.headers;
   return {
     kind: "response",
     message: {
       overall_code: isOver ? "OVER_LIMIT" : "OK",
       statuses,
-      response_headers_to_add: Object.entries(headers).map(([key, value]) => ({ key, value })),
+      response_headers_to_add: shown === null ? NO_HEADERS : headerListOf(shown.http.headers),
       raw_body:
         isOver && shown?.http.bodyText != null ? Buffer.from(shown.http.bodyText) : Buffer.alloc(0),
     },
