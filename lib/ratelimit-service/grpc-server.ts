@@ -10,7 +10,12 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
-import { type CheckRequest, type DescriptorRules, decideDescriptors } from "./decide-descriptors";
+import {
+  type CheckRequest,
+  type DescriptorRules,
+  type DescriptorsAnswer,
+  decideDescriptors,
+} from "./decide-descriptors";
 import { encodeRlsResponse } from "./rls-encode";
 import { RLS_SERVICE_NAME, rateLimitServiceDefinition } from "./rls-proto";
 import { parseRateLimitRequest } from "./rls-request";
@@ -68,44 +73,57 @@ function shouldRateLimitHandler(options: GrpcServerOptions): Unary {
       return;
     }
     const domain = parsed.request.domain;
-    decideDescriptors(parsed.request, options).then(
-      (answer) => {
-        switch (answer.kind) {
-          case "invalid":
-            metrics.refused.add({ protocol: "rls", field: metricField(answer.field) });
-            metrics.calls.add({ protocol: "rls", domain, answer: "INVALID_ARGUMENT" });
-            callback({
-              code: grpc.status.INVALID_ARGUMENT,
-              details: `${answer.field}: ${answer.message}`,
-            });
-            return;
-          case "unavailable":
-            metrics.calls.add({ protocol: "rls", domain, answer: "UNAVAILABLE" });
-            callback({
-              code: grpc.status.UNAVAILABLE,
-              details: `limit ${answer.scope} fails closed and the limiter store cannot be reached`,
-            });
-            return;
-          case "response":
-            metrics.calls.add({ protocol: "rls", domain, answer: answer.message.overall_code });
-            callback(null, encodeRlsResponse(answer.message));
-            return;
-          default: {
-            const unknown: never = answer;
-            throw new TypeError(`unknown answer ${JSON.stringify(unknown)}`);
-          }
+    const fail = (error: unknown) => {
+      options.logError("ShouldRateLimit failed", error);
+      metrics.calls.add({ protocol: "rls", domain, answer: "INTERNAL" });
+      callback({ code: grpc.status.INTERNAL, details: "internal error" });
+    };
+    const respond = (answer: DescriptorsAnswer) => {
+      switch (answer.kind) {
+        case "invalid":
+          metrics.refused.add({ protocol: "rls", field: metricField(answer.field) });
+          metrics.calls.add({ protocol: "rls", domain, answer: "INVALID_ARGUMENT" });
+          callback({
+            code: grpc.status.INVALID_ARGUMENT,
+            details: `${answer.field}: ${answer.message}`,
+          });
+          return;
+        case "unavailable":
+          metrics.calls.add({ protocol: "rls", domain, answer: "UNAVAILABLE" });
+          callback({
+            code: grpc.status.UNAVAILABLE,
+            details: `limit ${answer.scope} fails closed and the limiter store cannot be reached`,
+          });
+          return;
+        case "response":
+          metrics.calls.add({ protocol: "rls", domain, answer: answer.message.overall_code });
+          callback(null, encodeRlsResponse(answer.message));
+          return;
+        default: {
+          const unknown: never = answer;
+          throw new TypeError(`unknown answer ${JSON.stringify(unknown)}`);
         }
-      },
-      (error: unknown) => {
-        options.logError("ShouldRateLimit failed", error);
-        metrics.calls.add({ protocol: "rls", domain, answer: "INTERNAL" });
-        callback({ code: grpc.status.INTERNAL, details: "internal error" });
-      },
-    );
+      }
+    };
+    let answer: DescriptorsAnswer | Promise<DescriptorsAnswer>;
+    try {
+      answer = decideDescriptors(parsed.request, options);
+    } catch (error: unknown) {
+      fail(error);
+      return;
+    }
+    if (answer instanceof Promise) {
+      answer.then(respond).catch(fail);
+      return;
+    }
+    try {
+      respond(answer);
+    } catch (error: unknown) {
+      fail(error);
+    }
   };
 }
 
-/** Starts the gRPC server on `host:port` (0: a free port). */
 /**
  * Envoy's service definition with a response serializer that sends bytes `rls-encode.ts` already
  * wrote as they are (anything else goes through the generic encoder).
@@ -124,6 +142,7 @@ function encodingDefinition(): grpc.ServiceDefinition {
   };
 }
 
+/** Starts the gRPC server on `host:port` (0: a free port). */
 export async function startGrpcServer(
   options: GrpcServerOptions,
   host: string,
