@@ -184,9 +184,14 @@ export async function run(): Promise<void> {
     targets.push(service);
     const noop = await startTargetProcess("noop-rls-target.ts", [], "noop-rls");
     targets.push(noop);
+    const floor = await startTargetProcess("noop-rls-target.ts", [], "noop-rls-same", {
+      NOOP_RLS_ANSWERS: JSON.stringify(await sampleAnswers(service.url.host)),
+    });
+    targets.push(floor);
     const sides = [
       { name: "service", address: service.url.host },
       { name: "no-op", address: noop.url.host },
+      { name: "floor", address: floor.url.host },
     ];
 
     const perSecond = new Map<string, number[]>();
@@ -221,6 +226,7 @@ export async function run(): Promise<void> {
         );
       }
     }
+    printFloors(perSecond);
     const result = new Targets();
     for (const workload of WORKLOADS) {
       const ours = perSecond.get(`${workload}/service`) ?? [];
@@ -245,6 +251,57 @@ export async function run(): Promise<void> {
     for (const target of targets) await stopTargetProcess(target);
     redis.disconnect();
     await redisServer.stop();
+  }
+}
+
+/**
+ * The service's own replies, decoded, for an admission and a rejection (a tight customer's second
+ * call), with `raw_body` as base64: what the floor no-op answers with.
+ */
+async function sampleAnswers(address: string): Promise<Record<"ok" | "over", unknown>> {
+  const Client = rateLimitServiceClient();
+  const client = new Client(address, grpc.credentials.createInsecure());
+  const method = (client as unknown as Record<string, unknown>).ShouldRateLimit;
+  if (typeof method !== "function") throw new Error("no ShouldRateLimit");
+  const call = (request: ReturnType<typeof requestFor>) =>
+    new Promise<Reply & { raw_body: Buffer }>((resolve, reject) => {
+      method.call(client, request, (error: grpc.ServiceError | null, value: Reply) =>
+        error === null ? resolve(value as Reply & { raw_body: Buffer }) : reject(error),
+      );
+    });
+  try {
+    const ok = await call(requestFor("wide-sample", "wide"));
+    await call(requestFor("tight-sample", "tight", TIGHT_COST));
+    const over = await call(requestFor("tight-sample", "tight", TIGHT_COST));
+    if (ok.overall_code !== "OK" || over.overall_code !== "OVER_LIMIT") {
+      throw new Error(`unexpected sample answers: ${ok.overall_code}, ${over.overall_code}`);
+    }
+    const encode = (reply: Reply & { raw_body: Buffer }) => ({
+      ...reply,
+      raw_body: reply.raw_body.toString("base64"),
+    });
+    return { ok: encode(ok), over: encode(over) };
+  } finally {
+    client.close();
+  }
+}
+
+/**
+ * How far each workload is from its floor: the no-op that answers the service's own bytes
+ * (`noop-rls-target.ts` with `NOOP_RLS_ANSWERS`). When the floor itself is below the 0.7x aim,
+ * no service that must send these answers on grpc-js here can meet it.
+ */
+function printFloors(perSecond: ReadonlyMap<string, readonly number[]>): void {
+  console.log(
+    "\nThe floor: a no-op answering the service's own bytes (ratios per run, median [min-max])",
+  );
+  for (const workload of WORKLOADS) {
+    const service = perSecond.get(`${workload}/service`) ?? [];
+    const bare = perSecond.get(`${workload}/no-op`) ?? [];
+    const floor = perSecond.get(`${workload}/floor`) ?? [];
+    console.log(
+      `  ${workload.padEnd(14)} floor/no-op ${summary(pairedRatios(floor, bare))}x   service/floor ${summary(pairedRatios(service, floor))}x   service/no-op ${summary(pairedRatios(service, bare))}x`,
+    );
   }
 }
 
@@ -290,6 +347,9 @@ async function benchNginx(result: Targets, httpPort: number): Promise<void> {
     return;
   }
   const upstream = await startTargetProcess("upstream-target.ts", [], "upstream");
+  const noopCheck = await startTargetProcess("upstream-target.ts", [], "noop-check", {
+    UPSTREAM_HEADERS: JSON.stringify(await sampleCheckHeaders(httpPort)),
+  });
   const running: RunningNginx[] = [];
   try {
     const app = Number(upstream.url.port);
@@ -305,9 +365,16 @@ async function benchNginx(result: Targets, httpPort: number): Promise<void> {
       BENCH_SECRET,
     );
     running.push(checked);
+    const floorNginx = startNginx(
+      binary,
+      { nginx: await freePort(), app, service: Number(noopCheck.url.port) },
+      BENCH_SECRET,
+    );
+    running.push(floorNginx);
     const sides = [
       { name: "auth_request", url: checked.url },
       { name: "direct", url: direct.url },
+      { name: "no-op check", url: floorNginx.url },
     ];
     for (const side of sides) {
       await waitForAnswer(side.url);
@@ -331,6 +398,13 @@ async function benchNginx(result: Targets, httpPort: number): Promise<void> {
         `  ${side.name.padEnd(14)} ${summary(perSecond.get(side.name) ?? [], 0)} requests/s   p99 ${summary(p99.get(side.name) ?? [])} ms`,
       );
     }
+    const floorRatios = pairedRatios(
+      perSecond.get("no-op check") ?? [],
+      perSecond.get("direct") ?? [],
+    );
+    console.log(
+      `  the floor: auth_request to a check that decides nothing and answers the service's headers reaches ${summary(floorRatios)}x direct; the service reaches ${summary(pairedRatios(perSecond.get("auth_request") ?? [], perSecond.get("no-op check") ?? []))}x that floor`,
+    );
     result.atLeast(
       "nginx: auth_request vs direct throughput",
       pairedRatios(perSecond.get("auth_request") ?? [], perSecond.get("direct") ?? []),
@@ -353,7 +427,28 @@ async function benchNginx(result: Targets, httpPort: number): Promise<void> {
   } finally {
     for (const nginx of running) await nginx.stop();
     await stopTargetProcess(upstream);
+    await stopTargetProcess(noopCheck);
   }
+}
+
+/** The rate-limit headers the service's `/check` answers an admitted request with. */
+async function sampleCheckHeaders(httpPort: number): Promise<Record<string, string>> {
+  const response = await fetch(`http://127.0.0.1:${httpPort}/check`, {
+    headers: {
+      "x-limitplane-secret": BENCH_SECRET,
+      "x-customer-id": "sample",
+      "x-tier": "wide",
+      "x-forwarded-method": "GET",
+      "x-forwarded-uri": "/v1/things",
+    },
+  });
+  await response.arrayBuffer();
+  if (response.status !== 200) throw new Error(`/check answered ${response.status}`);
+  const headers: Record<string, string> = {};
+  for (const [name, value] of response.headers) {
+    if (name.startsWith("ratelimit") || name.startsWith("x-ratelimit")) headers[name] = value;
+  }
+  return headers;
 }
 
 async function waitForAnswer(url: string): Promise<void> {

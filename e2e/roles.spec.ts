@@ -24,6 +24,7 @@ const PAGES = [
   "/audit",
   "/dry-run",
   "/descriptor-rules",
+  "/descriptor-mappings",
   "/status",
   "/incidents/new",
 ];

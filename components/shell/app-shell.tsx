@@ -15,6 +15,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { href: "/audit", label: "Audit log" },
   { href: "/dry-run", label: "Dry-run" },
   { href: "/descriptor-rules", label: "Descriptor rules" },
+  { href: "/descriptor-mappings", label: "Descriptor mappings" },
   { href: "/status", label: "Status" },
 ];
 

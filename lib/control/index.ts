@@ -153,6 +153,8 @@ export {
   ZUpdateCustomerOverrideOptions,
 } from "./customer-override/update-customer-override";
 export type { AuthDeps, Clock, ClockedReadDeps, ControlDeps, FleetDeps, ReadDeps } from "./deps";
+export type { DescriptorMappingsRecord } from "./descriptor-mapping/descriptor-mapping-record";
+export { getDescriptorMappings } from "./descriptor-mapping/get-descriptor-mappings";
 export type { DescriptorRuleRecord } from "./descriptor-rule/descriptor-rule-record";
 export { listDescriptorRules } from "./descriptor-rule/list-descriptor-rules";
 export {

@@ -8,108 +8,17 @@
  * OK and counted by its keys, so an operator sees what the gateway sends (limits keyed by other
  * descriptors are descriptor rules, a later addition to the policy).
  *
- * Pure: no I/O. The service loads the mapping from a JSON file (`RATELIMIT_SERVICE_MAPPING`).
+ * Pure: no I/O. The mapping is part of the policy (`descriptorMappings`, edited in the console
+ * and through `PUT /api/v1/descriptor-mappings`); the service reads the one in force from its
+ * enforcer on every call, so a change applies with the policy, without a restart.
  */
 import type { EnforcerRequest } from "@limitplane/enforcer";
-import { isCustomerId, MAX_COST, normalizeClientAddress } from "@limitplane/enforcer/policy";
-import { z } from "zod";
-
-/** A descriptor entry key, as Envoy writes them (`customer_id`, `remote_address`, `x-tier`). */
-const entryKey = (field: string) =>
-  z
-    .string({ error: `${field} must be a descriptor entry key` })
-    .min(1, { error: `${field} must not be empty` })
-    .max(128, { error: `${field} takes at most 128 characters` })
-    .regex(/^[\x21-\x7e]+$/, { error: `${field} must be printable ASCII without spaces` });
-
-/** How one domain's descriptors map onto a request the policy resolves. */
-export const ZDomainMapping = z
-  .strictObject({
-    /** The RLS `domain`, or `*` for every domain no other mapping names. */
-    domain: z
-      .string({ error: "domain is required" })
-      .min(1, { error: "domain must not be empty" })
-      .max(128, { error: "domain takes at most 128 characters" }),
-    /** The entry holding the customer id (an API key's owner). @default "customer_id" */
-    customer: entryKey("customer").nullable().default("customer_id"),
-    /** The entry holding the tier; absent or unknown: the policy's default tier. @default "tier" */
-    tier: entryKey("tier").nullable().default("tier"),
-    /** The entry holding the HTTP method. @default "method" */
-    method: entryKey("method").nullable().default("method"),
-    /** The entry holding the path, matched against endpoint classes. @default "path" */
-    path: entryKey("path").nullable().default("path"),
-    /** The entry naming the endpoint class outright. @default "endpoint_class" */
-    endpointClass: entryKey("endpointClass").nullable().default("endpoint_class"),
-    /** The entry holding the client address (Envoy's `remote_address` action). */
-    clientAddress: entryKey("clientAddress").nullable().default("remote_address"),
-  })
-  .superRefine((mapping, ctx) => {
-    const keys = [
-      mapping.customer,
-      mapping.tier,
-      mapping.method,
-      mapping.path,
-      mapping.endpointClass,
-      mapping.clientAddress,
-    ].filter((key): key is string => key !== null);
-    const seen = new Set<string>();
-    for (const key of keys) {
-      if (seen.has(key)) {
-        ctx.addIssue({ code: "custom", message: `entry key "${key}" is mapped twice` });
-      }
-      seen.add(key);
-    }
-    if (mapping.customer === null && mapping.clientAddress === null) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["customer"],
-        message: "map at least one of customer and clientAddress: they say whose budget is spent",
-      });
-    }
-  });
-export type TDomainMapping = z.output<typeof ZDomainMapping>;
-
-/** The service's whole mapping: one entry per domain. */
-export const ZDescriptorMapping = z
-  .strictObject({
-    domains: z
-      .array(ZDomainMapping)
-      .min(1, { error: "domains must list at least one domain mapping" })
-      .max(100, { error: "domains takes at most 100 domain mappings" }),
-  })
-  .superRefine((mapping, ctx) => {
-    const seen = new Map<string, number>();
-    mapping.domains.forEach((domain, index) => {
-      const first = seen.get(domain.domain);
-      if (first !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["domains", index, "domain"],
-          message: `domain "${domain.domain}" is already mapped at domains[${first}]`,
-        });
-      }
-      seen.set(domain.domain, index);
-    });
-  });
-export type TDescriptorMapping = z.output<typeof ZDescriptorMapping>;
-export type TDescriptorMappingInput = z.input<typeof ZDescriptorMapping>;
-
-/** Every domain, with the default entry keys. */
-export const DEFAULT_DESCRIPTOR_MAPPING: TDescriptorMapping = ZDescriptorMapping.parse({
-  domains: [{ domain: "*" }],
-});
-
-/** The mapping for `domain`, or null when none applies. */
-export function domainMappingOf(
-  mapping: TDescriptorMapping,
-  domain: string,
-): TDomainMapping | null {
-  return (
-    mapping.domains.find((entry) => entry.domain === domain) ??
-    mapping.domains.find((entry) => entry.domain === "*") ??
-    null
-  );
-}
+import {
+  isCustomerId,
+  MAX_COST,
+  normalizeClientAddress,
+  type TDescriptorMapping,
+} from "@limitplane/enforcer/policy";
 
 /** One descriptor entry, as the RLS request carries it. */
 export interface DescriptorEntry {
@@ -131,7 +40,7 @@ export type DescriptorRequest =
  * descriptor's path in the RLS request (`descriptors[2]`), for error messages.
  */
 export function requestOfDescriptor(
-  mapping: TDomainMapping | null,
+  mapping: TDescriptorMapping | null,
   entries: readonly DescriptorEntry[],
   cost: number,
   field: string,
@@ -200,3 +109,39 @@ export function requestOfDescriptor(
 
 /** The largest `hits_addend` accepted: the policy's largest cost. */
 export const MAX_HITS_ADDEND = MAX_COST;
+
+/** Envoy's `RateLimitUnit` names, with the window each stands for (envoyproxy/ratelimit's). */
+const OVERRIDE_UNIT_MS: Readonly<Record<string, number>> = {
+  SECOND: 1_000,
+  MINUTE: 60_000,
+  HOUR: 3_600_000,
+  DAY: 86_400_000,
+  // envoyproxy/ratelimit counts a month as 30 days and a year as 365.
+  MONTH: 2_592_000_000,
+  YEAR: 31_536_000_000,
+};
+
+/**
+ * Why a descriptor's limit override was not applied (the `reason` label of
+ * `limitplane_service_ignored_limit_overrides_total`):
+ * - `not-allowed`: the domain's mapping says `limitOverride: ignore` (the default), or no mapping
+ *   covers the domain;
+ * - `unit`: the unit is UNKNOWN (Envoy validates it away; another client may send it).
+ */
+export type IgnoredOverrideReason = "not-allowed" | "unit";
+
+/** A descriptor's limit override as a window, or why it is ignored. */
+export function limitOverrideOf(
+  mapping: TDescriptorMapping | null,
+  limit: { readonly requests_per_unit: number; readonly unit: string | number },
+):
+  | { readonly kind: "apply"; readonly limit: number; readonly windowMs: number }
+  | { readonly kind: "ignored"; readonly reason: IgnoredOverrideReason } {
+  if (mapping?.limitOverride !== "apply") return { kind: "ignored", reason: "not-allowed" };
+  const windowMs =
+    typeof limit.unit === "string" && Object.hasOwn(OVERRIDE_UNIT_MS, limit.unit)
+      ? OVERRIDE_UNIT_MS[limit.unit]
+      : undefined;
+  if (windowMs === undefined) return { kind: "ignored", reason: "unit" };
+  return { kind: "apply", limit: limit.requests_per_unit, windowMs };
+}

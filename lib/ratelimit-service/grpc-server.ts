@@ -13,8 +13,13 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { createServer as createTlsServer } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
-import { type CheckRequest, type DescriptorRules, decideDescriptors } from "./decide-descriptors";
-import type { TDescriptorMapping } from "./descriptor-mapping";
+import {
+  type CheckRequest,
+  type DescriptorRules,
+  type DescriptorsAnswer,
+  decideDescriptors,
+} from "./decide-descriptors";
+import { encodeRlsResponse } from "./rls-encode";
 import { RLS_SERVICE_NAME, rateLimitServiceDefinition } from "./rls-proto";
 import { parseRateLimitRequest } from "./rls-request";
 import type { ServiceMetrics } from "./service-metrics";
@@ -64,9 +69,8 @@ export const GRPC_SERVER_LIMITS: GrpcServerLimits = {
 };
 
 export interface GrpcServerOptions {
-  readonly mapping: TDescriptorMapping;
   readonly check: CheckRequest;
-  /** The policy's descriptor rules, decided before the mapping is consulted. */
+  /** The policy's descriptor rules and mapping, read on every call (hot reload). */
   readonly rules: DescriptorRules;
   readonly metrics: ServiceMetrics;
   /** null: plaintext, which the configuration allows only when asked for explicitly. */
@@ -112,40 +116,72 @@ function shouldRateLimitHandler(options: GrpcServerOptions): Unary {
       return;
     }
     const domain = parsed.request.domain;
-    decideDescriptors(parsed.request, options).then(
-      (answer) => {
-        switch (answer.kind) {
-          case "invalid":
-            metrics.refused.add({ protocol: "rls", field: metricField(answer.field) });
-            metrics.calls.add({ protocol: "rls", domain, answer: "INVALID_ARGUMENT" });
-            callback({
-              code: grpc.status.INVALID_ARGUMENT,
-              details: `${answer.field}: ${answer.message}`,
-            });
-            return;
-          case "unavailable":
-            metrics.calls.add({ protocol: "rls", domain, answer: "UNAVAILABLE" });
-            callback({
-              code: grpc.status.UNAVAILABLE,
-              details: `limit ${answer.scope} fails closed and the limiter store cannot be reached`,
-            });
-            return;
-          case "response":
-            metrics.calls.add({ protocol: "rls", domain, answer: answer.message.overall_code });
-            callback(null, answer.message);
-            return;
-          default: {
-            const unknown: never = answer;
-            throw new TypeError(`unknown answer ${JSON.stringify(unknown)}`);
-          }
+    const fail = (error: unknown) => {
+      options.logError("ShouldRateLimit failed", error);
+      metrics.calls.add({ protocol: "rls", domain, answer: "INTERNAL" });
+      callback({ code: grpc.status.INTERNAL, details: "internal error" });
+    };
+    const respond = (answer: DescriptorsAnswer) => {
+      switch (answer.kind) {
+        case "invalid":
+          metrics.refused.add({ protocol: "rls", field: metricField(answer.field) });
+          metrics.calls.add({ protocol: "rls", domain, answer: "INVALID_ARGUMENT" });
+          callback({
+            code: grpc.status.INVALID_ARGUMENT,
+            details: `${answer.field}: ${answer.message}`,
+          });
+          return;
+        case "unavailable":
+          metrics.calls.add({ protocol: "rls", domain, answer: "UNAVAILABLE" });
+          callback({
+            code: grpc.status.UNAVAILABLE,
+            details: `limit ${answer.scope} fails closed and the limiter store cannot be reached`,
+          });
+          return;
+        case "response":
+          metrics.calls.add({ protocol: "rls", domain, answer: answer.message.overall_code });
+          callback(null, encodeRlsResponse(answer.message));
+          return;
+        default: {
+          const unknown: never = answer;
+          throw new TypeError(`unknown answer ${JSON.stringify(unknown)}`);
         }
-      },
-      (error: unknown) => {
-        options.logError("ShouldRateLimit failed", error);
-        metrics.calls.add({ protocol: "rls", domain, answer: "INTERNAL" });
-        callback({ code: grpc.status.INTERNAL, details: "internal error" });
-      },
-    );
+      }
+    };
+    let answer: DescriptorsAnswer | Promise<DescriptorsAnswer>;
+    try {
+      answer = decideDescriptors(parsed.request, options);
+    } catch (error: unknown) {
+      fail(error);
+      return;
+    }
+    if (answer instanceof Promise) {
+      answer.then(respond).catch(fail);
+      return;
+    }
+    try {
+      respond(answer);
+    } catch (error: unknown) {
+      fail(error);
+    }
+  };
+}
+
+/**
+ * Envoy's service definition with a response serializer that sends bytes `rls-encode.ts` already
+ * wrote as they are (anything else goes through the generic encoder).
+ */
+function encodingDefinition(): grpc.ServiceDefinition {
+  const definition = rateLimitServiceDefinition();
+  const method = definition.ShouldRateLimit;
+  if (method === undefined) throw new Error("no ShouldRateLimit in the RLS definition");
+  const generic = method.responseSerialize;
+  return {
+    ...definition,
+    ShouldRateLimit: {
+      ...method,
+      responseSerialize: (value: unknown) => (Buffer.isBuffer(value) ? value : generic(value)),
+    },
   };
 }
 
@@ -165,7 +201,7 @@ export async function startGrpcServer(
     "grpc.keepalive_timeout_ms": limits.keepaliveTimeoutMs,
     "grpc-node.max_session_memory": limits.maxSessionMemoryMb,
   });
-  server.addService(rateLimitServiceDefinition(), {
+  server.addService(encodingDefinition(), {
     ShouldRateLimit: shouldRateLimitHandler(options),
   });
   const health = new HealthImplementation({ "": "NOT_SERVING", [RLS_SERVICE_NAME]: "NOT_SERVING" });

@@ -19,6 +19,8 @@ export type ServiceEnforcer = Pick<
   | "checkNow"
   | "matchDescriptors"
   | "checkDescriptors"
+  | "descriptorMapping"
+  | "checkLimitOverride"
   | "status"
   | "prometheus"
   | "onPolicyApplied"
@@ -43,7 +45,6 @@ export async function startRateLimitService(options: {
   const check = enforcer.checkNow.bind(enforcer);
   const grpcServer = await startGrpcServer(
     {
-      mapping: config.mapping,
       check,
       rules: enforcer,
       metrics,

@@ -1,11 +1,7 @@
+import { DEFAULT_DESCRIPTOR_MAPPINGS, ZDescriptorMapping } from "@limitplane/enforcer/policy";
 import { describe, expect, it } from "vitest";
-import {
-  DEFAULT_DESCRIPTOR_MAPPING,
-  domainMappingOf,
-  requestOfDescriptor,
-  ZDescriptorMapping,
-} from "./descriptor-mapping";
-import { parseRateLimitRequest } from "./rls-request";
+import { limitOverrideOf, requestOfDescriptor } from "./descriptor-mapping";
+import { parseRateLimitRequest, ZRateLimitRequest } from "./rls-request";
 
 const entries = (...pairs: [string, string][]) => pairs.map(([key, value]) => ({ key, value }));
 const valid = {
@@ -86,8 +82,34 @@ describe("parseRateLimitRequest refuses hostile input by field", () => {
   });
 });
 
+describe("parseRateLimitRequest accepts exactly what the schema accepts", () => {
+  const many = Array.from({ length: 64 }, () => ({ entries: entries(["k", "v"]), limit: null }));
+  it.each([
+    ["a usual request", valid],
+    ["64 descriptors", { ...valid, descriptors: many }],
+    ["the largest hits_addend", { ...valid, hits_addend: 1_000_000 }],
+    [
+      "a limit override",
+      {
+        ...valid,
+        descriptors: [
+          { entries: entries(["a", "b"]), limit: { requests_per_unit: 3, unit: "HOUR" } },
+        ],
+      },
+    ],
+    ["a missing hits_addend", { domain: "edge", descriptors: valid.descriptors }],
+    [
+      "a long value",
+      { ...valid, descriptors: [{ entries: entries(["path", "/".repeat(4_096)]) }] },
+    ],
+  ])("%s", (_name, raw) => {
+    const parsed = parseRateLimitRequest(raw);
+    expect(parsed).toEqual({ ok: true, request: ZRateLimitRequest.parse(raw) });
+  });
+});
+
 describe("requestOfDescriptor maps entries onto the policy's request", () => {
-  const mapping = domainMappingOf(DEFAULT_DESCRIPTOR_MAPPING, "edge");
+  const mapping = DEFAULT_DESCRIPTOR_MAPPINGS[0] ?? null;
 
   it.each([
     [
@@ -162,28 +184,25 @@ describe("requestOfDescriptor maps entries onto the policy's request", () => {
   });
 
   it("a domain no mapping names is uncovered", () => {
-    const only = ZDescriptorMapping.parse({ domains: [{ domain: "edge" }] });
-    expect(domainMappingOf(only, "other")).toBeNull();
     expect(
       requestOfDescriptor(null, entries(["customer_id", "acme"]), 1, "descriptors[0]"),
     ).toEqual({ kind: "uncovered", keys: "customer_id" });
   });
+});
 
+describe("limitOverrideOf applies a descriptor's limit only where the mapping allows it", () => {
+  const allowing = ZDescriptorMapping.parse({ domain: "edge", limitOverride: "apply" });
+  const ignoring = ZDescriptorMapping.parse({ domain: "edge" });
   it.each([
-    [{ domains: [] }, "domains must list at least one domain mapping"],
-    [{ domains: [{ domain: "a" }, { domain: "a" }] }, 'domain "a" is already mapped at domains[0]'],
-    [
-      { domains: [{ domain: "a", tier: "customer_id" }] },
-      'entry key "customer_id" is mapped twice',
-    ],
-    [
-      { domains: [{ domain: "a", customer: null, clientAddress: null }] },
-      "map at least one of customer and clientAddress: they say whose budget is spent",
-    ],
-    [{ domains: [{ domain: "a", extra: 1 }] }, 'Unrecognized key: "extra"'],
-  ])("a bad mapping is refused: %j", (input, message) => {
-    const parsed = ZDescriptorMapping.safeParse(input);
-    expect(parsed.success).toBe(false);
-    expect(parsed.error?.issues[0]?.message).toBe(message);
+    ["the default mapping", ignoring, "MINUTE", { kind: "ignored", reason: "not-allowed" }],
+    ["no mapping", null, "MINUTE", { kind: "ignored", reason: "not-allowed" }],
+    ["an unknown unit", allowing, "UNKNOWN", { kind: "ignored", reason: "unit" }],
+    ["a prototype name as unit", allowing, "toString", { kind: "ignored", reason: "unit" }],
+    ["a number as unit", allowing, 2, { kind: "ignored", reason: "unit" }],
+    ["a minute", allowing, "MINUTE", { kind: "apply", limit: 7, windowMs: 60_000 }],
+    ["a month (30 days)", allowing, "MONTH", { kind: "apply", limit: 7, windowMs: 2_592_000_000 }],
+    ["a year (365 days)", allowing, "YEAR", { kind: "apply", limit: 7, windowMs: 31_536_000_000 }],
+  ])("%s", (_name, mapping, unit, expected) => {
+    expect(limitOverrideOf(mapping, { requests_per_unit: 7, unit })).toEqual(expected);
   });
 });

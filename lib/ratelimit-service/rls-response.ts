@@ -9,11 +9,15 @@
  * for it, so the service answers the call with gRPC UNAVAILABLE and the gateway's own failure
  * setting (Envoy `failure_mode_deny`) decides, as docs/ratelimit-service.md explains.
  */
-import type { DescriptorDecision, EnforcerResult } from "@limitplane/enforcer";
+import type {
+  DescriptorDecision,
+  EnforcerResult,
+  LimitOverrideDecision,
+} from "@limitplane/enforcer";
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
 
 export type RlsCode = "OK" | "OVER_LIMIT";
-export type RlsUnit = "SECOND" | "MINUTE" | "HOUR" | "DAY";
+export type RlsUnit = "SECOND" | "MINUTE" | "HOUR" | "DAY" | "MONTH" | "YEAR";
 
 /** What one descriptor came to. */
 export type DescriptorOutcome =
@@ -21,6 +25,15 @@ export type DescriptorOutcome =
   | {
       readonly kind: "rule";
       readonly decided: Extract<DescriptorDecision, { kind: "decided" }>;
+    }
+  /** Decided by the limit the gateway sent with the descriptor, reported as it was sent. */
+  | {
+      readonly kind: "override";
+      readonly decided: LimitOverrideDecision;
+      readonly requested: {
+        readonly requests_per_unit: number;
+        readonly unit: string | number;
+      } | null;
     }
   /** A descriptor rule that is unlimited: OK, with the most remaining RLS can say. */
   | { readonly kind: "unlimited" }
@@ -36,6 +49,7 @@ function decidedParts(outcome: DescriptorOutcome) {
         http: outcome.result.http,
       };
     case "rule":
+    case "override":
       return {
         decision: outcome.decided.decision,
         checks: [outcome.decided.check],
@@ -116,6 +130,12 @@ export function currentLimitOf(spec: LimitSpec): { requests_per_unit: number; un
   return { requests_per_unit: clampUint32(Math.floor(perSecond * 86_400)), unit: "DAY" };
 }
 
+const RLS_UNITS: readonly string[] = ["SECOND", "MINUTE", "HOUR", "DAY", "MONTH", "YEAR"];
+
+function isRlsUnit(unit: string | number): unit is RlsUnit {
+  return typeof unit === "string" && RLS_UNITS.includes(unit);
+}
+
 function clampUint32(value: number): number {
   return Math.min(UINT32_MAX, Math.max(0, value));
 }
@@ -138,14 +158,21 @@ function statusOf(outcome: DescriptorOutcome): RlsResponseMessage["statuses"][nu
   const resetMs = Math.max(0, decision.allowed ? decision.resetAfterMs : decision.retryAfterMs);
   // A deny rule is envoyproxy/ratelimit's `requests_per_unit: 0`, and says so.
   const isDeny = outcome.kind === "rule" && outcome.decided.rule.limit === "deny";
+  const requested = outcome.kind === "override" ? outcome.requested : null;
   return {
     code: decision.allowed ? "OK" : "OVER_LIMIT",
     current_limit:
       binding === undefined
         ? null
-        : isDeny
-          ? { name: binding.scope, requests_per_unit: 0, unit: "SECOND" }
-          : { name: binding.scope, ...currentLimitOf(binding.limit) },
+        : requested !== null && isRlsUnit(requested.unit)
+          ? {
+              name: binding.scope,
+              requests_per_unit: clampUint32(requested.requests_per_unit),
+              unit: requested.unit,
+            }
+          : isDeny
+            ? { name: binding.scope, requests_per_unit: 0, unit: "SECOND" }
+            : { name: binding.scope, ...currentLimitOf(binding.limit) },
     limit_remaining: clampUint32(
       Math.floor(Number.isFinite(decision.remaining) ? decision.remaining : 0),
     ),
@@ -154,6 +181,26 @@ function statusOf(outcome: DescriptorOutcome): RlsResponseMessage["statuses"][nu
         ? null
         : { seconds: Math.floor(resetMs / 1000), nanos: Math.round((resetMs % 1000) * 1e6) },
   };
+}
+
+type HeaderList = RlsResponseMessage["response_headers_to_add"];
+const NO_HEADERS: HeaderList = Object.freeze([]);
+
+/**
+ * The frozen header records of the enforcer's pre-built rejections (`rejection-responses.ts`,
+ * one per limit and retry-after second), as RLS header lists, made once each: a flood of
+ * rejections then reuses one list, and `rls-encode.ts` its encoded bytes.
+ */
+const headerLists = new WeakMap<Readonly<Record<string, string>>, HeaderList>();
+
+function headerListOf(headers: Readonly<Record<string, string>>): HeaderList {
+  const cached = headerLists.get(headers);
+  if (cached !== undefined) return cached;
+  const list: HeaderList = Object.freeze(
+    Object.entries(headers).map(([key, value]) => Object.freeze({ key, value })),
+  );
+  if (Object.isFrozen(headers)) headerLists.set(headers, list);
+  return list;
 }
 
 /** The answer for the descriptors' outcomes, in request order. */
@@ -175,13 +222,12 @@ export function buildRlsAnswer(outcomes: readonly DescriptorOutcome[]): RlsAnswe
   }
   const statuses = outcomes.map(statusOf);
   const isOver = statuses.some((status) => status.code === "OVER_LIMIT");
-  const headers = shown === null ? {} : shown.http.headers;
   return {
     kind: "response",
     message: {
       overall_code: isOver ? "OVER_LIMIT" : "OK",
       statuses,
-      response_headers_to_add: Object.entries(headers).map(([key, value]) => ({ key, value })),
+      response_headers_to_add: shown === null ? NO_HEADERS : headerListOf(shown.http.headers),
       raw_body:
         isOver && shown?.http.bodyText != null ? Buffer.from(shown.http.bodyText) : Buffer.alloc(0),
     },

@@ -1,12 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { loadServiceConfig, parseMappingFile } from "./service-config";
+import { loadServiceConfig } from "./service-config";
 
 const SECRET = "s".repeat(32);
 const files: Record<string, string> = {
   "/c.pem": "CERT",
   "/k.pem": "KEY",
   "/ca.pem": "CA",
-  "/m.json": '{"domains":[{"domain":"edge","tier":null}]}',
 };
 const readFile = (path: string): Buffer => {
   const text = files[path];
@@ -54,33 +53,30 @@ describe("loadServiceConfig: safe defaults, one line naming the variable", () =>
       },
       "RATELIMIT_SERVICE_TLS_CERT: cannot read /missing.pem: ENOENT: no such file",
     ],
+    [
+      "the old mapping file, which the policy now holds",
+      {
+        RATELIMIT_SERVICE_GRPC_PLAINTEXT: "true",
+        RATELIMIT_SERVICE_SECRET: SECRET,
+        RATELIMIT_SERVICE_MAPPING: "/m.json",
+      },
+      "RATELIMIT_SERVICE_MAPPING is no longer read: the descriptor mapping is part of the policy; edit it in the console (Descriptor mappings) or with PUT /api/v1/descriptor-mappings, then unset this variable",
+    ],
   ])("refuses %s", (_name, env, message) => {
     expect(() => loadServiceConfig(env, readFile)).toThrow(message);
   });
 
-  it("mutual TLS alone is enough for forward-auth, and the mapping file is read", () => {
+  it("mutual TLS alone is enough for forward-auth", () => {
     const config = loadServiceConfig(
       {
         RATELIMIT_SERVICE_TLS_CERT: "/c.pem",
         RATELIMIT_SERVICE_TLS_KEY: "/k.pem",
         RATELIMIT_SERVICE_TLS_CLIENT_CA: "/ca.pem",
         RATELIMIT_SERVICE_SECRET: "",
-        RATELIMIT_SERVICE_MAPPING: "/m.json",
       },
       readFile,
     );
     expect(config.secret).toBeNull();
     expect(config.tls?.clientCa?.toString()).toBe("CA");
-    expect(config.mapping.domains[0]).toMatchObject({ domain: "edge", tier: null });
-  });
-
-  it.each([
-    ["{", /^\/m\.json: not JSON: /],
-    [
-      '{"domains":[{"domain":"a","customer":"has space"}]}',
-      /^\/m\.json: domains\[0\]\.customer: customer must be printable ASCII without spaces$/,
-    ],
-  ])("a bad mapping file names the file and the field: %s", (text, message) => {
-    expect(() => parseMappingFile("/m.json", text)).toThrow(message);
   });
 });

@@ -6,11 +6,6 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import {
-  DEFAULT_DESCRIPTOR_MAPPING,
-  type TDescriptorMapping,
-  ZDescriptorMapping,
-} from "./descriptor-mapping";
 import { fieldPath } from "./rls-request";
 
 const port = z.coerce
@@ -48,8 +43,16 @@ export const ZServiceEnv = z
       .default("false"),
     /** The shared secret gateways send in `X-Limitplane-Secret` to `/check`. */
     RATELIMIT_SERVICE_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
-    /** A JSON file with the descriptor mapping (`descriptor-mapping.ts`); unset: the defaults. */
-    RATELIMIT_SERVICE_MAPPING: filePath.optional(),
+    /**
+     * Gone: the descriptor mapping is part of the policy. Refused, so a deployment that still
+     * sets it learns where its mapping now lives instead of silently losing it.
+     */
+    RATELIMIT_SERVICE_MAPPING: z
+      .never({
+        error:
+          "is no longer read: the descriptor mapping is part of the policy; edit it in the console (Descriptor mappings) or with PUT /api/v1/descriptor-mappings, then unset this variable",
+      })
+      .optional(),
     RATELIMIT_SERVICE_CUSTOMER_HEADER: headerName.default("x-customer-id"),
     RATELIMIT_SERVICE_TIER_HEADER: headerName.default("x-tier"),
   })
@@ -110,7 +113,6 @@ export interface ServiceConfig {
   } | null;
   readonly isGrpcPlaintext: boolean;
   readonly secret: string | null;
-  readonly mapping: TDescriptorMapping;
   readonly customerHeader: string;
   readonly tierHeader: string;
 }
@@ -158,33 +160,7 @@ export function loadServiceConfig(
           },
     isGrpcPlaintext: values.RATELIMIT_SERVICE_GRPC_PLAINTEXT === "true",
     secret: values.RATELIMIT_SERVICE_SECRET ?? null,
-    mapping:
-      values.RATELIMIT_SERVICE_MAPPING === undefined
-        ? DEFAULT_DESCRIPTOR_MAPPING
-        : parseMappingFile(
-            values.RATELIMIT_SERVICE_MAPPING,
-            read("RATELIMIT_SERVICE_MAPPING", values.RATELIMIT_SERVICE_MAPPING).toString("utf8"),
-          ),
     customerHeader: values.RATELIMIT_SERVICE_CUSTOMER_HEADER,
     tierHeader: values.RATELIMIT_SERVICE_TIER_HEADER,
   };
-}
-
-/** The mapping in a JSON file's text; errors name the file and the field. */
-export function parseMappingFile(path: string, text: string): TDescriptorMapping {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error: unknown) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new ServiceConfigError(`${path}: not JSON: ${reason}`);
-  }
-  const parsed = ZDescriptorMapping.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ServiceConfigError(
-      `${path}: ${fieldPath(issue?.path ?? [])}: ${issue?.message ?? "is invalid"}`,
-    );
-  }
-  return parsed.data;
 }

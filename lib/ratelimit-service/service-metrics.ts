@@ -61,7 +61,7 @@ export class ServiceMetrics {
   );
   readonly descriptors = new Counter(
     "limitplane_service_descriptors_total",
-    "RLS descriptors decided, by domain, the mapping rule that covered them (its domain) and code.",
+    "RLS descriptors decided, by domain, what decided them (the descriptor mapping's domain, descriptor:<rule id>, or limit-override) and code.",
   );
   readonly uncovered = new Counter(
     "limitplane_service_uncovered_descriptors_total",
@@ -73,7 +73,7 @@ export class ServiceMetrics {
   );
   readonly ignoredLimitOverrides = new Counter(
     "limitplane_service_ignored_limit_overrides_total",
-    "RLS descriptors that carried a limit override, which this service does not apply, by domain.",
+    "RLS descriptors whose limit override was not applied, by domain and reason: not-allowed (the domain's descriptor mapping says limitOverride: ignore, the default, or no mapping covers the domain), unit (UNKNOWN).",
   );
 
   render(enforcerId: string): string {

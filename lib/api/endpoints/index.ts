@@ -52,6 +52,10 @@ import {
   updateCustomerEndpoint,
 } from "./customers";
 import {
+  getDescriptorMappingsEndpoint,
+  updateDescriptorMappingsEndpoint,
+} from "./descriptor-mappings";
+import {
   createDescriptorRuleEndpoint,
   deleteDescriptorRuleEndpoint,
   importEnvoyConfigEndpoint,
@@ -199,6 +203,8 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   updateDescriptorRuleEndpoint,
   deleteDescriptorRuleEndpoint,
   importEnvoyConfigEndpoint,
+  getDescriptorMappingsEndpoint,
+  updateDescriptorMappingsEndpoint,
   listStagedChangesEndpoint,
   startStagedChangeEndpoint,
   getStagedChangeEndpoint,

@@ -36,7 +36,7 @@ import { endpointClassData, endpointClassSelect } from "../endpoint-class/endpoi
 import { type FieldError, toFieldErrors, validationError } from "../errors";
 import { incidentData, incidentSelect } from "../incident/incident-record";
 import { refuseImportOverStagedChanges } from "../staged-change/refuse-import-over-staged";
-import { toJson } from "../stored";
+import { jsonColumn, toJson } from "../stored";
 import { tierData, tierSelect } from "../tier/tier-record";
 import { planStagedVersion, stageEntries } from "./entry-set";
 import { type PolicySummary, summarizeDocument, summarizeStoredPolicy } from "./policy-summary";
@@ -307,18 +307,30 @@ async function upsertSettings(tx: Tx, doc: TPolicyDocument): Promise<number> {
     ceilings: toJson(doc.ceilings),
     guardrails: toJson(doc.guardrails),
   };
+  // A document without mappings stores none: every domain then has the default mapping.
+  const mappings = doc.descriptorMappings ?? null;
   const row = await tx.policySettings.findUnique({
     where: { id: 1 },
-    select: { defaultTier: true, defaultEndpointClass: true, ceilings: true, guardrails: true },
+    select: {
+      defaultTier: true,
+      defaultEndpointClass: true,
+      ceilings: true,
+      guardrails: true,
+      descriptorMappings: true,
+    },
   });
+  const data = { ...next, descriptorMappings: jsonColumn(mappings) };
   if (row === null) {
-    await tx.policySettings.create({ data: { id: 1, ...next }, select: { id: true } });
+    await tx.policySettings.create({ data: { id: 1, ...data }, select: { id: true } });
     return 1;
   }
-  if (!differs(row, next)) return 0;
+  const { descriptorMappings: storedMappings, ...storedRest } = row;
+  if (!differs(storedRest, next) && canonicalJson(storedMappings) === canonicalJson(mappings)) {
+    return 0;
+  }
   await tx.policySettings.update({
     where: { id: 1 },
-    data: { ...next, version: { increment: 1 } },
+    data: { ...data, version: { increment: 1 } },
     select: { id: true },
   });
   return 1;

@@ -93,7 +93,13 @@ export async function readStoredPolicy(
 ): Promise<StoredPolicy | null> {
   const settings = await db.policySettings.findUnique({
     where: { id: 1 },
-    select: { defaultTier: true, defaultEndpointClass: true, ceilings: true, guardrails: true },
+    select: {
+      defaultTier: true,
+      defaultEndpointClass: true,
+      ceilings: true,
+      guardrails: true,
+      descriptorMappings: true,
+    },
   });
   if (settings === null) return null;
   const scope = options.scope ?? { kind: "all" };
@@ -194,6 +200,10 @@ export async function readStoredPolicy(
     dryRunCandidates: orderedCandidates.map(candidateDocumentOf),
     // Left out when there are none: the document is then what it was before rules existed.
     ...(orderedRules.length === 0 ? {} : { descriptorRules: orderedRules }),
+    // Left out when none are stored: every domain then has the default mapping.
+    ...(settings.descriptorMappings === null
+      ? {}
+      : { descriptorMappings: settings.descriptorMappings }),
   };
   return {
     input,

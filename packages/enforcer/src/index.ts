@@ -12,6 +12,7 @@ export type {
   DescriptorDecision,
   EnforcerRequest,
   EnforcerResult,
+  LimitOverrideDecision,
 } from "./enforcer/decision-engine";
 export { createEnforcer, type Enforcer, type EnforcerStatus } from "./enforcer/enforcer";
 export {

@@ -21,6 +21,7 @@ import type { TSnapshotDescriptorRuleEntry } from "../policy/entries";
 import { isCustomerId } from "../policy/names";
 import type { PreparedSnapshot } from "../policy/prepare";
 import type { Resolution, ResolvedCheck } from "../policy/resolve";
+import type { TDescriptorMapping } from "../policy/schemas";
 import type { DecisionRecorder } from "../recording/traffic-recorder";
 import {
   type BreakerSnapshot,
@@ -108,6 +109,15 @@ export type DescriptorDecision =
       readonly decision: EnforcerDecision;
       readonly http: RateLimitHttpResult;
     };
+
+/** A descriptor decided by the limit its gateway sent (`DecisionEngine.checkLimitOverride`). */
+export interface LimitOverrideDecision {
+  /** The counter's subject: the domain and the descriptor's entries. */
+  readonly subject: string;
+  readonly check: EnforcerCheck;
+  readonly decision: EnforcerDecision;
+  readonly http: RateLimitHttpResult;
+}
 
 /**
  * The check a matched descriptor rule makes: its limit on its own counter. `deny` is a limit of
@@ -501,6 +511,59 @@ export class DecisionEngine implements RequestChecker {
         };
       }),
     );
+  }
+
+  /**
+   * The descriptor mapping of `domain` in the policy in force (its own, else `*`), or null when
+   * none covers it or there is no policy. A policy without mappings maps every domain with the
+   * default entry keys (`descriptor-mappings.ts`).
+   */
+  descriptorMapping(domain: string): TDescriptorMapping | null {
+    const mappings = this.#snapshot()?.descriptorMappings;
+    if (mappings === undefined) return null;
+    return mappings.get(domain) ?? mappings.get("*") ?? null;
+  }
+
+  /**
+   * Decides one descriptor by the limit the gateway sent with it (Envoy's `RateLimitOverride`)
+   * instead of the policy's, as envoyproxy/ratelimit does: a fixed window of `limit` per
+   * `windowMs` (0: refuse all), on a counter of the domain and every entry of the descriptor, one
+   * per window length. Only the caller knows whether the policy allows it (the domain's mapping). Fails
+   * open when the store cannot be asked, as a descriptor rule does by default. Null without a
+   * policy.
+   */
+  async checkLimitOverride(
+    domain: string,
+    entries: readonly DescriptorEntry[],
+    limit: { readonly limit: number; readonly windowMs: number },
+    cost: number,
+    wallNowMs = this.#wallClock.nowMs(),
+  ): Promise<LimitOverrideDecision | null> {
+    if (this.#snapshot() === null) return null;
+    const scope = `descriptor-limit:${limit.windowMs}ms`;
+    // A limit of 0 refuses everything (envoyproxy/ratelimit's `requests_per_unit: 0`), as a
+    // `deny` rule does: never counted.
+    const isDeny = limit.limit === 0;
+    const check: EnforcerCheck = {
+      scope,
+      bucket: scope,
+      limit: isDeny
+        ? DENY_LIMIT
+        : { algorithm: "fixed-window", limit: limit.limit, windowMs: limit.windowMs },
+      mode: "enforce",
+      onStoreFailure: "open",
+    };
+    const values = entries.flatMap((entry) => [entry.key, entry.value]);
+    const subject = `d:${JSON.stringify([domain, ...values])}`;
+    const startedAtMs = this.#clock.nowMs();
+    const checks = [check];
+    const decision = await this.#guarded.decide({
+      subject,
+      checks,
+      cost: isDeny ? DENY_COST : cost,
+    });
+    this.metrics.record(decision, (this.#clock.nowMs() - startedAtMs) * 1000, wallNowMs);
+    return { subject, check, decision, http: this.#rejections.responseFor(decision, checks) };
   }
 
   /** Counts and records `decision`, and makes the result the caller answers with. */

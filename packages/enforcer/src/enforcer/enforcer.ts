@@ -23,6 +23,7 @@ import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
 import type { DescriptorEntry } from "../policy/descriptor-rules";
 import type { PolicyStateSize } from "../policy/policy-state";
+import type { TDescriptorMapping } from "../policy/schemas";
 import { policyRedisNames } from "../publication/keys";
 import {
   type CreateRedisOptions,
@@ -37,6 +38,7 @@ import {
   type DescriptorDecision,
   type EnforcerRequest,
   type EnforcerResult,
+  type LimitOverrideDecision,
   type RequestChecker,
 } from "./decision-engine";
 import type { MetricsFigures } from "./decision-metrics";
@@ -486,6 +488,24 @@ export class Enforcer implements RequestChecker {
     cost: number,
   ): Promise<readonly DescriptorDecision[] | null> {
     return this.#engine.checkDescriptors(domain, descriptors, cost, this.#wallClock.nowMs());
+  }
+
+  /** The descriptor mapping of `domain` in force. See `DecisionEngine.descriptorMapping`. */
+  descriptorMapping(domain: string): TDescriptorMapping | null {
+    return this.#engine.descriptorMapping(domain);
+  }
+
+  /**
+   * Decides one descriptor by the limit its gateway sent. See
+   * `DecisionEngine.checkLimitOverride`.
+   */
+  checkLimitOverride(
+    domain: string,
+    entries: readonly DescriptorEntry[],
+    limit: { readonly limit: number; readonly windowMs: number },
+    cost: number,
+  ): Promise<LimitOverrideDecision | null> {
+    return this.#engine.checkLimitOverride(domain, entries, limit, cost, this.#wallClock.nowMs());
   }
 
   /** Calls `listener` after every policy snapshot applied. Returns the unsubscribe. */

@@ -141,6 +141,11 @@ export function sortPolicyDocument(doc: TPolicyDocument): TPolicyDocument {
     ...(doc.descriptorRules === undefined
       ? {}
       : { descriptorRules: [...doc.descriptorRules].sort(byKey((rule) => rule.id)) }),
+    ...(doc.descriptorMappings === undefined
+      ? {}
+      : {
+          descriptorMappings: [...doc.descriptorMappings].sort(byKey((mapping) => mapping.domain)),
+        }),
   };
 }
 

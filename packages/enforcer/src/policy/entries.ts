@@ -5,7 +5,8 @@
  *
  * | key                      | value                                              |
  * | ------------------------ | -------------------------------------------------- |
- * | `settings`               | `{ defaultTier, defaultEndpointClass, ceilings }`  |
+ * | `settings`               | `{ defaultTier, defaultEndpointClass, ceilings }`, |
+ * |                          | and `descriptorMappings` when the policy has any   |
  * | `tier:T`                 | a snapshot tier                                    |
  * | `endpoint-class:E`       | a snapshot endpoint class (match rules in order)   |
  * | `customer:C`             | C's override on all endpoints                      |
@@ -52,7 +53,7 @@ type SnapshotItem<Key extends keyof TSnapshotPolicy> =
   TSnapshotPolicy[Key] extends readonly (infer I)[] ? I : never;
 export type TSnapshotSettings = Pick<
   TSnapshotPolicy,
-  "defaultTier" | "defaultEndpointClass" | "ceilings"
+  "defaultTier" | "defaultEndpointClass" | "ceilings" | "descriptorMappings"
 >;
 export type TSnapshotTier = SnapshotItem<"tiers">;
 export type TSnapshotEndpointClass = SnapshotItem<"endpointClasses">;
@@ -252,6 +253,21 @@ export function compileEntries(doc: TPolicyDocument, compiledAtMs: number): Poli
         perCustomer: sorted.ceilings.perCustomer,
         perAddress: sorted.ceilings.perAddress,
       },
+      // Left out when there are none, so such a policy's settings entry is what it always was.
+      ...(sorted.descriptorMappings === undefined
+        ? {}
+        : {
+            descriptorMappings: sorted.descriptorMappings.map((mapping) => ({
+              domain: mapping.domain,
+              customer: mapping.customer,
+              tier: mapping.tier,
+              method: mapping.method,
+              path: mapping.path,
+              endpointClass: mapping.endpointClass,
+              clientAddress: mapping.clientAddress,
+              limitOverride: mapping.limitOverride,
+            })),
+          }),
     }),
     ...sorted.tiers.map((tier) => entry("tier", { name: tier.name, limit: tier.limit })),
     ...sorted.endpointClasses.map((endpointClass) =>
@@ -319,6 +335,9 @@ export function entriesOfSnapshotPolicy(policy: TSnapshotPolicy): PolicyEntry[] 
       defaultTier: policy.defaultTier,
       defaultEndpointClass: policy.defaultEndpointClass,
       ceilings: policy.ceilings,
+      ...(policy.descriptorMappings === undefined
+        ? {}
+        : { descriptorMappings: policy.descriptorMappings }),
     }),
     ...policy.tiers.map((value) => entry("tier", value)),
     ...policy.endpointClasses.map((value) => entry("endpoint-class", value)),
@@ -397,6 +416,9 @@ export function snapshotPolicyOfEntries(entries: Iterable<PolicyEntry>): TSnapsh
     ...(descriptorRules.length === 0
       ? {}
       : { descriptorRules: descriptorRules.sort(byKey((rule) => rule.id)) }),
+    ...(settings.descriptorMappings === undefined
+      ? {}
+      : { descriptorMappings: settings.descriptorMappings }),
   };
 }
 

@@ -10,13 +10,15 @@ import { DescriptorRuleIndex, NO_DESCRIPTOR_RULES } from "./descriptor-rules";
 import { compileEndpointMatcher, type EndpointMatcher } from "./endpoint-matcher";
 import { assertNever } from "./limit-math";
 import type { CachedResolution, RuleSource } from "./resolution-types";
-import type {
-  TKeyBy,
-  TOnStoreFailure,
-  TPolicyLimit,
-  TPolicyMode,
-  TSnapshot,
-  TSnapshotPolicy,
+import {
+  DEFAULT_DESCRIPTOR_MAPPINGS,
+  type TDescriptorMapping,
+  type TKeyBy,
+  type TOnStoreFailure,
+  type TPolicyLimit,
+  type TPolicyMode,
+  type TSnapshot,
+  type TSnapshotPolicy,
 } from "./schemas";
 import { formatBucket, formatScope, parseScope } from "./scope";
 
@@ -112,6 +114,11 @@ export interface PreparedCore {
   /** The candidates that are staged changes, by id: whose slices a resolution depends on. */
   readonly stagedCandidates: readonly PreparedCandidate[];
   readonly matcher: EndpointMatcher;
+  /**
+   * The descriptor mappings the rate-limit service reads (`descriptor-mappings.ts`), by domain;
+   * the defaults when the policy has none.
+   */
+  readonly descriptorMappings: ReadonlyMap<string, TDescriptorMapping>;
 }
 
 /**
@@ -137,6 +144,7 @@ export class PreparedSnapshot implements PreparedCore {
   readonly addressCeilingCandidates: readonly PreparedCandidate[];
   readonly stagedCandidates: readonly PreparedCandidate[];
   readonly matcher: EndpointMatcher;
+  readonly descriptorMappings: ReadonlyMap<string, TDescriptorMapping>;
 
   constructor(
     readonly version: number,
@@ -156,6 +164,7 @@ export class PreparedSnapshot implements PreparedCore {
     this.addressCeilingCandidates = core.addressCeilingCandidates;
     this.stagedCandidates = core.stagedCandidates;
     this.matcher = core.matcher;
+    this.descriptorMappings = core.descriptorMappings;
   }
 }
 
@@ -253,7 +262,10 @@ function rule(scope: string, source: RuleSource, limit: TPolicyLimit): PreparedR
 
 /** What {@link prepareCore} indexes: the policy without its per-customer rules. */
 export interface PolicyCoreInput {
-  readonly settings: Pick<TSnapshotPolicy, "defaultTier" | "defaultEndpointClass" | "ceilings">;
+  readonly settings: Pick<
+    TSnapshotPolicy,
+    "defaultTier" | "defaultEndpointClass" | "ceilings" | "descriptorMappings"
+  >;
   readonly tiers: Iterable<TSnapshotPolicy["tiers"][number]>;
   readonly endpointClasses: Iterable<TSnapshotPolicy["endpointClasses"][number]>;
   readonly dryRunCandidates: Iterable<TSnapshotPolicy["dryRunCandidates"][number]>;
@@ -367,6 +379,12 @@ export function prepareCore(input: PolicyCoreInput): PreparedCore {
     addressCeilingCandidates: candidatesFor(formatScope({ kind: "address", endpointClass: null })),
     stagedCandidates: stagedCandidates.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
     matcher: compileEndpointMatcher(classList),
+    descriptorMappings: new Map(
+      (settings.descriptorMappings ?? DEFAULT_DESCRIPTOR_MAPPINGS).map((mapping) => [
+        mapping.domain,
+        mapping,
+      ]),
+    ),
   };
 }
 

@@ -29,6 +29,18 @@ export {
   ZTicketUrl,
 } from "./schemas/customers";
 export {
+  checkDescriptorMappings,
+  DEFAULT_DESCRIPTOR_MAPPINGS,
+  findDescriptorMapping,
+  MAX_DESCRIPTOR_MAPPINGS,
+  type TDescriptorMapping,
+  type TDescriptorMappingInput,
+  type TLimitOverrideMode,
+  ZDescriptorMapping,
+  ZLimitOverrideMode,
+  ZSnapshotDescriptorMapping,
+} from "./schemas/descriptor-mappings";
+export {
   checkDescriptorRules,
   descriptorPatternKey,
   formatDescriptorPattern,

@@ -13,6 +13,11 @@ import {
   ZGuardrails,
   ZIncidentOverride,
 } from "./customers";
+import {
+  checkDescriptorMappings,
+  MAX_DESCRIPTOR_MAPPINGS,
+  ZDescriptorMapping,
+} from "./descriptor-mappings";
 import { checkDescriptorRules, MAX_DESCRIPTOR_RULES, ZDescriptorRule } from "./descriptors";
 import type { TPolicyLimit, TPolicyMode } from "./limits";
 import { type AddIssue, checkPolicyCore, indexUnique, issueAdder } from "./rules";
@@ -70,6 +75,17 @@ export const documentShape = {
       error: `a policy takes at most ${MAX_DESCRIPTOR_RULES} descriptor rules`,
     })
     .optional(),
+  /**
+   * Which descriptor entries say who an Envoy request is, per domain (`descriptor-mappings.ts`).
+   * Optional: left out, every domain is mapped with the default entry keys, and the export and
+   * snapshot are what they were before mappings were part of the policy.
+   */
+  descriptorMappings: z
+    .array(ZDescriptorMapping)
+    .max(MAX_DESCRIPTOR_MAPPINGS, {
+      error: `a policy takes at most ${MAX_DESCRIPTOR_MAPPINGS} descriptor mappings`,
+    })
+    .optional(),
 };
 
 /**
@@ -85,6 +101,7 @@ export const ZPolicyDocument = strict(documentShape).superRefine((doc, ctx) => {
   checkIncidents(doc, add);
   checkCosts(doc, add);
   checkDescriptorRules(doc.descriptorRules ?? [], add);
+  checkDescriptorMappings(doc.descriptorMappings ?? [], add);
 });
 export type TPolicyDocument = z.output<typeof ZPolicyDocument>;
 /** A policy document as written, before defaults are filled in. */

@@ -10,6 +10,7 @@ import {
   ZCustomerId,
 } from "../schema-fields";
 import { factorField, refineIncidentShape, ZDryRunCandidate } from "./customers";
+import { checkDescriptorMappings, ZSnapshotDescriptorMapping } from "./descriptor-mappings";
 import { checkDescriptorRules, ZSnapshotDescriptorRule } from "./descriptors";
 import { ZExplicitPolicyLimit, ZLimitSpec } from "./limits";
 import { checkPolicyCore, issueAdder } from "./rules";
@@ -51,6 +52,10 @@ export const ZSnapshotSettings = strict({
   defaultTier: tierName("defaultTier"),
   defaultEndpointClass: endpointClassName("defaultEndpointClass"),
   ceilings: strict({ perCustomer: ZExplicitPolicyLimit, perAddress: ZExplicitPolicyLimit }),
+  /** Absent when the policy has none, so the settings entry's text is unchanged. */
+  descriptorMappings: z.array(ZSnapshotDescriptorMapping).optional(),
+}).superRefine((settings, ctx) => {
+  checkDescriptorMappings(settings.descriptorMappings ?? [], issueAdder(ctx));
 });
 
 /**
@@ -71,10 +76,13 @@ export const ZSnapshotPolicy = strict({
   dryRunCandidates: z.array(ZDryRunCandidate),
   /** Absent when the policy has none, so such a snapshot's bytes and checksum are unchanged. */
   descriptorRules: z.array(ZSnapshotDescriptorRule).optional(),
+  /** Absent when the policy has none (see `descriptor-mappings.ts`). */
+  descriptorMappings: z.array(ZSnapshotDescriptorMapping).optional(),
 }).superRefine((policy, ctx) => {
   const add = issueAdder(ctx);
   checkPolicyCore(policy, add);
   checkDescriptorRules(policy.descriptorRules ?? [], add);
+  checkDescriptorMappings(policy.descriptorMappings ?? [], add);
 });
 export type TSnapshotPolicy = z.output<typeof ZSnapshotPolicy>;
 
