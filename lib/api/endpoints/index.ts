@@ -56,6 +56,8 @@ import {
   deleteDescriptorRuleEndpoint,
   importEnvoyConfigEndpoint,
   listDescriptorRulesEndpoint,
+  raiseDescriptorValueEndpoint,
+  revertDescriptorRaiseEndpoint,
   updateDescriptorRuleEndpoint,
 } from "./descriptor-rules";
 import {
@@ -196,6 +198,8 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   createDescriptorRuleEndpoint,
   updateDescriptorRuleEndpoint,
   deleteDescriptorRuleEndpoint,
+  raiseDescriptorValueEndpoint,
+  revertDescriptorRaiseEndpoint,
   importEnvoyConfigEndpoint,
   listStagedChangesEndpoint,
   startStagedChangeEndpoint,

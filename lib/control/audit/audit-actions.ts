@@ -38,6 +38,8 @@ export const AUDIT_ACTIONS = [
   "descriptor-rule.update",
   "descriptor-rule.delete",
   "descriptor-rule.import",
+  "descriptor-rule.raise",
+  "descriptor-rule.revert-raise",
   "operator.create",
   "operator.update",
   "operator.disable",

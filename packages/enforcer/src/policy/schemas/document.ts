@@ -84,7 +84,7 @@ export const ZPolicyDocument = strict(documentShape).superRefine((doc, ctx) => {
   checkRegistry(doc, add);
   checkIncidents(doc, add);
   checkCosts(doc, add);
-  checkDescriptorRules(doc.descriptorRules ?? [], add);
+  checkDescriptorRules(doc.descriptorRules ?? [], add, doc.guardrails);
 });
 export type TPolicyDocument = z.output<typeof ZPolicyDocument>;
 /** A policy document as written, before defaults are filled in. */
