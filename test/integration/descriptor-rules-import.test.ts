@@ -149,7 +149,7 @@ describe("importing envoyproxy/ratelimit files", () => {
       {
         path: "bad-unit.yaml:5 descriptors[0].rate_limit.unit",
         message:
-          '"fortnight" is not a unit this import carries over; expected second, minute, hour or day (for other windows, edit the imported rule: any duration is possible)',
+          '"fortnight" is not a unit this import carries over; expected second, minute, hour, day, week, month or year (for other windows, edit the imported rule: any duration is possible)',
       },
     ]);
   });

@@ -28,6 +28,8 @@ import {
 
 const DAY = { algorithm: "fixed-window", windowMs: 86_400_000 } as const;
 const LEASE_WINDOW_MS = 10_000;
+/** envoyproxy/ratelimit's `year`: 365 days. */
+const YEAR_MS = 365 * 86_400_000;
 const LEASE_LIMIT = 250;
 
 const prefix = filePrefix("rr");
@@ -43,6 +45,12 @@ function rules(raises: TDescriptorRuleInput["raises"] = []): TDescriptorRuleInpu
       descriptor: [{ key: "tenant" }],
       limit: { ...DAY, limit: 2 },
       raises,
+    },
+    {
+      id: "yearly",
+      domain: "raises",
+      descriptor: [{ key: "plan", value: "yearly" }],
+      limit: { algorithm: "fixed-window", limit: 2, windowMs: YEAR_MS },
     },
     {
       id: "busy",
@@ -153,6 +161,30 @@ describe("a raise of one descriptor value, over gRPC", () => {
       .toBe("OVER_LIMIT");
     expect(Date.now()).toBeGreaterThanOrEqual(nowMs + 6_000);
     expect(await codes("acme", 1)).toEqual(["OVER_LIMIT"]);
+  });
+});
+
+describe("a window of a year (envoyproxy/ratelimit's unit: year)", () => {
+  it("admits its limit once in the window and says when the window ends", async () => {
+    const client = clients[0] as RlsClient;
+    const replies = [];
+    for (let i = 0; i < 3; i++) {
+      replies.push(
+        await client.shouldRateLimit({
+          domain: "raises",
+          hits_addend: 0,
+          descriptors: [{ entries: [{ key: "plan", value: "yearly" }] }],
+        }),
+      );
+    }
+    expect(replies.map((reply) => reply.overall_code)).toEqual(["OK", "OK", "OVER_LIMIT"]);
+    // The window is the epoch-aligned year envoyproxy/ratelimit counts: it ends where
+    // now - now % year + year does, by Redis's clock.
+    const nowMs = await redisNowMs();
+    const endsInMs = YEAR_MS - (nowMs % YEAR_MS);
+    const reset = replies[2]?.statuses[0]?.duration_until_reset;
+    const resetMs = (reset?.seconds ?? 0) * 1000 + (reset?.nanos ?? 0) / 1e6;
+    expect(Math.abs(resetMs - endsInMs)).toBeLessThan(60_000);
   });
 });
 

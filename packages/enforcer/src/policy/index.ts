@@ -74,6 +74,7 @@ export {
   limitRatePerSec,
   limitSize,
   MAX_COST,
+  MAX_INCIDENT_DURATION_MS,
   MAX_WINDOW_MS,
   scaleLimit,
 } from "./limit-math";
