@@ -150,6 +150,7 @@ export {
 } from "./customer-override/update-customer-override";
 export type { AuthDeps, Clock, ClockedReadDeps, ControlDeps, FleetDeps, ReadDeps } from "./deps";
 export type { DescriptorRuleRecord } from "./descriptor-rule/descriptor-rule-record";
+export { getDescriptorRule } from "./descriptor-rule/get-descriptor-rule";
 export { listDescriptorRules } from "./descriptor-rule/list-descriptor-rules";
 export {
   type PolicyRollout,
