@@ -1,7 +1,8 @@
 /**
  * An admin moves an envoyproxy/ratelimit file into the console: previews it, imports it, sees the
  * rules, and a rate-limit service process on the run's Redis answers Envoy's calls by them; one
- * descriptor value's rule is then raised and the service's answers change, with no restart.
+ * descriptor value is then raised with an incident-style raise on the rule's page and the service's
+ * answers change, with no restart; the rule's edit form refuses a bad field, then saves.
  *
  * The service is started here (gRPC on E2E_PORT + 20, HTTP on E2E_PORT + 21) and stopped at the
  * end. Limits are per day, so no window ends during the spec.
@@ -12,7 +13,6 @@ import * as grpc from "@grpc/grpc-js";
 import { rateLimitServiceClient } from "@/lib/ratelimit-service/rls-proto";
 import { expect, test } from "./fixtures";
 import { E2E_PORT, E2E_REDIS_PREFIX, E2E_REDIS_URL } from "./run-env";
-import { apiAs } from "./support/shared-sessions";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const GRPC_PORT = E2E_PORT + 20;
@@ -149,29 +149,39 @@ test("an admin imports an envoyproxy/ratelimit file in the console, sees the rul
     .toBe(true);
   expect(await codes("acme", 2)).toEqual(["OK", "OVER_LIMIT"]);
 
-  // Raise tenant=acme's rule to 3 a day; the counter continues (one spent).
-  const api = await apiAs("admin");
-  const list = await api.get("/api/v1/descriptor-rules");
-  const { rules } = (await list.json()) as {
-    rules: { id: string; version: number; descriptor: { value: string | null }[] }[];
-  };
-  const acme = rules.find((rule) => rule.descriptor[0]?.value === "acme");
-  if (acme === undefined) throw new Error("no acme rule");
-  const raised = await api.patch(`/api/v1/descriptor-rules/${acme.id}`, {
-    data: {
-      expectedVersion: acme.version,
-      limit: { algorithm: "fixed-window", limit: 3, windowMs: 86_400_000 },
-      reason: "acme's launch day",
-    },
-  });
-  expect(raised.status(), await raised.text()).toBe(200);
-  const { policyVersion } = (await raised.json()) as { policyVersion: number };
+  // Raise tenant=acme for 2 hours, 3x, from the rule's page: its counter continues (one spent).
+  await table.getByRole("link", { name: "tenant=acme" }).click();
+  await expect(page.getByRole("heading", { level: 1 })).toContainText("tenant=acme");
+  await expect(page.getByLabel("Value of tenant")).toHaveValue("acme");
+  await page.getByLabel("Factor (2 doubles the limit)").fill("50");
+  await page.getByLabel("For", { exact: true }).selectOption({ label: "2 hours" });
+  await page.getByLabel("Reason for the raise (required)").fill("acme's launch day");
+  await page.getByRole("button", { name: "Raise this value" }).click();
+  // Beyond the guardrails: refused, at the factor.
+  await expect(page.getByTestId("raise-factor-error")).toContainText("the maximum raise is 10x");
+  await page.getByLabel("Factor (2 doubles the limit)").fill("3");
+  await page.getByRole("button", { name: "Raise this value" }).click();
+  const raises = page.getByTestId("rule-raises");
+  await expect(raises).toContainText("tenant=acme");
+  await expect(raises).toContainText("3x the rule's limit");
+  const saved = page.getByTestId("raise-saved");
+  await expect(saved).toContainText("Raised as policy version");
+  const raisedAt = Number(/policy version (\d+)/.exec((await saved.textContent()) ?? "")?.[1]);
   await expect
-    .poll(async () => ((await serviceVersion()) ?? 0) >= policyVersion, { timeout: 60_000 })
+    .poll(async () => ((await serviceVersion()) ?? 0) >= raisedAt, { timeout: 60_000 })
     .toBe(true);
   expect(await codes("acme", 3)).toEqual(["OK", "OK", "OVER_LIMIT"]);
+  // Other values keep their rule's limit: hooli, 5 a day under the key alone.
+  expect(await codes("hooli", 6)).toEqual(["OK", "OK", "OK", "OK", "OK", "OVER_LIMIT"]);
 
-  await page.reload();
-  await expect(page.getByTestId(`rule-${acme.id}`)).toContainText("3 per 86400 s");
-  await api.dispose();
+  // The rule's own edit form: a bad window is refused at the field, then a good edit saves.
+  await page.getByLabel("Window (seconds)").fill("0");
+  await page.getByLabel("Reason (required)").fill("acme gets a bigger plan");
+  await page.getByRole("button", { name: "Save rule" }).click();
+  await expect(page.getByTestId("rule-limit-window-error")).toContainText("window");
+  await page.getByLabel("Window (seconds)").fill("86400");
+  await page.getByLabel("Requests per window").fill("2");
+  await page.getByRole("button", { name: "Save rule" }).click();
+  await expect(page.getByTestId("rule-edit-saved")).toBeVisible();
+  await expect(page.getByTestId("rule-summary")).toContainText("2 per 86400 s");
 });

@@ -156,6 +156,7 @@ export type { AuthDeps, Clock, ClockedReadDeps, ControlDeps, FleetDeps, ReadDeps
 export type { DescriptorMappingsRecord } from "./descriptor-mapping/descriptor-mapping-record";
 export { getDescriptorMappings } from "./descriptor-mapping/get-descriptor-mappings";
 export type { DescriptorRuleRecord } from "./descriptor-rule/descriptor-rule-record";
+export { getDescriptorRule } from "./descriptor-rule/get-descriptor-rule";
 export { listDescriptorRules } from "./descriptor-rule/list-descriptor-rules";
 export {
   type PolicyRollout,

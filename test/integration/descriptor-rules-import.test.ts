@@ -14,6 +14,8 @@ import { createDescriptorRule } from "@/lib/control/descriptor-rule/create-descr
 import { deleteDescriptorRule } from "@/lib/control/descriptor-rule/delete-descriptor-rule";
 import { importEnvoyConfig } from "@/lib/control/descriptor-rule/import-envoy-config";
 import { listDescriptorRules } from "@/lib/control/descriptor-rule/list-descriptor-rules";
+import { raiseDescriptorValue } from "@/lib/control/descriptor-rule/raise-descriptor-value";
+import { revertDescriptorRaise } from "@/lib/control/descriptor-rule/revert-descriptor-raise";
 import { updateDescriptorRule } from "@/lib/control/descriptor-rule/update-descriptor-rule";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { importPolicy } from "@/lib/control/policy/import-policy";
@@ -147,7 +149,7 @@ describe("importing envoyproxy/ratelimit files", () => {
       {
         path: "bad-unit.yaml:5 descriptors[0].rate_limit.unit",
         message:
-          '"fortnight" is not a unit this import carries over; expected second, minute, hour or day (for other windows, edit the imported rule: any duration is possible)',
+          '"fortnight" is not a unit this import carries over; expected second, minute, hour, day, week, month or year (for other windows, edit the imported rule: any duration is possible)',
       },
     ]);
   });
@@ -207,6 +209,98 @@ describe("importing envoyproxy/ratelimit files", () => {
     expect("isNoChange" in again).toBe(true);
     expect(again.preview.unchanged).toBe(2);
   });
+
+  it("a raise of one value is audited and published, the service follows it for that value only, a re-import keeps it, and a revert ends it", async () => {
+    const [keyAlone] = (await listDescriptorRules(deps)).filter(
+      (rule) => rule.descriptor[0]?.value === null,
+    );
+    if (keyAlone === undefined) throw new Error("no key-alone rule");
+    // hooli has spent its 3 a day.
+    const { result: raised, entry } = await expectOneAuditEntry(database.current().db, () =>
+      raiseDescriptorValue(
+        {
+          ruleId: keyAlone.id,
+          descriptor: [{ key: "tenant", value: "hooli" }],
+          factor: 2,
+          durationMs: 7_200_000,
+        },
+        operatorContext("hooli's launch"),
+        deps,
+      ),
+    );
+    expect(entry).toMatchObject({
+      action: "descriptor-rule.raise",
+      entityType: "descriptor-rule",
+      entityId: keyAlone.id,
+      reason: "hooli's launch",
+    });
+    expect(raised.raise).toMatchObject({ factor: 2, owner: expect.any(String) });
+    expect(raised.rule.raises.map((raise) => raise.id)).toEqual([raised.raise.id]);
+    await untilServiceAt(raised.policyVersion);
+    expect(await codes("hooli", 4)).toEqual(["OK", "OK", "OK", "OVER_LIMIT"]);
+    expect(await codes("globex", 4)).toEqual(["OK", "OK", "OK", "OVER_LIMIT"]);
+
+    const again = await importEnvoyConfig(
+      { files: [TENANTS_YAML] },
+      operatorContext("again"),
+      deps,
+    );
+    expect("isNoChange" in again).toBe(true);
+
+    const reverted = await revertDescriptorRaise(
+      { ruleId: keyAlone.id, raiseId: raised.raise.id, expectedVersion: raised.rule.version },
+      operatorContext("launch over"),
+      deps,
+    );
+    expect(reverted.rule.raises).toEqual([]);
+    await untilServiceAt(reverted.policyVersion);
+    expect(await codes("hooli", 1)).toEqual(["OVER_LIMIT"]);
+  });
+
+  it.each([
+    {
+      name: "a value the rule does not match",
+      raise: { descriptor: [{ key: "tenant", value: "hooli" }], factor: 2 },
+      path: "descriptor[0].value",
+      message: 'must be "acme", the pattern\'s value',
+    },
+    {
+      name: "a key the pattern does not have",
+      raise: { descriptor: [{ key: "user", value: "acme" }], factor: 2 },
+      path: "descriptor[0].key",
+      message: 'must be "tenant", the pattern\'s key here',
+    },
+    {
+      name: "a factor beyond the guardrails",
+      raise: { descriptor: [{ key: "tenant", value: "acme" }], factor: 50 },
+      path: "factor",
+      message: "factor 50 would raise the limit 50x; the maximum raise is 10x",
+    },
+    {
+      name: "neither a factor nor a limit",
+      raise: { descriptor: [{ key: "tenant", value: "acme" }] },
+      path: "factor",
+      message: "give either a factor",
+    },
+  ])(
+    "a raise with $name is refused naming the field, and nothing is written",
+    async ({ raise, path: fieldPath, message }) => {
+      const [acme] = (await listDescriptorRules(deps)).filter(
+        (rule) => rule.descriptor[0]?.value === "acme",
+      );
+      if (acme === undefined) throw new Error("no acme rule");
+      const error = await expectRefusedWithoutWrites(database.current().db, () =>
+        raiseDescriptorValue(
+          { ruleId: acme.id, durationMs: 3_600_000, ...raise },
+          operatorContext("raise"),
+          deps,
+        ),
+      );
+      expect(error.code).toBe("VALIDATION_FAILED");
+      expect(error.fieldErrors?.[0]?.path).toBe(fieldPath);
+      expect(error.fieldErrors?.[0]?.message).toContain(message);
+    },
+  );
 
   it("an edit raises one value's rule and the service's answers change; a delete falls back to the key alone", async () => {
     const [acme] = (await listDescriptorRules(deps)).filter(

@@ -1,31 +1,14 @@
 import type { Metadata } from "next";
+import Link from "next/link";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ScrollRegion } from "@/components/ui/scroll-region";
-import { can, type DescriptorRuleRecord, listDescriptorRules } from "@/lib/control";
+import { can, listDescriptorRules } from "@/lib/control";
 import { controlDeps } from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
+import { describeRuleLimit, formatLevels } from "./_components/describe-rule-limit";
 import { EnvoyImportForm } from "./_components/envoy-import-form";
 
 export const metadata: Metadata = { title: "Descriptor rules" };
-
-function describeRuleLimit(limit: DescriptorRuleRecord["limit"]): string {
-  if (limit === "unlimited") return "unlimited";
-  if (limit === "deny") return "deny (0 requests)";
-  switch (limit.algorithm) {
-    case "fixed-window":
-    case "sliding-log":
-    case "sliding-window":
-      return `${limit.limit} per ${limit.windowMs / 1000} s (${limit.algorithm})`;
-    case "token-bucket":
-      return `burst ${limit.capacity}, ${limit.refillPerSec}/s (token bucket)`;
-    case "leaky-meter":
-      return `burst ${limit.burst}, ${limit.drainPerSec}/s (leaky meter)`;
-    default: {
-      const unknown: never = limit;
-      return JSON.stringify(unknown);
-    }
-  }
-}
 
 export default async function DescriptorRulesPage() {
   const principal = await requirePrincipal("policy.read", { next: "/descriptor-rules" });
@@ -65,16 +48,15 @@ export default async function DescriptorRulesPage() {
                   <tr key={rule.id} data-testid={`rule-${rule.id}`}>
                     <td>{rule.domain}</td>
                     <td>
-                      <code>
-                        {rule.descriptor
-                          .map((level) =>
-                            level.value === null ? level.key : `${level.key}=${level.value}`,
-                          )
-                          .join(", ")}
-                      </code>
+                      <Link href={`/descriptor-rules/${encodeURIComponent(rule.id)}`}>
+                        <code>{formatLevels(rule.descriptor)}</code>
+                      </Link>
                       {rule.wildcardCounter === "shared" ? " (shared counter)" : ""}
                     </td>
-                    <td>{describeRuleLimit(rule.limit)}</td>
+                    <td>
+                      {describeRuleLimit(rule.limit)}
+                      {rule.raises.length > 0 ? ` (${rule.raises.length} raise(s))` : ""}
+                    </td>
                     <td>{rule.mode}</td>
                     <td>
                       {rule.name ?? ""}

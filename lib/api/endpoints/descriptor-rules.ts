@@ -8,6 +8,11 @@ import {
 } from "@/lib/control/descriptor-rule/import-envoy-config";
 import { listDescriptorRules } from "@/lib/control/descriptor-rule/list-descriptor-rules";
 import {
+  raiseDescriptorValue,
+  ZRaiseDescriptorValueOptions,
+} from "@/lib/control/descriptor-rule/raise-descriptor-value";
+import { revertDescriptorRaise } from "@/lib/control/descriptor-rule/revert-descriptor-raise";
+import {
   updateDescriptorRule,
   ZUpdateDescriptorRuleOptions,
 } from "@/lib/control/descriptor-rule/update-descriptor-rule";
@@ -23,6 +28,16 @@ import {
   ZTimestamps,
 } from "./shared";
 
+const ZRaise = z.object({
+  id: z.string(),
+  descriptor: z.array(z.object({ key: z.string(), value: z.string() })),
+  factor: z.number().nullable(),
+  limit: z.record(z.string(), z.unknown()).nullable(),
+  startsAt: z.string(),
+  expiresAt: z.string(),
+  owner: z.string(),
+  reason: z.string(),
+});
 const ZRule = z.object({
   id: z.string(),
   domain: z.string(),
@@ -34,6 +49,7 @@ const ZRule = z.object({
   replaces: z.array(z.string()),
   wildcardCounter: z.enum(["per-value", "shared"]),
   detailedMetric: z.boolean(),
+  raises: z.array(ZRaise),
 });
 export const ZDescriptorRuleRecord = z.object({ ...ZRule.shape, ...ZTimestamps });
 const ZRuleChange = z.object({ rule: ZDescriptorRuleRecord, ...ZChangeReceipt });
@@ -143,4 +159,45 @@ export const importEnvoyConfigEndpoint = defineEndpoint({
     }
     return { ...result, isNoChange: "isNoChange" in result, dryRun: false };
   },
+});
+
+const { ruleId: _ruleId, ...raiseShape } = ZRaiseDescriptorValueOptions.shape;
+
+export const raiseDescriptorValueEndpoint = defineEndpoint({
+  method: "POST",
+  path: "/api/v1/descriptor-rules/{id}/raises",
+  summary: "Raise one descriptor value's limit for a while",
+  description:
+    "An incident override for one value of a descriptor rule (`tenant=acme`): a `factor` of the rule's limit or an absolute `limit`, from `startsAt` (default now) until `expiresAt` (or for `durationMs`). The value keeps counting on the rule's counter; other values keep the rule's limit; at expiry the rule's limit applies again by itself. Bounded by the policy's guardrails like an incident.",
+  tag,
+  access: "incident.write",
+  params: ZRuleParams,
+  body: strictBody({ ...raiseShape, reason: ZReason }),
+  response: z.object({ rule: ZDescriptorRuleRecord, raise: ZRaise, ...ZChangeReceipt }),
+  successStatus: 201,
+  errors: ["NOT_FOUND"],
+  handle: ({ params, body: { reason, ...raise }, ...input }) =>
+    raiseDescriptorValue(
+      { ...raise, ruleId: params.id },
+      changeContextOf(input, reason),
+      controlDeps(),
+    ),
+});
+
+export const revertDescriptorRaiseEndpoint = defineEndpoint({
+  method: "DELETE",
+  path: "/api/v1/descriptor-rules/{id}/raises/{raiseId}",
+  summary: "End a raise of one descriptor value now",
+  tag,
+  access: "incident.write",
+  params: strictParams({ id: ZDescriptorRule.shape.id, raiseId: z.string().min(1).max(64) }),
+  body: strictBody({ expectedVersion: ZExpectedVersion, reason: ZReason }),
+  response: ZRuleChange,
+  errors: ["NOT_FOUND", "VERSION_CONFLICT"],
+  handle: ({ params, body, ...input }) =>
+    revertDescriptorRaise(
+      { ruleId: params.id, raiseId: params.raiseId, expectedVersion: body.expectedVersion },
+      changeContextOf(input, body.reason),
+      controlDeps(),
+    ),
 });

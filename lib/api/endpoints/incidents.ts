@@ -1,4 +1,4 @@
-import { MAX_WINDOW_MS, ZIncidentOverride } from "@limitplane/enforcer/policy";
+import { MAX_INCIDENT_DURATION_MS, ZIncidentOverride } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { extendIncident, ZExtendIncidentOptions } from "@/lib/control/incident/extend-incident";
 import { getIncident } from "@/lib/control/incident/get-incident";
@@ -42,7 +42,7 @@ export const listIncidentsEndpoint = defineEndpoint({
   query: strictParams({
     customerId: ZListIncidentsOptions.shape.customerId,
     status: ZListIncidentsOptions.shape.status.unwrap().optional(),
-    expiringWithinMs: queryInt("expiringWithinMs", 1, MAX_WINDOW_MS).optional(),
+    expiringWithinMs: queryInt("expiringWithinMs", 1, MAX_INCIDENT_DURATION_MS).optional(),
     limit: queryInt("limit", 1, 500).optional(),
   }),
   response: z.object({ incidents: z.array(ZIncidentWithState) }),

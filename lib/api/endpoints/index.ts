@@ -60,6 +60,8 @@ import {
   deleteDescriptorRuleEndpoint,
   importEnvoyConfigEndpoint,
   listDescriptorRulesEndpoint,
+  raiseDescriptorValueEndpoint,
+  revertDescriptorRaiseEndpoint,
   updateDescriptorRuleEndpoint,
 } from "./descriptor-rules";
 import {
@@ -202,6 +204,8 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   createDescriptorRuleEndpoint,
   updateDescriptorRuleEndpoint,
   deleteDescriptorRuleEndpoint,
+  raiseDescriptorValueEndpoint,
+  revertDescriptorRaiseEndpoint,
   importEnvoyConfigEndpoint,
   getDescriptorMappingsEndpoint,
   updateDescriptorMappingsEndpoint,

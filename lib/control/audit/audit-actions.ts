@@ -39,6 +39,8 @@ export const AUDIT_ACTIONS = [
   "descriptor-rule.delete",
   "descriptor-rule.import",
   "descriptor-mapping.update",
+  "descriptor-rule.raise",
+  "descriptor-rule.revert-raise",
   "operator.create",
   "operator.update",
   "operator.disable",

@@ -17,6 +17,7 @@ export const descriptorRuleDocumentSelect = {
   replaces: true,
   wildcardCounter: true,
   detailedMetric: true,
+  raises: true,
 } satisfies Prisma.DescriptorRuleSelect;
 
 export const descriptorRuleSelect = {
@@ -50,6 +51,7 @@ export function descriptorRuleData(rule: TDescriptorRule) {
     replaces: toJson(rule.replaces),
     wildcardCounter: rule.wildcardCounter,
     detailedMetric: rule.detailedMetric,
+    raises: toJson(rule.raises),
   };
 }
 
@@ -74,6 +76,7 @@ export function toDescriptorRuleRecord(row: DescriptorRuleRow): DescriptorRuleRe
       replaces: row.replaces,
       wildcardCounter: row.wildcardCounter,
       detailedMetric: row.detailedMetric,
+      raises: row.raises,
     }),
     descriptorRuleLabel(row.id),
   );

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { parsePolicyDocument } from "@limitplane/enforcer/policy";
+import { parsePolicyDocument, ZDescriptorRule } from "@limitplane/enforcer/policy";
 import { describe, expect, it } from "vitest";
 import { envoyRuleId, formatEnvoyProblem, readEnvoyConfigs } from "./envoy-config";
 
@@ -84,9 +84,33 @@ describe("readEnvoyConfigs", () => {
     ]);
   });
 
+  it.each([
+    ["second", 1_000],
+    ["minute", 60_000],
+    ["HOUR", 3_600_000],
+    ["day", 86_400_000],
+    ["week", 604_800_000],
+    ["month", 2_592_000_000],
+    ["year", 31_536_000_000],
+  ])(
+    "unit %s is a fixed window of envoyproxy/ratelimit's length for it (%i ms)",
+    (unit, windowMs) => {
+      const result = readEnvoyConfigs([
+        {
+          name: "u.yaml",
+          text: `domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: ${unit}, requests_per_unit: 7 }\n`,
+        },
+      ]);
+      if (!result.ok) throw new Error(result.problems.map(formatEnvoyProblem).join("\n"));
+      expect(result.rules[0]?.limit).toEqual({ algorithm: "fixed-window", limit: 7, windowMs });
+      // The policy holds it as it is.
+      expect(ZDescriptorRule.safeParse(result.rules[0]).success).toBe(true);
+    },
+  );
+
   it("refuses a unit it cannot carry over with its file, line and field", () => {
     expect(problemsOf(fixture("bad-unit.yaml"))).toEqual([
-      'bad-unit.yaml:5: descriptors[0].rate_limit.unit: "fortnight" is not a unit this import carries over; expected second, minute, hour or day (for other windows, edit the imported rule: any duration is possible)',
+      'bad-unit.yaml:5: descriptors[0].rate_limit.unit: "fortnight" is not a unit this import carries over; expected second, minute, hour, day, week, month or year (for other windows, edit the imported rule: any duration is possible)',
     ]);
   });
 

@@ -3,8 +3,8 @@
  * `descriptorRules`, `@limitplane/enforcer/policy`).
  *
  * Every documented field maps: `domain`; nested `descriptors` with `key` and `value` (a trailing
- * `*` stays a wildcard); `rate_limit` with `unit` (second, minute, hour, day: a fixed window of
- * one unit, which is what envoyproxy/ratelimit counts) and `requests_per_unit` (0 is a `deny`
+ * `*` stays a wildcard); `rate_limit` with `unit` (second, minute, hour, day, week, month, year: a
+ * fixed window of one unit, which is what envoyproxy/ratelimit counts) and `requests_per_unit` (0 is a `deny`
  * rule), `unlimited`, `name` and `replaces`; `shadow_mode` (mode `dry-run`); `detailed_metric`.
  * A descriptor without `rate_limit` is a level other rules nest under and makes no rule itself.
  *
@@ -39,12 +39,21 @@ export type EnvoyImportResult =
   | { readonly ok: true; readonly rules: TDescriptorRuleInput[] }
   | { readonly ok: false; readonly problems: EnvoyConfigProblem[] };
 
-/** The units envoyproxy/ratelimit takes and the window each is. */
+/**
+ * The units envoyproxy/ratelimit takes and the window each is: its `UnitToDivider`, where a week
+ * is 7 days, a month 30 days and a year 365 days. Its windows start at multiples of the unit since
+ * the Unix epoch, as a fixed window's do here on Redis's clock, so a week turns on Thursdays at
+ * 00:00 UTC in both. (Its optional calendar month, `useCalendarMonth`, is a service setting, not
+ * a field of these files; a month here is always 30 days.)
+ */
 const UNIT_WINDOW_MS: Readonly<Record<string, number>> = {
   second: 1_000,
   minute: 60_000,
   hour: 3_600_000,
   day: 86_400_000,
+  week: 7 * 86_400_000,
+  month: 30 * 86_400_000,
+  year: 365 * 86_400_000,
 };
 
 const MAX_FILE_BYTES = 1_048_576;
@@ -191,12 +200,16 @@ function readRateLimit(
     const unit = unitNode === undefined ? null : reader.text(unitNode, `${path}.unit`);
     const windowMs = unit === null ? undefined : UNIT_WINDOW_MS[unit.toLowerCase()];
     if (unitNode === undefined) {
-      reader.refuse(node, `${path}.unit`, "is required: second, minute, hour or day");
+      reader.refuse(
+        node,
+        `${path}.unit`,
+        "is required: second, minute, hour, day, week, month or year",
+      );
     } else if (unit !== null && windowMs === undefined) {
       reader.refuse(
         unitNode,
         `${path}.unit`,
-        `"${unit}" is not a unit this import carries over; expected second, minute, hour or day (for other windows, edit the imported rule: any duration is possible)`,
+        `"${unit}" is not a unit this import carries over; expected second, minute, hour, day, week, month or year (for other windows, edit the imported rule: any duration is possible)`,
       );
     }
     const perUnit = isScalar(perUnitNode) ? perUnitNode.value : undefined;

@@ -109,7 +109,10 @@ async function previewOf(db: Db, rules: readonly TDescriptorRule[]): Promise<Env
   const added: TDescriptorRule[] = [];
   const changed: { before: DescriptorRuleRecord; after: TDescriptorRule }[] = [];
   let unchanged = 0;
-  for (const rule of rules) {
+  // A file knows nothing of raises: a rule's raises carry over to its imported form while they
+  // still fit it, so a re-import during an incident keeps the incident.
+  const carried = rules.map((rule) => withRaisesOf(rule, stored.get(rule.id)));
+  for (const rule of carried) {
     const before = stored.get(rule.id);
     if (before === undefined) added.push(rule);
     else {
@@ -122,7 +125,13 @@ async function previewOf(db: Db, rules: readonly TDescriptorRule[]): Promise<Env
   const removed = [...stored.values()].filter(
     (record) => !kept.has(record.id) && domains.includes(record.domain),
   );
-  return { domains, rules, added, changed, removed, unchanged };
+  return { domains, rules: carried, added, changed, removed, unchanged };
+}
+
+function withRaisesOf(rule: TDescriptorRule, before: DescriptorRuleRecord | undefined) {
+  if (before === undefined || before.raises.length === 0 || rule.raises.length > 0) return rule;
+  const parsed = ZDescriptorRule.safeParse({ ...rule, raises: before.raises });
+  return parsed.success ? parsed.data : rule;
 }
 
 export async function importEnvoyConfig(
@@ -140,7 +149,7 @@ export async function importEnvoyConfig(
     focus: null,
     async write(tx) {
       const preview = await previewOf(tx, rules);
-      const count = await replaceDescriptorRules(tx, rules, {
+      const count = await replaceDescriptorRules(tx, preview.rules, {
         domain: { in: [...preview.domains] },
       });
       return {

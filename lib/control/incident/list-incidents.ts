@@ -1,4 +1,4 @@
-import { MAX_WINDOW_MS, ZCustomerId } from "@limitplane/enforcer/policy";
+import { MAX_INCIDENT_DURATION_MS, ZCustomerId } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { parseOptions } from "../change-context";
@@ -24,7 +24,7 @@ export const ZListIncidentsOptions = z.strictObject({
     .enum(["current", "history", "all"], { error: "status must be one of: current, history, all" })
     .default("current"),
   /** With `current`: only those expiring within this many ms (the console's "expiring soon"). */
-  expiringWithinMs: z.number().int().min(1).max(MAX_WINDOW_MS).optional(),
+  expiringWithinMs: z.number().int().min(1).max(MAX_INCIDENT_DURATION_MS).optional(),
   /** @default 100 */
   limit: z.number().int().min(1).max(500).default(100),
   /** The instant states are judged at. @default now */

@@ -9,7 +9,7 @@ import {
   fieldErrorsFromZod,
   formatFieldPath,
   type GuardrailSettings,
-  MAX_WINDOW_MS,
+  MAX_INCIDENT_DURATION_MS,
   type TLimitSpec,
   ZIncidentOverride,
   ZInstant,
@@ -24,7 +24,9 @@ export const ZIncidentDurationMs = z
   .number({ error: "durationMs must be a number of milliseconds" })
   .int({ error: "durationMs must be a whole number of milliseconds" })
   .min(1_000, { error: "durationMs must be at least 1000 (one second)" })
-  .max(MAX_WINDOW_MS, { error: `durationMs must be at most ${MAX_WINDOW_MS}` });
+  .max(MAX_INCIDENT_DURATION_MS, {
+    error: `durationMs must be at most ${MAX_INCIDENT_DURATION_MS}`,
+  });
 
 export const ZRaiseIncidentOptions = z
   .strictObject({

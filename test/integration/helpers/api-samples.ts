@@ -7,6 +7,7 @@ export function samplePath(endpoint: AnyEndpoint, harness: ApiHarness): string {
   return path
     .replace("{name}", path.includes("/tiers/") ? "free" : "search")
     .replace("{endpointClass}", "reports")
+    .replace("{raiseId}", "raise-sample")
     .replace("{id}", () => {
       if (path.includes("/customers/") || path.includes("/seen-customers/")) return "globex";
       if (path.includes("/operators/")) return harness.as("viewer").operatorId;

@@ -15,13 +15,14 @@ import type { LimiterStore } from "../limiter/types";
 import {
   applyReplaces,
   type DescriptorEntry,
-  type DescriptorMatch,
 } from "../policy/descriptor-rules";
 import type { TSnapshotDescriptorRuleEntry } from "../policy/entries";
+import { scaleLimit } from "../policy/limit-math";
 import { isCustomerId } from "../policy/names";
 import type { PreparedSnapshot } from "../policy/prepare";
 import type { Resolution, ResolvedCheck } from "../policy/resolve";
 import type { TDescriptorMapping } from "../policy/schemas";
+import type { TSnapshotDescriptorRaise } from "../policy/schemas/descriptors";
 import type { DecisionRecorder } from "../recording/traffic-recorder";
 import {
   type BreakerSnapshot,
@@ -42,7 +43,13 @@ import { LocalStage, type LocalStageOptions } from "./local-stage";
 import { RecentRejections, type RecentRejectionsOptions } from "./recent-rejections";
 import { RejectionResponses } from "./rejection-responses";
 import { ResolutionCache, type ResolutionCacheOptions } from "./resolution-cache";
-import type { EnforcerCheck, EnforcerDecision, EnforcerInput } from "./types";
+import {
+  type EnforcerCheck,
+  type EnforcerDecision,
+  type EnforcerInput,
+  type EnforcerOutcome,
+  enforcerDecisionOf,
+} from "./types";
 
 /** What the gateway knows about a request. */
 export interface EnforcerRequest {
@@ -120,25 +127,56 @@ export interface LimitOverrideDecision {
 }
 
 /**
- * The check a matched descriptor rule makes: its limit on its own counter. `deny` is a limit of
- * one that the call's cost (two) exceeds: rejected as `cost-exceeds-capacity`, never counted.
+ * The limit a matched descriptor rule applies to the value it matched: the raise in force for
+ * that value (its absolute limit, or the rule's limit scaled by its factor), else the rule's.
  */
-function descriptorCheckOf(
-  match: DescriptorMatch,
-): { check: EnforcerCheck; cost: number | null } | null {
-  const rule = match.rule;
-  if (rule.limit === "unlimited" || rule.mode === "off") return null;
-  const scope = `descriptor:${rule.id}`;
-  const spec = rule.limit === "deny" ? DENY_LIMIT : rule.limit;
-  const check: EnforcerCheck =
-    rule.mode === "dry-run"
-      ? { scope, bucket: scope, limit: spec, mode: "dry-run", onStoreFailure: "open" }
-      : { scope, bucket: scope, limit: spec, mode: "enforce", onStoreFailure: rule.onStoreFailure };
-  return { check, cost: rule.limit === "deny" ? DENY_COST : null };
+function descriptorLimitOf(
+  rule: TSnapshotDescriptorRuleEntry,
+  raise: TSnapshotDescriptorRaise | null,
+): TSnapshotDescriptorRuleEntry["limit"] {
+  if (raise === null) return rule.limit;
+  if (raise.limit !== null) return raise.limit;
+  // A factor scales a limit; "deny" and "unlimited" have nothing to scale (the document refuses
+  // such a raise, so this only guards a hand-made snapshot).
+  return typeof rule.limit === "string" ? rule.limit : scaleLimit(rule.limit, raise.factor ?? 1);
 }
 
+/**
+ * The check a descriptor rule makes with `limit` on its own counter, scope `descriptor:<id>`. A
+ * `deny` is answered without the store (`denyDecisionOf`); its check only names the scope.
+ */
+function descriptorCheckOf(
+  rule: TSnapshotDescriptorRuleEntry,
+  limit: Exclude<TSnapshotDescriptorRuleEntry["limit"], "unlimited">,
+): EnforcerCheck {
+  const scope = `descriptor:${rule.id}`;
+  const spec = limit === "deny" ? DENY_LIMIT : limit;
+  return rule.mode === "dry-run"
+    ? { scope, bucket: scope, limit: spec, mode: "dry-run", onStoreFailure: "open" }
+    : { scope, bucket: scope, limit: spec, mode: "enforce", onStoreFailure: rule.onStoreFailure };
+}
+
+/** What a `deny` check says it is: a limit no request fits (never sent to a store). */
 const DENY_LIMIT = { algorithm: "fixed-window", limit: 1, windowMs: 1_000 } as const;
-const DENY_COST = 2;
+
+/**
+ * A `deny` rule's decision, made here: every request is over (a would-reject in dry-run),
+ * `cost-exceeds-capacity` since waiting never helps. Counted like any decision, source `rule`.
+ */
+function denyDecisionOf(check: EnforcerCheck): EnforcerDecision {
+  const outcome: EnforcerOutcome = {
+    allowed: false,
+    limit: 0,
+    remaining: 0,
+    retryAfterMs: 0,
+    resetAfterMs: 0,
+    reason: "cost-exceeds-capacity",
+    scope: check.scope,
+    mode: check.mode,
+    fallback: null,
+  };
+  return enforcerDecisionOf([outcome], { source: "rule", degraded: false, failure: null });
+}
 
 /** Anything that decides requests: the adapters depend on this, not on `Enforcer`. */
 export interface RequestChecker {
@@ -301,6 +339,11 @@ export class DecisionEngine implements RequestChecker {
   readonly #rejections = new RejectionResponses();
   /** The snapshot `#rejections` was made under. */
   #rejectionsSnapshot: PreparedSnapshot | null = null;
+  /**
+   * Descriptor rules' check lists, one per rule and per raise of a snapshot (whose entries are
+   * new objects each version): leases are kept per check list object.
+   */
+  readonly #descriptorChecks = new WeakMap<object, readonly EnforcerCheck[]>();
 
   constructor(options: DecisionEngineOptions) {
     this.#resolutions = new ResolutionCache(options.resolutionCache);
@@ -414,7 +457,6 @@ export class DecisionEngine implements RequestChecker {
     // its limit), a lease, the flood guard, the shared store. `startedAtMs` serves as the instant
     // the store call is sent: it is read before it, which is all the denial cache and the leases
     // need (an earlier instant only makes a denial or a lease end sooner).
-    const leases = this.leases;
     const localStage = this.#localStage;
     const denied =
       localStage?.denialCache?.findFor(resolution.subject, resolution.checks, cost, startedAtMs) ??
@@ -423,6 +465,26 @@ export class DecisionEngine implements RequestChecker {
       return this.#answer(request, prepared, resolution, cost, denied, 0, wallNowMs);
     }
     const input: EnforcerInput = { subject: resolution.subject, checks: resolution.checks, cost };
+    const decision = this.#decideLocally(input, prepared, startedAtMs);
+    if (decision !== null) {
+      return this.#answer(request, prepared, resolution, cost, decision, 0, wallNowMs);
+    }
+    return this.#decideSharedNow(input, startedAtMs).then((decided) => {
+      const latencyMicros = (this.#clock.nowMs() - startedAtMs) * 1000;
+      return this.#answer(request, prepared, resolution, cost, decided, latencyMicros, wallNowMs);
+    });
+  }
+
+  /**
+   * A lease's units or the flood guard's rejection for `input`, without a store call; null when
+   * neither answers. Leases granted under an earlier snapshot are retired first.
+   */
+  #decideLocally(
+    input: EnforcerInput,
+    prepared: PreparedSnapshot,
+    startedAtMs: number,
+  ): EnforcerDecision | null {
+    const leases = this.leases;
     let decision: EnforcerDecision | null = null;
     if (leases !== null) {
       if (prepared.version !== this.#leaseVersion) {
@@ -431,17 +493,16 @@ export class DecisionEngine implements RequestChecker {
       }
       decision = leases.take(input, this.#refiller, true, startedAtMs);
     }
-    if (decision === null) decision = localStage?.floodGuard?.check(input) ?? null;
-    if (decision !== null) {
-      return this.#answer(request, prepared, resolution, cost, decision, 0, wallNowMs);
-    }
-    return this.#decideShared(input, startedAtMs).then((shared) => {
-      const decided = this.#fromLeaseInstead(input, shared);
-      // A rejection a lease paid for instead is not cached: the lease's units come first.
-      if (decided === shared) localStage?.recordSharedDecision(input, shared, startedAtMs);
-      const latencyMicros = (this.#clock.nowMs() - startedAtMs) * 1000;
-      return this.#answer(request, prepared, resolution, cost, decided, latencyMicros, wallNowMs);
-    });
+    return decision ?? this.#localStage?.floodGuard?.check(input) ?? null;
+  }
+
+  /** The shared store's decision for `input` (a lease asked for with it), remembered locally. */
+  async #decideSharedNow(input: EnforcerInput, startedAtMs: number): Promise<EnforcerDecision> {
+    const shared = await this.#decideShared(input, startedAtMs);
+    const decided = this.#fromLeaseInstead(input, shared);
+    // A rejection a lease paid for instead is not cached: the lease's units come first.
+    if (decided === shared) this.#localStage?.recordSharedDecision(input, shared, startedAtMs);
+    return decided;
   }
 
   /**
@@ -462,9 +523,11 @@ export class DecisionEngine implements RequestChecker {
   /**
    * Decides the descriptors of one rate-limit call (Envoy's RLS) against the policy's descriptor
    * rules: each descriptor is matched (`descriptor-rules.ts`), `replaces` is applied across the
-   * call, and each remaining rule with a limit is one store call on its own counter, behind the
-   * timeout, breaker and failure policy like any decision, and counted under its scope
-   * `descriptor:<id>`. Null without a policy. `cost` is spent on every enforced rule.
+   * call, and each remaining rule with a limit is decided on its own counter, under its scope
+   * `descriptor:<id>`, by the raise of the matched value in force at `wallNowMs` if any, as a
+   * gateway's request is: a cached denial, a lease, the flood guard, else one store call behind
+   * the timeout, breaker and failure policy. A `deny` is answered here, without the store. Every
+   * decision is counted. Null without a policy. `cost` is spent on every enforced rule.
    */
   async checkDescriptors(
     domain: string,
@@ -485,21 +548,31 @@ export class DecisionEngine implements RequestChecker {
       return match !== null && match.rule.mode === "off" ? null : match;
     });
     const kept = applyReplaces(matches);
+    if (prepared !== this.#rejectionsSnapshot) {
+      this.#rejections.clear();
+      this.#rejectionsSnapshot = prepared;
+    }
     return Promise.all(
       matches.map(async (match, position): Promise<DescriptorDecision> => {
         if (match === null) return { kind: "unmatched" };
         if (kept[position] === null) return { kind: "replaced", rule: match.rule };
-        const made = descriptorCheckOf(match);
-        if (made === null) return { kind: "unlimited", rule: match.rule };
-        const { check } = made;
+        const raise = index.activeRaise(match, wallNowMs);
+        const limit = descriptorLimitOf(match.rule, raise);
+        if (limit === "unlimited") return { kind: "unlimited", rule: match.rule };
+        const checks = this.#descriptorChecksOf(match.rule, raise, limit);
         const startedAtMs = this.#clock.nowMs();
-        const checks = [check];
-        const decision = await this.#guarded.decide({
-          subject: match.subject,
-          checks,
-          cost: made.cost ?? cost,
-        });
-        this.metrics.record(decision, (this.#clock.nowMs() - startedAtMs) * 1000, wallNowMs);
+        const decision = await this.#decideDescriptor(
+          { subject: match.subject, checks, cost },
+          limit === "deny",
+          prepared,
+          startedAtMs,
+        );
+        const [check] = checks as [EnforcerCheck];
+        const latencyMicros =
+          decision.source === "store" || decision.source === "fallback"
+            ? (this.#clock.nowMs() - startedAtMs) * 1000
+            : 0;
+        this.metrics.record(decision, latencyMicros, wallNowMs);
         return {
           kind: "decided",
           rule: match.rule,
@@ -542,7 +615,7 @@ export class DecisionEngine implements RequestChecker {
     if (this.#snapshot() === null) return null;
     const scope = `descriptor-limit:${limit.windowMs}ms`;
     // A limit of 0 refuses everything (envoyproxy/ratelimit's `requests_per_unit: 0`), as a
-    // `deny` rule does: never counted.
+    // `deny` rule does.
     const isDeny = limit.limit === 0;
     const check: EnforcerCheck = {
       scope,
@@ -557,13 +630,48 @@ export class DecisionEngine implements RequestChecker {
     const subject = `d:${JSON.stringify([domain, ...values])}`;
     const startedAtMs = this.#clock.nowMs();
     const checks = [check];
-    const decision = await this.#guarded.decide({
-      subject,
-      checks,
-      cost: isDeny ? DENY_COST : cost,
-    });
+    // A limit of 0 is answered here, as a `deny` rule is: no store call.
+    const decision = isDeny
+      ? denyDecisionOf(check)
+      : await this.#guarded.decide({ subject, checks, cost });
     this.metrics.record(decision, (this.#clock.nowMs() - startedAtMs) * 1000, wallNowMs);
     return { subject, check, decision, http: this.#rejections.responseFor(decision, checks) };
+  /** The one-check list of `rule` with `limit`, made once per rule or raise of a snapshot. */
+  #descriptorChecksOf(
+    rule: TSnapshotDescriptorRuleEntry,
+    raise: TSnapshotDescriptorRaise | null,
+    limit: Exclude<TSnapshotDescriptorRuleEntry["limit"], "unlimited">,
+  ): readonly EnforcerCheck[] {
+    const owner = raise ?? rule;
+    let checks = this.#descriptorChecks.get(owner);
+    if (checks === undefined) {
+      checks = [descriptorCheckOf(rule, limit)];
+      this.#descriptorChecks.set(owner, checks);
+    }
+    return checks;
+  }
+
+  /** A descriptor rule's decision: `deny` here, else as {@link checkNow} decides a request. */
+  #decideDescriptor(
+    input: EnforcerInput & { readonly cost: number },
+    isDeny: boolean,
+    prepared: PreparedSnapshot,
+    startedAtMs: number,
+  ): EnforcerDecision | Promise<EnforcerDecision> {
+    const [check] = input.checks as [EnforcerCheck];
+    if (isDeny) return denyDecisionOf(check);
+    const denied =
+      this.#localStage?.denialCache?.findFor(
+        input.subject,
+        input.checks,
+        input.cost,
+        startedAtMs,
+      ) ?? null;
+    return (
+      denied ??
+      this.#decideLocally(input, prepared, startedAtMs) ??
+      this.#decideSharedNow(input, startedAtMs)
+    );
   }
 
   /** Counts and records `decision`, and makes the result the caller answers with. */

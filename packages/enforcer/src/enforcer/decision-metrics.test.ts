@@ -116,6 +116,7 @@ describe("DecisionMetrics: what each decision adds", () => {
       "flood-guard": 0,
       lease: 0,
       "no-policy": 0,
+      rule: 0,
     });
   });
 
@@ -390,6 +391,7 @@ describe("renderPrometheus", () => {
         'limitplane_decision_sources_total{gateway="gw-1",source="flood-guard"} 0',
         'limitplane_decision_sources_total{gateway="gw-1",source="lease"} 0',
         'limitplane_decision_sources_total{gateway="gw-1",source="no-policy"} 0',
+        'limitplane_decision_sources_total{gateway="gw-1",source="rule"} 0',
         "# HELP limitplane_decision_latency_seconds Time to decide one request.",
         "# TYPE limitplane_decision_latency_seconds histogram",
         'limitplane_decision_latency_seconds_bucket{gateway="gw-1",le="0.0001"} 1',

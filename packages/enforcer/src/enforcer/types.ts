@@ -56,6 +56,8 @@ export type EnforcerRejectReason = RejectReason | "store-unavailable";
  *   only; see `lease-table.ts`).
  * - `no-policy`: nothing decided: the enforcer had no policy snapshot yet, so there was no limit
  *   to check (admissions only; see the runtime's startup rules).
+ * - `rule`: the policy alone: a rule that admits nothing (a descriptor rule's `deny`), answered
+ *   without a store call (rejections, or would-rejects in dry-run).
  */
 export type DecisionSource =
   | "store"
@@ -63,7 +65,8 @@ export type DecisionSource =
   | "denial-cache"
   | "flood-guard"
   | "lease"
-  | "no-policy";
+  | "no-policy"
+  | "rule";
 
 export const DECISION_SOURCES: readonly DecisionSource[] = [
   "store",
@@ -72,6 +75,7 @@ export const DECISION_SOURCES: readonly DecisionSource[] = [
   "flood-guard",
   "lease",
   "no-policy",
+  "rule",
 ];
 
 /** One limit's outcome within an {@link EnforcerDecision}. */

@@ -17,9 +17,14 @@
  * the limit). A wildcard level counts per value too, unless the rule says `shared`, when its
  * pattern stands for the value and every matching value spends one counter.
  *
- * Pure: no I/O, no clock.
+ * Raises: a rule's `raises` name single descriptor values (`tenant=acme`); while one is in force
+ * (`startsAt <= now < expiresAt`, the latest started first) it decides that value's requests, on
+ * the rule's own counter for the value ({@link DescriptorRuleIndex.activeRaise}).
+ *
+ * Pure: no I/O, no clock (time is a parameter).
  */
 import type { TSnapshotDescriptorRuleEntry } from "./entries";
+import type { TSnapshotDescriptorRaise } from "./schemas/descriptors";
 
 /** One entry of a request's descriptor. */
 export interface DescriptorEntry {
@@ -57,6 +62,11 @@ export interface DescriptorMatch {
 /** A policy's descriptor rules, indexed by domain for matching. Built once per policy version. */
 export class DescriptorRuleIndex {
   readonly #domains = new Map<string, PatternNode>();
+  /** Per rule with raises: its raises by the subject of the value they name, latest start first. */
+  readonly #raises = new Map<
+    TSnapshotDescriptorRuleEntry,
+    Map<string, TSnapshotDescriptorRaise[]>
+  >();
   readonly size: number;
 
   constructor(rules: Iterable<TSnapshotDescriptorRuleEntry>) {
@@ -75,7 +85,36 @@ export class DescriptorRuleIndex {
       }
       for (const level of rule.descriptor) node = childFor(node, level.key, level.value);
       if (node.rule === null) node.rule = rule;
+      if (rule.raises !== undefined && rule.raises.length > 0) {
+        const bySubject = new Map<string, TSnapshotDescriptorRaise[]>();
+        for (const raise of rule.raises) {
+          const subject = subjectOf(
+            rule.domain,
+            raise.descriptor.flatMap((entry) => [entry.key, entry.value]),
+          );
+          const list = bySubject.get(subject) ?? [];
+          list.push(raise);
+          bySubject.set(subject, list);
+        }
+        for (const list of bySubject.values()) {
+          list.sort((a, b) => Date.parse(b.startsAt) - Date.parse(a.startsAt));
+        }
+        this.#raises.set(rule, bySubject);
+      }
     }
+  }
+
+  /**
+   * The raise in force at `nowMs` (wall clock) for the value `match` matched: the latest started
+   * of those with `startsAt <= nowMs < expiresAt`; null when none is.
+   */
+  activeRaise(match: DescriptorMatch, nowMs: number): TSnapshotDescriptorRaise | null {
+    const raises = this.#raises.get(match.rule)?.get(match.subject);
+    if (raises === undefined) return null;
+    for (const raise of raises) {
+      if (Date.parse(raise.startsAt) <= nowMs && nowMs < Date.parse(raise.expiresAt)) return raise;
+    }
+    return null;
   }
 
   /** Whether any rule names `domain`. */
@@ -107,12 +146,17 @@ export class DescriptorRuleIndex {
     });
     return {
       rule,
-      subject: `d:${JSON.stringify([domain, ...subjectParts])}`,
+      subject: subjectOf(domain, subjectParts),
       metricKey: rule.detailedMetric
         ? entries.map((entry) => `${entry.key}=${entry.value}`).join(",")
         : shown.join(","),
     };
   }
+}
+
+/** A counter's subject: the domain and, level by level, the key and the value it counts. */
+function subjectOf(domain: string, parts: readonly string[]): string {
+  return `d:${JSON.stringify([domain, ...parts])}`;
 }
 
 function childFor(node: PatternNode, key: string, value: string | null): PatternNode {

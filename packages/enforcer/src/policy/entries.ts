@@ -323,6 +323,22 @@ export function compileEntries(doc: TPolicyDocument, compiledAtMs: number): Poli
         replaces: rule.replaces,
         wildcardCounter: rule.wildcardCounter,
         detailedMetric: rule.detailedMetric,
+        // Left out when empty, so a rule without raises compiles to the bytes it always did.
+        ...(rule.raises.length === 0
+          ? {}
+          : {
+              raises: [...rule.raises].sort(byKey((raise) => raise.id)).map((raise) => ({
+                id: raise.id,
+                descriptor: raise.descriptor.map((level) => ({
+                  key: level.key,
+                  value: level.value,
+                })),
+                factor: raise.factor,
+                limit: raise.limit,
+                startsAt: raise.startsAt,
+                expiresAt: raise.expiresAt,
+              })),
+            }),
       }),
     ),
   ];

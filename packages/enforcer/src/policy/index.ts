@@ -74,6 +74,7 @@ export {
   limitRatePerSec,
   limitSize,
   MAX_COST,
+  MAX_INCIDENT_DURATION_MS,
   MAX_WINDOW_MS,
   scaleLimit,
 } from "./limit-math";
@@ -129,6 +130,7 @@ export {
   type TCustomerOverride,
   type TDescriptorMapping,
   type TDescriptorMappingInput,
+  type TDescriptorRaise,
   type TDescriptorRule,
   type TDescriptorRuleInput,
   type TDryRunCandidate,
@@ -153,6 +155,7 @@ export {
   ZCustomerId,
   ZCustomerOverride,
   ZDescriptorMapping,
+  ZDescriptorRaise,
   ZDescriptorRule,
   ZDryRunCandidate,
   ZEndpointClass,

@@ -7,8 +7,14 @@ import type { LimitSpec } from "../limiter/types";
 
 /** Largest count a limit may hold (`limit`, `capacity`, `burst`). */
 export const MAX_LIMIT_COUNT = 1_000_000_000;
-/** Longest window: 30 days. */
-export const MAX_WINDOW_MS = 30 * 24 * 60 * 60 * 1000;
+/**
+ * Longest window: 365 days, envoyproxy/ratelimit's `year`. Every algorithm keeps it exactly: a
+ * window is a number of ms on the store's clock (epoch ms, well inside a double's integers),
+ * Redis keys live for a window at most, and a sliding log keeps at most `limit` entries.
+ */
+export const MAX_WINDOW_MS = 365 * 24 * 60 * 60 * 1000;
+/** Longest an incident override (or a descriptor value's raise) may last: 30 days. */
+export const MAX_INCIDENT_DURATION_MS = 30 * 24 * 60 * 60 * 1000;
 /** Slowest refill or drain: one unit every ~11.6 days. Slower is a typo, not a policy. */
 export const MIN_RATE_PER_SEC = 0.000_001;
 /** Fastest refill or drain. */

@@ -1,7 +1,7 @@
 /** Customers, their overrides and incident overrides, dry-run candidates and the guardrails. */
 import { z } from "zod";
 import { DEFAULT_GUARDRAILS } from "../guardrails";
-import { MAX_WINDOW_MS } from "../limit-math";
+import { MAX_INCIDENT_DURATION_MS } from "../limit-math";
 import {
   countField,
   endpointClassName,
@@ -148,8 +148,10 @@ export const ZGuardrails = strict({
     .gt(1, { error: "maxIncidentFactor must be more than 1" })
     .max(MAX_FACTOR, { error: `maxIncidentFactor must be at most ${MAX_FACTOR}` })
     .default(DEFAULT_GUARDRAILS.maxIncidentFactor),
-  maxIncidentDurationMs: countField("maxIncidentDurationMs", MAX_WINDOW_MS, 60_000).default(
-    DEFAULT_GUARDRAILS.maxIncidentDurationMs,
-  ),
+  maxIncidentDurationMs: countField(
+    "maxIncidentDurationMs",
+    MAX_INCIDENT_DURATION_MS,
+    60_000,
+  ).default(DEFAULT_GUARDRAILS.maxIncidentDurationMs),
 });
 export type TGuardrails = z.output<typeof ZGuardrails>;

@@ -100,7 +100,7 @@ export const ZPolicyDocument = strict(documentShape).superRefine((doc, ctx) => {
   checkRegistry(doc, add);
   checkIncidents(doc, add);
   checkCosts(doc, add);
-  checkDescriptorRules(doc.descriptorRules ?? [], add);
+  checkDescriptorRules(doc.descriptorRules ?? [], add, doc.guardrails);
   checkDescriptorMappings(doc.descriptorMappings ?? [], add);
 });
 export type TPolicyDocument = z.output<typeof ZPolicyDocument>;

@@ -91,7 +91,7 @@ export const algorithmError = {
  * A limit as the limiter core takes it (`packages/enforcer/src/limiter/types.ts`), discriminated on `algorithm`:
  * fixed-window, sliding-log and sliding-window take `{ limit, windowMs }`; token-bucket
  * `{ capacity, refillPerSec }`; leaky-meter `{ burst, drainPerSec }`. Counts are whole numbers from
- * 1 to 1e9, windows 1 ms to 30 days, rates (fractional allowed) from 0.000001 to 1e9 per second.
+ * 1 to 1e9, windows 1 ms to 365 days, rates (fractional allowed) from 0.000001 to 1e9 per second.
  * Customer-facing limits use token-bucket: its two numbers are the burst a customer can send at
  * once and the rate they can sustain.
  */

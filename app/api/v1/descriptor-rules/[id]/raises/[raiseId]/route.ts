@@ -1,0 +1,6 @@
+import { revertDescriptorRaiseEndpoint } from "@/lib/api/endpoints/descriptor-rules";
+import { routeHandlers } from "@/lib/api/route-handler";
+
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  revertDescriptorRaiseEndpoint,
+);

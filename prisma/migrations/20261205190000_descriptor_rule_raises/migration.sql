@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "DescriptorRule" ADD COLUMN     "raises" JSONB NOT NULL DEFAULT '[]';
