@@ -8,16 +8,16 @@
  * All go through the one enforcer runtime, and the outcomes become the RLS answer. The gRPC
  * handler only decodes, calls this and encodes.
  */
-import type {
-  DescriptorDecision,
-  EnforcerRequest,
-  EnforcerResult,
-  LimitOverrideDecision,
-} from "@limitplane/enforcer";
+import type { DescriptorDecision, EnforcerRequest, EnforcerResult } from "@limitplane/enforcer";
 import type { DescriptorEntry, TDescriptorMapping } from "@limitplane/enforcer/policy";
 import { limitOverrideOf, requestOfDescriptor } from "./descriptor-mapping";
 import type { TRateLimitRequest } from "./rls-request";
-import { buildRlsAnswer, type DescriptorOutcome, type RlsAnswer } from "./rls-response";
+import {
+  buildRlsAnswer,
+  type DescriptorOutcome,
+  type LimitOverrideDecision,
+  type RlsAnswer,
+} from "./rls-response";
 import type { ServiceMetrics } from "./service-metrics";
 
 /** What decides a request: the enforcer (`Enforcer.checkNow`). */

@@ -9,12 +9,17 @@
  * for it, so the service answers the call with gRPC UNAVAILABLE and the gateway's own failure
  * setting (Envoy `failure_mode_deny`) decides, as docs/ratelimit-service.md explains.
  */
-import type {
-  DescriptorDecision,
-  EnforcerResult,
-  LimitOverrideDecision,
-} from "@limitplane/enforcer";
+import type { DescriptorDecision, Enforcer, EnforcerResult } from "@limitplane/enforcer";
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
+
+/**
+ * A descriptor decided by the limit Envoy sent with it (`Enforcer.checkLimitOverride`). Named
+ * here, where the service uses it, rather than at the package's root, which keeps what a gateway
+ * needs.
+ */
+export type LimitOverrideDecision = NonNullable<
+  Awaited<ReturnType<Enforcer["checkLimitOverride"]>>
+>;
 
 export type RlsCode = "OK" | "OVER_LIMIT";
 export type RlsUnit = "SECOND" | "MINUTE" | "HOUR" | "DAY" | "MONTH" | "YEAR";

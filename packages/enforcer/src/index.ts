@@ -12,7 +12,6 @@ export type {
   DescriptorDecision,
   EnforcerRequest,
   EnforcerResult,
-  LimitOverrideDecision,
 } from "./enforcer/decision-engine";
 export { createEnforcer, type Enforcer, type EnforcerStatus } from "./enforcer/enforcer";
 export {

@@ -12,10 +12,7 @@ import { wallClock as defaultWallClock, monotonicClock } from "../limiter/clock"
 import { UNLIMITED } from "../limiter/layered";
 import { systemTimers, type Timers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
-import {
-  applyReplaces,
-  type DescriptorEntry,
-} from "../policy/descriptor-rules";
+import { applyReplaces, type DescriptorEntry } from "../policy/descriptor-rules";
 import type { TSnapshotDescriptorRuleEntry } from "../policy/entries";
 import { scaleLimit } from "../policy/limit-math";
 import { isCustomerId } from "../policy/names";
@@ -636,6 +633,8 @@ export class DecisionEngine implements RequestChecker {
       : await this.#guarded.decide({ subject, checks, cost });
     this.metrics.record(decision, (this.#clock.nowMs() - startedAtMs) * 1000, wallNowMs);
     return { subject, check, decision, http: this.#rejections.responseFor(decision, checks) };
+  }
+
   /** The one-check list of `rule` with `limit`, made once per rule or raise of a snapshot. */
   #descriptorChecksOf(
     rule: TSnapshotDescriptorRuleEntry,

@@ -44,8 +44,8 @@ import type { DecisionMetrics, MetricsBucket } from "./decision-metrics";
 import type { EventLoopDelay } from "./event-loop-delay";
 import { describeError, type EnforcerLogger } from "./logger";
 import type { AppliedSnapshot, SnapshotErrorReport } from "./policy-follower";
-import type { RedisTopology } from "./redis-topology";
 import type { AnonymousRejections, CustomerRejection, RecentRejections } from "./recent-rejections";
+import type { RedisTopology } from "./redis-topology";
 import type { StoreFailure } from "./types";
 
 /** The commands the reporters use; an ioredis client or Cluster. */
