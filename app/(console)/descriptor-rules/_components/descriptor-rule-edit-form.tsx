@@ -28,6 +28,16 @@ const MOVED_TO_LIMIT: Readonly<Record<string, string>> = {
   onStoreFailure: "limit.onStoreFailure",
 };
 
+/** Whether this form shows an error at `path` beside its field. */
+function isShownField(path: string): boolean {
+  return (
+    path === "limit" ||
+    path.startsWith("limit.") ||
+    path.startsWith("replaces") ||
+    ["name", "wildcardCounter", "detailedMetric", "reason"].includes(path)
+  );
+}
+
 function errorMapOf(errors: readonly { path: string; message: string }[]): FieldErrorMap {
   const map: Record<string, string> = {};
   for (const error of errors) map[MOVED_TO_LIMIT[error.path] ?? error.path] ??= error.message;
@@ -82,8 +92,10 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
     };
     const found: Record<string, string> = { ...(checked?.errors ?? {}) };
     if (limit !== null) {
-      const { version: _version, ...current } = rule;
-      const parsed = ZDescriptorRule.safeParse({ ...current, ...body });
+      // Only what this form edits is checked here: the rule's raises have their own form, and
+      // the server checks the whole rule again.
+      const { version: _version, raises: _raises, ...current } = rule;
+      const parsed = ZDescriptorRule.safeParse({ ...current, ...body, raises: [] });
       if (!parsed.success) {
         for (const error of fieldErrorsFromZod(parsed.error)) {
           const path = formatFieldPath(error.path as FieldPath);
@@ -102,7 +114,13 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
     const built = build();
     if (!built.ok) {
       setErrors(built.errors);
-      setFormError("Correct the fields marked below.");
+      // A problem at a field this form does not show is named in the message itself.
+      const unshown = Object.entries(built.errors).filter(([path]) => !isShownField(path));
+      setFormError(
+        unshown.length === 0
+          ? "Correct the fields marked below."
+          : `Correct the fields marked below. ${unshown.map(([path, message]) => `${path}: ${message}`).join("; ")}`,
+      );
       return;
     }
     setErrors({});
