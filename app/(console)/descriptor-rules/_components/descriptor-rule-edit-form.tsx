@@ -92,10 +92,15 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
     };
     const found: Record<string, string> = { ...(checked?.errors ?? {}) };
     if (limit !== null) {
-      // Only what this form edits is checked here: the rule's raises have their own form, and
-      // the server checks the whole rule again.
-      const { version: _version, raises: _raises, ...current } = rule;
-      const parsed = ZDescriptorRule.safeParse({ ...current, ...body, raises: [] });
+      // Only the rule's policy fields are checked here: its raises have their own form, the
+      // record's version and times are not part of a rule, and the server checks it all again.
+      const parsed = ZDescriptorRule.safeParse({
+        id: rule.id,
+        domain: rule.domain,
+        descriptor: rule.descriptor,
+        ...body,
+        raises: [],
+      });
       if (!parsed.success) {
         for (const error of fieldErrorsFromZod(parsed.error)) {
           const path = formatFieldPath(error.path as FieldPath);
