@@ -13,7 +13,8 @@
  *    autopipelining, one limiter per check ours makes, chained, `inMemoryBlockOnConsumed`), or by
  *    nothing (the server's own ceiling; for the all-rejected workload also `bare-429`, a server
  *    with no limiter that answers every request with the same 429, the floor of a rejection
- *    flood), driven from this process by autocannon (as in the
+ *    flood, and `identify-429`, the same after reading the identity headers, which any limiter
+ *    must do first), driven from this process by autocannon (as in the
  *    issue's measurements) with 64 keep-alive connections, one request in flight on each. Four
  *    workloads (1,000 keys admitted; 1,000 keys, half rejected; one hot key; 1,000 keys all
  *    rejected, the local stage's rejection path), at least 5 runs, targets restarted each run
@@ -303,7 +304,7 @@ const WORKLOADS: readonly Workload[] = [
   },
   {
     name: "1,000 keys, all rejected (the local stage's rejection path)",
-    modes: ["bare", "bare-429", "limitplane", "flexible"],
+    modes: ["bare", "bare-429", "identify-429", "limitplane", "flexible"],
     customerAt: (n) => [tightKeys[n % KEYS] ?? "", "tight"],
   },
 ];
@@ -443,7 +444,7 @@ async function measure(target: Target, workload: Workload): Promise<LoadResult> 
 async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   const prefix = `bench:ht${randomBytes(3).toString("hex")}:`;
   await publishTestSnapshot(redis, prefix, benchSnapshot(1));
-  const modes = ["bare", "bare-429", "limitplane", "flexible"];
+  const modes = ["bare", "bare-429", "identify-429", "limitplane", "flexible"];
   /** results[workload][mode] = one result per run. */
   const results = WORKLOADS.map(() => new Map<string, LoadResult[]>(modes.map((m) => [m, []])));
   const serverUs = new Map<string, number[]>(modes.map((mode) => [mode, []]));
@@ -566,6 +567,19 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
     // (a server with no limiter writing the same 429). Throughput is bounded by the load client.
     if (index === 1 && cpu(ours).length > 0) {
       targets.atMost(`HTTP, ${workload.name}: ours / rlf CPU per request`, cpuOfTheirs, 0.67);
+    }
+    const identify429 = byMode.get("identify-429") ?? [];
+    if (index === 3 && cpu(ours).length > 0 && cpu(identify429).length > 0) {
+      // What the 0.9x aim leaves the limiter once the request is identified, per run.
+      const floor = cpu(identify429);
+      const left = cpu(theirs).map((us, run) => 0.9 * us - (floor[run] ?? Number.NaN));
+      const spent = cpu(ours).map((us, run) => us - (floor[run] ?? Number.NaN));
+      console.log(
+        `    identify-429 (no limiter: reads the identity headers, writes the same 429) ${summary(floor, 1)} us: the 0.9x rlf aim leaves ${summary(left, 2)} us a request for everything past identifying; limitplane spends ${summary(spent, 2)} us, rlf ${summary(
+          cpu(theirs).map((us, run) => us - (floor[run] ?? Number.NaN)),
+          2,
+        )} us`,
+      );
     }
     if (index === 3 && cpu(ours).length > 0) {
       targets.atMost(`HTTP, ${workload.name}: ours / rlf CPU per request`, cpuOfTheirs, 0.9);

@@ -180,6 +180,16 @@ async function makeMiddleware(): Promise<Target> {
         },
         stop: async () => {},
       };
+    case "identify-429":
+      // The floor of any limiter's rejection: it must read who is asking (the headers object
+      // Node builds on first access) before it can answer the same 429.
+      return {
+        middleware: (req, res) => {
+          res.writeHead(customerOf(req) === null ? 401 : 429, BARE_429_HEADERS);
+          res.end(BARE_429_BODY);
+        },
+        stop: async () => {},
+      };
     default:
       throw new Error(`unknown --mode ${mode}`);
   }
