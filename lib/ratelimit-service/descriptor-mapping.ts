@@ -19,6 +19,7 @@ import {
   normalizeClientAddress,
   type TDescriptorMapping,
 } from "@limitplane/enforcer/policy";
+import { rlsUnitOf } from "./rls-units";
 
 /** One descriptor entry, as the RLS request carries it. */
 export interface DescriptorEntry {
@@ -110,17 +111,6 @@ export function requestOfDescriptor(
 /** The largest `hits_addend` accepted: the policy's largest cost. */
 export const MAX_HITS_ADDEND = MAX_COST;
 
-/** Envoy's `RateLimitUnit` names, with the window each stands for (envoyproxy/ratelimit's). */
-const OVERRIDE_UNIT_MS: Readonly<Record<string, number>> = {
-  SECOND: 1_000,
-  MINUTE: 60_000,
-  HOUR: 3_600_000,
-  DAY: 86_400_000,
-  // envoyproxy/ratelimit counts a month as 30 days and a year as 365.
-  MONTH: 2_592_000_000,
-  YEAR: 31_536_000_000,
-};
-
 /**
  * Why a descriptor's limit override was not applied (the `reason` label of
  * `limitplane_service_ignored_limit_overrides_total`):
@@ -138,10 +128,7 @@ export function limitOverrideOf(
   | { readonly kind: "apply"; readonly limit: number; readonly windowMs: number }
   | { readonly kind: "ignored"; readonly reason: IgnoredOverrideReason } {
   if (mapping?.limitOverride !== "apply") return { kind: "ignored", reason: "not-allowed" };
-  const windowMs =
-    typeof limit.unit === "string" && Object.hasOwn(OVERRIDE_UNIT_MS, limit.unit)
-      ? OVERRIDE_UNIT_MS[limit.unit]
-      : undefined;
-  if (windowMs === undefined) return { kind: "ignored", reason: "unit" };
-  return { kind: "apply", limit: limit.requests_per_unit, windowMs };
+  const unit = rlsUnitOf(limit.unit);
+  if (unit === undefined) return { kind: "ignored", reason: "unit" };
+  return { kind: "apply", limit: limit.requests_per_unit, windowMs: unit.windowMs };
 }

@@ -74,7 +74,12 @@ describe("currentLimitOf says a limit in RLS units, never more than exists", () 
     [{ algorithm: "token-bucket", capacity: 20, refillPerSec: 10 }, 10, "SECOND"],
     [{ algorithm: "token-bucket", capacity: 20, refillPerSec: 0.5 }, 30, "MINUTE"],
     [{ algorithm: "leaky-meter", burst: 5, drainPerSec: 0.001 }, 3, "HOUR"],
-    [{ algorithm: "fixed-window", limit: 1, windowMs: 172_800_000 }, 0, "DAY"],
+    [{ algorithm: "fixed-window", limit: 1, windowMs: 172_800_000 }, 3, "WEEK"],
+    [{ algorithm: "fixed-window", limit: 700, windowMs: 604_800_000 }, 700, "WEEK"],
+    [{ algorithm: "sliding-window", limit: 9, windowMs: 2_592_000_000 }, 9, "MONTH"],
+    [{ algorithm: "fixed-window", limit: 3, windowMs: 31_536_000_000 }, 3, "YEAR"],
+    [{ algorithm: "fixed-window", limit: 9, windowMs: 7_776_000_000 }, 3, "MONTH"],
+    [{ algorithm: "token-bucket", capacity: 1, refillPerSec: 1e-9 }, 0, "YEAR"],
   ] as const)("%j is %d per %s", (spec, requests, unit) => {
     expect(currentLimitOf(spec)).toEqual({ requests_per_unit: requests, unit });
   });

@@ -73,6 +73,29 @@ describe("encodeRlsResponse writes what the generic encoder writes", () => {
     expect(responseDeserialize(ours)).toEqual(responseDeserialize(responseSerialize(message)));
   });
 
+  it("a week is written as Envoy's WEEK, number 7, which the bundled protos predate", () => {
+    const week: RlsResponseMessage = {
+      ...over,
+      statuses: [
+        {
+          code: "OK",
+          current_limit: { name: "descriptor:weekly", requests_per_unit: 700, unit: "WEEK" },
+          limit_remaining: 699,
+          duration_until_reset: { seconds: 86_400, nanos: 0 },
+        },
+      ],
+    };
+    expect(responseDeserialize(encodeRlsResponse(week))).toMatchObject({
+      statuses: [
+        {
+          code: "OK",
+          current_limit: { name: "descriptor:weekly", requests_per_unit: 700, unit: 7 },
+          limit_remaining: 699,
+        },
+      ],
+    });
+  });
+
   it("a frozen header list is encoded once and gives the same bytes again", () => {
     const first = encodeRlsResponse(over);
     const second = encodeRlsResponse({ ...over, raw_body: Buffer.from("{}") });

@@ -14,17 +14,13 @@
  * `envoy/service/ratelimit/v3/rls.proto` and `envoy/config/core/v3/base.proto` (`HeaderValue`) in
  * `@grpc/grpc-js-xds`.
  */
-import type { RlsCode, RlsResponseMessage, RlsUnit } from "./rls-response";
+import type { RlsCode, RlsResponseMessage } from "./rls-response";
+import { RLS_UNITS, type RlsUnit } from "./rls-units";
 
 const CODE_NUMBER: Readonly<Record<RlsCode, number>> = { OK: 1, OVER_LIMIT: 2 };
-const UNIT_NUMBER: Readonly<Record<RlsUnit, number>> = {
-  SECOND: 1,
-  MINUTE: 2,
-  HOUR: 3,
-  DAY: 4,
-  MONTH: 5,
-  YEAR: 6,
-};
+const UNIT_NUMBER = Object.fromEntries(
+  RLS_UNITS.map((unit) => [unit.name, unit.number]),
+) as Readonly<Record<RlsUnit, number>>;
 
 // Tags: field number << 3 | wire type (0 varint, 2 length-delimited).
 const TAG_OVERALL_CODE = 0x08;

@@ -198,7 +198,11 @@ describe("limitOverrideOf applies a descriptor's limit only where the mapping al
     ["no mapping", null, "MINUTE", { kind: "ignored", reason: "not-allowed" }],
     ["an unknown unit", allowing, "UNKNOWN", { kind: "ignored", reason: "unit" }],
     ["a prototype name as unit", allowing, "toString", { kind: "ignored", reason: "unit" }],
-    ["a number as unit", allowing, 2, { kind: "ignored", reason: "unit" }],
+    ["a number that is no unit", allowing, 8, { kind: "ignored", reason: "unit" }],
+    ["UNKNOWN's number", allowing, 0, { kind: "ignored", reason: "unit" }],
+    ["a week (7 days)", allowing, "WEEK", { kind: "apply", limit: 7, windowMs: 604_800_000 }],
+    // The protos grpc-js loads predate WEEK, so an Envoy's WEEK arrives as its number.
+    ["a week as its number 7", allowing, 7, { kind: "apply", limit: 7, windowMs: 604_800_000 }],
     ["a minute", allowing, "MINUTE", { kind: "apply", limit: 7, windowMs: 60_000 }],
     ["a month (30 days)", allowing, "MONTH", { kind: "apply", limit: 7, windowMs: 2_592_000_000 }],
     ["a year (365 days)", allowing, "YEAR", { kind: "apply", limit: 7, windowMs: 31_536_000_000 }],

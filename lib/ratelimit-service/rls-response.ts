@@ -11,6 +11,7 @@
  */
 import type { DescriptorDecision, Enforcer, EnforcerResult } from "@limitplane/enforcer";
 import type { LimitSpec } from "@limitplane/enforcer/limiter";
+import { RLS_UNITS, type RlsUnit, rlsUnitOf, rlsUnitOfWindow } from "./rls-units";
 
 /**
  * A descriptor decided by the limit Envoy sent with it (`Enforcer.checkLimitOverride`). Named
@@ -22,7 +23,7 @@ export type LimitOverrideDecision = NonNullable<
 >;
 
 export type RlsCode = "OK" | "OVER_LIMIT";
-export type RlsUnit = "SECOND" | "MINUTE" | "HOUR" | "DAY" | "MONTH" | "YEAR";
+export type { RlsUnit } from "./rls-units";
 
 /** What one descriptor came to. */
 export type DescriptorOutcome =
@@ -92,17 +93,12 @@ export type RlsAnswer =
   | { readonly kind: "unavailable"; readonly scope: string; readonly retryAfterMs: number };
 
 const UINT32_MAX = 4_294_967_295;
-const UNIT_SECONDS: readonly (readonly [RlsUnit, number])[] = [
-  ["SECOND", 1],
-  ["MINUTE", 60],
-  ["HOUR", 3_600],
-  ["DAY", 86_400],
-];
 
 /**
- * A limit as RLS's `requests_per_unit` per `unit`. A window of exactly one unit reads as its
- * limit; anything else (a 90 s window, a token bucket) as its sustained rate in the smallest unit
- * where that rate is at least 1, rounded down so the gateway is never told of more than exists.
+ * A limit as RLS's `requests_per_unit` per `unit`. A window of exactly one unit (a week, a month
+ * of 30 days and a year of 365 included, as envoyproxy/ratelimit counts them) reads as its limit;
+ * anything else (a 90 s window, a token bucket) as its sustained rate in the smallest unit where
+ * that rate is at least 1, rounded down so the gateway is never told of more than exists.
  */
 export function currentLimitOf(spec: LimitSpec): { requests_per_unit: number; unit: RlsUnit } {
   let perSecond: number;
@@ -110,9 +106,9 @@ export function currentLimitOf(spec: LimitSpec): { requests_per_unit: number; un
     case "fixed-window":
     case "sliding-log":
     case "sliding-window": {
-      const whole = UNIT_SECONDS.find(([, seconds]) => seconds * 1000 === spec.windowMs);
+      const whole = rlsUnitOfWindow(spec.windowMs);
       if (whole !== undefined) {
-        return { requests_per_unit: clampUint32(Math.floor(spec.limit)), unit: whole[0] };
+        return { requests_per_unit: clampUint32(Math.floor(spec.limit)), unit: whole.name };
       }
       perSecond = spec.limit / (spec.windowMs / 1000);
       break;
@@ -128,17 +124,12 @@ export function currentLimitOf(spec: LimitSpec): { requests_per_unit: number; un
       throw new TypeError(`unknown limit: ${JSON.stringify(unknown)}`);
     }
   }
-  for (const [unit, seconds] of UNIT_SECONDS) {
-    const perUnit = Math.floor(perSecond * seconds + 1e-9);
-    if (perUnit >= 1) return { requests_per_unit: clampUint32(perUnit), unit };
+  for (const unit of RLS_UNITS) {
+    const perUnit = Math.floor((perSecond * unit.windowMs) / 1000 + 1e-9);
+    if (perUnit >= 1) return { requests_per_unit: clampUint32(perUnit), unit: unit.name };
   }
-  return { requests_per_unit: clampUint32(Math.floor(perSecond * 86_400)), unit: "DAY" };
-}
-
-const RLS_UNITS: readonly string[] = ["SECOND", "MINUTE", "HOUR", "DAY", "MONTH", "YEAR"];
-
-function isRlsUnit(unit: string | number): unit is RlsUnit {
-  return typeof unit === "string" && RLS_UNITS.includes(unit);
+  // Less than one a year (the longest unit): none a year, rounded down as above.
+  return { requests_per_unit: 0, unit: "YEAR" };
 }
 
 function clampUint32(value: number): number {
@@ -164,16 +155,17 @@ function statusOf(outcome: DescriptorOutcome): RlsResponseMessage["statuses"][nu
   // A deny rule is envoyproxy/ratelimit's `requests_per_unit: 0`, and says so.
   const isDeny = outcome.kind === "rule" && outcome.decided.rule.limit === "deny";
   const requested = outcome.kind === "override" ? outcome.requested : null;
+  const requestedUnit = requested === null ? undefined : rlsUnitOf(requested.unit);
   return {
     code: decision.allowed ? "OK" : "OVER_LIMIT",
     current_limit:
       binding === undefined
         ? null
-        : requested !== null && isRlsUnit(requested.unit)
+        : requestedUnit !== undefined && requested !== null
           ? {
               name: binding.scope,
               requests_per_unit: clampUint32(requested.requests_per_unit),
-              unit: requested.unit,
+              unit: requestedUnit.name,
             }
           : isDeny
             ? { name: binding.scope, requests_per_unit: 0, unit: "SECOND" }

@@ -53,6 +53,18 @@ function rules(raises: TDescriptorRuleInput["raises"] = []): TDescriptorRuleInpu
       limit: { algorithm: "fixed-window", limit: 2, windowMs: YEAR_MS },
     },
     {
+      id: "weekly",
+      domain: "raises",
+      descriptor: [{ key: "plan", value: "weekly" }],
+      limit: { algorithm: "fixed-window", limit: 700, windowMs: 7 * 86_400_000 },
+    },
+    {
+      id: "monthly",
+      domain: "raises",
+      descriptor: [{ key: "plan", value: "monthly" }],
+      limit: { algorithm: "sliding-window", limit: 3_000, windowMs: 30 * 86_400_000 },
+    },
+    {
       id: "busy",
       domain: "raises",
       descriptor: [{ key: "busy" }],
@@ -185,6 +197,25 @@ describe("a window of a year (envoyproxy/ratelimit's unit: year)", () => {
     const reset = replies[2]?.statuses[0]?.duration_until_reset;
     const resetMs = (reset?.seconds ?? 0) * 1000 + (reset?.nanos ?? 0) / 1e6;
     expect(Math.abs(resetMs - endsInMs)).toBeLessThan(60_000);
+  });
+});
+
+describe("the answer names a rule's week, month or year as Envoy's unit", () => {
+  // Decoded with the protos in @grpc/grpc-js-xds, which predate WEEK: Envoy numbers it 7.
+  it.each([
+    ["weekly", 700, 7],
+    ["monthly", 3_000, "MONTH"],
+    ["yearly", 2, "YEAR"],
+  ])("plan=%s is %d per %s", async (plan, requestsPerUnit, unit) => {
+    const reply = await (clients[1] as RlsClient).shouldRateLimit({
+      domain: "raises",
+      hits_addend: 0,
+      descriptors: [{ entries: [{ key: "plan", value: plan }] }],
+    });
+    expect(reply.statuses[0]?.current_limit).toMatchObject({
+      requests_per_unit: requestsPerUnit,
+      unit,
+    });
   });
 });
 

@@ -7,6 +7,9 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import type { ControlDeps } from "@/lib/control/deps";
+import { createDescriptorRule } from "@/lib/control/descriptor-rule/create-descriptor-rule";
+import { raiseDescriptorValue } from "@/lib/control/descriptor-rule/raise-descriptor-value";
+import { recordDescriptorRaiseExpiries } from "@/lib/control/descriptor-rule/record-descriptor-raise-expiries";
 import { raiseIncident } from "@/lib/control/incident/raise-incident";
 import { createTier } from "@/lib/control/tier/create-tier";
 import { systemClock } from "@/lib/server/composition";
@@ -59,6 +62,19 @@ function start(jobs: WorkerJob[], onElection?: (isWon: boolean) => void): Worker
   });
   workers.push(worker);
   return worker;
+}
+
+/** The expiry recorder job, two minutes ahead of the wall clock, and the ids it records. */
+function startExpiryRecorder(db: ControlDeps["db"]) {
+  const recorded: string[] = [];
+  const worker = start([
+    recordIncidentExpiriesJob({
+      deps: depsFor(db, () => Date.now() + 120_000),
+      intervalMs: 50,
+      onRecorded: (ids) => recorded.push(...ids),
+    }),
+  ]);
+  return { recorded, worker };
 }
 
 beforeAll(async () => {
@@ -193,14 +209,7 @@ describe("the worker", () => {
       operatorContext(),
       deps,
     );
-    const recorded: string[] = [];
-    const worker = start([
-      recordIncidentExpiriesJob({
-        deps: depsFor(db, () => Date.now() + 120_000),
-        intervalMs: 50,
-        onRecorded: (ids) => recorded.push(...ids),
-      }),
-    ]);
+    const { recorded, worker } = startExpiryRecorder(db);
     await waitFor(() => recorded.includes(incident.id), { what: "the expiry to be recorded" });
     await worker.stop();
     const entry = await db.auditEntry.findFirstOrThrow({
@@ -208,6 +217,79 @@ describe("the worker", () => {
       select: { actorType: true, actorName: true },
     });
     expect(entry).toEqual({ actorType: "system", actorName: "incident expiry" });
+  });
+
+  /** A descriptor rule with a raise of `tenant=acme` for a minute and of `tenant=hooli` for a day. */
+  async function ruleWithRaises(deps: ControlDeps) {
+    const id = uniqueName("raised");
+    await createDescriptorRule(
+      {
+        id,
+        domain: uniqueName("domain"),
+        descriptor: [{ key: "tenant" }],
+        limit: { algorithm: "fixed-window", limit: 10, windowMs: 60_000 },
+      },
+      operatorContext(),
+      deps,
+    );
+    const raise = (value: string, durationMs: number) =>
+      raiseDescriptorValue(
+        { ruleId: id, descriptor: [{ key: "tenant", value }], factor: 2, durationMs },
+        operatorContext("raise"),
+        deps,
+      );
+    const short = await raise("acme", 60_000);
+    const long = await raise("hooli", 86_400_000);
+    return { id, short: short.raise.id, long: long.raise.id };
+  }
+
+  it("records a descriptor raise's expiry with the system actor and takes it out of its rule", async () => {
+    const { db } = database.current();
+    const rule = await ruleWithRaises(depsFor(db));
+    const { recorded, worker } = startExpiryRecorder(db);
+    await waitFor(() => recorded.includes(`${rule.id}/${rule.short}`), {
+      what: "the raise's expiry to be recorded",
+    });
+    await worker.stop();
+    const entries = await db.auditEntry.findMany({
+      where: { entityId: rule.id, action: "descriptor-rule.expire-raise" },
+      select: { actorType: true, actorName: true, before: true, after: true, policyVersion: true },
+    });
+    expect(entries).toHaveLength(1);
+    const [entry] = entries;
+    expect(entry).toMatchObject({ actorType: "system", actorName: "descriptor raise expiry" });
+    const raiseIds = (json: unknown) =>
+      ((json as { raises: { id: string }[] }).raises ?? []).map((raise) => raise.id);
+    expect(raiseIds(entry?.before)).toEqual([rule.short, rule.long]);
+    expect(raiseIds(entry?.after)).toEqual([rule.long]);
+    // The rule's entry changed, so the expiry is a published version.
+    expect(entry?.policyVersion).toEqual(expect.any(Number));
+    const row = await db.descriptorRule.findUniqueOrThrow({
+      where: { id: rule.id },
+      select: { raises: true },
+    });
+    expect(raiseIds({ raises: row.raises })).toEqual([rule.long]);
+  });
+
+  it("two recorders at once record a raise's expiry exactly once", async () => {
+    const { db } = database.current();
+    const rule = await ruleWithRaises(depsFor(db));
+    const later = depsFor(db, () => Date.now() + 120_000);
+    const [first, second] = await Promise.all([
+      recordDescriptorRaiseExpiries(later),
+      recordDescriptorRaiseExpiries(later),
+    ]);
+    const ours = [...(first ?? []), ...(second ?? [])].filter((item) => item.ruleId === rule.id);
+    expect(ours).toEqual([{ ruleId: rule.id, raiseId: rule.short }]);
+    expect(
+      await db.auditEntry.count({
+        where: { entityId: rule.id, action: "descriptor-rule.expire-raise" },
+      }),
+    ).toBe(1);
+    // Nothing left to record: a third pass writes nothing.
+    expect(
+      (await recordDescriptorRaiseExpiries(later)).filter((item) => item.ruleId === rule.id),
+    ).toEqual([]);
   });
 
   it("npm run worker leads, and stops cleanly on SIGTERM", async () => {

@@ -41,6 +41,7 @@ export const AUDIT_ACTIONS = [
   "descriptor-mapping.update",
   "descriptor-rule.raise",
   "descriptor-rule.revert-raise",
+  "descriptor-rule.expire-raise",
   "operator.create",
   "operator.update",
   "operator.disable",

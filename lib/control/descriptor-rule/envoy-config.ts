@@ -17,6 +17,7 @@ import {
   type TDescriptorRuleInput,
 } from "@limitplane/enforcer/policy";
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type YAMLMap } from "yaml";
+import { RLS_UNITS } from "@/lib/ratelimit-service/rls-units";
 
 /** One configuration file as read. */
 export interface EnvoyConfigFile {
@@ -40,21 +41,16 @@ export type EnvoyImportResult =
   | { readonly ok: false; readonly problems: EnvoyConfigProblem[] };
 
 /**
- * The units envoyproxy/ratelimit takes and the window each is: its `UnitToDivider`, where a week
- * is 7 days, a month 30 days and a year 365 days. Its windows start at multiples of the unit since
- * the Unix epoch, as a fixed window's do here on Redis's clock, so a week turns on Thursdays at
- * 00:00 UTC in both. (Its optional calendar month, `useCalendarMonth`, is a service setting, not
- * a field of these files; a month here is always 30 days.)
+ * The units envoyproxy/ratelimit's files take, lower case, and the window each is
+ * (`lib/ratelimit-service/rls-units.ts`: a week is 7 days, a month 30 and a year 365). Its
+ * windows start at multiples of the unit since the Unix epoch, as a fixed window's do here on
+ * Redis's clock, so a week turns on Thursdays at 00:00 UTC in both. (Its optional calendar month,
+ * `useCalendarMonth`, is a service setting, not a field of these files; a month here is always
+ * 30 days.)
  */
-const UNIT_WINDOW_MS: Readonly<Record<string, number>> = {
-  second: 1_000,
-  minute: 60_000,
-  hour: 3_600_000,
-  day: 86_400_000,
-  week: 7 * 86_400_000,
-  month: 30 * 86_400_000,
-  year: 365 * 86_400_000,
-};
+const UNIT_WINDOW_MS: ReadonlyMap<string, number> = new Map(
+  RLS_UNITS.map((unit) => [unit.name.toLowerCase(), unit.windowMs]),
+);
 
 const MAX_FILE_BYTES = 1_048_576;
 const ROOT_FIELDS = new Set(["domain", "descriptors"]);
@@ -198,7 +194,7 @@ function readRateLimit(
     limit = "unlimited";
   } else if (isUnlimited === false) {
     const unit = unitNode === undefined ? null : reader.text(unitNode, `${path}.unit`);
-    const windowMs = unit === null ? undefined : UNIT_WINDOW_MS[unit.toLowerCase()];
+    const windowMs = unit === null ? undefined : UNIT_WINDOW_MS.get(unit.toLowerCase());
     if (unitNode === undefined) {
       reader.refuse(
         node,

@@ -64,16 +64,12 @@ function generateRaiseId(): string {
   return `raise-${randomBytes(6).toString("hex")}`;
 }
 
-/** Raises past their expiry at `nowMs`: history the audit log keeps, not the policy. */
-function isCurrent(raise: TDescriptorRaise, nowMs: number): boolean {
-  return Date.parse(raise.expiresAt) > nowMs;
-}
-
 /**
  * Raises (or cuts) one descriptor rule's limit for one value for a while, as an incident override
  * does for a customer: "raise `tenant=acme` for 2 hours". The value keeps counting on the rule's
  * counter; the raise ends by itself at its expiry (enforcers go by the wall clock). Bounded by the
- * policy's guardrails like an incident. Raises of the rule already past are pruned.
+ * policy's guardrails like an incident. Raises of the rule already past stay until the worker
+ * records their expiry and takes them out (`record-descriptor-raise-expiries.ts`).
  */
 export async function raiseDescriptorValue(
   options: RaiseDescriptorValueOptions,
@@ -125,7 +121,7 @@ export async function raiseDescriptorValue(
         throw validationError([{ path: "id", message: `"${raise.id}" is already taken` }]);
       }
       const { version: _v, createdAt: _c, updatedAt: _u, ...rule } = current;
-      const raises = [...rule.raises.filter((other) => isCurrent(other, changeNowMs)), raise];
+      const raises = [...rule.raises, raise];
       const next = ZDescriptorRule.safeParse({ ...rule, raises });
       if (!next.success) {
         // The raise's own problems, at its fields (`descriptor.0.value`), not the rule's list.

@@ -23,8 +23,9 @@ export const ZRevertDescriptorRaiseOptions = z.strictObject({
 export type RevertDescriptorRaiseOptions = z.input<typeof ZRevertDescriptorRaiseOptions>;
 
 /**
- * Ends a raise of one descriptor value now (and prunes the rule's raises already past): the value
- * goes back to the rule's limit, on the same counter, from the version this publishes.
+ * Ends a raise of one descriptor value now: the value goes back to the rule's limit, on the same
+ * counter, from the version this publishes. Raises already past are left for the worker, which
+ * records their expiry (`record-descriptor-raise-expiries.ts`).
  */
 export async function revertDescriptorRaise(
   options: RevertDescriptorRaiseOptions,
@@ -48,9 +49,7 @@ export async function revertDescriptorRaise(
             `Raise "${input.raiseId}" of descriptor rule "${input.ruleId}" is not current (it never existed, was reverted, or has expired).`,
           );
         }
-        const raises = current.raises.filter(
-          (item) => item.id !== input.raiseId && Date.parse(item.expiresAt) > nowMs,
-        );
+        const raises = current.raises.filter((item) => item.id !== input.raiseId);
         const { version: _v, createdAt: _c, updatedAt: _u, ...rule } = current;
         const row = await tx.descriptorRule.update({
           where: { id: input.ruleId },

@@ -1,4 +1,5 @@
 import type { ControlDeps } from "@/lib/control/deps";
+import { recordDescriptorRaiseExpiries } from "@/lib/control/descriptor-rule/record-descriptor-raise-expiries";
 import { recordIncidentExpiries } from "@/lib/control/incident/record-incident-expiries";
 import type { WorkerJob } from "../worker-job";
 
@@ -6,24 +7,28 @@ export interface RecordIncidentExpiriesJobOptions {
   readonly deps: ControlDeps;
   /** How often to look for expiries to record. @default 5000 */
   readonly intervalMs?: number;
-  /** Told of every expiry recorded. */
+  /** Told of every expiry recorded: incident ids, and `<rule id>/<raise id>` for raises. */
   readonly onRecorded?: (ids: readonly string[]) => void;
 }
 
 const BATCH = 100;
 
 /**
- * Writes the `incident.expire` audit entry of each incident that reached its expiry. Not urgent:
- * enforcers already stopped applying it at that instant by their own clock.
+ * Writes the `incident.expire` audit entry of each incident that reached its expiry, and the
+ * `descriptor-rule.expire-raise` entry of each raise of one descriptor value that did. Not urgent:
+ * enforcers and services already stopped applying them at that instant by their own clock.
  */
 export function recordIncidentExpiriesJob(options: RecordIncidentExpiriesJobOptions): WorkerJob {
   const intervalMs = options.intervalMs ?? 5_000;
   return {
     name: "record incident expiries",
     async run() {
-      const recorded = await recordIncidentExpiries(options.deps, { limit: BATCH });
+      const incidents = await recordIncidentExpiries(options.deps, { limit: BATCH });
+      const raises = await recordDescriptorRaiseExpiries(options.deps, { limit: BATCH });
+      const recorded = [...incidents, ...raises.map((raise) => `${raise.ruleId}/${raise.raiseId}`)];
       if (recorded.length > 0) options.onRecorded?.(recorded);
-      return { nextRunInMs: recorded.length === BATCH ? 0 : intervalMs };
+      const isFull = incidents.length === BATCH || raises.length === BATCH;
+      return { nextRunInMs: isFull ? 0 : intervalMs };
     },
   };
 }

@@ -112,7 +112,11 @@ export interface RlsReply {
   readonly overall_code: string;
   readonly statuses: {
     readonly code: string;
-    readonly current_limit: { name: string; requests_per_unit: number; unit: string } | null;
+    readonly current_limit: {
+      name: string;
+      requests_per_unit: number;
+      unit: string | number;
+    } | null;
     readonly limit_remaining: number;
     readonly duration_until_reset: { seconds: number; nanos: number } | null;
   }[];
