@@ -181,7 +181,15 @@ test("an admin imports an envoyproxy/ratelimit file in the console, sees the rul
   await expect(page.getByTestId("rule-limit-window-error")).toContainText("window");
   await page.getByLabel("Window (seconds)").fill("86400");
   await page.getByLabel("Requests per window").fill("2");
+  await page
+    .getByLabel("Across a Redis failover")
+    .selectOption({ label: "wait for a replica (never over the limit)" });
   await page.getByRole("button", { name: "Save rule" }).click();
   await expect(page.getByTestId("rule-edit-saved")).toBeVisible();
   await expect(page.getByTestId("rule-summary")).toContainText("2 per 86400 s");
+  const ruleId = decodeURIComponent(new URL(page.url()).pathname.split("/").at(-1) ?? "");
+  const stored = await page.request.get("/api/v1/descriptor-rules");
+  expect(stored.status(), await stored.text()).toBe(200);
+  const { rules } = (await stored.json()) as { rules: { id: string; durability?: string }[] };
+  expect(rules.find((rule) => rule.id === ruleId)?.durability).toBe("replicated");
 });

@@ -2,7 +2,8 @@
  * Editing policy: an admin changes a tier's limit through the form, sees the preview (old and new
  * in words, the customers on the tier and whose override still wins), saves with a reason, sees
  * the new policy version, and the audit API shows the entry. A stale version is refused with a
- * reload offered; client and API field errors land at the field; others see it read-only.
+ * reload offered; client and API field errors land at the field (a limit's durability too);
+ * others see it read-only.
  */
 import { randomBytes } from "node:crypto";
 import type { APIRequestContext, Page, TestInfo } from "@playwright/test";
@@ -100,6 +101,9 @@ test.describe("policy edit", () => {
 
     await page.getByLabel("Burst (capacity)").fill("150");
     await page.getByLabel("Sustained rate (per second)").fill("75");
+    await page
+      .getByLabel("Across a Redis failover")
+      .selectOption({ label: "wait for a replica (never over the limit)" });
     await page.getByLabel("Reason (required)").fill("e2e: abuse on the tier, tighten by a quarter");
     await page.getByRole("button", { name: "Preview change" }).click();
     const preview = page.getByTestId("change-preview");
@@ -134,7 +138,24 @@ test.describe("policy edit", () => {
       action: "tier.update",
       reason: "e2e: abuse on the tier, tighten by a quarter",
       policyVersion: savedVersion,
-      after: { limit: { capacity: 150, refillPerSec: 75 } },
+      after: { limit: { capacity: 150, refillPerSec: 75, durability: "replicated" } },
+    });
+    // The API names a bad durability at its field, and saves nothing.
+    const refused = await page.request.patch(`/api/v1/tiers/${tier}`, {
+      headers: origin,
+      data: {
+        expectedVersion: 1,
+        limit: { algorithm: "token-bucket", capacity: 150, refillPerSec: 75, durability: "sync" },
+        reason: "e2e: a durability that does not exist",
+      },
+    });
+    expect(refused.status(), await refused.text()).toBe(400);
+    expect(
+      ((await refused.json()) as { error: { fieldErrors: { path: string; message: string }[] } })
+        .error.fieldErrors,
+    ).toContainEqual({
+      path: "limit.durability",
+      message: "durability must be one of: async, replicated",
     });
 
     await page.goto("/policies");

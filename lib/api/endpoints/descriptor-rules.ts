@@ -45,6 +45,8 @@ const ZRule = z.object({
   limit: z.union([z.record(z.string(), z.unknown()), z.enum(["unlimited", "deny"])]),
   mode: z.enum(["enforce", "dry-run", "off"]),
   onStoreFailure: z.enum(["open", "closed", "local"]),
+  /** Absent: async. */
+  durability: z.enum(["async", "replicated"]).optional(),
   name: z.string().nullable(),
   replaces: z.array(z.string()),
   wildcardCounter: z.enum(["per-value", "shared"]),

@@ -13,6 +13,7 @@ export const descriptorRuleDocumentSelect = {
   limit: true,
   mode: true,
   onStoreFailure: true,
+  durability: true,
   name: true,
   replaces: true,
   wildcardCounter: true,
@@ -47,6 +48,7 @@ export function descriptorRuleData(rule: TDescriptorRule) {
     limit: typeof rule.limit === "string" ? rule.limit : toJson(rule.limit),
     mode: rule.mode,
     onStoreFailure: rule.onStoreFailure,
+    durability: rule.durability ?? null,
     name: rule.name,
     replaces: toJson(rule.replaces),
     wildcardCounter: rule.wildcardCounter,
@@ -55,11 +57,12 @@ export function descriptorRuleData(rule: TDescriptorRule) {
   };
 }
 
-/** The document fields of a row, unparsed. */
+/** The document fields of a row, unparsed; a null durability (async) is left out, as written. */
 export function descriptorRuleDocument(
   row: Prisma.DescriptorRuleGetPayload<{ select: typeof descriptorRuleDocumentSelect }>,
 ) {
-  return { ...row };
+  const { durability, ...rest } = row;
+  return durability === null ? rest : { ...rest, durability };
 }
 
 export function toDescriptorRuleRecord(row: DescriptorRuleRow): DescriptorRuleRecord {
@@ -72,6 +75,7 @@ export function toDescriptorRuleRecord(row: DescriptorRuleRow): DescriptorRuleRe
       limit: row.limit,
       mode: row.mode,
       onStoreFailure: row.onStoreFailure,
+      durability: row.durability,
       name: row.name,
       replaces: row.replaces,
       wildcardCounter: row.wildcardCounter,

@@ -1,7 +1,11 @@
 /** Writing descriptor rule rows: shared by the policy import and the envoyproxy/ratelimit import. */
 import { canonicalJson, type TDescriptorRule, ZDescriptorRule } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
-import { descriptorRuleData, descriptorRuleDocumentSelect } from "./descriptor-rule-record";
+import {
+  descriptorRuleData,
+  descriptorRuleDocument,
+  descriptorRuleDocumentSelect,
+} from "./descriptor-rule-record";
 
 type Tx = Prisma.TransactionClient;
 
@@ -34,7 +38,7 @@ export async function replaceDescriptorRules(
       changed++;
       continue;
     }
-    const parsed = ZDescriptorRule.safeParse(row);
+    const parsed = ZDescriptorRule.safeParse(descriptorRuleDocument(row));
     if (parsed.success && canonicalJson(parsed.data) === canonicalJson(rule)) continue;
     await tx.descriptorRule.update({
       where: { id: rule.id },

@@ -22,6 +22,7 @@ export const ZUpdateDescriptorRuleOptions = z
     limit: ZDescriptorRule.shape.limit.optional(),
     mode: ZDescriptorRule.shape.mode.removeDefault().optional(),
     onStoreFailure: ZDescriptorRule.shape.onStoreFailure.removeDefault().optional(),
+    durability: ZDescriptorRule.shape.durability,
     name: ZDescriptorRule.shape.name.removeDefault().optional(),
     replaces: ZDescriptorRule.shape.replaces.removeDefault().optional(),
     wildcardCounter: ZDescriptorRule.shape.wildcardCounter.removeDefault().optional(),

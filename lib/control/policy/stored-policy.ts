@@ -25,7 +25,10 @@ import type { Prisma } from "@/lib/generated/prisma/client";
 import { candidateDocumentOf, candidateDocumentSelect } from "../candidate/candidate-record";
 import { customerDocumentSelect } from "../customer/customer-record";
 import { customerOverrideDocumentSelect } from "../customer-override/customer-override-record";
-import { descriptorRuleDocumentSelect } from "../descriptor-rule/descriptor-rule-record";
+import {
+  descriptorRuleDocument,
+  descriptorRuleDocumentSelect,
+} from "../descriptor-rule/descriptor-rule-record";
 import { endpointClassDocumentSelect } from "../endpoint-class/endpoint-class-record";
 import { type AppError, type FieldError, validationError } from "../errors";
 import { incidentDocumentSelect } from "../incident/incident-record";
@@ -166,7 +169,9 @@ export async function readStoredPolicy(
   const orderedOverrides = placeLast(overrides, (item) => isLast("customerOverrides", item.scope));
   const orderedIncidents = placeLast(incidents, (item) => isLast("incidentOverrides", item.id));
   const orderedCandidates = placeLast(candidates, (item) => isLast("dryRunCandidates", item.id));
-  const orderedRules = placeLast(descriptorRules, (item) => isLast("descriptorRules", item.id));
+  const orderedRules = placeLast(descriptorRules.map(descriptorRuleDocument), (item) =>
+    isLast("descriptorRules", item.id),
+  );
   const referenced = [
     ...new Set([
       ...[...overrides, ...incidents].map((item) => item.customerId),

@@ -22,10 +22,11 @@ import styles from "../../policies/_components/policy-form.module.css";
 
 type LimitKind = "limit" | "unlimited" | "deny";
 
-/** The rule's mode and failure policy sit on the rule; the limit fields show them. */
+/** The rule's mode, failure policy and durability sit on the rule; the limit fields show them. */
 const MOVED_TO_LIMIT: Readonly<Record<string, string>> = {
   mode: "limit.mode",
   onStoreFailure: "limit.onStoreFailure",
+  durability: "limit.durability",
 };
 
 /** Whether this form shows an error at `path` beside its field. */
@@ -60,6 +61,7 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
       ...(spec ?? { algorithm: "fixed-window", limit: 100, windowMs: 60_000 }),
       mode: rule.mode,
       onStoreFailure: rule.onStoreFailure,
+      ...(rule.durability === undefined ? {} : { durability: rule.durability }),
     }),
   );
   const [name, setName] = useState(rule.name ?? "");
@@ -82,6 +84,8 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
       limit,
       mode: draft.mode,
       onStoreFailure: draft.onStoreFailure,
+      // Sent as chosen, async too: an edit from replicated back to async must be saved.
+      durability: draft.durability,
       name: name.trim() === "" ? null : name.trim(),
       replaces: replaces
         .split(",")

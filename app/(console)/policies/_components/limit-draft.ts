@@ -8,6 +8,7 @@ import {
   type FieldPath,
   fieldErrorsFromZod,
   formatFieldPath,
+  type TDurability,
   type TLimitSpec,
   type TOnStoreFailure,
   type TPolicyLimit,
@@ -28,6 +29,8 @@ export interface LimitDraft {
   readonly windowSec: string;
   readonly mode: TPolicyMode;
   readonly onStoreFailure: TOnStoreFailure;
+  /** `async` stands for the field left out (the default). */
+  readonly durability: TDurability;
 }
 
 /** The API's field names for one algorithm: which draft field each comes from. */
@@ -57,6 +60,7 @@ export function draftOf(limit: TPolicyLimit): LimitDraft {
     algorithm: limit.algorithm,
     mode: limit.mode,
     onStoreFailure: limit.onStoreFailure,
+    durability: limit.durability ?? "async",
   };
   switch (limit.algorithm) {
     case "token-bucket":
@@ -92,6 +96,7 @@ export function emptyDraft(onStoreFailure: TOnStoreFailure): LimitDraft {
     windowSec: "60",
     mode: "enforce",
     onStoreFailure,
+    durability: "async",
   };
 }
 
@@ -116,6 +121,8 @@ export function limitInputOf(draft: LimitDraft): Record<string, unknown> {
       : numberOf(draft.ratePerSec),
     mode: draft.mode,
     onStoreFailure: draft.onStoreFailure,
+    // Left out when async (the default), so a limit saved without the option stays as it was.
+    ...(draft.durability === "async" ? {} : { durability: draft.durability }),
   };
 }
 
@@ -142,7 +149,12 @@ export function validateSpecDraft(
   draft: LimitDraft,
   prefix: FieldPath,
 ): { readonly limit: TLimitSpec | null; readonly errors: FieldErrorMap } {
-  const { mode: _mode, onStoreFailure: _onStoreFailure, ...input } = limitInputOf(draft);
+  const {
+    mode: _mode,
+    onStoreFailure: _onStoreFailure,
+    durability: _durability,
+    ...input
+  } = limitInputOf(draft);
   const parsed = ZLimitSpec.safeParse(input);
   if (parsed.success) return { limit: parsed.data, errors: {} };
   const errors: Record<string, string> = {};

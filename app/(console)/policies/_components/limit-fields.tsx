@@ -10,7 +10,7 @@ import {
   type LimitDraft,
 } from "./limit-draft";
 import styles from "./policy-form.module.css";
-import { MODE_WORDS, ON_STORE_FAILURE_WORDS } from "./policy-words";
+import { DURABILITY_WORDS, MODE_WORDS, ON_STORE_FAILURE_WORDS } from "./policy-words";
 
 const ALGORITHM_HELP: Record<Algorithm, string> = {
   "token-bucket": "a sustained rate with room for bursts; what customers plan with",
@@ -134,43 +134,68 @@ export function LimitFields({
       </div>
       {showBehaviour ? (
         <div className={styles.fieldRow}>
-          <Field id={`${idPrefix}-mode`} label="Mode" error={errorAt("mode")}>
-            <select
-              id={`${idPrefix}-mode`}
-              value={draft.mode}
-              onChange={(event) => set({ mode: event.target.value as LimitDraft["mode"] })}
-            >
-              {(Object.keys(MODE_WORDS) as LimitDraft["mode"][]).map((mode) => (
-                <option key={mode} value={mode}>
-                  {MODE_WORDS[mode]}
-                </option>
-              ))}
-            </select>
-          </Field>
-          <Field
+          <ChoiceField
+            id={`${idPrefix}-mode`}
+            label="Mode"
+            error={errorAt("mode")}
+            value={draft.mode}
+            words={MODE_WORDS}
+            onChange={(mode) => set({ mode })}
+          />
+          <ChoiceField
             id={`${idPrefix}-failure`}
             label="If Redis is down"
             error={errorAt("onStoreFailure")}
-          >
-            <select
-              id={`${idPrefix}-failure`}
-              value={draft.onStoreFailure}
-              onChange={(event) =>
-                set({ onStoreFailure: event.target.value as LimitDraft["onStoreFailure"] })
-              }
-            >
-              {(Object.keys(ON_STORE_FAILURE_WORDS) as LimitDraft["onStoreFailure"][]).map(
-                (value) => (
-                  <option key={value} value={value}>
-                    {ON_STORE_FAILURE_WORDS[value]}
-                  </option>
-                ),
-              )}
-            </select>
-          </Field>
+            value={draft.onStoreFailure}
+            words={ON_STORE_FAILURE_WORDS}
+            onChange={(onStoreFailure) => set({ onStoreFailure })}
+          />
+          <ChoiceField
+            id={`${idPrefix}-durability`}
+            label="Across a Redis failover"
+            error={errorAt("durability")}
+            value={draft.durability}
+            words={DURABILITY_WORDS}
+            onChange={(durability) => set({ durability })}
+          />
         </div>
       ) : null}
     </fieldset>
+  );
+}
+
+/** A select of one of `words`' keys, each shown in its words; the error sits at the field. */
+function ChoiceField<Value extends string>({
+  id,
+  label,
+  error,
+  value,
+  words,
+  onChange,
+}: {
+  id: string;
+  label: string;
+  error: string | undefined;
+  value: Value;
+  words: Readonly<Record<Value, string>>;
+  onChange: (value: Value) => void;
+}) {
+  return (
+    <Field id={id} label={label} error={error}>
+      <select
+        id={id}
+        value={value}
+        onChange={(event) => onChange(event.target.value as Value)}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={error ? `${id}-error` : undefined}
+      >
+        {(Object.keys(words) as Value[]).map((key) => (
+          <option key={key} value={key}>
+            {words[key]}
+          </option>
+        ))}
+      </select>
+    </Field>
   );
 }
 

@@ -3,7 +3,12 @@
  * Redis fails) and for scopes. Pure: used by server pages and by the edit forms.
  */
 
-import type { TOnStoreFailure, TPolicyLimit, TPolicyMode } from "@limitplane/enforcer/policy";
+import type {
+  TDurability,
+  TOnStoreFailure,
+  TPolicyLimit,
+  TPolicyMode,
+} from "@limitplane/enforcer/policy";
 import { formatAlgorithm, formatLimit } from "@/lib/console/format";
 
 export const MODE_WORDS: Record<TPolicyMode, string> = {
@@ -18,6 +23,11 @@ export const ON_STORE_FAILURE_WORDS: Record<TOnStoreFailure, string> = {
   local: "a local quota per gateway",
 };
 
+export const DURABILITY_WORDS: Record<TDurability, string> = {
+  async: "may lose the last admissions (fastest)",
+  replicated: "wait for a replica (never over the limit)",
+};
+
 /** `"10/s, bursts of 20 (token bucket)"`; null → `"none"`. */
 export function describePolicyLimit(limit: TPolicyLimit | null): string {
   if (limit === null) return "none";
@@ -26,7 +36,10 @@ export function describePolicyLimit(limit: TPolicyLimit | null): string {
 
 /** The mode and failure policy in one line: `"enforced; if Redis is down: admit (fail open)"`. */
 export function describeLimitBehaviour(limit: TPolicyLimit): string {
-  return `${MODE_WORDS[limit.mode]}; if Redis is down: ${ON_STORE_FAILURE_WORDS[limit.onStoreFailure]}`;
+  const behaviour = `${MODE_WORDS[limit.mode]}; if Redis is down: ${ON_STORE_FAILURE_WORDS[limit.onStoreFailure]}`;
+  return limit.durability === "replicated"
+    ? `${behaviour}; across a failover: ${DURABILITY_WORDS.replicated}`
+    : behaviour;
 }
 
 /** What a scope means, in words: `tier:pro/endpoint:reports` → `pro customers on reports`. */

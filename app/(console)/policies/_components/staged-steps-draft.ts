@@ -73,15 +73,15 @@ export type StageOfEdit =
   | { readonly unavailable: string };
 
 function specOf(limit: TPolicyLimit): TLimitSpec {
-  const { mode: _mode, onStoreFailure: _onStoreFailure, ...spec } = limit;
+  const { mode: _mode, onStoreFailure: _onStoreFailure, durability: _durability, ...spec } = limit;
   return spec as TLimitSpec;
 }
 
 /**
  * What an edit would stage: the one rule whose limit it changes, with the new limit; or why it
  * cannot be staged. A staged change carries one limit onto an existing rule, so an edit that
- * changes several rules, anything besides limits (`otherChange`), a rule's mode or failure
- * policy, or removes a limit is applied at once or split first.
+ * changes several rules, anything besides limits (`otherChange`), a rule's mode, failure
+ * policy or durability, or removes a limit is applied at once or split first.
  */
 export function stageOfEdit(
   edits: readonly RuleEdit[],
@@ -103,13 +103,16 @@ export function stageOfEdit(
   }
   const before = edit.before;
   if (
-    (before === null && edit.after.mode !== "enforce") ||
+    (before === null &&
+      (edit.after.mode !== "enforce" || edit.after.durability === "replicated")) ||
     (before !== null &&
-      (before.mode !== edit.after.mode || before.onStoreFailure !== edit.after.onStoreFailure))
+      (before.mode !== edit.after.mode ||
+        before.onStoreFailure !== edit.after.onStoreFailure ||
+        (before.durability ?? "async") !== (edit.after.durability ?? "async")))
   ) {
     return {
       unavailable:
-        "it changes the mode or the failure policy, which a staged change keeps as they are.",
+        "it changes the mode, the failure policy or the durability, which a staged change keeps as they are.",
     };
   }
   return { target: edit.target, limit: specOf(edit.after) };

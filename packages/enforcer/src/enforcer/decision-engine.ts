@@ -150,7 +150,14 @@ function descriptorCheckOf(
   const spec = limit === "deny" ? DENY_LIMIT : limit;
   return rule.mode === "dry-run"
     ? { scope, bucket: scope, limit: spec, mode: "dry-run", onStoreFailure: "open" }
-    : { scope, bucket: scope, limit: spec, mode: "enforce", onStoreFailure: rule.onStoreFailure };
+    : {
+        scope,
+        bucket: scope,
+        limit: spec,
+        mode: "enforce",
+        onStoreFailure: rule.onStoreFailure,
+        ...(rule.durability === "replicated" ? { durability: "replicated" as const } : {}),
+      };
 }
 
 /** What a `deny` check says it is: a limit no request fits (never sent to a store). */

@@ -47,7 +47,8 @@ export interface EnforcerClients {
   readonly subscriber: RedisClient;
   /**
    * Decisions of limits with `durability: "replicated"`, each call followed by `WAIT 1`: a
-   * connection of its own, since WAIT blocks it. Opened by the enforcer when it opens the
+   * connection of its own, since WAIT blocks it (on a Cluster, a Cluster client of its own:
+   * each call and its WAIT go to the slot's master). Opened by the enforcer when it opens the
    * others; without it such decisions are left to their failure policy.
    */
   readonly replicated?: RedisClient;

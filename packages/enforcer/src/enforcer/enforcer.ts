@@ -166,7 +166,7 @@ export class Enforcer implements RequestChecker {
           keyPrefix,
           maxBatchSize: batchSize,
           replicated:
-            clients.replicated === undefined || clients.replicated.isCluster === true
+            clients.replicated === undefined
               ? undefined
               : { client: clients.replicated, waitMs: Math.max(1, Math.floor(maxWaitMs / 2)) },
         }));
@@ -327,17 +327,13 @@ export class Enforcer implements RequestChecker {
         // The client must not give up on a slow call before the enforcer does.
         commandTimeoutMs: maxWaitMs + 250,
       }),
-      // Limits with durability "replicated" (WAIT blocks its connection). Not on a Cluster, where
-      // WAIT would need the slot's node: such limits are left to their failure policy there.
-      ...((target.clusterNodes ?? []).length > 0
-        ? {}
-        : {
-            replicated: createRedisClient("decisions", {
-              ...target,
-              connectionName: connectionName("r"),
-              commandTimeoutMs: maxWaitMs + 250,
-            }),
-          }),
+      // Limits with durability "replicated" (WAIT blocks its connection; on a Cluster, the
+      // connection to the slot's master, so a Cluster client of its own).
+      replicated: createRedisClient("decisions", {
+        ...target,
+        connectionName: connectionName("r"),
+        commandTimeoutMs: maxWaitMs + 250,
+      }),
       control: createRedisClient("control", { ...target, connectionName: connectionName("c") }),
       subscriber: createRedisClient("subscriber", {
         ...target,

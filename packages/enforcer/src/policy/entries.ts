@@ -319,6 +319,8 @@ export function compileEntries(doc: TPolicyDocument, compiledAtMs: number): Poli
         limit: rule.limit,
         mode: rule.mode,
         onStoreFailure: rule.onStoreFailure,
+        // Stated only when replicated, so a rule without it compiles to the bytes it always did.
+        ...(rule.durability === "replicated" ? { durability: "replicated" as const } : {}),
         name: rule.name,
         replaces: rule.replaces,
         wildcardCounter: rule.wildcardCounter,

@@ -134,6 +134,7 @@ export {
   type TDescriptorRule,
   type TDescriptorRuleInput,
   type TDryRunCandidate,
+  type TDurability,
   type TEndpointClass,
   type TGuardrails,
   type TIncidentOverride,

@@ -75,6 +75,7 @@ export {
   type AlgorithmsAreComplete,
   type LimitSpecAgreesWithLimiter,
   ON_STORE_FAILURE_DEFAULTS,
+  type TDurability,
   type TLimitSpec,
   type TOnStoreFailure,
   type TPolicyLimit,

@@ -274,3 +274,36 @@ describe("isNewerSnapshot", () => {
     expect(isNewerSnapshot(current, { version: 4 })).toBe(false);
   });
 });
+
+describe("a descriptor rule's durability", () => {
+  const rule = (durability?: "async" | "replicated" | "sync") => ({
+    id: "checkout",
+    domain: "edge",
+    descriptor: [{ key: "generic_key", value: "checkout" }],
+    limit: { algorithm: "fixed-window", limit: 5, windowMs: 1_000 },
+    ...(durability === undefined ? {} : { durability }),
+  });
+  const compiled = (durability?: "async" | "replicated") =>
+    compileSnapshot(
+      ZPolicyDocument.parse({ ...examplePolicyInput(), descriptorRules: [rule(durability)] }),
+      OPTIONS,
+    ).policy.descriptorRules?.[0];
+
+  it("is compiled only when replicated, so other rules keep their bytes", () => {
+    expect(compiled("replicated")?.durability).toBe("replicated");
+    expect(compiled("async")).not.toHaveProperty("durability");
+    expect(compiled()).not.toHaveProperty("durability");
+  });
+
+  it("refuses anything but async or replicated, at the field", () => {
+    const parsed = ZPolicyDocument.safeParse({
+      ...examplePolicyInput(),
+      descriptorRules: [rule("sync")],
+    });
+    expect(
+      parsed.error?.issues.map(
+        (issue) => `${formatFieldPath(issue.path as (string | number)[])}: ${issue.message}`,
+      ),
+    ).toEqual(["descriptorRules[0].durability: durability must be one of: async, replicated"]);
+  });
+});

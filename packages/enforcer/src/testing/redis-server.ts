@@ -263,6 +263,30 @@ export class OwnRedisCluster {
     throw new Error(`no master serves slot ${slot}`);
   }
 
+  /** The ports of the replicas the master on `masterPort` reports connected (`INFO replication`). */
+  async replicaPortsOf(masterPort: number): Promise<number[]> {
+    const info = await run("redis-cli", ["-p", String(masterPort), "info", "replication"]);
+    return [...info.matchAll(/^slave\d+:.*\bport=(\d+)/gm)].map((match) => Number(match[1]));
+  }
+
+  /**
+   * Freezes the node on `port` (SIGSTOP): its connections stay open and nothing is answered; a
+   * replica frozen so acknowledges nothing. {@link resumePort} lets it go on.
+   */
+  pausePort(port: number): void {
+    this.#runningProcess(port).kill("SIGSTOP");
+  }
+
+  resumePort(port: number): void {
+    this.#runningProcess(port).kill("SIGCONT");
+  }
+
+  #runningProcess(port: number): ChildProcess {
+    const child = this.#nodes.find((candidate) => candidate.port === port)?.process;
+    if (child === undefined) throw new Error(`no node running on ${port}`);
+    return child;
+  }
+
   /** Kills the node on `port` with SIGKILL (no goodbye to its replicas or clients). */
   async killPort(port: number): Promise<void> {
     const node = this.#nodes.find((candidate) => candidate.port === port);
@@ -338,6 +362,7 @@ async function stopProcess(node: ClusterNodeProcess): Promise<void> {
   node.process = undefined;
   if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, "exit");
+  child.kill("SIGCONT"); // a paused node would not act on SIGTERM
   child.kill("SIGTERM");
   await exited;
 }

@@ -35,14 +35,24 @@ export interface RedisScriptClient {
   readonly isCluster?: boolean;
   /**
    * A Cluster's primaries (ioredis `Cluster.nodes("master")`): a function library is loaded on
-   * each, since FCALL runs on whichever owns the keys' slot.
+   * each, since FCALL runs on whichever owns the keys' slot; and a `replicated` decision runs on
+   * the one that owns its slot, followed there by WAIT (see `RedisStoreOptions.replicated`).
    */
-  nodes?(role: "master"): readonly Pick<RedisScriptClient, "call">[];
+  nodes?(role: "master"): readonly RedisNodeClient[];
   /**
    * A Cluster's slot table as the client knows it now (ioredis `Cluster.slots`): per slot, the
    * `host:port` of its master first. Read to name the server that decides a subject.
    */
   readonly slots?: readonly (readonly string[] | undefined)[];
+}
+
+/**
+ * One node's own connection in a Cluster (an ioredis `Redis` from `Cluster.nodes("master")`):
+ * commands sent on it go to that node, whatever their keys. `options` names it as the slot table
+ * does (`host:port`).
+ */
+export interface RedisNodeClient extends Pick<RedisScriptClient, "call" | "callBuffer"> {
+  readonly options: { readonly host?: string; readonly port?: number };
 }
 
 /**

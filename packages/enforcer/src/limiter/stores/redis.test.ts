@@ -95,6 +95,8 @@ function fakeClient(
         ? {
             nodes: () =>
               loadsByPrimary.map((_, index) => ({
+                options: { host: "127.0.0.1", port: 7000 + index },
+                callBuffer: () => Promise.reject(new Error("unexpected call on a node")),
                 call: async (command: string, ...args: string[]) => {
                   loadsByPrimary[index] = (loadsByPrimary[index] ?? 0) + 1;
                   return load([command, ...args]);

@@ -35,6 +35,7 @@ import {
   TEST_CLOCK_EXPIRY_MARGIN_MS,
 } from "./redis-encoding";
 import {
+  type RedisNodeClient,
   type RedisScriptClient,
   type RedisScriptForm,
   RedisScriptRunner,
@@ -48,7 +49,7 @@ const NO_REPLICATED_CONNECTION = new StoreUnavailableError(
 );
 
 export { redisLogKey, redisSubjectKey } from "./redis-encoding";
-export type { RedisScriptClient, RedisScriptForm } from "./redis-script-runner";
+export type { RedisNodeClient, RedisScriptClient, RedisScriptForm } from "./redis-script-runner";
 
 export interface RedisStoreOptions {
   /** The connection decisions go through; see {@link RedisScriptClient}. */
@@ -109,14 +110,23 @@ export interface RedisStoreOptions {
    * by `WAIT <replicas> <waitMs>`; fewer acknowledgements than `replicas` fail the call's
    * decisions with {@link StoreUnavailableError}, for the failure policy to decide (the writes
    * stay on the primary, which can only admit less). Without it, such decisions fail the same
-   * way. Not on a Cluster yet: `WAIT` would need the slot's node.
+   * way.
+   *
+   * On a Cluster (a Cluster client of its own, like the decisions one), each call runs on the
+   * connection to the master that owns its slot (the client's slot table), and WAIT follows on
+   * that same connection: a keyless WAIT sent through the Cluster client would go to any node and
+   * count nothing of the decision's. Batches are made per slot. A slot that moved meanwhile
+   * answers MOVED, and the failure policy decides that call (never retried).
    */
   readonly replicated?: ReplicatedConnection;
 }
 
 /** See {@link RedisStoreOptions.replicated}. */
 export interface ReplicatedConnection {
-  /** A connection used for nothing else, like the decisions one (command timeout, no offline queue). */
+  /**
+   * A connection used for nothing else, like the decisions one (command timeout, no offline
+   * queue); on a Cluster, a Cluster client used for nothing else.
+   */
   readonly client: RedisScriptClient;
   /** Replicas that must acknowledge. @default 1 */
   readonly replicas?: number;
@@ -127,6 +137,27 @@ export interface ReplicatedConnection {
    * @default 500
    */
   readonly waitMs?: number;
+}
+
+/**
+ * The Cluster client's own connection to the master that owns `slot` now, as its slot table says.
+ * Not known (the client has no slot table yet, or no connection to that master: it died and the
+ * table has not moved on) is "not now": the failure policy decides.
+ */
+function slotMasterConnection(client: RedisScriptClient, slot: number): RedisNodeClient {
+  const master = client.slots?.[slot]?.[0];
+  if (master === undefined) {
+    throw new StoreUnavailableError(`the Cluster client knows no master for slot ${slot} yet`);
+  }
+  const node = client
+    .nodes?.("master")
+    .find((candidate) => `${candidate.options.host}:${candidate.options.port}` === master);
+  if (node === undefined) {
+    throw new StoreUnavailableError(
+      `the Cluster client has no connection to ${master}, the master of slot ${slot}`,
+    );
+  }
+  return node;
 }
 
 const SYSTEM_TIMERS: Timers & Clock = {
@@ -230,19 +261,28 @@ export class RedisStore implements LimiterStore {
         `replicated.waitMs must be a whole number from 1 to 60000, got ${waitMs}`,
       );
     }
-    if (replicated.client.isCluster === true) {
-      throw new RangeError(
-        "replicated.client must not be a Cluster client: WAIT is not sent to a slot's node yet",
-      );
-    }
     const client = replicated.client;
-    const runner = new RedisScriptRunner(client, options.scriptForm);
+    const isCluster = client.isCluster === true;
+    const onClient = new RedisScriptRunner(client, options.scriptForm);
+    // One runner per node connection: each loads the library on its own node when it lacks it.
+    const onNode = new WeakMap<RedisNodeClient, RedisScriptRunner>();
+    const targetOf = (keys: readonly string[]) => {
+      if (!isCluster) return { connection: client, runner: onClient };
+      const node = slotMasterConnection(client, calculateSlot(keys[0] ?? ""));
+      let runner = onNode.get(node);
+      if (runner === undefined) {
+        runner = new RedisScriptRunner(node, options.scriptForm);
+        onNode.set(node, runner);
+      }
+      return { connection: node, runner };
+    };
     return new DecisionBatcher({
       run: async (keys, args) => {
+        const { connection, runner } = targetOf(keys);
         const reply = await runner.run(keys, args);
         let acknowledged: unknown;
         try {
-          acknowledged = await client.call("WAIT", String(replicas), String(waitMs));
+          acknowledged = await connection.call("WAIT", String(replicas), String(waitMs));
         } catch (error: unknown) {
           const message = error instanceof Error ? error.message : String(error);
           throw new StoreUnavailableError(`Redis did not answer WAIT: ${message}`, {
@@ -260,7 +300,7 @@ export class RedisStore implements LimiterStore {
         options.clock === undefined ? EXPIRY_MARGIN_MS : TEST_CLOCK_EXPIRY_MARGIN_MS,
       ),
       maxBatchSize: options.maxBatchSize ?? 1,
-      isCluster: false,
+      isCluster,
       timers: options.timers ?? SYSTEM_TIMERS,
     });
   }

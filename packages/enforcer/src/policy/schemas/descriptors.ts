@@ -7,7 +7,7 @@ import { z } from "zod";
 import { checkIncidentGuardrails, type GuardrailSettings } from "../guardrails";
 import { recordId, strict, textField, ZInstant } from "../schema-fields";
 import { factorField, refineIncidentShape } from "./customers";
-import { ZLimitSpec, ZOnStoreFailure, ZPolicyMode } from "./limits";
+import { ZDurability, ZLimitSpec, ZOnStoreFailure, ZPolicyMode } from "./limits";
 import type { AddIssue } from "./rules";
 import { indexUnique } from "./rules";
 
@@ -124,6 +124,11 @@ function descriptorRuleShape() {
     mode: ZPolicyMode,
     /** What the service does when Redis fails (see `ZOnStoreFailure`). */
     onStoreFailure: ZOnStoreFailure,
+    /**
+     * `replicated`: each decision waits for a replica to acknowledge its writes before the
+     * service answers OK, so a failover cannot lose them (see `ZDurability`). Absent: `async`.
+     */
+    durability: ZDurability.optional(),
     /** What `replaces` of other rules refer to this one by; null: none. */
     name: ruleName.nullable(),
     /** Names of rules this one supersedes when both match one request. */

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "DescriptorRule" ADD COLUMN     "durability" TEXT;
