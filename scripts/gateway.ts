@@ -28,7 +28,9 @@
  * `--record` keeps the traffic record for backtests (docs/traffic-record.md): address hashes
  * keyed by TRAFFIC_RECORD_SECRET, subjects sampled at `--record-sample-rate` (default
  * TRAFFIC_RECORD_SAMPLE_RATE, 1). `--no-leases` asks Redis for every admission (docs/redis-store.md,
- * "Leases").
+ * "Leases"). `--policy-cache <file>` keeps the last good policy in that file and enforces it when
+ * Redis gives none at start (docs/embedding.md, "The last good policy on disk"); `npm run up`
+ * passes one under its data directory.
  */
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -60,6 +62,7 @@ const { values } = parseArgs({
     memory: { type: "boolean", default: false },
     record: { type: "boolean", default: false },
     "record-sample-rate": { type: "string" },
+    "policy-cache": { type: "string" },
   },
 });
 
@@ -132,7 +135,12 @@ const enforcer = await createEnforcer({
     storeCallMs: wholeNumber("timeout-ms", values["timeout-ms"]),
     maxWaitMs: wholeNumber("max-wait-ms", values["max-wait-ms"]),
   },
-  controlPlane: { pollIntervalMs: wholeNumber("poll-interval-ms", values["poll-interval-ms"]) },
+  controlPlane: {
+    pollIntervalMs: wholeNumber("poll-interval-ms", values["poll-interval-ms"]),
+    ...(values["policy-cache"] === undefined
+      ? {}
+      : { policyCache: { path: values["policy-cache"] } }),
+  },
   local: values["no-local-stage"] ? false : {},
   leases: values["no-leases"] ? false : {},
   ...storeOption,
@@ -196,7 +204,7 @@ const host = address.family === "IPv6" ? `[${address.address}]` : address.addres
 console.log(
   `gateway ${enforcer.enforcerId} listening on http://${host}:${address.port} policy=${
     enforcer.status().policy?.version ?? "none"
-  }`,
+  }${enforcer.status().policy?.via === "cache" ? " (cached)" : ""}`,
 );
 
 async function shutdown(): Promise<void> {

@@ -7,11 +7,15 @@
  *
  * Redis and the key prefix come from REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS and
  * REDIS_SENTINEL_* (docs/failover.md), and REDIS_KEY_PREFIX, as for every gateway; the service's
- * own settings from RATELIMIT_SERVICE_* (`service-config.ts`).
+ * own settings from RATELIMIT_SERVICE_* (`service-config.ts`). The last good policy is kept in
+ * RATELIMIT_SERVICE_POLICY_CACHE (default `.limitplane/policy-cache/ratelimit-service.lpcache`, or
+ * `off`) and enforced when Redis gives none at start (docs/ratelimit-service.md).
  * `--id` names it in the console's fleet, `--expected-gateways` is how many replicas share the
  * budgets (it sizes leases). Prints one line on stdout when it listens:
  * `ratelimit-service <id> listening on grpc://<host>:<port> http=<url> policy=<version|none>`.
  */
+import { mkdirSync } from "node:fs";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { createEnforcer } from "@limitplane/enforcer";
 import { startRateLimitService } from "@/lib/ratelimit-service/ratelimit-service";
@@ -45,11 +49,24 @@ try {
 }
 
 const env = readConfigOrExit(loadEnv);
+const policyCachePath = config.policyCachePath;
+if (policyCachePath !== null) {
+  try {
+    mkdirSync(path.dirname(policyCachePath), { recursive: true });
+  } catch (error: unknown) {
+    const reason = error instanceof Error ? error.message : String(error);
+    console.error(
+      `ratelimit-service: RATELIMIT_SERVICE_POLICY_CACHE: cannot create the directory of ${policyCachePath}: ${reason} (set it to a writable path, or to off)`,
+    );
+    process.exit(2);
+  }
+}
 const enforcer = await createEnforcer({
   redis: { ...redisTargetOf(env), keyPrefix: env.REDIS_KEY_PREFIX },
   expectedGateways,
   enforcerId: values.id ?? `ratelimit-service-${process.pid}`,
   leases: values["no-leases"] ? false : {},
+  ...(policyCachePath === null ? {} : { controlPlane: { policyCache: { path: policyCachePath } } }),
 });
 
 const service = await startRateLimitService({

@@ -499,6 +499,8 @@ async function main(): Promise<void> {
   startService("console", process.execPath, [...NODE_SCRIPT, "scripts/console.ts"], childEnv);
 
   const gatewayPorts = [await freePort(), await freePort()];
+  const policyCacheDir = path.join(STATE_DIR, "policy-cache");
+  mkdirSync(policyCacheDir, { recursive: true });
   step(
     isRegionsDemo
       ? `Starting a demo gateway in each region: ${DEMO_REGIONS[0]} on ${gatewayPorts[0]}, ${DEMO_REGIONS[1]} on ${gatewayPorts[1]}`
@@ -517,6 +519,10 @@ async function main(): Promise<void> {
         // One per region in the demo: each region's gateways share only that region's budget.
         isRegionsDemo ? "1" : "2",
         "--record",
+        // The last good policy, enforced when a restart finds Redis without one (one file per
+        // gateway slot, so each region's gateway keeps its own region's policy).
+        "--policy-cache",
+        path.join(policyCacheDir, `gateway-${index + 1}.lpcache`),
       ],
       isRegionsDemo ? { ...childEnv, REGION: DEMO_REGIONS[index] } : childEnv,
     );
@@ -538,6 +544,7 @@ async function main(): Promise<void> {
       RATELIMIT_SERVICE_HTTP_PORT: String(rlsHttpPort),
       // Loopback only, for trying it out; docs/ratelimit-service.md sets up TLS.
       RATELIMIT_SERVICE_GRPC_PLAINTEXT: "true",
+      RATELIMIT_SERVICE_POLICY_CACHE: path.join(policyCacheDir, "ratelimit-service.lpcache"),
       RATELIMIT_SERVICE_SECRET: rlsSecret,
     },
   );

@@ -5,6 +5,7 @@
  * and the forward-auth endpoint needs a shared secret or a client CA.
  */
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import { z } from "zod";
 import { fieldPath } from "./rls-request";
 
@@ -53,6 +54,14 @@ export const ZServiceEnv = z
           "is no longer read: the descriptor mapping is part of the policy; edit it in the console (Descriptor mappings) or with PUT /api/v1/descriptor-mappings, then unset this variable",
       })
       .optional(),
+    /**
+     * The file the last good policy is kept in (`controlPlane.policyCache`), or `off`. Default:
+     * `policy-cache/ratelimit-service.lpcache` under LIMITPLANE_STATE_DIR (`.limitplane`).
+     */
+    RATELIMIT_SERVICE_POLICY_CACHE: filePath
+      .refine((value) => !value.includes("\0"), "must not contain a NUL character")
+      .optional(),
+    LIMITPLANE_STATE_DIR: filePath.default(".limitplane"),
     RATELIMIT_SERVICE_CUSTOMER_HEADER: headerName.default("x-customer-id"),
     RATELIMIT_SERVICE_TIER_HEADER: headerName.default("x-tier"),
   })
@@ -115,6 +124,8 @@ export interface ServiceConfig {
   readonly secret: string | null;
   readonly customerHeader: string;
   readonly tierHeader: string;
+  /** Where the last good policy is kept; null: off. */
+  readonly policyCachePath: string | null;
 }
 
 /** A configuration mistake: one line naming the variable, or the file and field. */
@@ -162,5 +173,10 @@ export function loadServiceConfig(
     secret: values.RATELIMIT_SERVICE_SECRET ?? null,
     customerHeader: values.RATELIMIT_SERVICE_CUSTOMER_HEADER,
     tierHeader: values.RATELIMIT_SERVICE_TIER_HEADER,
+    policyCachePath:
+      values.RATELIMIT_SERVICE_POLICY_CACHE === "off"
+        ? null
+        : (values.RATELIMIT_SERVICE_POLICY_CACHE ??
+          path.join(values.LIMITPLANE_STATE_DIR, "policy-cache", "ratelimit-service.lpcache")),
   };
 }

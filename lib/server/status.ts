@@ -52,6 +52,11 @@ export interface GatewaysStatus {
     decisions: number;
     sinceMs: number | null;
   }[];
+  /**
+   * The gateways running the last good policy saved on their disk (`policyCache`) because Redis
+   * gave them none at start: which version, saved when.
+   */
+  onCachedPolicy: { id: string; version: number | null; savedAtMs: number | null }[];
 }
 
 const CHECK_TIMEOUT_MS = 1_500;
@@ -234,6 +239,11 @@ export async function checkGateways(): Promise<GatewaysStatus | null> {
       publishedVersion: fleet.published?.version ?? null,
       withoutPolicy: fleet.enforcers.flatMap((enforcer) =>
         enforcer.noPolicy === null ? [] : [{ id: enforcer.id, ...enforcer.noPolicy }],
+      ),
+      onCachedPolicy: fleet.enforcers.flatMap((enforcer) =>
+        enforcer.cachedPolicy === null
+          ? []
+          : [{ id: enforcer.id, version: enforcer.version, ...enforcer.cachedPolicy }],
       ),
     };
   } catch {

@@ -462,6 +462,16 @@ async function FleetPanel({ region }: { region: string | undefined }) {
                           </span>
                         ) : null}
                       </>
+                    ) : enforcer.cachedPolicy !== null ? (
+                      <>
+                        v{enforcer.version} <Badge tone="warn">cached</Badge>
+                        {enforcer.cachedPolicy.savedAtMs !== null ? (
+                          <span className="muted small" data-testid="cached-policy-cell">
+                            {" "}
+                            saved <LocalTime at={enforcer.cachedPolicy.savedAtMs} />
+                          </span>
+                        ) : null}
+                      </>
                     ) : (
                       `v${enforcer.version}`
                     )}

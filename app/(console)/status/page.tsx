@@ -150,6 +150,7 @@ async function StatusPanels() {
 
 function GatewaysPanel({ gateways }: { gateways: GatewaysStatus | null }) {
   const without = gateways?.withoutPolicy ?? [];
+  const cached = gateways?.onCachedPolicy ?? [];
   return (
     <section className="panel" aria-labelledby="gateways-heading" data-testid="status-gateways">
       <h2 id="gateways-heading">
@@ -159,6 +160,10 @@ function GatewaysPanel({ gateways }: { gateways: GatewaysStatus | null }) {
         ) : without.length > 0 ? (
           <Badge tone="bad" dot>
             {without.length} without a policy
+          </Badge>
+        ) : cached.length > 0 ? (
+          <Badge tone="warn" dot>
+            {cached.length} on a cached policy
           </Badge>
         ) : (
           <Badge tone="ok" dot>
@@ -192,6 +197,21 @@ function GatewaysPanel({ gateways }: { gateways: GatewaysStatus | null }) {
                   ) : null}
                   , {gateway.action === "reject" ? "refusing" : "admitting unchecked"} every request
                   ({gateway.decisions} so far)
+                </li>
+              ))}
+            </ul>
+          ) : null}
+          {cached.length > 0 ? (
+            <ul data-testid="status-cached-policy">
+              {cached.map((gateway) => (
+                <li key={gateway.id}>
+                  <code>{gateway.id}</code>: policy cached (version {gateway.version ?? "?"}
+                  {gateway.savedAtMs !== null ? (
+                    <>
+                      , saved at <LocalTime at={gateway.savedAtMs} />
+                    </>
+                  ) : null}
+                  ), enforced until Redis gives it the live one
                 </li>
               ))}
             </ul>

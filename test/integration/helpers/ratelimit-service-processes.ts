@@ -58,6 +58,11 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
         RATELIMIT_SERVICE_HTTP_PORT: "0",
         RATELIMIT_SERVICE_GRPC_PLAINTEXT: "true",
         RATELIMIT_SERVICE_SECRET: TEST_SECRET,
+        // Each service its own cache file, outside the tree.
+        RATELIMIT_SERVICE_POLICY_CACHE: path.join(
+          tmpdir(),
+          `lp-rls-${options.id}-${process.pid}.lpcache`,
+        ),
         ...options.env,
       },
       stdio: ["ignore", "pipe", "pipe"],

@@ -146,10 +146,29 @@ export interface EnforcerControlPlaneOptions {
    * heartbeat says the enforcer runs no policy, so the console's fleet, /status and the alert
    * webhooks say so too. Admit is the default because a gateway that cannot find its limits
    * should not take the API down with it; choose reject where unlimited traffic is worse than
-   * none, or give a `bootstrapSnapshot` to enforce known limits from the first request.
+   * none, or give a `bootstrapSnapshot` or a `policyCache` to enforce known limits meanwhile.
    * @default "admit"
    */
   readonly withoutPolicy?: "admit" | "reject";
+  /**
+   * Keep the last good policy on disk: after each version applied, the policy in force is written
+   * to `path` (atomically: a temporary file, fsync, rename; at most once every `saveIntervalMs`,
+   * always the newest; a refused policy is never written). At start, when Redis gives no policy
+   * within `startupWaitMs` (unreachable, or none published under this key prefix), the file is
+   * loaded and enforced: status, heartbeat and logs say `policy: cached (version N, saved at T)`,
+   * and the first good policy Redis provides replaces it, whatever its version. A file that is
+   * unreadable, not a file, truncated, altered, of another release or saved for another key
+   * prefix is refused with one error line naming the path and the problem, and `withoutPolicy`
+   * applies. The directory must exist. Not with `policy` in code or a `bootstrapSnapshot`.
+   * docs/embedding.md ("The last good policy on disk").
+   * @default none: nothing is written or read
+   */
+  readonly policyCache?: {
+    /** The file: one per key prefix and gateway (two gateways may share it; the last save wins). */
+    readonly path: string;
+    /** @default 5_000 */
+    readonly saveIntervalMs?: number;
+  };
 }
 
 /** The in-process memos of the policy in force, per snapshot. */
@@ -337,6 +356,23 @@ export function checkEnforcerOptions(
       "give policy (limits in code) or a bootstrap snapshot, not both",
     );
   }
+  for (const [field, message] of policyCacheProblems(given.controlPlane?.policyCache)) {
+    add(["controlPlane", "policyCache", ...field], message);
+  }
+  if (given.controlPlane?.policyCache !== undefined) {
+    if (given.policy !== undefined) {
+      add(
+        ["controlPlane", "policyCache"],
+        "give policy (limits in code) or a policy cache, not both: limits in code need no cache",
+      );
+    }
+    if (given.controlPlane.bootstrapSnapshot !== undefined) {
+      add(
+        ["controlPlane", "policyCache"],
+        "give a bootstrap snapshot or a policy cache, not both: each is what runs until Redis answers",
+      );
+    }
+  }
   const withoutPolicy: unknown = given.controlPlane?.withoutPolicy;
   if (withoutPolicy !== undefined && withoutPolicy !== "admit" && withoutPolicy !== "reject") {
     add(
@@ -358,6 +394,37 @@ export function checkEnforcerOptions(
   }
   if (errors.length > 0) throw new EnforcerOptionsError(errors);
   return snapshot;
+}
+
+/** What is wrong with `controlPlane.policyCache`, field by field (none when it can be used). */
+function policyCacheProblems(cache: unknown): [string[], string][] {
+  if (cache === undefined) return [];
+  if (cache === null || typeof cache !== "object" || Array.isArray(cache)) {
+    return [[[], "must be { path } of the file the last good policy is kept in"]];
+  }
+  const given = cache as Record<string, unknown>;
+  const problems: [string[], string][] = [];
+  if (typeof given.path !== "string" || given.path.trim() === "") {
+    problems.push([["path"], "must be a file path (a non-empty string)"]);
+  } else if (given.path.includes("\0")) {
+    problems.push([["path"], "must not contain a NUL character"]);
+  }
+  const interval = given.saveIntervalMs;
+  if (
+    interval !== undefined &&
+    !(Number.isInteger(interval) && Number(interval) >= 0 && Number(interval) <= 3_600_000)
+  ) {
+    problems.push([
+      ["saveIntervalMs"],
+      `must be a whole number of ms from 0 to 3600000, got ${JSON.stringify(interval)}`,
+    ]);
+  }
+  for (const key of Object.keys(given)) {
+    if (key !== "path" && key !== "saveIntervalMs") {
+      problems.push([[key], "is not an option of policyCache (path, saveIntervalMs)"]);
+    }
+  }
+  return problems;
 }
 
 /** What is wrong with a Sentinel option, field by field (none when it can be used). */

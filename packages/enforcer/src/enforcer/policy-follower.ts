@@ -65,7 +65,13 @@ export interface FollowerSubscriber {
 }
 
 /** What triggered the read that applied a snapshot. */
-export type SnapshotTrigger = "bootstrap" | "startup" | "announcement" | "poll" | "reconnect";
+export type SnapshotTrigger =
+  | "bootstrap"
+  | "cache"
+  | "startup"
+  | "announcement"
+  | "poll"
+  | "reconnect";
 
 /** The policy in force and when it came. */
 export interface AppliedSnapshot {
@@ -74,13 +80,16 @@ export interface AppliedSnapshot {
   readonly checksum: string;
   /**
    * How it was reached: `delta` (applied onto the version before), `snapshot` (loaded whole, then
-   * the log's deltas), `bootstrap`.
+   * the log's deltas), `bootstrap`, `cache` (the last good policy saved on disk,
+   * `controlPlane.policyCache`: in force until Redis provides the live one, whatever its version).
    */
-  readonly via: "delta" | "snapshot" | "bootstrap";
+  readonly via: "delta" | "snapshot" | "bootstrap" | "cache";
   /** Wall clock, epoch ms, when this enforcer applied it. */
   readonly appliedAtMs: number;
-  /** Redis's clock when it was published; null for a bootstrap snapshot. */
+  /** Redis's clock when it was published; null for a bootstrap or cached snapshot. */
   readonly publishedAtMs: number | null;
+  /** Wall clock, epoch ms, when the cached policy in force was saved; null unless `via: "cache"`. */
+  readonly savedAtMs: number | null;
   readonly trigger: SnapshotTrigger;
 }
 
@@ -145,6 +154,8 @@ export class PolicyFollower {
   readonly #refusedListeners = new Set<RefusedListener>();
 
   #state: PolicyState | null = null;
+  /** The state in force came from the cache on disk: the first good live policy replaces it. */
+  #isCached = false;
   #current: PreparedSnapshot | null = null;
   #applied: AppliedSnapshot | null = null;
   #errors: SnapshotErrorReport = { count: 0, lastMessage: null, lastVersion: null, lastAtMs: null };
@@ -167,11 +178,12 @@ export class PolicyFollower {
     if (channel !== this.#channel) return;
     const announcement = parsePolicyAnnouncement(message);
     const inForce = this.#state?.version ?? 0;
-    if (announcement !== null && announcement.version <= inForce) return;
+    if (!this.#isCached && announcement !== null && announcement.version <= inForce) return;
     if (
       announcement !== null &&
       announcement.delta !== null &&
       this.#state !== null &&
+      !this.#isCached &&
       announcement.base === inForce &&
       this.#inFlight === null
     ) {
@@ -215,6 +227,26 @@ export class PolicyFollower {
       }
       this.#swapIn(this.#stateOf(parsed.value), null, "bootstrap", "bootstrap");
     }
+  }
+
+  /**
+   * Puts the policy saved on disk in force (`policy-cache.ts`), unless a policy already is (one
+   * arrived from Redis meanwhile). The first good policy read from Redis replaces it, whatever its
+   * version: the cache is a stand-in, never a reason to keep an older live one out. False when
+   * another policy was in force.
+   */
+  adoptCached(state: PolicyState, savedAtMs: number): boolean {
+    if (this.#state !== null || this.#isStopped) return false;
+    this.#state = state;
+    this.#isCached = true;
+    this.#afterApply("cache", "cache", null, savedAtMs);
+    return true;
+  }
+
+  /** The policy in force as a binary snapshot with its version (for the cache); null before one. */
+  binarySnapshot(): { readonly bytes: Uint8Array; readonly version: number } | null {
+    const state = this.#state;
+    return state === null ? null : { bytes: state.toBinary(), version: state.version };
   }
 
   /** The policy in force, prepared for resolution; null until the first one is applied. */
@@ -376,6 +408,18 @@ export class PolicyFollower {
   /** Brings the policy in force up to `head`: through the log when it can, else by a resync. */
   async #catchUp(head: PolicyHead, trigger: SnapshotTrigger): Promise<void> {
     const state = this.#state;
+    if (state !== null && this.#isCached) {
+      if (head.version === state.version && head.checksum === state.checksum) {
+        // Redis publishes what the cache held: it is now the live policy, unchanged.
+        this.#afterApply(trigger, "snapshot", head.publishedAtMs);
+        return;
+      }
+      // Another version: loaded whole, never as deltas onto the cached set (whose history Redis
+      // may not share), and in force whatever its version (a Redis emptied and republished from
+      // the database may be behind the cache): the live policy wins.
+      await this.#resync(head, trigger, true);
+      return;
+    }
     if (state !== null && head.version === state.version && head.checksum !== state.checksum) {
       // The same version with another set: this enforcer cannot prove it holds what Redis
       // publishes (a promoted replica with another history). The snapshot decides.
@@ -429,7 +473,7 @@ export class PolicyFollower {
       }
       if (!this.#applyLogged(state, texts, state.version + 1)) return;
     }
-    const isNewer = this.#state === null || state.version > this.#state.version;
+    const isNewer = this.#state === null || this.#isCached || state.version > this.#state.version;
     if (!isNewer && !(isSameVersion && state.version === this.#state?.version)) return;
     this.#swapIn(state, head.publishedAtMs, trigger, "snapshot");
   }
@@ -484,9 +528,11 @@ export class PolicyFollower {
     trigger: SnapshotTrigger,
     via: AppliedSnapshot["via"],
     publishedAtMs: number | null,
+    savedAtMs: number | null = null,
   ): void {
     const state = this.#state;
     if (state === null) return;
+    if (via !== "cache") this.#isCached = false;
     const previous = this.#applied;
     this.#current = state.prepared();
     this.#applied = {
@@ -495,6 +541,7 @@ export class PolicyFollower {
       via,
       appliedAtMs: this.#wallClock.nowMs(),
       publishedAtMs,
+      savedAtMs,
       trigger,
     };
     this.#logger.log("info", "policy snapshot applied", {
@@ -502,6 +549,7 @@ export class PolicyFollower {
       previousVersion: previous?.version ?? null,
       trigger,
       via,
+      policy: describeAppliedPolicy(this.#applied),
     });
     const waiters = this.#waiters;
     this.#waiters = [];
@@ -602,4 +650,17 @@ export class PolicyFollower {
       this.#timers.setTimer(resolve, ms);
     });
   }
+}
+
+/**
+ * The policy in force in words, as heartbeats, status pages and logs say it: `none`,
+ * `cached (version 7, saved at 2026-12-06T00:40:00.000Z)`, or `version 7`.
+ */
+export function describeAppliedPolicy(applied: AppliedSnapshot | null): string {
+  if (applied === null) return "none";
+  if (applied.via === "cache") {
+    const savedAt = applied.savedAtMs === null ? "?" : new Date(applied.savedAtMs).toISOString();
+    return `cached (version ${applied.version}, saved at ${savedAt})`;
+  }
+  return `version ${applied.version}`;
 }

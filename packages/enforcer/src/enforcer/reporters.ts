@@ -43,7 +43,11 @@ import type { CircuitBreaker } from "./circuit-breaker";
 import type { DecisionMetrics, MetricsBucket } from "./decision-metrics";
 import type { EventLoopDelay } from "./event-loop-delay";
 import { describeError, type EnforcerLogger } from "./logger";
-import type { AppliedSnapshot, SnapshotErrorReport } from "./policy-follower";
+import {
+  type AppliedSnapshot,
+  describeAppliedPolicy,
+  type SnapshotErrorReport,
+} from "./policy-follower";
 import type { AnonymousRejections, CustomerRejection, RecentRejections } from "./recent-rejections";
 import type { RedisTopology } from "./redis-topology";
 import type { StoreFailure } from "./types";
@@ -197,8 +201,11 @@ export class StatusReporter {
       redisFailoversSeen: String(report.redisFailoversSeen ?? 0),
       // "none" while no snapshot is in force: the console's fleet, /status and the no-policy
       // alert read it. An enforcer keeps its last good snapshot once it has one, so it has run
-      // without a policy since it started.
-      policy: applied === null ? "none" : "applied",
+      // without a policy since it started. "cached" while the policy saved on disk stands in for
+      // the live one (`policyCache`), with when it was saved.
+      policy: applied === null ? "none" : applied.via === "cache" ? "cached" : "applied",
+      policyCachedAt: applied?.savedAtMs == null ? "" : String(applied.savedAtMs),
+      policyDescription: describeAppliedPolicy(applied),
       noPolicySince: applied === null ? String(this.#startedAtMs) : "",
       noPolicyAction: report.withoutPolicy.action,
       noPolicyDecisions: String(report.withoutPolicy.decisions),

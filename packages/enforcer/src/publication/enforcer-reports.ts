@@ -76,6 +76,12 @@ export interface EnforcerHeartbeat {
     readonly action: "admit" | "reject";
     readonly decisions: number;
   } | null;
+  /**
+   * Set while the version it runs is the last good policy saved on its disk (its heartbeat says
+   * `policy: cached`), standing in until Redis gives it the live one: when that was saved. Null
+   * while it runs a live policy, or none.
+   */
+  readonly cachedPolicy: { readonly savedAtMs: number | null } | null;
 }
 
 export interface HeartbeatsRead {
@@ -208,8 +214,12 @@ export async function readEnforcerHeartbeats(
               sentinelName: textOrNull(fields.redisSentinelName),
               failoversSeen: countOrZero(fields.redisFailoversSeen),
             },
+      cachedPolicy:
+        fields.policy === "cached" ? { savedAtMs: numberOrNull(fields.policyCachedAt) } : null,
       noPolicy:
-        fields.policy === "applied" || (fields.policy === undefined && fields.version !== "")
+        fields.policy === "applied" ||
+        fields.policy === "cached" ||
+        (fields.policy === undefined && fields.version !== "")
           ? null
           : {
               sinceMs: numberOrNull(fields.noPolicySince) ?? numberOrNull(fields.startedAt),
