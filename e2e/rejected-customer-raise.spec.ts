@@ -141,3 +141,48 @@ test("the overview names the most rejected customer and raises it in three click
     "descending",
   );
 });
+
+test("anonymous rejections are ranked per limit on the overview, each linked to its limit", async ({
+  page,
+  signIn,
+}) => {
+  await signIn("operator");
+  // Sign-in is limited per address and route for requests without a customer: 10 per 15 minutes.
+  let rejected = 0;
+  for (let index = 0; index < 30; index++) {
+    const gateway = GATEWAY_URLS[index % GATEWAY_URLS.length];
+    const response = await fetch(`${gateway}/v1/auth/sign-in`, { method: "POST" });
+    await response.arrayBuffer();
+    if (response.status === 429) rejected++;
+  }
+  expect(rejected).toBeGreaterThanOrEqual(20);
+
+  // The API counts them per limit, never per address; the gateways flush every second.
+  type Ranked = { anonymous: { scope: string; rejected: number }[]; anonymousRejected: number };
+  await expect
+    .poll(
+      async () => {
+        const ranked = await page.request.get("/api/v1/rejected-customers?minutes=15");
+        expect(ranked.status(), await ranked.text()).toBe(200);
+        const body = (await ranked.json()) as Ranked;
+        return body.anonymous.find((entry) => entry.scope === "address/endpoint:sign-in")?.rejected;
+      },
+      { timeout: 20_000, intervals: [250, 500, 1_000] },
+    )
+    .toBeGreaterThanOrEqual(rejected);
+
+  await page.goto("/?range=15m");
+  const row = page
+    .getByTestId("rejected-anonymous-row")
+    .filter({ hasText: "address/endpoint:sign-in" });
+  await expect(row).toBeVisible();
+  await expect(row).toContainText("anonymous requests to sign-in, per address");
+  await expect(row.getByRole("img")).toBeVisible();
+  // An operator may not edit the endpoint class, but may try a looser limit in dry-run first.
+  await expect(row.getByRole("link", { name: "Try a looser limit in dry-run" })).toHaveAttribute(
+    "href",
+    "/dry-run?target=address%2Fendpoint%3Asign-in",
+  );
+  await row.getByRole("link", { name: "View endpoint class sign-in's anonymous limit" }).click();
+  await page.waitForURL(/\/policies\/endpoint-classes\/sign-in$/);
+});

@@ -1,9 +1,9 @@
 import Link from "next/link";
 import { Badge } from "@/components/ui/badge";
 import { ScrollRegion } from "@/components/ui/scroll-region";
-import { formatNumber, formatRatePerSec } from "@/lib/console/format";
 import type { RejectedCustomerRecord } from "@/lib/control";
 import styles from "./rejected.module.css";
+import { CountAndRateCells } from "./rejection-columns";
 import { Sparkline } from "./sparkline";
 
 export interface RejectedCustomersTableProps {
@@ -56,12 +56,10 @@ export function RejectedCustomersTable({
                   <Badge tone="muted">not registered</Badge>
                 )}
               </th>
-              <td data-label="Rejected" className={styles.count}>
-                {formatNumber(customer.rejected)}
-              </td>
-              <td data-label="Rate" className={styles.count}>
-                {formatRatePerSec(customer.rejectedPerMinute / 60)}
-              </td>
+              <CountAndRateCells
+                rejected={customer.rejected}
+                rejectedPerMinute={customer.rejectedPerMinute}
+              />
               <td data-label="Binding limit">
                 <code>{customer.bindingScope}</code>
                 {customer.scopes.length > 1 ? (

@@ -64,3 +64,23 @@ export function RejectionCells({
     </>
   );
 }
+
+/** A rejected row's count and rate over the span (the overview's two tables). */
+export function CountAndRateCells({
+  rejected,
+  rejectedPerMinute,
+}: {
+  rejected: number;
+  rejectedPerMinute: number;
+}) {
+  return (
+    <>
+      <td data-label="Rejected" className={styles.count}>
+        {formatNumber(rejected)}
+      </td>
+      <td data-label="Rate" className={styles.count}>
+        {formatRatePerSec(rejectedPerMinute / 60)}
+      </td>
+    </>
+  );
+}

@@ -267,6 +267,7 @@ export {
 } from "./region/read-propagation";
 export {
   listRejectedCustomers,
+  type RejectedAnonymousRecord,
   type RejectedCustomerPage,
   type RejectedCustomerRecord,
 } from "./rejected-customer/list-rejected-customers";

@@ -347,6 +347,14 @@ export const ZEnv = z
      * as JSON: comma-separated http(s) URLs. Unset: no webhooks.
      */
     ALERT_WEBHOOK_URLS: webhookUrls,
+    /**
+     * Whether the audit webhook (set in the console) may point at a loopback, private or
+     * link-local address: `refuse` (the default, so an admin cannot aim the worker at the
+     * machines around it) or `allow` (a receiver on the same network). docs/audit-webhook.md.
+     */
+    WEBHOOK_PRIVATE_ADDRESSES: z
+      .enum(["refuse", "allow"], { error: "must be refuse or allow" })
+      .default("refuse"),
     LIMITPLANE_WORKER: z
       .enum(["separate", "in-process"], { error: "must be separate or in-process" })
       .default("separate"),

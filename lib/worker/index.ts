@@ -1,5 +1,6 @@
 /** The worker: leader election, the job loop, and the jobs. See worker.ts and lib/control/README.md. */
 export { type AlertWebhooksJobOptions, alertWebhooksJob } from "./jobs/alert-webhooks-job";
+export { type AuditWebhookJobOptions, auditWebhookJob } from "./jobs/audit-webhook-job";
 export {
   type ExpireChangeRequestsJobOptions,
   expireChangeRequestsJob,

@@ -8,6 +8,7 @@ import type { PrismaClient } from "@/lib/generated/prisma/client";
 import { systemClock } from "@/lib/server/composition";
 import { loadEnv } from "@/lib/server/env";
 import { alertWebhooksJob } from "./jobs/alert-webhooks-job";
+import { auditWebhookJob } from "./jobs/audit-webhook-job";
 import { expireChangeRequestsJob } from "./jobs/expire-change-requests-job";
 import { moveTrafficRecordJob } from "./jobs/move-traffic-record-job";
 import { publishSnapshotsJob } from "./jobs/publish-snapshots-job";
@@ -28,6 +29,8 @@ export interface StandardJobsOptions {
   readonly metricsRetentionDays?: number;
   /** Hours of the traffic record kept. @default TRAFFIC_RECORD_RETENTION_HOURS (48) */
   readonly trafficRecordRetentionHours?: number;
+  /** WEBHOOK_PRIVATE_ADDRESSES=allow: the audit webhook may point at a private address. */
+  readonly isPrivateWebhookAllowed?: boolean;
   /** Where alerts are POSTed. @default ALERT_WEBHOOK_URLS (none) */
   readonly alertWebhookUrls?: readonly string[];
   /**
@@ -128,6 +131,19 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
           ) {
             log(`worker: staged change ${outcome.id}: ${outcome.action}`);
           }
+        }
+      },
+    }),
+    auditWebhookJob({
+      deps: { db, clock: systemClock },
+      isPrivateAddressAllowed:
+        options.isPrivateWebhookAllowed ?? loadEnv().WEBHOOK_PRIVATE_ADDRESSES === "allow",
+      onRun(outcome) {
+        // Counts and the receiver's answer only: the URL may carry a token.
+        if (outcome.failedAttempts > 0) {
+          log(
+            `worker: audit webhook: ${outcome.delivered} sent, then failed (${outcome.lastError}); retrying`,
+          );
         }
       },
     }),

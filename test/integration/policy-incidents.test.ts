@@ -1,5 +1,6 @@
 import { resolveLimits, type TSnapshot } from "@limitplane/enforcer/policy";
 import { beforeAll, describe, expect, it } from "vitest";
+import { summarizeAuditEntry } from "@/lib/control/audit/summarize-audit-entry";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import type { ControlDeps } from "@/lib/control/deps";
 import { extendIncident } from "@/lib/control/incident/extend-incident";
@@ -249,6 +250,23 @@ describe("raiseIncident", () => {
   });
 });
 
+/** Tier pro's account limit, and twice it: what a ×2 incident on a pro customer replaces and sets. */
+const PRO_TIMES_TWO = {
+  before: { algorithm: "token-bucket", capacity: 200, refillPerSec: 100 },
+  after: { algorithm: "token-bucket", capacity: 400, refillPerSec: 200 },
+};
+
+function sentenceOf(entry: {
+  action: string;
+  entityType: string;
+  entityId: string;
+  customerId: string | null;
+  before: unknown;
+  after: unknown;
+}): string {
+  return summarizeAuditEntry(entry);
+}
+
 describe("extendIncident and revertIncident", () => {
   it("extend moves the expiry, re-checking the maximum duration from the start", async () => {
     const { db } = database.current();
@@ -272,8 +290,14 @@ describe("extendIncident and revertIncident", () => {
       action: "incident.extend",
       customerId,
       before: { expiresAt: incident.expiresAt, version: 1 },
-      after: { expiresAt: result.incident.expiresAt, version: 2 },
+      after: { expiresAt: result.incident.expiresAt, version: 2, effect: PRO_TIMES_TWO },
     });
+    // The sentence states the numbers, as the raise's does.
+    expect(sentenceOf(entry)).toMatch(
+      new RegExp(
+        `^${customerId}, all endpoints: 100/s, bursts of 200 → 200/s, bursts of 400 extended, until .+ → .+$`,
+      ),
+    );
     const tooLong = await expectRefusedWithoutWrites(db, () =>
       extendIncident(
         { id: incident.id, expectedVersion: 2, durationMs: 25 * HOUR_MS },
@@ -329,8 +353,14 @@ describe("extendIncident and revertIncident", () => {
     expect(entry).toMatchObject({
       action: "incident.revert",
       before: { revokedAt: null },
-      after: { revokedBy: "Dana Operator" },
+      after: { revokedBy: "Dana Operator", effect: PRO_TIMES_TWO },
     });
+    // Reverting puts the usual limit back: the numbers read from the incident's to the tier's.
+    expect(sentenceOf(entry)).toMatch(
+      new RegExp(
+        `^${customerId}, all endpoints: 200/s, bursts of 400 → 100/s, bursts of 200 reverted before its end \\(.+\\); the usual limit applies again$`,
+      ),
+    );
     const snapshot = await latestSnapshot(db);
     expect(snapshot.policy.incidentOverrides.map((item) => item.id)).not.toContain(incident.id);
     expect(accountCheck(snapshot, customerId, Date.now())?.scope).toBe("tier:pro");

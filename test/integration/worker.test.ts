@@ -1,7 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import path from "node:path";
 import { policyRedisNames } from "@limitplane/enforcer/publication";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
@@ -29,6 +28,7 @@ import {
 } from "./helpers/policy-fixtures";
 import { provideTestDatabase } from "./helpers/test-database";
 import { waitFor } from "./helpers/wait-for";
+import { spawnWorkerProcess } from "./helpers/worker-process";
 
 const database = provideTestDatabase();
 const redis = createRedis("control", { url: inject("redisUrl") });
@@ -293,30 +293,14 @@ describe("the worker", () => {
   });
 
   it("npm run worker leads, and stops cleanly on SIGTERM", async () => {
-    const root = path.resolve(import.meta.dirname, "../..");
-    // node itself, not the tsx wrapper: the signal must reach the worker, not a relay.
-    const child = spawn(
-      process.execPath,
-      ["--conditions=react-server", "--import", "tsx", "scripts/worker.ts"],
-      {
-        cwd: root,
-        env: {
-          ...process.env,
-          DATABASE_URL: database.current().url,
-          REDIS_KEY_PREFIX: testPrefix(),
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
+    const worker = spawnWorkerProcess({
+      DATABASE_URL: database.current().url,
+      REDIS_KEY_PREFIX: testPrefix(),
+    });
+    const child = worker.child;
     children.push(child);
-    let output = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    await waitFor(() => output.includes("worker: leading"), {
+    const output = () => worker.output();
+    await waitFor(() => output().includes("worker: leading"), {
       what: "the worker to lead",
       timeoutMs: 30_000,
     });
@@ -324,6 +308,6 @@ describe("the worker", () => {
     child.kill("SIGTERM");
     const [code] = await exited;
     expect(code).toBe(0);
-    expect(output).toContain("worker: SIGTERM, stopping");
+    expect(output()).toContain("worker: SIGTERM, stopping");
   });
 });

@@ -23,6 +23,7 @@ import {
   type ChartRangeId,
   describeNoPolicy,
   formatNumber,
+  formatPercent,
   isChartRangeId,
   type SearchParamsRecord,
 } from "@/lib/console";
@@ -49,6 +50,7 @@ import {
 } from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
 import styles from "./overview.module.css";
+import { RejectedAnonymousTable } from "./rejected-anonymous-table";
 
 export const metadata: Metadata = { title: "Overview" };
 
@@ -121,7 +123,12 @@ export default async function OverviewPage({
         key={`rejected-${rangeId}`}
         fallback={<PanelSkeleton title="Who is being rejected" lines={3} />}
       >
-        <RejectedCustomersPanel rangeId={rangeId} canRaise={canRaise} />
+        <RejectedCustomersPanel
+          rangeId={rangeId}
+          canRaise={canRaise}
+          canChangeLimits={can(principal.role, "tier.write")}
+          canTryDryRun={can(principal.role, "candidate.write")}
+        />
       </Suspense>
       <Suspense fallback={<PanelSkeleton title="Alerts" lines={2} />}>
         <AlertsPanel canChange={canRaise} />
@@ -190,15 +197,19 @@ function RangeTabs({ current }: { current: ChartRangeId }) {
 async function RejectedCustomersPanel({
   rangeId,
   canRaise,
+  canChangeLimits,
+  canTryDryRun,
 }: {
   rangeId: ChartRangeId;
   canRaise: boolean;
+  canChangeLimits: boolean;
+  canTryDryRun: boolean;
 }) {
   const span = REJECTED_SPANS[rangeId];
   const heading = (
     <div className={styles.sectionHeader}>
       <h2 id="rejected-heading">Who is being rejected</h2>
-      <span className="muted small">Identified customers, {span.words}</span>
+      <span className="muted small">Customers and anonymous traffic, {span.words}</span>
     </div>
   );
   let page: Awaited<ReturnType<typeof listRejectedCustomers>>;
@@ -220,15 +231,17 @@ async function RejectedCustomersPanel({
       </section>
     );
   }
+  const isAnyoneRejected = page.customers.length > 0 || page.anonymous.length > 0;
   return (
     <section className="panel" aria-labelledby="rejected-heading" data-testid="overview-rejected">
       {heading}
-      {page.customers.length === 0 ? (
-        <EmptyState title={`No customer was rejected in the ${span.words}`}>
-          Gateways count each identified customer's rejections per minute; none were counted.
-          Anonymous traffic is charted per scope below.
+      {!isAnyoneRejected ? (
+        <EmptyState title={`Nobody was rejected in the ${span.words}`}>
+          Gateways count each customer's rejections per minute, and anonymous traffic's per limit;
+          none were counted.
         </EmptyState>
-      ) : (
+      ) : null}
+      {page.customers.length > 0 ? (
         <>
           <RejectedCustomersTable
             customers={page.customers}
@@ -243,7 +256,31 @@ async function RejectedCustomersPanel({
             <Link href="/customers?sort=rejected">All customers by rejections</Link>
           </p>
         </>
-      )}
+      ) : isAnyoneRejected ? (
+        <p className="muted small">No identified customer was rejected in the {span.words}.</p>
+      ) : null}
+      {page.anonymous.length > 0 ? (
+        <>
+          <h3 className={styles.subheading} id="rejected-anonymous-heading">
+            Anonymous traffic, by limit
+          </h3>
+          <RejectedAnonymousTable
+            limits={page.anonymous}
+            spanWords={span.words}
+            canChange={canChangeLimits}
+            canTryDryRun={canTryDryRun}
+          />
+          <p className="muted small">
+            {formatNumber(page.anonymousRejected)} anonymous rejections in all
+            {page.customers.length > 0
+              ? ` (${formatPercent(page.anonymousRejected / (page.anonymousRejected + page.totalRejected))} of every rejection)`
+              : ""}
+            . Gateways count requests without a customer per limit; no address is kept.
+          </p>
+        </>
+      ) : isAnyoneRejected ? (
+        <p className="muted small">No anonymous request was rejected in the {span.words}.</p>
+      ) : null}
     </section>
   );
 }

@@ -2,10 +2,23 @@ import { z } from "zod";
 import { AUDIT_ACTIONS, AUDIT_ENTITY_TYPES } from "@/lib/control/audit/audit-actions";
 import { listAuditEntries, ZListAuditEntriesOptions } from "@/lib/control/audit/list-audit-entries";
 import { verifyAuditChain } from "@/lib/control/audit/verify-audit-chain";
+import {
+  findAuditWebhookSettings,
+  updateAuditWebhook,
+  ZUpdateAuditWebhookOptions,
+} from "@/lib/control/audit-webhook/audit-webhook-settings";
 import { ACTOR_TYPES } from "@/lib/control/change-context";
-import { controlDeps } from "@/lib/server/composition";
+import { authDeps, controlDeps } from "@/lib/server/composition";
+import { loadEnv } from "@/lib/server/env";
 import { defineEndpoint } from "../endpoint";
-import { queryInt, strictParams } from "./shared";
+import {
+  changeContextOf,
+  queryInt,
+  strictBody,
+  strictParams,
+  ZAuditReceipt,
+  ZReason,
+} from "./shared";
 
 const options = ZListAuditEntriesOptions.shape;
 
@@ -88,4 +101,49 @@ export const verifyAuditChainEndpoint = defineEndpoint({
   access: "audit.read",
   response: ZAuditChainVerification,
   handle: () => verifyAuditChain(controlDeps()),
+});
+
+export const ZAuditWebhookSettings = z.object({
+  url: z.string().nullable().describe("Where every audit entry is POSTed; null: no webhook."),
+  hasSigningSecret: z.boolean(),
+  version: z.number().int().describe("0 until first saved; send it back as expectedVersion."),
+  createdAt: z.string().nullable(),
+  updatedAt: z.string().nullable(),
+});
+
+export const getAuditWebhookEndpoint = defineEndpoint({
+  method: "GET",
+  path: "/api/v1/audit-webhook",
+  summary: "The webhook every audit entry is sent to",
+  description:
+    "Admins only: the URL may carry the receiver's token. The signing secret is never shown.",
+  tag: "Audit log",
+  access: "settings.write",
+  response: z.object({ settings: ZAuditWebhookSettings }),
+  handle: async () => ({ settings: await findAuditWebhookSettings(controlDeps().db) }),
+});
+
+export const updateAuditWebhookEndpoint = defineEndpoint({
+  method: "PUT",
+  path: "/api/v1/audit-webhook",
+  summary: "Set, change or turn off the webhook every audit entry is sent to",
+  description:
+    "Every audit entry from then on is POSTed to `url` by the worker, in order, at least once, signed with HMAC-SHA256 in `Limitplane-Signature` (docs/audit-webhook.md). A signing secret is generated with the first URL and on `rotateSigningSecret`, and returned once as `signingSecret`. `url: null` turns it off and drops the entries not yet sent. A loopback, private or link-local address is refused unless WEBHOOK_PRIVATE_ADDRESSES=allow.",
+  tag: "Audit log",
+  access: "settings.write",
+  body: strictBody({ ...ZUpdateAuditWebhookOptions.shape, reason: ZReason }),
+  response: z.object({
+    settings: ZAuditWebhookSettings,
+    signingSecret: z
+      .string()
+      .nullable()
+      .describe("The new signing secret, shown this once; null when it was kept."),
+    ...ZAuditReceipt,
+  }),
+  errors: ["VERSION_CONFLICT"],
+  handle: ({ body: { reason, ...change }, ...input }) =>
+    updateAuditWebhook(change, changeContextOf(input, reason), {
+      ...authDeps(),
+      isPrivateAddressAllowed: loadEnv().WEBHOOK_PRIVATE_ADDRESSES === "allow",
+    }),
 });

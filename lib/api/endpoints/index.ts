@@ -7,7 +7,12 @@ import { z } from "zod";
 import type { AnyEndpoint } from "../endpoint";
 import { defineEndpoint } from "../endpoint";
 import { buildOpenApi } from "../openapi";
-import { listAuditEntriesEndpoint, verifyAuditChainEndpoint } from "./audit";
+import {
+  getAuditWebhookEndpoint,
+  listAuditEntriesEndpoint,
+  updateAuditWebhookEndpoint,
+  verifyAuditChainEndpoint,
+} from "./audit";
 import {
   changePasswordEndpoint,
   listSessionsEndpoint,
@@ -227,5 +232,7 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   runBacktestEndpoint,
   listAuditEntriesEndpoint,
   verifyAuditChainEndpoint,
+  getAuditWebhookEndpoint,
+  updateAuditWebhookEndpoint,
   openApiEndpoint,
 ];

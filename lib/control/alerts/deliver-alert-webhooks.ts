@@ -26,6 +26,7 @@ import type { PrismaClient } from "@/lib/generated/prisma/client";
 import { queueChangeRequestNotices } from "../change-request/queue-change-request-notices";
 import type { FleetDeps } from "../deps";
 import { toJson } from "../stored";
+import { MAX_WEBHOOK_ERROR_LENGTH, postWebhook } from "../webhooks/post-webhook";
 import type { ConsoleAlert } from "./alert-rules";
 import { evaluateAlerts } from "./evaluate-alerts";
 
@@ -79,8 +80,6 @@ export interface AlertWebhookPayload {
 }
 
 const LEASE_MS = 60_000;
-/** Longest error text kept; bodies of failing receivers can be large. */
-const MAX_ERROR_LENGTH = 500;
 
 export async function deliverAlertWebhooks(
   deps: AlertWebhookDeps,
@@ -216,7 +215,7 @@ async function sendDue(
       where: { id: row.id },
       data: {
         status: isLast ? "failed" : "pending",
-        lastError: error.slice(0, MAX_ERROR_LENGTH),
+        lastError: error.slice(0, MAX_WEBHOOK_ERROR_LENGTH),
         nextAttemptAt: new Date(deps.clock.nowMs() + retryDelayMs(attempts, options)),
       },
     });
@@ -224,8 +223,8 @@ async function sendDue(
   return { delivered, failedAttempts };
 }
 
-/** One POST; null on a 2xx answer, else what went wrong, in words. */
-async function post(
+/** One POST of a stored delivery, its id added to the body. */
+function post(
   deps: AlertWebhookDeps,
   url: string,
   id: bigint,
@@ -236,26 +235,12 @@ async function post(
     typeof stored === "object" && stored !== null
       ? { deliveryId: id.toString(), ...stored }
       : { deliveryId: id.toString(), alert: stored };
-  try {
-    const response = await (deps.fetch ?? fetch)(url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "user-agent": "limitplane-alerts",
-        "limitplane-delivery": id.toString(),
-      },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
-      redirect: "manual",
-    });
-    // Drain the body so the connection can be reused; its content is not needed.
-    await response.arrayBuffer().catch(() => undefined);
-    if (response.status >= 200 && response.status < 300) return null;
-    return `the receiver answered ${response.status}`;
-  } catch (error: unknown) {
-    if (error instanceof Error && error.name === "TimeoutError") {
-      return `no answer within ${timeoutMs} ms`;
-    }
-    return `the request failed: ${error instanceof Error ? error.message : String(error)}`;
-  }
+  return postWebhook({
+    url,
+    body: JSON.stringify(body),
+    deliveryId: id.toString(),
+    userAgent: "limitplane-alerts",
+    timeoutMs,
+    fetch: deps.fetch,
+  });
 }

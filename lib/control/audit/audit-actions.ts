@@ -55,6 +55,7 @@ export const AUDIT_ACTIONS = [
   "token.revoke",
   "approval-settings.update",
   "staged-guard-settings.update",
+  "audit-webhook.update",
   "change-request.create",
   "change-request.refresh",
   "change-request.approve",
@@ -81,6 +82,7 @@ export const AUDIT_ENTITY_TYPES = [
   "token",
   "approval-settings",
   "staged-guard-settings",
+  "audit-webhook",
   "change-request",
 ] as const;
 export type AuditEntityType = (typeof AUDIT_ENTITY_TYPES)[number];

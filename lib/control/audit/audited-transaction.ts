@@ -13,6 +13,7 @@ import { Prisma, type PrismaClient } from "@/lib/generated/prisma/client";
 import type { TChangeContext } from "../change-context";
 import { AppError } from "../errors";
 import { lockAuditChain } from "../locks";
+import { AUDIT_WEBHOOK_TOPIC, enqueueOutboxEvent } from "../outbox/outbox";
 import { isRetryableTransactionError } from "../prisma-errors";
 import { jsonColumn } from "../stored";
 import type { AuditAction, AuditEntityType } from "./audit-actions";
@@ -119,6 +120,14 @@ export async function writeAuditEntry(
     },
     select: { id: true },
   });
+  // The audit webhook's delivery commits with the entry or not at all (docs/audit-webhook.md).
+  const webhook = await tx.auditWebhookSettings.findFirst({
+    where: { id: 1, url: { not: null } },
+    select: { id: true },
+  });
+  if (webhook !== null) {
+    await enqueueOutboxEvent(tx, AUDIT_WEBHOOK_TOPIC, { auditEntryId: head.id.toString() });
+  }
   return head.id;
 }
 

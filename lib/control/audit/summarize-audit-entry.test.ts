@@ -34,6 +34,18 @@ function entry(fields: Partial<SummarizableAuditEntry>): SummarizableAuditEntry 
   };
 }
 
+/** The extension of `incident` to what `after` says. */
+function extension(after: Record<string, unknown>): SummarizableAuditEntry {
+  return entry({
+    action: "incident.extend",
+    entityType: "incident",
+    entityId: "inc-1",
+    customerId: "vandelay",
+    before: incident,
+    after,
+  });
+}
+
 describe("summarizeAuditEntry", () => {
   it.each<[string, SummarizableAuditEntry, string]>([
     [
@@ -60,14 +72,7 @@ describe("summarizeAuditEntry", () => {
     ],
     [
       "an extension says the old and new end",
-      entry({
-        action: "incident.extend",
-        entityType: "incident",
-        entityId: "inc-1",
-        customerId: "vandelay",
-        before: incident,
-        after: { ...incident, expiresAt: "2026-12-04T14:51:25.068Z" },
-      }),
+      extension({ ...incident, expiresAt: "2026-12-04T14:51:25.068Z" }),
       "vandelay, all endpoints: limit ×3 extended, until 14:36 UTC → 14:51 UTC",
     ],
     [
@@ -82,6 +87,32 @@ describe("summarizeAuditEntry", () => {
         after: { ...incident, revokedAt: "2026-12-03T10:00:00.000Z" },
       }),
       "vandelay, all endpoints: limit ×3 reverted before its end (2026-12-04 14:36 UTC); the usual limit applies again",
+    ],
+    [
+      "a revert with its numbers reads from the incident's limit back to the usual one",
+      entry({
+        action: "incident.revert",
+        entityType: "incident",
+        entityId: "inc-1",
+        customerId: "vandelay",
+        at: "2026-12-04T14:30:00.000Z",
+        before: incident,
+        after: {
+          ...incident,
+          revokedAt: "2026-12-04T14:30:00.000Z",
+          effect: { before: bucket(10, 20), after: bucket(30, 60) },
+        },
+      }),
+      "vandelay, all endpoints: 30/s, bursts of 60 → 10/s, bursts of 20 reverted before its end (14:36 UTC); the usual limit applies again",
+    ],
+    [
+      "an extension with its numbers states them",
+      extension({
+        ...incident,
+        expiresAt: "2026-12-04T14:51:25.068Z",
+        effect: { before: bucket(10, 20), after: bucket(30, 60) },
+      }),
+      "vandelay, all endpoints: 10/s, bursts of 20 → 30/s, bursts of 60 extended, until 14:36 UTC → 14:51 UTC",
     ],
     [
       "a tier change in rates and bursts",

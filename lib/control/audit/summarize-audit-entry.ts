@@ -134,9 +134,13 @@ function incidentSummary(entry: SummarizableAuditEntry, atMs: number): string {
   const expiresMs = expiresAt === null ? Number.NaN : Date.parse(expiresAt);
   const until = Number.isFinite(expiresMs) ? formatUtcClock(expiresMs, atMs) : null;
   const effect = fieldsOf(current?.effect);
+  // An ending incident puts the usual limit back: its numbers read the other way round.
+  const isEnding = entry.action === "incident.revert" || entry.action === "incident.expire";
   const change =
     effect !== null && limitOf(effect.before) !== null && limitOf(effect.after) !== null
-      ? `${limitWords(effect.before)} → ${limitWords(effect.after)}`
+      ? isEnding
+        ? `${limitWords(effect.after)} → ${limitWords(effect.before)}`
+        : `${limitWords(effect.before)} → ${limitWords(effect.after)}`
       : num(current, "factor") !== null
         ? `limit ${formatFactor(num(current, "factor") ?? 1)}`
         : limitOf(current?.limit) !== null
@@ -238,6 +242,16 @@ function customerSummary(entry: SummarizableAuditEntry): string {
   return `${head}: ${parts.length === 0 ? "nothing changed" : parts.join("; ")}`;
 }
 
+function auditWebhookSummary(entry: SummarizableAuditEntry): string {
+  const before = text(fieldsOf(entry.before), "url");
+  const after = fieldsOf(entry.after);
+  const url = text(after, "url");
+  const secret = after?.isSigningSecretNew === true ? "; new signing secret" : "";
+  if (url === null) return `audit webhook turned off${before === null ? "" : ` (was ${before})`}`;
+  if (before === null) return `audit webhook set to ${url}${secret}`;
+  return `audit webhook ${before === url ? `kept at ${url}` : fromTo(before, url)}${secret}`;
+}
+
 function genericSummary(entry: SummarizableAuditEntry): string {
   const before = fieldsOf(entry.before);
   const after = fieldsOf(entry.after);
@@ -267,6 +281,8 @@ export function summarizeAuditEntry(entry: SummarizableAuditEntry): string {
       return endpointClassSummary(entry);
     case "customer":
       return customerSummary(entry);
+    case "audit-webhook":
+      return auditWebhookSummary(entry);
     default:
       return genericSummary(entry);
   }

@@ -6,6 +6,7 @@ import { validationError } from "../errors";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
 import { versionedWrite } from "../versioned-write";
+import { storedIncidentEffect } from "./incident-effect";
 import { assertWithinGuardrails } from "./incident-guardrails";
 import {
   type IncidentRecord,
@@ -45,6 +46,8 @@ export async function extendIncident(
   deps: ControlDeps,
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZExtendIncidentOptions, options, context);
+  // The numbers the audit entry states, as the raise's entry does.
+  const effect = await storedIncidentEffect(input.id, deps);
   return runPolicyChange(deps, ctx, {
     action: "incident.extend",
     entityType: "incident",
@@ -74,7 +77,7 @@ export async function extendIncident(
           select: incidentSelect,
         });
         const incident = toIncidentRecord(row);
-        return { after: auditView(incident), value: { incident } };
+        return { after: { ...auditView(incident), effect }, value: { incident } };
       },
     ),
   });

@@ -9,6 +9,7 @@ import { type ResolutionTrace, resolveLimits, scaleLimit } from "@limitplane/enf
 import type { ClockedReadDeps } from "../deps";
 import { isAppError } from "../errors";
 import { readCompiledSnapshot } from "../policy/get-current-snapshot";
+import { incidentSelect, toIncidentRecord } from "./incident-record";
 
 type TraceSlot = ResolutionTrace["slots"][number];
 
@@ -78,4 +79,18 @@ export async function incidentEffect(
     if (isAppError(error)) return null;
     throw error;
   }
+}
+
+/**
+ * The effect of the stored incident `id` (null when there is none, or nothing to replace), for the
+ * audit entries of its extension, revert and expiry: the same numbers the raise states, against the
+ * policy in force now. Read before the change's transaction: the fields it uses (customer, layer,
+ * factor, limit) never change after the raise.
+ */
+export async function storedIncidentEffect(
+  id: string,
+  deps: ClockedReadDeps,
+): Promise<IncidentEffect | null> {
+  const row = await deps.db.incidentOverride.findUnique({ where: { id }, select: incidentSelect });
+  return row === null ? null : incidentEffect(toIncidentRecord(row), deps);
 }

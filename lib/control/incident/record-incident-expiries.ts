@@ -2,6 +2,7 @@ import { systemActor } from "../change-context";
 import type { ControlDeps } from "../deps";
 import { runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
+import { storedIncidentEffect } from "./incident-effect";
 import { incidentSelect, toIncidentRecord } from "./incident-record";
 
 export interface RecordIncidentExpiriesOptions {
@@ -35,6 +36,7 @@ export async function recordIncidentExpiries(
   });
   const recorded: string[] = [];
   for (const { id, expiresAt } of due) {
+    const effect = await storedIncidentEffect(id, deps);
     try {
       await runPolicyChange(
         deps,
@@ -70,7 +72,7 @@ export async function recordIncidentExpiries(
               entityId: id,
               customerId: after.customerId,
               before: auditView(toIncidentRecord(before)),
-              after: auditView(after),
+              after: { ...auditView(after), effect },
               value: {},
             };
           },

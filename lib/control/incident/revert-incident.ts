@@ -5,6 +5,7 @@ import type { ControlDeps } from "../deps";
 import { type ChangeReceipt, runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
 import { versionedWrite } from "../versioned-write";
+import { storedIncidentEffect } from "./incident-effect";
 import {
   type IncidentRecord,
   incidentEntity,
@@ -29,6 +30,8 @@ export async function revertIncident(
   deps: ControlDeps,
 ): Promise<{ readonly incident: IncidentRecord } & ChangeReceipt> {
   const { input, ctx } = parseChange(ZRevertIncidentOptions, options, context);
+  // The numbers the audit entry states, as the raise's entry does.
+  const effect = await storedIncidentEffect(input.id, deps);
   return runPolicyChange(deps, ctx, {
     action: "incident.revert",
     entityType: "incident",
@@ -50,7 +53,7 @@ export async function revertIncident(
           select: incidentSelect,
         });
         const incident = toIncidentRecord(row);
-        return { after: auditView(incident), value: { incident } };
+        return { after: { ...auditView(incident), effect }, value: { incident } };
       },
     ),
   });
