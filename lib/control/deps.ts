@@ -12,8 +12,8 @@ import type {
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 import type { SessionSettings } from "./auth/auth-settings";
 import type { ScryptParams } from "./auth/password";
-import type { SsoRechecker } from "./auth/recheck-sso-session";
 import type { SignInLimiter } from "./auth/sign-in-limiter";
+import type { SsoRechecker } from "./auth/sso-identity";
 import type { PasswordSignInPolicy } from "./auth/sso-settings";
 import type { SnapshotPublisher } from "./outbox/publish-pending-snapshots";
 

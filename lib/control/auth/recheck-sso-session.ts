@@ -26,33 +26,11 @@ import { systemActor, type TChangeContext } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import type { OperatorRecord } from "../operator/operator-record";
-import { type SsoIdentity, syncSsoOperator } from "./sign-in-with-sso";
+import { syncSsoOperator } from "./sign-in-with-sso";
+import type { SsoRechecker } from "./sso-identity";
 
 /** How long a claimed check, or a failed one, waits before the next attempt. */
 export const SSO_RECHECK_RETRY_MS = 60_000;
-
-/** What the provider said of a session's identity (lib/server/sso/oidc-flow.ts). */
-export type SsoRecheckVerdict =
-  | {
-      readonly kind: "confirmed";
-      readonly identity: SsoIdentity;
-      /** The provider's new tokens, sealed, to store in place of the old. */
-      readonly sealedTokens: string;
-    }
-  | { readonly kind: "refused"; readonly reason: string }
-  | { readonly kind: "unreachable"; readonly reason: string };
-
-/** Asks the provider about a session's identity; the adapter lives in lib/server/sso. */
-export interface SsoRechecker {
-  /** How often a session's role is confirmed at the provider (OIDC_RECHECK_MINUTES). */
-  readonly intervalMs: number;
-  /**
-   * What an unreachable provider does to a session whose role has gone unconfirmed for two
-   * intervals (OIDC_RECHECK_OUTAGE). @default "end-session"
-   */
-  readonly onOutage: "end-session" | "keep-session";
-  check(sealedTokens: string | null): Promise<SsoRecheckVerdict>;
-}
 
 /** The session as authenticate.ts read it. */
 export interface SsoSessionToCheck {

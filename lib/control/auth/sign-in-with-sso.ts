@@ -16,7 +16,7 @@
  *
  * A sign-in that changes nothing writes no audit entry, as a password sign-in writes none.
  */
-import { z } from "zod";
+import type { z } from "zod";
 import { runAuditedChange } from "../audit/run-audited-change";
 import type { TChangeContext } from "../change-context";
 import type { AuthDeps } from "../deps";
@@ -27,25 +27,14 @@ import {
   type OperatorRecord,
   operatorSelect,
   toOperatorRecord,
-  ZOperatorEmail,
 } from "../operator/operator-record";
 import { auditView, type Db } from "../stored";
 import { createSession, type NewSession } from "./create-session";
 import type { Role } from "./roles";
+import { type SsoIdentity, ZSsoIdentity } from "./sso-identity";
 
 /** Stored as the password hash of an account made by SSO: no password matches it. */
 export const SSO_ONLY_PASSWORD_HASH = "!sso";
-
-export const ZSsoIdentity = z.strictObject({
-  issuer: z.string().min(1).max(500),
-  subject: z.string().min(1, { error: "the provider sent an empty sub" }).max(500),
-  email: ZOperatorEmail.nullable(),
-  isEmailVerified: z.boolean(),
-  name: z.string().trim().max(200).nullable(),
-  /** From the role claim (sso-settings.ts `roleFromClaims`); null: no role granted. */
-  role: z.enum(["viewer", "operator", "admin"]).nullable(),
-});
-export type SsoIdentity = z.input<typeof ZSsoIdentity>;
 
 export interface SsoSignInResult extends NewSession {
   readonly operator: OperatorRecord;

@@ -19,12 +19,7 @@ import { request as httpsRequest } from "node:https";
 import * as jose from "jose";
 import * as oidc from "openid-client";
 import { endSsoSessions } from "@/lib/control/auth/end-sso-sessions";
-import type { SsoRechecker, SsoRecheckVerdict } from "@/lib/control/auth/recheck-sso-session";
-import {
-  type SsoIdentity,
-  type SsoSignInResult,
-  signInWithSso,
-} from "@/lib/control/auth/sign-in-with-sso";
+import { type SsoSignInResult, signInWithSso } from "@/lib/control/auth/sign-in-with-sso";
 import {
   cookieValue,
   flowCookieHeader,
@@ -33,6 +28,7 @@ import {
   SSO_FLOW_TTL_MS,
   sealFlowState,
 } from "@/lib/control/auth/sso-flow-state";
+import type { SsoIdentity, SsoRechecker, SsoRecheckVerdict } from "@/lib/control/auth/sso-identity";
 import { roleFromClaims, type SsoSettings } from "@/lib/control/auth/sso-settings";
 import type { AuthDeps } from "@/lib/control/deps";
 import { AppError } from "@/lib/control/errors";
