@@ -2,6 +2,12 @@
  * Runs before every route (Next.js's proxy, on the Node.js runtime): refuses a path that is not
  * valid percent-encoding (400, the API's error shape under /api), and puts the security headers
  * (lib/api/security-headers.ts) on every response.
+ *
+ * The two import routes are left out (`config.matcher`): Next.js copies a request's body for the
+ * proxy, up to 10 MB, and a larger body reached the route truncated (a 100 MB policy import
+ * answered 400 MALFORMED_JSON); a larger limit would hold the whole body in memory twice. Their
+ * route files add the security headers themselves (lib/api/route-handler.ts
+ * `routeHandlersOutsideProxy`).
  */
 import { type NextRequest, NextResponse } from "next/server";
 import { errorResponse, newRequestId } from "@/lib/api/error-response";
@@ -41,3 +47,7 @@ export function proxy(request: NextRequest): Response {
   }
   return withHeaders(NextResponse.next(), headers);
 }
+
+export const config = {
+  matcher: ["/((?!api/v1/policy/import$|api/v1/descriptor-rules/import-envoy$).*)"],
+};

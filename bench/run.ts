@@ -21,6 +21,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   backtest: () => import("./backtest"),
   baseline: () => import("./baseline"),
   "cold-start": () => import("./cold-start"),
+  import: () => import("./import"),
   core: () => import("./core"),
   enforcer: () => import("./enforcer"),
   failover: () => import("./failover"),

@@ -2,7 +2,8 @@
  * Single sign-on in Chromium against a real OpenID Connect provider (`oidc-provider` over https,
  * test/support/oidc-provider.ts) and a console of its own configured for it with password
  * sign-in off: an operator signs in through the provider and lands where they were going with
- * the role their group grants; a password is refused but for the break-glass admin.
+ * the role their group grants, and signing out of the console signs them out at the provider
+ * too; a password is refused but for the break-glass admin.
  */
 import { test as base, expect } from "@playwright/test";
 import pg from "pg";
@@ -22,6 +23,7 @@ let own: OwnConsole;
 test.beforeAll(async () => {
   provider = await startTestOidcProvider({
     redirectUris: [`${CONSOLE_URL}/auth/oidc/callback`],
+    postLogoutRedirectUris: [`${CONSOLE_URL}/sign-in?signedOut=1`],
   });
   own = await startOwnConsole(CONSOLE_PORT, {
     OIDC_ISSUER: provider.issuer,
@@ -83,6 +85,42 @@ test("an operator signs in through the identity provider with the role of their 
   await expect(page.getByTestId("who")).toContainText("Sam Reliability");
   await expect(page.getByTestId("who-role")).toHaveText("operator");
   expect(await operatorRow(email)).toEqual({ role: "operator", ssoIssuer: provider.issuer });
+  await context.close();
+});
+
+test("signing out of the console signs out at the provider too, and comes back", async ({
+  browser,
+}) => {
+  const login = `leaver-${Date.now().toString(36)}`;
+  provider.accounts.set(login, {
+    email: `${login}@corp.test`,
+    email_verified: true,
+    name: "Lee Leaving",
+    groups: ["staff"],
+  });
+  const context = await browser.newContext({ ignoreHTTPSErrors: true });
+  const page = await context.newPage();
+  await page.goto(`${CONSOLE_URL}/sign-in?next=/customers`);
+  await page.getByRole("link", { name: "Sign in with Corp IdP" }).click();
+  await page.locator('input[name="login"]').fill(login);
+  await page.locator('input[name="password"]').fill("anything");
+  await page.getByRole("button", { name: "Sign-in" }).click();
+  await expect(page.getByTestId("who")).toContainText("Lee Leaving");
+
+  await page.getByRole("button", { name: "Sign out" }).click();
+  // The provider's own page (its end-session endpoint, reached with the ID token as a hint).
+  await expect(page).toHaveURL(new RegExp(`^${provider.issuer}/session/end`));
+  await page.getByRole("button", { name: "Yes, sign me out" }).click();
+  await expect(page).toHaveURL(`${CONSOLE_URL}/sign-in?signedOut=1`);
+  await expect(page.getByText("You are signed out.")).toBeVisible();
+
+  // Signed out here: a page sends the browser to sign in again.
+  await page.goto(`${CONSOLE_URL}/customers`);
+  await expect(page).toHaveURL(/\/sign-in/);
+  // And there: the provider asks for the login again instead of signing straight back in.
+  await page.getByRole("link", { name: "Sign in with Corp IdP" }).click();
+  await expect(page).toHaveURL(new RegExp(`^${provider.issuer}/interaction/`));
+  await expect(page.locator('input[name="login"]')).toBeVisible();
   await context.close();
 });
 

@@ -13,6 +13,7 @@ import type { PrismaClient } from "@/lib/generated/prisma/client";
 import type { SessionSettings } from "./auth/auth-settings";
 import type { ScryptParams } from "./auth/password";
 import type { SignInLimiter } from "./auth/sign-in-limiter";
+import type { SsoRechecker } from "./auth/sso-identity";
 import type { PasswordSignInPolicy } from "./auth/sso-settings";
 import type { SnapshotPublisher } from "./outbox/publish-pending-snapshots";
 
@@ -50,6 +51,11 @@ export interface AuthDeps {
   readonly auditKey?: string;
   /** Whether passwords are accepted (auth/sso-settings.ts). @default on, for everyone */
   readonly passwordSignIn?: PasswordSignInPolicy;
+  /**
+   * Re-checks the role of sessions signed in through the identity provider
+   * (auth/recheck-sso-session.ts). @default none: no single sign-on, nothing to re-check
+   */
+  readonly ssoRecheck?: SsoRechecker;
 }
 
 /** The commands the fleet reads use; an ioredis client satisfies it. */

@@ -33,6 +33,7 @@ import { loadEnv } from "./env";
 import { getSharedLimiterStore } from "./limiter-store";
 import type { OpsRedisDeps } from "./ops/ops-redis";
 import { createRedis } from "./redis";
+import { ssoRechecker } from "./sso/oidc-flow";
 
 /** The control plane's clock: the wall clock, in epoch milliseconds. */
 export const systemClock: Clock = { nowMs: () => Date.now() };
@@ -102,6 +103,7 @@ export function authDeps(): AuthDeps {
   const deps = built();
   if (deps.auth === undefined) {
     const control = controlDeps();
+    const sso = ssoSettingsFromEnv();
     deps.auth = {
       db: control.db,
       clock: control.clock,
@@ -116,6 +118,7 @@ export function authDeps(): AuthDeps {
         isEnabled: loadEnv().PASSWORD_SIGN_IN === "on",
         breakGlassEmails: loadEnv().BREAK_GLASS_ADMINS,
       },
+      ...(sso === null ? {} : { ssoRecheck: ssoRechecker(sso, loadEnv().SESSION_SECRET) }),
     };
   }
   return deps.auth;
@@ -141,6 +144,8 @@ export function ssoSettingsFromEnv(): SsoSettings | null {
               roleGrants: env.OIDC_ROLE_MAP,
               displayName: env.OIDC_DISPLAY_NAME,
               caPem: env.OIDC_CA_FILE === undefined ? null : readFileSync(env.OIDC_CA_FILE, "utf8"),
+              recheckIntervalMs: env.OIDC_RECHECK_MINUTES * 60_000,
+              onProviderOutage: env.OIDC_RECHECK_OUTAGE,
             },
     };
   }

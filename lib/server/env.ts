@@ -438,6 +438,17 @@ export const ZEnv = z
     OIDC_DISPLAY_NAME: z.string().trim().min(1).max(60).default("single sign-on"),
     /** A PEM file of the CA that signed the provider's certificate, when not a public one. */
     OIDC_CA_FILE: z.string().min(1).optional(),
+    /** How often a session's role is confirmed at the provider, in minutes (docs/sso.md). */
+    OIDC_RECHECK_MINUTES: z.coerce
+      .number({ error: "must be a number of minutes" })
+      .int({ error: "must be a whole number of minutes" })
+      .min(1, { error: "must be at least 1" })
+      .max(60, { error: "must be at most 60 (sessions last hours; a role must not)" })
+      .default(5),
+    /** What an unreachable provider does to a session left unconfirmed for two intervals. */
+    OIDC_RECHECK_OUTAGE: z
+      .enum(["end-session", "keep-session"], { error: "must be end-session or keep-session" })
+      .default("end-session"),
     /** `off` refuses password sign-in but for BREAK_GLASS_ADMINS; needs OIDC_ISSUER. */
     PASSWORD_SIGN_IN: z.enum(["on", "off"], { error: "must be on or off" }).default("on"),
     /**

@@ -11,6 +11,7 @@ import { request as httpsRequest } from "node:https";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticateSessionToken } from "@/lib/control/auth/authenticate";
+import { revokeSession } from "@/lib/control/auth/revoke-session";
 import { signIn } from "@/lib/control/auth/sign-in";
 import {
   cookieValue,
@@ -24,9 +25,12 @@ import { createOperator } from "@/lib/control/operator/create-operator";
 import {
   acceptBackchannelLogout,
   finishSsoSignIn,
+  providerSignOutUrl,
   SSO_BACKCHANNEL_LOGOUT_PATH,
   SSO_CALLBACK_PATH,
+  SSO_POST_LOGOUT_PATH,
   type SsoRedirect,
+  ssoRechecker,
   startSsoSignIn,
 } from "@/lib/server/sso/oidc-flow";
 import { startTestOidcProvider, type TestOidcProvider } from "../support/oidc-provider";
@@ -35,6 +39,7 @@ import { uniqueName } from "./helpers/policy-fixtures";
 
 const api = provideApiHarness({ withPolicy: false });
 const SECRET = "sso-test-session-secret-0123456789abcdef";
+const RECHECK_MS = 5 * 60_000;
 let provider: TestOidcProvider;
 let settings: SsoSettings;
 
@@ -67,6 +72,7 @@ beforeAll(async () => {
   provider = await startTestOidcProvider({
     redirectUris: [`${ORIGIN}${SSO_CALLBACK_PATH}`],
     backchannelLogoutUri: `http://127.0.0.1:${port}${SSO_BACKCHANNEL_LOGOUT_PATH}`,
+    postLogoutRedirectUris: [`${ORIGIN}${SSO_POST_LOGOUT_PATH}`],
   });
   settings = {
     issuer: provider.issuer,
@@ -80,6 +86,8 @@ beforeAll(async () => {
     ],
     displayName: "Test IdP",
     caPem: provider.caPem,
+    recheckIntervalMs: RECHECK_MS,
+    onProviderOutage: "end-session",
   };
 }, 30_000);
 
@@ -164,7 +172,7 @@ async function signInAtProvider(
 }
 
 function flowOptions() {
-  return { settings, secret: SECRET, origin: ORIGIN, isSecureCookie: false, nowMs: Date.now() };
+  return { settings, secret: SECRET, origin: ORIGIN, isSecureCookie: false, nowMs: api.nowMs() };
 }
 
 function flowCookieOf(redirect: SsoRedirect): string {
@@ -467,4 +475,248 @@ describe("password sign-in turned off", () => {
     ).rejects.toMatchObject({ code: "UNAUTHENTICATED" });
     expect(await auditActions(admin.id)).toHaveLength(2);
   });
+});
+
+describe("the role re-checked at the provider while signed in", () => {
+  /** Authentication as the console does it with SSO configured: due sessions are re-checked. */
+  function rechecking(rechecker = ssoRechecker(settings, SECRET)) {
+    return { ...api.authDeps(), ssoRecheck: rechecker };
+  }
+
+  /** Runs `act` and expects `dueAtMs` to be `afterMs` past the clock's reading during it. */
+  async function expectDueAfter(afterMs: number, act: () => Promise<unknown>, operatorId: string) {
+    const fromMs = api.nowMs();
+    await act();
+    const toMs = api.nowMs();
+    const dueAtMs = (await sessionRow(operatorId)).ssoCheckDueAt?.getTime() ?? 0;
+    expect(dueAtMs).toBeGreaterThanOrEqual(fromMs + afterMs);
+    expect(dueAtMs).toBeLessThanOrEqual(toMs + afterMs);
+  }
+
+  async function signedInAs(groups: string[]) {
+    const login = uniqueName("recheck");
+    const account = { email: `${login}@corp.test`, email_verified: true, name: "Re Check", groups };
+    provider.accounts.set(login, account);
+    const { sessionToken } = await ssoSignIn(login);
+    if (sessionToken === null) throw new Error("the sign-in made no session");
+    const { id } = await api.db().operator.findUniqueOrThrow({
+      where: { email: account.email },
+      select: { id: true },
+    });
+    return { login, account, sessionToken, operatorId: id };
+  }
+
+  function sessionRow(operatorId: string) {
+    return api.db().session.findFirstOrThrow({
+      where: { operatorId },
+      select: { ssoTokens: true, ssoCheckDueAt: true, revokedAt: true },
+    });
+  }
+
+  async function auditOf(operatorId: string) {
+    return api.db().auditEntry.findMany({
+      where: { entityType: "operator", entityId: operatorId },
+      orderBy: { id: "asc" },
+      select: { action: true, actorName: true, reason: true, before: true, after: true },
+    });
+  }
+
+  it("a group removed at the provider demotes a signed-in operator at the next re-check (audited); no group left ends the session", async () => {
+    const { account, sessionToken, operatorId } = await signedInAs(["lp-admins"]);
+    const deps = rechecking();
+    const before = await sessionRow(operatorId);
+    expect(before.ssoTokens).toMatch(/^v1\./);
+    expect(before.ssoCheckDueAt?.getTime()).toBeLessThanOrEqual(api.nowMs() + RECHECK_MS);
+
+    account.groups = ["staff"];
+    // Not yet due: the role last confirmed holds, and the provider is not asked.
+    expect((await authenticateSessionToken(sessionToken, deps))?.role).toBe("admin");
+    api.advanceClock(RECHECK_MS);
+    await expectDueAfter(
+      RECHECK_MS,
+      async () => {
+        expect((await authenticateSessionToken(sessionToken, deps))?.role).toBe("viewer");
+      },
+      operatorId,
+    );
+    const after = await sessionRow(operatorId);
+    expect(after.ssoTokens).not.toBe(before.ssoTokens);
+    const entries = await auditOf(operatorId);
+    expect(entries.map((entry) => entry.action)).toEqual([
+      "operator.sso-create",
+      "operator.sso-update",
+    ]);
+    expect(entries[1]).toMatchObject({
+      actorName: "identity provider re-check",
+      before: { role: "admin" },
+      after: { role: "viewer" },
+    });
+
+    account.groups = ["contractors"];
+    api.advanceClock(RECHECK_MS);
+    expect(await authenticateSessionToken(sessionToken, deps)).toBeNull();
+    expect((await sessionRow(operatorId)).revokedAt).not.toBeNull();
+    expect((await auditOf(operatorId)).map((entry) => entry.action)).toEqual([
+      "operator.sso-create",
+      "operator.sso-update",
+      "operator.sso-session-end",
+    ]);
+  }, 30_000);
+
+  it("a grant revoked at the provider ends the session at the next re-check, audited with the provider's reason", async () => {
+    const { login, sessionToken, operatorId } = await signedInAs(["lp-operators"]);
+    const deps = rechecking();
+    expect(await provider.revokeGrants(login)).toBeGreaterThan(0);
+    expect((await authenticateSessionToken(sessionToken, deps))?.role).toBe("operator");
+    api.advanceClock(RECHECK_MS);
+    expect(await authenticateSessionToken(sessionToken, deps)).toBeNull();
+    const ended = (await auditOf(operatorId)).at(-1);
+    expect(ended).toMatchObject({
+      action: "operator.sso-session-end",
+      actorName: "identity provider re-check",
+    });
+    expect(ended?.reason).toMatch(/^The identity provider refused: invalid_grant/);
+    // Ended stays ended, with no re-check left to run.
+    expect(await authenticateSessionToken(sessionToken, deps)).toBeNull();
+  }, 30_000);
+
+  it("an unreachable provider keeps the role confirmed last, then ends the session after two intervals", async () => {
+    const { sessionToken, operatorId } = await signedInAs(["lp-operators"]);
+    const down = { ...settings, issuer: "https://127.0.0.1:9" };
+    const ending = rechecking(ssoRechecker(down, SECRET));
+    const keeping = rechecking(ssoRechecker({ ...down, onProviderOutage: "keep-session" }, SECRET));
+    api.advanceClock(RECHECK_MS);
+    // The failed check is retried a minute later, not on every request.
+    await expectDueAfter(
+      60_000,
+      async () => {
+        expect((await authenticateSessionToken(sessionToken, ending))?.role).toBe("operator");
+      },
+      operatorId,
+    );
+    api.advanceClock(RECHECK_MS);
+    expect((await authenticateSessionToken(sessionToken, keeping))?.role).toBe("operator");
+    api.advanceClock(60_000);
+    expect(await authenticateSessionToken(sessionToken, ending)).toBeNull();
+    const ended = (await auditOf(operatorId)).at(-1);
+    expect(ended?.action).toBe("operator.sso-session-end");
+    expect(ended?.reason).toMatch(/could not be reached to confirm the role for \d+ minutes/);
+  }, 30_000);
+
+  it("a session whose stored tokens were altered ends at its re-check; a password session is never re-checked", async () => {
+    const { sessionToken, operatorId } = await signedInAs(["staff"]);
+    const deps = rechecking();
+    await api.db().session.updateMany({
+      where: { operatorId },
+      data: { ssoTokens: "v1.AAAA.BBBB.CCCC" },
+    });
+    api.advanceClock(RECHECK_MS);
+    expect(await authenticateSessionToken(sessionToken, deps)).toBeNull();
+    expect((await auditOf(operatorId)).at(-1)?.reason).toContain("missing or altered");
+
+    const password = await signIn(
+      { email: "viewer@limitplane.test", password: TEST_PASSWORD, address: "10.6.6.6" },
+      api.authDeps(),
+    );
+    api.advanceClock(RECHECK_MS);
+    expect((await authenticateSessionToken(password.sessionToken, deps))?.role).toBe("viewer");
+  }, 30_000);
+
+  it("concurrent requests due a re-check are all answered, and the demotion is audited once", async () => {
+    const { account, sessionToken, operatorId } = await signedInAs(["lp-admins"]);
+    const deps = rechecking();
+    account.groups = ["lp-operators"];
+    api.advanceClock(RECHECK_MS);
+    const roles = await Promise.all(
+      Array.from({ length: 8 }, () => authenticateSessionToken(sessionToken, deps)),
+    );
+    expect(roles.every((principal) => principal !== null)).toBe(true);
+    expect(roles.filter((principal) => principal?.role === "operator").length).toBeGreaterThan(0);
+    expect((await auditOf(operatorId)).map((entry) => entry.action)).toEqual([
+      "operator.sso-create",
+      "operator.sso-update",
+    ]);
+    expect((await authenticateSessionToken(sessionToken, deps))?.role).toBe("operator");
+  }, 30_000);
+});
+
+describe("signing out at the provider too (RP-initiated logout)", () => {
+  it("an SSO session's sign-out sends the browser to the provider's end-session endpoint, which signs out there and comes back", async () => {
+    const login = uniqueName("signout");
+    provider.accounts.set(login, {
+      email: `${login}@corp.test`,
+      email_verified: true,
+      name: "Signs Out",
+      groups: ["staff"],
+    });
+    const browser = new Map<string, string>();
+    const { sessionToken } = await ssoSignIn(login, "/", browser);
+    const principal = await authenticateSessionToken(sessionToken ?? "", api.authDeps());
+    if (principal?.kind !== "operator") throw new Error("not signed in");
+    const { ssoTokens } = await revokeSession(
+      { operatorId: principal.id, sessionId: principal.sessionId },
+      api.authDeps(),
+    );
+    // The tokens are forgotten with the session.
+    const row = await api.db().session.findUniqueOrThrow({
+      where: { id: principal.sessionId },
+      select: { ssoTokens: true },
+    });
+    expect(row.ssoTokens).toBeNull();
+    const url = await providerSignOutUrl({
+      settings,
+      sealedTokens: ssoTokens,
+      secret: SECRET,
+      origin: ORIGIN,
+    });
+    if (url === null) throw new Error("no sign-out URL");
+    const endSession = new URL(url);
+    expect(endSession.origin).toBe(provider.issuer);
+    expect(endSession.searchParams.get("post_logout_redirect_uri")).toBe(
+      `${ORIGIN}${SSO_POST_LOGOUT_PATH}`,
+    );
+    expect(endSession.searchParams.get("id_token_hint")).toMatch(/^ey[\w-]+\.[\w-]+\.[\w-]+$/);
+
+    const form = await providerRequest(url, browser);
+    const action = /<form[^>]*action="([^"]+)"/.exec(form.body)?.[1];
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(form.body)?.[1];
+    if (action === undefined || xsrf === undefined) throw new Error(`no logout form: ${form.body}`);
+    const confirmed = await providerRequest(
+      new URL(action, provider.issuer).href,
+      browser,
+      new URLSearchParams({ xsrf, logout: "yes" }).toString(),
+    );
+    expect(confirmed.location).toBe(`${ORIGIN}${SSO_POST_LOGOUT_PATH}`);
+    // Signed out there: the next sign-in asks for the login again.
+    const start = await startSsoSignIn({ ...flowOptions(), next: "/" });
+    const again = await providerRequest(start.location, browser);
+    const interaction =
+      again.location === null ? again : await providerRequest(again.location, browser);
+    expect(interaction.body).toContain('name="login"');
+  }, 30_000);
+
+  it("no sign-out URL for a password session, altered tokens, or another secret", async () => {
+    const login = uniqueName("signout2");
+    provider.accounts.set(login, {
+      email: `${login}@corp.test`,
+      email_verified: true,
+      name: "Signs Out Too",
+      groups: ["staff"],
+    });
+    const { sessionToken } = await ssoSignIn(login);
+    const session = await api.db().session.findFirstOrThrow({
+      where: { tokenHash: { not: "" }, operator: { email: `${login}@corp.test` } },
+      select: { ssoTokens: true },
+    });
+    expect(sessionToken).not.toBeNull();
+    for (const [sealedTokens, secret] of [
+      [null, SECRET],
+      ["v1.AAAA.BBBB.CCCC", SECRET],
+      [session.ssoTokens, "another-secret-0123456789abcdef0123456789"],
+    ] as const) {
+      expect(
+        await providerSignOutUrl({ settings, sealedTokens, secret, origin: ORIGIN }),
+      ).toBeNull();
+    }
+  }, 30_000);
 });

@@ -33,6 +33,8 @@ export interface TestOidcProvider {
   readonly clientSecret: string;
   /** The claims of each login; change them between sign-ins. */
   readonly accounts: Map<string, TestAccount>;
+  /** Revokes every grant (and so every refresh token) the login holds, as an admin would there. */
+  revokeGrants(login: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -72,11 +74,14 @@ export async function startTestOidcProvider(options: {
   readonly redirectUris: readonly string[];
   /** Where the provider posts logout tokens when an identity signs out there. */
   readonly backchannelLogoutUri?: string;
+  /** Where the provider may send the browser after signing out there (RP-initiated logout). */
+  readonly postLogoutRedirectUris?: readonly string[];
 }): Promise<TestOidcProvider> {
   const { keyFile, certFile } = makeCertificate();
   const clientId = "limitplane-console";
   const clientSecret = `secret-${randomBytes(16).toString("hex")}`;
   const accounts = new Map<string, TestAccount>();
+  const grantsByLogin = new Map<string, string[]>();
   // The port is chosen by the OS first; the provider must know its issuer before it serves.
   let handler: Parameters<typeof createServer>[1] = (_request, response) => response.end();
   const server: Server = createServer(
@@ -93,7 +98,8 @@ export async function startTestOidcProvider(options: {
         client_id: clientId,
         client_secret: clientSecret,
         redirect_uris: [...options.redirectUris],
-        grant_types: ["authorization_code"],
+        grant_types: ["authorization_code", "refresh_token"],
+        post_logout_redirect_uris: [...(options.postLogoutRedirectUris ?? [])],
         response_types: ["code"],
         token_endpoint_auth_method: "client_secret_basic",
         ...(options.backchannelLogoutUri === undefined
@@ -121,7 +127,17 @@ export async function startTestOidcProvider(options: {
       const { dispatcher: _guard, ...rest } = init;
       return globalThis.fetch(url, rest);
     },
-    ttl: { AccessToken: 600, Grant: 3_600, IdToken: 600, Interaction: 600, Session: 3_600 },
+    // A refresh token with every sign-in, as Keycloak, Okta and Entra ID give one (the console
+    // re-checks roles with it); it dies with the provider's session, unlike offline_access.
+    issueRefreshToken: async () => true,
+    ttl: {
+      AccessToken: 600,
+      RefreshToken: 3_600,
+      Grant: 3_600,
+      IdToken: 600,
+      Interaction: 600,
+      Session: 3_600,
+    },
     async findAccount(_ctx: unknown, id: string) {
       const account = accounts.get(id);
       if (account === undefined) return undefined;
@@ -136,7 +152,8 @@ export async function startTestOidcProvider(options: {
         accountId: session.accountId,
       });
       grant.addOIDCScope("openid email profile groups");
-      await grant.save();
+      const id = await grant.save();
+      grantsByLogin.set(session.accountId, [...(grantsByLogin.get(session.accountId) ?? []), id]);
       return grant;
     },
   });
@@ -148,6 +165,20 @@ export async function startTestOidcProvider(options: {
     clientId,
     clientSecret,
     accounts,
+    async revokeGrants(login) {
+      let revoked = 0;
+      for (const id of grantsByLogin.get(login) ?? []) {
+        const grant = await (provider as unknown as GrantContext["oidc"]["provider"]).Grant.find(
+          id,
+        );
+        if (grant !== undefined) {
+          await grant.destroy();
+          revoked++;
+        }
+      }
+      grantsByLogin.delete(login);
+      return revoked;
+    },
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -158,6 +189,7 @@ export async function startTestOidcProvider(options: {
 interface GrantLike {
   addOIDCScope(scope: string): void;
   save(): Promise<string>;
+  destroy(): Promise<void>;
 }
 
 interface GrantContext {

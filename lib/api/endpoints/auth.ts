@@ -18,8 +18,10 @@ import {
 } from "@/lib/control/auth/session-cookie";
 import { signIn, ZSignInCredentials } from "@/lib/control/auth/sign-in";
 import { clientAddressOf, requestOriginOf } from "@/lib/server/client-address";
-import { authDeps } from "@/lib/server/composition";
+import { authDeps, ssoSettingsFromEnv } from "@/lib/server/composition";
 import { loadEnv } from "@/lib/server/env";
+import { providerSignOutUrl } from "@/lib/server/sso/oidc-flow";
+import { consoleOriginOf } from "@/lib/server/sso/sso-routes";
 import { defineEndpoint, principalOf } from "../endpoint";
 import { ZOperatorRecord } from "./operators";
 import { strictBody, strictParams, ZAuditReceipt } from "./shared";
@@ -76,16 +78,28 @@ export const signOutEndpoint = defineEndpoint({
   method: "POST",
   path: "/api/v1/auth/sign-out",
   summary: "End the current session and clear its cookie",
+  description:
+    "For a session signed in through the identity provider, `providerSignOutUrl` is where the browser goes next to sign out there too (its end-session endpoint, with the session's ID token as `id_token_hint`; docs/sso.md); null otherwise.",
   tag,
   access: "session",
-  response: z.null(),
-  successStatus: 204,
+  response: z.object({ providerSignOutUrl: z.string().nullable() }),
   handle: async (input) => {
     const principal = principalOf(input);
-    if (principal.kind === "operator") {
-      await revokeSession({ operatorId: principal.id, sessionId: principal.sessionId }, authDeps());
-    }
-    return null;
+    if (principal.kind !== "operator") return { providerSignOutUrl: null };
+    const { ssoTokens } = await revokeSession(
+      { operatorId: principal.id, sessionId: principal.sessionId },
+      authDeps(),
+    );
+    const settings = ssoSettingsFromEnv();
+    if (settings === null || ssoTokens === null) return { providerSignOutUrl: null };
+    return {
+      providerSignOutUrl: await providerSignOutUrl({
+        settings,
+        sealedTokens: ssoTokens,
+        secret: loadEnv().SESSION_SECRET,
+        origin: consoleOriginOf(input.request),
+      }),
+    };
   },
   headers: (_result, { request }) => ({
     "set-cookie": clearedSessionCookieHeader(isSecure(request)),

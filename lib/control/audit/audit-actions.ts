@@ -50,6 +50,7 @@ export const AUDIT_ACTIONS = [
   "operator.sso-create",
   "operator.sso-update",
   "operator.sso-link",
+  "operator.sso-session-end",
   "operator.break-glass-sign-in",
   "token.create",
   "token.revoke",

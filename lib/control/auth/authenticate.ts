@@ -8,7 +8,9 @@
  * change or a disable applies at once. A token works while not revoked or expired AND while its
  * creator does (token/api-token-record.ts `resolveApiTokenStanding`): an operator's tokens stop
  * the moment the operator is disabled, and never carry more than the operator's current role.
- * Tokens made from the command line have no creator and keep their role. `lastSeenAt`
+ * Tokens made from the command line have no creator and keep their role. A session signed in
+ * through the identity provider has its role re-checked there every few minutes
+ * (recheck-sso-session.ts), and ends when the provider refuses. `lastSeenAt`
  * and `lastUsedAt` are written only when older than `touchIntervalMs` (a minute), with a guarded
  * update, so a busy client costs one write a minute, not one per request.
  */
@@ -17,6 +19,7 @@ import { sha256Hex } from "@limitplane/enforcer/policy";
 import type { AuthDeps } from "../deps";
 import { resolveApiTokenStanding } from "../token/api-token-record";
 import type { Principal } from "./principal";
+import { recheckSsoSession } from "./recheck-sso-session";
 import { API_TOKEN_PATTERN } from "./secret-token";
 import { sessionTokenFromCookieHeader } from "./session-cookie";
 
@@ -62,6 +65,10 @@ export async function authenticateSessionToken(
       expiresAt: true,
       lastSeenAt: true,
       revokedAt: true,
+      operatorId: true,
+      ssoTokens: true,
+      ssoCheckDueAt: true,
+      ssoCheckedAt: true,
       operator: { select: { id: true, name: true, role: true, disabledAt: true } },
     },
   });
@@ -81,7 +88,13 @@ export async function authenticateSessionToken(
       data: { lastSeenAt: new Date(nowMs) },
     });
   }
-  const { operator } = session;
+  let operator: Pick<Principal, "id" | "name" | "role"> = session.operator;
+  const { ssoCheckDueAt } = session;
+  if (deps.ssoRecheck !== undefined && ssoCheckDueAt !== null && ssoCheckDueAt.getTime() <= nowMs) {
+    const outcome = await recheckSsoSession({ ...session, ssoCheckDueAt }, deps.ssoRecheck, deps);
+    if (outcome.kind === "ended") return null;
+    if (outcome.kind === "confirmed") operator = outcome.operator;
+  }
   return {
     kind: "operator",
     id: operator.id,

@@ -25,6 +25,7 @@ export async function createSession(
   operatorId: string,
   client: { readonly address: string | null; readonly userAgent: string | null },
   deps: Pick<AuthDeps, "clock" | "sessions"> & { readonly db: AuthDeps["db"] | AuditTx },
+  sso: { readonly sealed: string; readonly checkDueAtMs: number } | null = null,
 ): Promise<NewSession> {
   const nowMs = deps.clock.nowMs();
   const sessionToken = newSessionToken();
@@ -38,6 +39,13 @@ export async function createSession(
       lastSeenAt: new Date(nowMs),
       userAgent: cleanHeaderText(client.userAgent, 300),
       address: cleanHeaderText(client.address, 100),
+      ...(sso === null
+        ? {}
+        : {
+            ssoTokens: sso.sealed,
+            ssoCheckDueAt: new Date(sso.checkDueAtMs),
+            ssoCheckedAt: new Date(nowMs),
+          }),
     },
     select: sessionSelect,
   });

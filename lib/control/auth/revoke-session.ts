@@ -18,11 +18,13 @@ export type RevokeSessionOptions = z.input<typeof ZRevokeSessionOptions>;
 /**
  * Ends one of the operator's sessions (sign-out, or "sign out that other browser"). Someone
  * else's session, or one already ended, is NOT_FOUND: nobody learns which sessions exist.
+ * A session signed in through the identity provider gives back its sealed tokens, for the
+ * sign-out at the provider (lib/server/sso/oidc-flow.ts `providerSignOutUrl`), and forgets them.
  */
 export async function revokeSession(
   options: RevokeSessionOptions,
   deps: Pick<AuthDeps, "db" | "clock">,
-): Promise<{ readonly session: SessionRecord }> {
+): Promise<{ readonly session: SessionRecord; readonly ssoTokens: string | null }> {
   const input = parseOptions(ZRevokeSessionOptions, options);
   const nowMs = deps.clock.nowMs();
   const result = await deps.db.session.updateMany({
@@ -35,9 +37,12 @@ export async function revokeSession(
     data: { revokedAt: new Date(nowMs) },
   });
   if (result.count === 0) throw notFound("Session", input.sessionId);
-  const row = await deps.db.session.findUniqueOrThrow({
+  const { ssoTokens, ...row } = await deps.db.session.findUniqueOrThrow({
     where: { id: input.sessionId },
-    select: sessionSelect,
+    select: { ...sessionSelect, ssoTokens: true },
   });
-  return { session: toSessionRecord(row) };
+  if (ssoTokens !== null) {
+    await deps.db.session.update({ where: { id: input.sessionId }, data: { ssoTokens: null } });
+  }
+  return { session: toSessionRecord(row), ssoTokens };
 }

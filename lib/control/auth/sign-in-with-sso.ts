@@ -16,8 +16,9 @@
  *
  * A sign-in that changes nothing writes no audit entry, as a password sign-in writes none.
  */
-import { z } from "zod";
+import type { z } from "zod";
 import { runAuditedChange } from "../audit/run-audited-change";
+import type { TChangeContext } from "../change-context";
 import type { AuthDeps } from "../deps";
 import { AppError } from "../errors";
 import { lockOperatorChanges } from "../locks";
@@ -26,25 +27,14 @@ import {
   type OperatorRecord,
   operatorSelect,
   toOperatorRecord,
-  ZOperatorEmail,
 } from "../operator/operator-record";
 import { auditView, type Db } from "../stored";
 import { createSession, type NewSession } from "./create-session";
 import type { Role } from "./roles";
+import { type SsoIdentity, ZSsoIdentity } from "./sso-identity";
 
 /** Stored as the password hash of an account made by SSO: no password matches it. */
 export const SSO_ONLY_PASSWORD_HASH = "!sso";
-
-export const ZSsoIdentity = z.strictObject({
-  issuer: z.string().min(1).max(500),
-  subject: z.string().min(1, { error: "the provider sent an empty sub" }).max(500),
-  email: ZOperatorEmail.nullable(),
-  isEmailVerified: z.boolean(),
-  name: z.string().trim().max(200).nullable(),
-  /** From the role claim (sso-settings.ts `roleFromClaims`); null: no role granted. */
-  role: z.enum(["viewer", "operator", "admin"]).nullable(),
-});
-export type SsoIdentity = z.input<typeof ZSsoIdentity>;
 
 export interface SsoSignInResult extends NewSession {
   readonly operator: OperatorRecord;
@@ -107,11 +97,39 @@ async function planFor(db: Db, identity: z.output<typeof ZSsoIdentity>, role: Ro
   return { kind: "link", operatorId: byEmail.id };
 }
 
+/** What a sign-in through the provider keeps for the session (sealed by lib/server/sso). */
+export interface SsoSessionTokens {
+  /** The provider's tokens, sealed: stored as `Session.ssoTokens`. */
+  readonly sealed: string;
+  /** When the role is first re-checked at the provider (recheck-sso-session.ts). */
+  readonly checkDueAtMs: number;
+}
+
 export async function signInWithSso(
   identityInput: SsoIdentity,
   client: { readonly address: string | null; readonly userAgent: string | null },
   deps: AuthDeps,
+  tokens: SsoSessionTokens | null = null,
 ): Promise<SsoSignInResult> {
+  const { operator, outcome } = await syncSsoOperator(identityInput, deps, {
+    mayCreate: true,
+    ctx: null,
+  });
+  const session = await createSession(operator.id, client, deps, tokens);
+  return { ...session, operator, outcome };
+}
+
+/**
+ * Brings the linked account in line with what the provider says of the identity (role, email,
+ * name), audited when anything changes. At sign-in (`mayCreate`) an unknown identity makes or
+ * links an account; at a re-check only the linked account may change. `ctx` is the audit's actor
+ * and reason; null: the operator, "signed in through the identity provider".
+ */
+export async function syncSsoOperator(
+  identityInput: SsoIdentity,
+  deps: AuthDeps,
+  options: { readonly mayCreate: boolean; readonly ctx: TChangeContext | null },
+): Promise<{ readonly operator: OperatorRecord; readonly outcome: SsoSignInResult["outcome"] }> {
   const parsed = ZSsoIdentity.safeParse(identityInput);
   if (!parsed.success) {
     throw new AppError(
@@ -129,15 +147,17 @@ export async function signInWithSso(
     );
   }
   const plan = await planFor(deps.db, identity, role);
+  if (!options.mayCreate && (plan.kind === "create" || plan.kind === "link")) {
+    throw new AppError("FORBIDDEN", "The identity is no longer linked to this account.");
+  }
   const operator =
     plan.kind === "none"
       ? await signedInOperator(deps.db, plan.operatorId)
       : await apply(plan, role);
-  const session = await createSession(operator.id, client, deps);
   const outcome = (
     { create: "created", link: "linked", update: "updated", none: "signed-in" } as const
   )[plan.kind];
-  return { ...session, operator, outcome };
+  return { operator, outcome };
 
   async function apply(
     planned: Exclude<Plan, { kind: "none" }>,
@@ -147,7 +167,7 @@ export async function signInWithSso(
     const displayName = identity.name ?? identity.email ?? identity.subject;
     const result = await runAuditedChange<{ operator: OperatorRecord }>(
       deps,
-      {
+      options.ctx ?? {
         actor: { type: "operator", id: operatorId, name: displayName.slice(0, 200) },
         reason: `Signed in through the identity provider ${identity.issuer}`,
       },

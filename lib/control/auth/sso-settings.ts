@@ -28,6 +28,17 @@ export interface SsoSettings {
   readonly displayName: string;
   /** PEM of a CA the provider's certificate chains to, besides the system's (a private CA). */
   readonly caPem: string | null;
+  /**
+   * How often a session's role is confirmed at the provider (OIDC_RECHECK_MINUTES;
+   * recheck-sso-session.ts). @default 300_000 (5 minutes)
+   */
+  readonly recheckIntervalMs: number;
+  /**
+   * An unreachable provider ends a session whose role has gone unconfirmed for two intervals
+   * (`end-session`), or lets it keep its last confirmed role (`keep-session`); OIDC_RECHECK_OUTAGE.
+   * @default "end-session"
+   */
+  readonly onProviderOutage: "end-session" | "keep-session";
 }
 
 /** How password sign-in is allowed (PASSWORD_SIGN_IN, BREAK_GLASS_ADMINS). */

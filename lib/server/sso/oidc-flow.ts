@@ -28,9 +28,11 @@ import {
   SSO_FLOW_TTL_MS,
   sealFlowState,
 } from "@/lib/control/auth/sso-flow-state";
+import type { SsoIdentity, SsoRechecker, SsoRecheckVerdict } from "@/lib/control/auth/sso-identity";
 import { roleFromClaims, type SsoSettings } from "@/lib/control/auth/sso-settings";
 import type { AuthDeps } from "@/lib/control/deps";
 import { AppError } from "@/lib/control/errors";
+import { openSsoTokens, sealSsoTokens } from "./sso-tokens";
 
 /** Where the provider posts back-channel logout tokens; register `<console origin>` + this. */
 export const SSO_BACKCHANNEL_LOGOUT_PATH = "/auth/oidc/backchannel-logout";
@@ -217,6 +219,7 @@ export async function finishSsoSignIn(options: FinishSsoOptions): Promise<SsoRed
   const currentUrl = new URL(`${options.origin}${SSO_CALLBACK_PATH}`);
   currentUrl.search = options.callbackUrl.search;
   let claims: Record<string, unknown>;
+  let sealedTokens: string;
   try {
     const tokens = await oidc.authorizationCodeGrant(configuration, currentUrl, {
       pkceCodeVerifier: flow.verifier,
@@ -225,31 +228,26 @@ export async function finishSsoSignIn(options: FinishSsoOptions): Promise<SsoRed
       idTokenExpected: true,
     });
     const idClaims = tokens.claims();
-    if (idClaims === undefined) throw new Error("no ID token");
-    claims = { ...idClaims };
-    if (claims.email === undefined || claims[options.settings.roleClaim] === undefined) {
-      const userInfo = await oidc.fetchUserInfo(configuration, tokens.access_token, idClaims.sub);
-      const wanted = ["email", "email_verified", "name", options.settings.roleClaim];
-      claims = { ...claims, ...pick(userInfo, wanted) };
-    }
-  } catch (error: unknown) {
-    log(
-      `the code exchange or its checks failed: ${error instanceof Error ? error.message : String(error)}`,
+    if (idClaims === undefined || tokens.id_token === undefined) throw new Error("no ID token");
+    claims = await claimsWithUserInfo(configuration, options.settings, idClaims, tokens);
+    sealedTokens = sealSsoTokens(
+      {
+        refreshToken: tokens.refresh_token ?? null,
+        accessToken: tokens.access_token,
+        idToken: tokens.id_token,
+      },
+      options.secret,
     );
+  } catch (error: unknown) {
+    log(`the code exchange or its checks failed: ${messageOf(error)}`);
     return failure("check-failed", options);
   }
   try {
     const result = await signInWithSso(
-      {
-        issuer: configuration.serverMetadata().issuer,
-        subject: String(claims.sub ?? ""),
-        email: typeof claims.email === "string" ? claims.email : null,
-        isEmailVerified: claims.email_verified === true,
-        name: typeof claims.name === "string" ? claims.name : null,
-        role: roleFromClaims(claims, options.settings),
-      },
+      identityOf(claims, configuration, options.settings),
       options.client,
       options.deps,
+      { sealed: sealedTokens, checkDueAtMs: options.nowMs + options.settings.recheckIntervalMs },
     );
     return {
       location: flow.next,
@@ -266,6 +264,149 @@ function pick(source: Readonly<Record<string, unknown>>, names: readonly string[
   return Object.fromEntries(
     names.filter((name) => name in source).map((name) => [name, source[name]]),
   );
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof oidc.ResponseBodyError) {
+    return `${error.error}${error.error_description ? ` (${error.error_description})` : ""}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The ID token's claims, with userinfo's when the email or the role claim is missing. */
+async function claimsWithUserInfo(
+  configuration: oidc.Configuration,
+  settings: SsoSettings,
+  idClaims: oidc.IDToken,
+  tokens: { readonly access_token: string },
+): Promise<Record<string, unknown>> {
+  const claims: Record<string, unknown> = { ...idClaims };
+  if (claims.email !== undefined && claims[settings.roleClaim] !== undefined) return claims;
+  const userInfo = await oidc.fetchUserInfo(configuration, tokens.access_token, idClaims.sub);
+  const wanted = ["email", "email_verified", "name", settings.roleClaim];
+  return { ...claims, ...pick(userInfo, wanted) };
+}
+
+function identityOf(
+  claims: Readonly<Record<string, unknown>>,
+  configuration: oidc.Configuration,
+  settings: SsoSettings,
+): SsoIdentity {
+  return {
+    issuer: configuration.serverMetadata().issuer,
+    subject: String(claims.sub ?? ""),
+    email: typeof claims.email === "string" ? claims.email : null,
+    isEmailVerified: claims.email_verified === true,
+    name: typeof claims.name === "string" ? claims.name : null,
+    role: roleFromClaims(claims, settings),
+  };
+}
+
+/**
+ * Whether a failed call means the provider refused (a 4xx answer, an invalid grant, a token that
+ * fails its checks) or could not be reached (no answer, a timeout, a 5xx).
+ */
+function isRefusal(error: unknown): boolean {
+  if (error instanceof oidc.ResponseBodyError) return error.status < 500;
+  if (error instanceof oidc.WWWAuthenticateChallengeError) return error.status < 500;
+  if (error instanceof oidc.ClientError) return error.code !== "OAUTH_RESPONSE_IS_NOT_CONFORM";
+  return false;
+}
+
+/**
+ * The role re-check at the provider (lib/control/auth/recheck-sso-session.ts): the session's
+ * refresh token is exchanged for new tokens (the provider refuses it once the identity is
+ * disabled, signed out or its grant revoked), whose ID token, or userinfo, gives the claims now.
+ * A session without a refresh token asks userinfo with its access token, which works until that
+ * token expires; then the provider refuses and the session ends.
+ */
+export function ssoRechecker(settings: SsoSettings, secret: string): SsoRechecker {
+  return {
+    intervalMs: settings.recheckIntervalMs,
+    onOutage: settings.onProviderOutage,
+    async check(sealed): Promise<SsoRecheckVerdict> {
+      const tokens = openSsoTokens(sealed, secret);
+      if (tokens === null) {
+        return { kind: "refused", reason: "the session's provider tokens are missing or altered" };
+      }
+      let configuration: oidc.Configuration;
+      try {
+        configuration = await configurationOf(settings);
+      } catch (error: unknown) {
+        return { kind: "unreachable", reason: `discovery failed: ${messageOf(error)}` };
+      }
+      try {
+        // The ID token was checked at sign-in and kept sealed: its subject is the identity's.
+        const signedIn = jose.decodeJwt(tokens.idToken);
+        if (typeof signedIn.sub !== "string") throw new Error("the stored ID token has no sub");
+        let next = tokens;
+        let idClaims: oidc.IDToken | undefined;
+        if (tokens.refreshToken !== null) {
+          const refreshed = await oidc.refreshTokenGrant(configuration, tokens.refreshToken);
+          idClaims = refreshed.claims();
+          if (idClaims !== undefined && idClaims.sub !== signedIn.sub) {
+            return { kind: "refused", reason: "the refreshed ID token names another subject" };
+          }
+          next = {
+            refreshToken: refreshed.refresh_token ?? tokens.refreshToken,
+            accessToken: refreshed.access_token,
+            idToken: refreshed.id_token ?? tokens.idToken,
+          };
+        }
+        const base = idClaims ?? ({ sub: signedIn.sub } as oidc.IDToken);
+        const claims =
+          idClaims === undefined
+            ? {
+                ...base,
+                ...(await oidc.fetchUserInfo(configuration, next.accessToken, signedIn.sub)),
+              }
+            : await claimsWithUserInfo(configuration, settings, idClaims, {
+                access_token: next.accessToken,
+              });
+        return {
+          kind: "confirmed",
+          identity: identityOf(claims, configuration, settings),
+          sealedTokens: sealSsoTokens(next, secret),
+        };
+      } catch (error: unknown) {
+        return isRefusal(error)
+          ? { kind: "refused", reason: messageOf(error).slice(0, 300) }
+          : { kind: "unreachable", reason: messageOf(error).slice(0, 300) };
+      }
+    },
+  };
+}
+
+/** The path the provider sends the browser to after signing out there; register it too. */
+export const SSO_POST_LOGOUT_PATH = "/sign-in?signedOut=1";
+
+/**
+ * OpenID Connect RP-Initiated Logout 1.0: where to send the browser of an operator who signs out
+ * of a session signed in through the provider, so they are signed out there too: the provider's
+ * `end_session_endpoint` with the session's ID token as `id_token_hint` and
+ * `<origin>/sign-in?signedOut=1` as `post_logout_redirect_uri`. Null when the session was not
+ * signed in through the provider, or the provider has no end-session endpoint or cannot be reached
+ * (the console's own session has ended either way).
+ */
+export async function providerSignOutUrl(options: {
+  readonly settings: SsoSettings;
+  readonly sealedTokens: string | null;
+  readonly secret: string;
+  readonly origin: string;
+}): Promise<string | null> {
+  const tokens = openSsoTokens(options.sealedTokens, options.secret);
+  if (tokens === null) return null;
+  try {
+    const configuration = await configurationOf(options.settings);
+    if (configuration.serverMetadata().end_session_endpoint === undefined) return null;
+    return oidc.buildEndSessionUrl(configuration, {
+      id_token_hint: tokens.idToken,
+      post_logout_redirect_uri: `${options.origin}${SSO_POST_LOGOUT_PATH}`,
+    }).href;
+  } catch (error: unknown) {
+    console.warn(`sso: no sign-out at the provider: ${messageOf(error)}`);
+    return null;
+  }
 }
 
 const BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout";

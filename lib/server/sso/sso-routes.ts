@@ -27,15 +27,21 @@ function redirect(to: SsoRedirect, requestId: string): Response {
   return new Response(null, { status: 303, headers });
 }
 
+/** The console's origin as the browser sees it, as far as CONSOLE_TRUST_PROXY lets it be read. */
+export function consoleOriginOf(request: Request): string {
+  const origin = requestOriginOf(request);
+  const scheme = origin.isHttps ? "https" : "http";
+  return `${scheme}://${origin.host ?? new URL(request.url).host}`;
+}
+
 function flowBase(request: Request) {
   const settings = ssoSettingsFromEnv();
   const env = loadEnv();
   const origin = requestOriginOf(request);
-  const scheme = origin.isHttps ? "https" : "http";
   return {
     settings,
     secret: env.SESSION_SECRET,
-    origin: `${scheme}://${origin.host ?? new URL(request.url).host}`,
+    origin: consoleOriginOf(request),
     isSecureCookie: isSecureCookieRequest(origin, env.COOKIE_SECURE),
     nowMs: clock().nowMs(),
   };

@@ -1,5 +1,5 @@
 import { importEnvoyConfigEndpoint } from "@/lib/api/endpoints/descriptor-rules";
-import { routeHandlers } from "@/lib/api/route-handler";
+import { routeHandlersOutsideProxy } from "@/lib/api/route-handler";
 
 export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
-  routeHandlers(importEnvoyConfigEndpoint);
+  routeHandlersOutsideProxy(importEnvoyConfigEndpoint);

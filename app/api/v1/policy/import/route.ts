@@ -1,4 +1,5 @@
 import { importPolicyEndpoint } from "@/lib/api/endpoints/policy";
-import { routeHandlers } from "@/lib/api/route-handler";
+import { routeHandlersOutsideProxy } from "@/lib/api/route-handler";
 
-export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(importPolicyEndpoint);
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } =
+  routeHandlersOutsideProxy(importPolicyEndpoint);
