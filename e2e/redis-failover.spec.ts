@@ -71,8 +71,14 @@ test("a failover the enforcers recorded is a marker on the overview's chart", as
       name: "Redis primary 10.0.0.1:6379 replaced by 10.0.0.2:6379",
     });
     await expect(link).toHaveAttribute("href", "/status#redis-topology");
-    await link.click();
-    await expect(page).toHaveURL(/\/status#redis-topology$/);
+    // The overview streams its sections in; a skeleton swapped for its content moves the list
+    // below it. Click once nothing is loading, and click again if a late swap moved the link
+    // out from under the pointer (a clean CI run on a busy host saw the click land elsewhere).
+    await expect(page.locator('[aria-busy="true"]')).toHaveCount(0);
+    await expect(async () => {
+      if (!/\/status#redis-topology$/.test(page.url())) await link.click({ timeout: 5_000 });
+      await expect(page).toHaveURL(/\/status#redis-topology$/, { timeout: 5_000 });
+    }).toPass({ timeout: 30_000 });
     await expect(
       page.getByRole("heading", { name: "Redis topology the gateways see" }),
     ).toBeVisible();
