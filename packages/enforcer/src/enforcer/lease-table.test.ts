@@ -411,8 +411,9 @@ describe("LeaseTable", () => {
       returnedUnits: 3,
       expiredUnits: 1,
     });
-    // Nothing is given back twice, however often the sweep or a request looks.
-    clock.advance(5_000);
+    // Nothing is given back twice, however often the sweep or a request looks. (Long enough
+    // that the subject's demand over the slow span is forgotten too: the lease below is new.)
+    clock.advance(9_000);
     expect(table.take(input(), ctx.refiller)).toBeNull();
     expect(returns).toHaveLength(1);
 
@@ -579,6 +580,28 @@ describe("LeaseTable", () => {
         storeCalls: [],
       });
     }
+  });
+
+  it("leases a subject sending 1 to 3 a second for 4 lifetimes, once 4 lifetimes saw 4 of its requests", () => {
+    // Too slow for a lease counted over one lifetime: before slow leases, every one of these
+    // requests waited on the store. Now only those of the first span or two do (the demand is
+    // counted over whole spans of 4 lifetimes), then none, at any pace from 1 to 3 a second.
+    for (const gapMs of [333, 500, 750, 1_000]) {
+      const storeCalls = requestsSentToStore(gapMs, () => gapMs, 160);
+      const leasedFrom = Math.ceil(8_000 / ((gapMs * 2) / 3));
+      expect({ gapMs, storeCalls: storeCalls.filter((i) => i >= leasedFrom) }).toEqual({
+        gapMs,
+        storeCalls: [],
+      });
+    }
+    const ctx = setup();
+    see(ctx, 2);
+    ctx.clock.advance(1_000);
+    see(ctx, 2);
+    ctx.clock.advance(3_000);
+    ctx.table.take(input(), ctx.refiller);
+    // 4 requests over the last 4 lifetimes, 2 in the last: leased for 4 lifetimes, twice that.
+    expect(ctx.table.want(input())).toEqual({ units: 8, lifeMs: 4_000 });
   });
 
   it("asks ahead by the gap it sees now when a subject's requests slow down within a lifetime", () => {

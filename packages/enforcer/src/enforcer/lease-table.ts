@@ -31,7 +31,10 @@
  * - Demand first: a list is leased only once this gateway has seen it at least 4 times over the
  *   last whole lifetime (2, for a list leased within the last lifetime), and asks for about twice
  *   that, so a quiet subject (or the first burst of a new one) holds nothing and a busy one rarely
- *   waits on the store. The next grant is asked for while the last request this one can admit is
+ *   waits on the store. A subject seen fewer times a lifetime but at least 4 times over the last
+ *   4 lifetimes (a thousand customers sharing a few thousand requests a second) is leased for
+ *   4 lifetimes, at about twice what those saw: as many units a second as a busy subject's lease
+ *   would hold at its pace, spread over a longer life. The next grant is asked for while the last request this one can admit is
  *   being admitted, judged by the gap between the subject's requests.
  * - Refills and returns travel together: the store may hold them back for a fiftieth of the
  *   lifetime (at most 20 ms) to send them with other calls, so a thousand busy subjects cost a
@@ -62,7 +65,9 @@ export interface LeaseOptions {
    */
   readonly maxUnits?: number;
   /**
-   * Longest lifetime of a lease in ms. A window's lease also ends with the window, and a token
+   * Lifetime of a lease in ms, and the span a subject's demand is counted over. A subject seen
+   * fewer than 4 times a lifetime but 4 times over 4 lifetimes is leased for 4 lifetimes. A
+   * window's lease also ends with the window (and lasts at most a fifth of it), and a token
    * bucket's may end with the reservation it joins (see the decide script).
    * @default 1_000
    */
@@ -137,6 +142,16 @@ const MIN_DEMAND = 4;
 const KEEP_DEMAND = 2;
 
 /**
+ * How many lifetimes a slow subject's demand is counted over, and its lease lasts (a window's at
+ * most a fifth of the window). Leases went only to subjects seen 4 times a lifetime: over 1,000
+ * customers at a few thousand requests a second, each gateway saw most customers 2 or 3 times a
+ * second, and 90 % of admissions waited on the store. Counted over 4 lifetimes, a subject
+ * sending one request a second is leased. A slow lease holds at most what a busy one would
+ * reserve at the same pace (twice the demand of its life), trimmed and given back like any other.
+ */
+const SLOW_LIVES = 4;
+
+/**
  * A refill may wait this share of the lifetime (at most {@link MAX_REFILL_DELAY_MS}) for other
  * store calls to travel with: it is asked for with a fifth of the lifetime still to run, or half
  * the units still to spend, so the wait costs the lease nothing it needs. Refills of a thousand
@@ -163,11 +178,17 @@ const MIN_GRANT_UNITS = 2;
 const WINDOW_LEASES = 5;
 /** The shortest lease asked for a window; a shorter window is not leased. */
 const MIN_LEASE_LIFE_MS = 20;
+/** The longest lifetime the store grants (the decide script's bound). */
+const MAX_LEASE_LIFE_MS = 3_600_000;
 
-/** How a list of checks is leased: at most `maxUnits` a grant (0: never), for `lifeMs`. */
+/**
+ * How a list of checks is leased: at most `maxUnits` a grant (0: never), for `lifeMs`, or for
+ * `slowLifeMs` when its subject is slow (see {@link SLOW_LIVES}).
+ */
 interface LeaseTerms {
   readonly maxUnits: number;
   readonly lifeMs: number;
+  readonly slowLifeMs: number;
 }
 
 /** How long before its lifetime of `lifeMs` ends a grant stops being spent. */
@@ -226,6 +247,12 @@ interface Lease {
   seen: number;
   seenSinceMs: number;
   seenBefore: number;
+  /** The same over {@link SLOW_LIVES} lifetimes. */
+  slowSeen: number;
+  slowSeenSinceMs: number;
+  slowSeenBefore: number;
+  /** The lifetime its grants are asked for: the list's, or its slow one (see {@link #wanted}). */
+  lifeMs: number;
   /** A refill is in flight: nobody else asks for one. */
   isRefilling: boolean;
   /** When the latest grant ends (0: none yet); within a lifetime of it, KEEP_DEMAND applies. */
@@ -371,7 +398,7 @@ export class LeaseTable {
         this.#inFlight++;
         refiller.refill(input, {
           units: wanted,
-          lifeMs: this.#termsOf(input.checks).lifeMs,
+          lifeMs: lease.lifeMs,
           maxDelayMs: this.refillDelayMs,
         });
       }
@@ -391,6 +418,7 @@ export class LeaseTable {
     if (lease === null) {
       lease = this.#newLease(input.subject, input.checks, nowMs);
       lease.seen = 1;
+      lease.slowSeen = 1;
       return NO_LEASE;
     }
     // `take` counted this request already when it found the lease.
@@ -399,7 +427,7 @@ export class LeaseTable {
     if (wanted === 0) return NO_LEASE;
     lease.isRefilling = true;
     this.#inFlight++;
-    return { units: wanted, lifeMs: this.#termsOf(input.checks).lifeMs };
+    return { units: wanted, lifeMs: lease.lifeMs };
   }
 
   /**
@@ -489,6 +517,10 @@ export class LeaseTable {
       seen: 0,
       seenSinceMs: nowMs,
       seenBefore: 0,
+      slowSeen: 0,
+      slowSeenSinceMs: nowMs,
+      slowSeenBefore: 0,
+      lifeMs: this.#termsOf(checks).lifeMs,
       isRefilling: false,
       leasedUntilMs: 0,
     };
@@ -511,6 +543,10 @@ export class LeaseTable {
       seen: 0,
       seenSinceMs: 0,
       seenBefore: 0,
+      slowSeen: 0,
+      slowSeenSinceMs: 0,
+      slowSeenBefore: 0,
+      lifeMs: this.#termsOf(input.checks).lifeMs,
       isRefilling: false,
       leasedUntilMs: 0,
     };
@@ -525,21 +561,47 @@ export class LeaseTable {
       lease.seenSinceMs = nowMs;
     }
     lease.seen++;
+    const slowLifeMs = SLOW_LIVES * this.lifeMs;
+    if (nowMs - lease.slowSeenSinceMs >= slowLifeMs) {
+      lease.slowSeenBefore = nowMs - lease.slowSeenSinceMs < 2 * slowLifeMs ? lease.slowSeen : 0;
+      lease.slowSeen = 0;
+      lease.slowSeenSinceMs = nowMs;
+    }
+    lease.slowSeen++;
   }
 
   /**
    * About twice what the last whole lifetime saw, so a grant outlasts the refill it triggers;
    * nothing below MIN_DEMAND. Only whole lifetimes count: a burst on a quiet subject (a client's
    * first few requests at once) is never leased, so it is decided by the store exactly as without
-   * leases, and no units are left unspent behind it. At most `maxUnits` and the list's cap
-   * ({@link #grantCapOf}).
+   * leases, and no units are left unspent behind it. A subject under MIN_DEMAND a lifetime is
+   * judged the same way over {@link SLOW_LIVES} lifetimes, and then leased for that long; the
+   * lifetime chosen is kept in `lease.lifeMs` for the call that asks. At most `maxUnits` and the
+   * list's cap ({@link #grantCapOf}).
    */
   #wanted(lease: Lease, nowMs: number): number {
-    const least = nowMs < lease.leasedUntilMs + this.lifeMs ? KEEP_DEMAND : MIN_DEMAND;
-    if (lease.seenBefore < least) return 0;
+    const least = nowMs < lease.leasedUntilMs + lease.lifeMs ? KEEP_DEMAND : MIN_DEMAND;
     const terms = this.#termsOf(lease.checks);
-    const forLife = Math.ceil((2 * lease.seenBefore * terms.lifeMs) / this.lifeMs);
-    return Math.min(terms.maxUnits, forLife);
+    let seen = lease.seenBefore;
+    let countedMs = this.lifeMs;
+    let lifeMs = terms.lifeMs;
+    // Under MIN_DEMAND a lifetime, a slow lease when the list has one (a subject kept at 2 or 3
+    // a lifetime by KEEP_DEMAND alone had short leases with a request or two each, and the end of
+    // each was a request waiting on the store). A slow lease turns short only at twice that: its
+    // refill is asked for up to half its long life ahead, so a short grant asked for then ends
+    // soon after it takes over, and only a busy subject's next request comes before that.
+    const shortFrom = lease.lifeMs > terms.lifeMs ? 2 * MIN_DEMAND : MIN_DEMAND;
+    const isSlow =
+      seen < shortFrom && terms.slowLifeMs > terms.lifeMs && lease.slowSeenBefore >= least;
+    if (isSlow) {
+      seen = lease.slowSeenBefore;
+      countedMs = SLOW_LIVES * this.lifeMs;
+      lifeMs = terms.slowLifeMs;
+    } else if (seen < least) {
+      return 0;
+    }
+    lease.lifeMs = lifeMs;
+    return Math.min(terms.maxUnits, Math.ceil((2 * seen * lifeMs) / countedMs));
   }
 
   /**
@@ -567,18 +629,21 @@ export class LeaseTable {
     if (known !== undefined) return known;
     let maxUnits = checks.length > 0 ? this.maxUnits : 0;
     let lifeMs = this.lifeMs;
+    let slowLifeMs = Math.min(MAX_LEASE_LIFE_MS, SLOW_LIVES * this.lifeMs);
     for (const check of checks) {
       const perSec = check.mode === "enforce" ? leasedRefillPerSec(check.limit) : 0;
       maxUnits = Math.min(maxUnits, Math.floor((perSec * this.maxLossMs) / 2_000));
       const limit = check.limit;
       if (limit.algorithm === "fixed-window" || limit.algorithm === "sliding-window") {
-        lifeMs = Math.min(lifeMs, Math.floor(limit.windowMs / WINDOW_LEASES));
+        const windowLifeMs = Math.floor(limit.windowMs / WINDOW_LEASES);
+        lifeMs = Math.min(lifeMs, windowLifeMs);
+        slowLifeMs = Math.min(slowLifeMs, windowLifeMs);
       }
     }
     if (maxUnits < MIN_GRANT_UNITS || lifeMs < Math.min(this.lifeMs, MIN_LEASE_LIFE_MS)) {
       maxUnits = 0;
     }
-    const terms = { maxUnits, lifeMs };
+    const terms = { maxUnits, lifeMs, slowLifeMs };
     this.#terms.set(checks, terms);
     return terms;
   }
@@ -599,7 +664,7 @@ export class LeaseTable {
    */
   #refillLeadMs(lease: Lease, grant: Grant, nowMs: number): number {
     const fifthMs = (grant.expiresAtMs - grant.grantedAtMs) / 5;
-    const halfLifeMs = this.#termsOf(lease.checks).lifeMs / 2;
+    const halfLifeMs = lease.lifeMs / 2;
     return Math.min(halfLifeMs, Math.max(fifthMs, 2 * this.#gapMs(lease, nowMs)));
   }
 
@@ -608,10 +673,15 @@ export class LeaseTable {
    * one seen since this lifetime began when requests have slowed down since.
    */
   #gapMs(lease: Lease, nowMs: number): number {
-    const gapMs = this.lifeMs / Math.max(1, lease.seenBefore);
-    // `seen` requests since `seenSinceMs`, the first of them then: seen - 1 gaps so far.
-    if (lease.seen <= 1) return gapMs;
-    return Math.max(gapMs, (nowMs - lease.seenSinceMs) / (lease.seen - 1));
+    // A slow lease's pace is the one counted over its longer span.
+    const isSlow = lease.lifeMs > this.#termsOf(lease.checks).lifeMs;
+    const seenBefore = isSlow ? lease.slowSeenBefore : lease.seenBefore;
+    const seen = isSlow ? lease.slowSeen : lease.seen;
+    const sinceMs = isSlow ? lease.slowSeenSinceMs : lease.seenSinceMs;
+    const gapMs = ((isSlow ? SLOW_LIVES : 1) * this.lifeMs) / Math.max(1, seenBefore);
+    // `seen` requests since `sinceMs`, the first of them then: seen - 1 gaps so far.
+    if (seen <= 1) return gapMs;
+    return Math.max(gapMs, (nowMs - sinceMs) / (seen - 1));
   }
 
   /**

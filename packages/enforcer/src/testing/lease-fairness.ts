@@ -93,7 +93,11 @@ export interface FairnessOutcome {
   readonly expiredUnits: number;
   /** Units the gateways' leases still hold (a `hold` round; 0 otherwise). */
   readonly heldUnits: number;
-  readonly perGateway: readonly { readonly offered: number; readonly admitted: number }[];
+  readonly perGateway: readonly {
+    readonly offered: number;
+    readonly admitted: number;
+    readonly fromLeases: number;
+  }[];
 }
 
 /** The sustained rate a limit allows, per second. */
@@ -274,7 +278,11 @@ export class FairnessGateways {
       returnedUnits: sum((report) => report.returnedUnits),
       expiredUnits: sum((report) => report.expiredUnits),
       heldUnits: sum((report) => report.heldUnits),
-      perGateway: reports.map((report) => ({ offered: report.offered, admitted: report.admitted })),
+      perGateway: reports.map((report) => ({
+        offered: report.offered,
+        admitted: report.admitted,
+        fromLeases: report.fromLeases,
+      })),
     };
   }
 
