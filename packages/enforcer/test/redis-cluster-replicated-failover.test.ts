@@ -2,7 +2,7 @@
  * `durability: "replicated"` through a Redis Cluster master failover: three masters with a
  * replica each, this file's own on free ports (`cluster-node-timeout` 3000, full coverage off, as
  * docs/failover.md recommends), and two worker processes (redis-cluster-replicated-worker.ts)
- * deciding one subject on one master without pause: a token bucket with `durability:
+ * deciding one subject on one master under steady traffic: a token bucket with `durability:
  * "replicated"` and the same bucket without it. Nothing refills during the test.
  *
  * The failover is made to lose writes, as an asynchronous replica does: the victim's replica is

@@ -1,14 +1,14 @@
 /**
  * One of the separate OS processes of redis-cluster-replicated-failover.test.ts: a gateway's
  * store on a Redis Cluster (a decisions client and a replicated client, as the enforcer makes
- * them), deciding one subject's two limits without pause: the same token bucket once with
- * `durability: "replicated"` and once without. Each limit has a loop of its own, so a replicated
- * decision waiting for its WAIT never holds the other back.
+ * them), deciding one subject's two limits one call after another: the same token bucket once
+ * with `durability: "replicated"` and once without. Each limit has a loop of its own, so a
+ * replicated decision waiting for its WAIT never holds the other back.
  *
  * Run as `node --import tsx test/redis-cluster-replicated-worker.ts` with an IPC channel and
  * CLUSTER_NODES, KEY_PREFIX, SUBJECT and CAPACITY in the environment. It sends a tally of each
- * limit every 50 ms, and at once when told `mark`; `drain` makes it decide as fast as it can (several at once) until both
- * limits refuse, then it sends `drained` and exits.
+ * limit every 50 ms, and at once when told `mark`. `drain` makes it decide as fast as it can
+ * (several at once) until both limits refuse; then it sends `drained` and exits.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { RedisStore } from "../src/limiter/stores/redis";
