@@ -29,19 +29,16 @@ import { StoreUnavailableError } from "../src/limiter/stores/store-unavailable-e
 import type { LimitCheck, LimiterStore } from "../src/limiter/types";
 import { createRedisClient, type RedisClient } from "../src/publication/redis-clients";
 import { tokenBucket } from "../src/testing/policy-factory";
-import { OwnRedisCluster } from "../src/testing/redis-server";
+import type { OwnRedisCluster } from "../src/testing/redis-server";
 import { waitFor } from "../src/testing/wait-for";
+import { startReplicatedCluster } from "./support/redis";
 
 let cluster: OwnRedisCluster;
 let decisions: RedisClient;
 const prefix = `${inject("redisKeyPrefix")}clfo:`;
 
 beforeAll(async () => {
-  cluster = await OwnRedisCluster.start(3, {
-    replicasPerMaster: 1,
-    nodeTimeoutMs: 3_000,
-    requireFullCoverage: false,
-  });
+  cluster = await startReplicatedCluster();
   decisions = createRedisClient("decisions", {
     url: "redis://127.0.0.1",
     clusterNodes: cluster.nodes,

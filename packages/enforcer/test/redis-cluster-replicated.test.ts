@@ -24,8 +24,9 @@ import { RedisStore } from "../src/limiter/stores/redis";
 import { StoreUnavailableError } from "../src/limiter/stores/store-unavailable-error";
 import type { DecideInput } from "../src/limiter/types";
 import { createRedisClient, type RedisClient } from "../src/publication/redis-clients";
-import { OwnRedisCluster } from "../src/testing/redis-server";
+import type { OwnRedisCluster } from "../src/testing/redis-server";
 import { waitFor } from "../src/testing/wait-for";
+import { startReplicatedCluster } from "./support/redis";
 
 const CAPACITY = 10;
 const prefix = `${inject("redisKeyPrefix")}clrep:`;
@@ -49,12 +50,7 @@ async function clusterClient(): Promise<RedisClient> {
 }
 
 beforeAll(async () => {
-  cluster = await OwnRedisCluster.start(3, {
-    replicasPerMaster: 1,
-    // A replica frozen for a few seconds must not be taken for a failed master's cue to fail over.
-    nodeTimeoutMs: 3_000,
-    requireFullCoverage: false,
-  });
+  cluster = await startReplicatedCluster();
 }, 120_000);
 
 afterAll(async () => {

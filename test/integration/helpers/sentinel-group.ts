@@ -180,6 +180,42 @@ export class SentinelGroup {
     await exited;
   }
 
+  /** The ports of the servers other than `primaryPort` that are running (the replicas). */
+  replicaPorts(primaryPort: number): number[] {
+    return this.#servers
+      .filter((server) => server.port !== primaryPort && server.process !== undefined)
+      .map((server) => server.port);
+  }
+
+  /**
+   * Freezes the server on `port` (SIGSTOP): its connections stay open and nothing is answered, so
+   * a frozen replica acknowledges nothing. {@link resume} lets it go on.
+   */
+  pause(port: number): void {
+    this.#runningProcess(port).kill("SIGSTOP");
+  }
+
+  resume(port: number): void {
+    this.#runningProcess(port).kill("SIGCONT");
+  }
+
+  /**
+   * Closes the replication links of the primary on `port` (`CLIENT KILL TYPE replica`) and
+   * resolves with how many it closed. With its replicas frozen ({@link pause}) none reconnects,
+   * so the primary's writes from then on reach no replica: the replication lag a failover loses.
+   */
+  async cutReplicaLinks(port: number): Promise<number> {
+    return Number(
+      await withClient(port, (client) => client.call("CLIENT", "KILL", "TYPE", "replica")),
+    );
+  }
+
+  #runningProcess(port: number): ChildProcess {
+    const child = this.#servers.find((server) => server.port === port)?.process;
+    if (child === undefined) throw new Error(`no server running on ${port}`);
+    return child;
+  }
+
   /** Stops every process and removes the scratch directory. */
   async stop(): Promise<void> {
     await Promise.all([...this.#sentinels, ...this.#servers].map(stopProcess));

@@ -299,6 +299,17 @@ export class OwnRedisCluster {
     await exited;
   }
 
+  /**
+   * Starts the node on `port` again after {@link killPort}, with its cluster config (its node id)
+   * and no data: a master that was failed over meanwhile rejoins as its replacement's replica.
+   */
+  async restartPort(port: number): Promise<void> {
+    const node = this.#nodes.find((candidate) => candidate.port === port);
+    if (node === undefined) throw new Error(`no node on ${port}`);
+    if (node.process !== undefined) throw new Error(`the node on ${port} is running`);
+    await this.#startNode(node);
+  }
+
   /** Stops one node (its process exits): the slots it served become unreachable. */
   async stopNode(index: number): Promise<void> {
     const node = this.#nodes[index];

@@ -6,6 +6,7 @@ import {
   type RedisClusterNode,
   type RedisRole,
 } from "../../src/publication/redis-clients";
+import { OwnRedisCluster } from "../../src/testing/redis-server";
 
 /** `host:port,host:port` (as `OwnRedisCluster.nodesText` writes it) as Cluster nodes. */
 export function parseClusterNodes(text: string): RedisClusterNode[] {
@@ -60,4 +61,18 @@ export async function readyRedis(
   });
   if (client.status !== "ready") await once(client, "ready");
   return client;
+}
+
+/**
+ * A Redis Cluster of the test's own for failover tests: three masters with a replica each,
+ * `cluster-node-timeout` 3000 ms (shorter detection fails over spuriously on a busy machine, and
+ * a replica frozen for a moment must not be taken for a failed node) and
+ * `cluster-require-full-coverage no`, as docs/failover.md recommends.
+ */
+export function startReplicatedCluster(): Promise<OwnRedisCluster> {
+  return OwnRedisCluster.start(3, {
+    replicasPerMaster: 1,
+    nodeTimeoutMs: 3_000,
+    requireFullCoverage: false,
+  });
 }

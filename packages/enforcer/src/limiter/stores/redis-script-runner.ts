@@ -44,6 +44,13 @@ export interface RedisScriptClient {
    * `host:port` of its master first. Read to name the server that decides a subject.
    */
   readonly slots?: readonly (readonly string[] | undefined)[];
+  /**
+   * Asks a Cluster for its slot table again (ioredis `Cluster.refreshSlotsCache`; a refresh
+   * already under way is joined, not repeated). The store asks after a `replicated` call on a
+   * node's own connection failed: such calls bypass the client's own routing, so a MOVED or a
+   * dead master would otherwise never move the table on after a failover.
+   */
+  refreshSlotsCache?(): void;
 }
 
 /**

@@ -116,7 +116,9 @@ export interface RedisStoreOptions {
    * connection to the master that owns its slot (the client's slot table), and WAIT follows on
    * that same connection: a keyless WAIT sent through the Cluster client would go to any node and
    * count nothing of the decision's. Batches are made per slot. A slot that moved meanwhile
-   * answers MOVED, and the failure policy decides that call (never retried).
+   * answers MOVED, and the failure policy decides that call (never retried); any failed call
+   * makes the Cluster client read its slot table again, so after a failover the next calls go to
+   * the promoted master.
    */
   readonly replicated?: ReplicatedConnection;
 }
@@ -276,10 +278,23 @@ export class RedisStore implements LimiterStore {
       }
       return { connection: node, runner };
     };
+    /**
+     * The node this call went to may no longer own the slot (a failover, a migration): its own
+     * connection does not follow MOVED, and nothing else would refresh the table that names it.
+     * The call itself is not retried: the failure policy decides it.
+     */
+    const runOnSlotMaster = async (keys: readonly string[], args: readonly string[]) => {
+      try {
+        const { connection, runner } = targetOf(keys);
+        return { connection, reply: await runner.run(keys, args) };
+      } catch (error: unknown) {
+        if (isCluster) client.refreshSlotsCache?.();
+        throw error;
+      }
+    };
     return new DecisionBatcher({
       run: async (keys, args) => {
-        const { connection, runner } = targetOf(keys);
-        const reply = await runner.run(keys, args);
+        const { connection, reply } = await runOnSlotMaster(keys, args);
         let acknowledged: unknown;
         try {
           acknowledged = await connection.call("WAIT", String(replicas), String(waitMs));
