@@ -345,6 +345,7 @@ describe("a Sentinel failover under traffic", () => {
     expect(durableAdmitted).toBeLessThanOrEqual(allowance);
 
     const report = {
+      kind: "sentinel",
       gapMs: backAtMs.map((atMs) => Math.round(atMs - killedAtMs)),
       promotionMs: Math.round(switchedMs - killedAtMs),
       returnAfterSwitchMs: returnAfterSwitchMs.map(Math.round),

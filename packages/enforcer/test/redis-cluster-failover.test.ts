@@ -31,6 +31,7 @@ import { createRedisClient, type RedisClient } from "../src/publication/redis-cl
 import { tokenBucket } from "../src/testing/policy-factory";
 import type { OwnRedisCluster } from "../src/testing/redis-server";
 import { waitFor } from "../src/testing/wait-for";
+import { appendFailoverReport } from "./support/failover-report";
 import { startReplicatedCluster } from "./support/redis";
 
 let cluster: OwnRedisCluster;
@@ -102,6 +103,8 @@ describe("a replicated Cluster losing a master", () => {
     // Every subject decided once before the kill: the client knows the slots.
     await Promise.all(subjects.map((subject) => store.decide({ subject, checks })));
 
+    const killedAtMs = Date.now();
+    let lostSlotsBackAtMs = 0;
     await cluster.killPort(victim);
     const failedElsewhere: unknown[] = [];
     const failedOnVictim: unknown[] = [];
@@ -133,9 +136,11 @@ describe("a replicated Cluster losing a master", () => {
           if (result.status === "rejected") failedElsewhere.push(result.reason);
         for (const result of lost)
           if (result.status === "rejected") failedOnVictim.push(result.reason);
-        return lost.every((result) => result.status === "fulfilled") && failedOnVictim.length > 0
-          ? true
-          : undefined;
+        if (!(lost.every((result) => result.status === "fulfilled") && failedOnVictim.length > 0)) {
+          return undefined;
+        }
+        lostSlotsBackAtMs = Date.now();
+        return true;
       },
       { timeoutMs: 60_000, intervalMs: 100 },
     );
@@ -172,5 +177,13 @@ describe("a replicated Cluster losing a master", () => {
         `guard with a breaker per master: ${perNodeOnVictim.filter((decision) => decision.degraded).length} degraded on the lost slots, 0 of ${perNodeElsewhere.length} elsewhere; ` +
         `one breaker for the store: ${oneBreakerDegradedElsewhere} degraded elsewhere; opened: ${opened.join(", ") || "none"}`,
     );
+    // Printed, never asserted: the time the machine took is a figure for the repeat script.
+    await appendFailoverReport({
+      kind: "cluster",
+      killToDecisionsMs: lostSlotsBackAtMs - killedAtMs,
+      failedOnLostSlots: failedOnVictim.length,
+      degradedOnLostSlots: perNodeOnVictim.filter((decision) => decision.degraded).length,
+      degradedElsewhere: perNodeElsewhere.filter((decision) => decision.source !== "store").length,
+    });
   }, 120_000);
 });

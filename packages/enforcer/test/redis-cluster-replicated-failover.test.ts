@@ -32,6 +32,7 @@ import { redisSubjectKey } from "../src/limiter/stores/redis-encoding";
 import type { OwnRedisCluster } from "../src/testing/redis-server";
 import { waitFor } from "../src/testing/wait-for";
 import type { DurabilityName, LimitTally, WorkerMessage } from "./redis-cluster-replicated-worker";
+import { appendFailoverReport } from "./support/failover-report";
 import { startReplicatedCluster } from "./support/redis";
 
 const WORKER_PATH = path.join(import.meta.dirname, "redis-cluster-replicated-worker.ts");
@@ -205,6 +206,13 @@ describe('durability "replicated" through a Redis Cluster master failover', () =
         `default limit ${unacknowledged.admitted} admitted (${unacknowledged.admitted - CAPACITY} over, lost with the master), ` +
         `${unacknowledged.unavailable} calls failed`,
     );
+    await appendFailoverReport({
+      kind: "cluster-replicated",
+      capacity: CAPACITY,
+      replicatedOvershoot: replicated.admitted - CAPACITY,
+      defaultOvershoot: unacknowledged.admitted - CAPACITY,
+      replicatedUnavailable: replicated.unavailable,
+    });
     expect([...replicated.otherErrors, ...unacknowledged.otherErrors]).toEqual([]);
     // The gap was seen (and decided by the failure policy, not retried).
     expect(replicated.unavailable).toBeGreaterThan(0);
