@@ -5,6 +5,7 @@ import { AlertList } from "@/components/alerts/alert-list";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { RejectionChart } from "@/components/charts/rejection-chart";
 import { DegradedCell, FleetDegradedSummary } from "@/components/fleet/degraded-decisions";
+import { EnforcerPolicyCell } from "@/components/fleet/enforcer-policy-cell";
 import { RedisTopologyPanel } from "@/components/fleet/redis-topology";
 import { EnforcerLagCell } from "@/components/ops/enforcer-lag";
 import { PropagationPanel } from "@/components/regions/propagation-panel";
@@ -512,31 +513,8 @@ async function FleetPanel({ region }: { region: string | undefined }) {
                       <span className="muted small"> (pid {enforcer.pid})</span>
                     ) : null}
                   </td>
-                  <td data-label="Policy version">
-                    {enforcer.version === null ? (
-                      <>
-                        <Badge tone="bad">no policy</Badge>
-                        {enforcer.noPolicy !== null ? (
-                          <span className="muted small" data-testid="no-policy-cell">
-                            {" "}
-                            {enforcer.noPolicy.action === "reject" ? "refusing" : "admitting"} all ·{" "}
-                            {enforcer.noPolicy.decisions} so far
-                          </span>
-                        ) : null}
-                      </>
-                    ) : enforcer.cachedPolicy !== null ? (
-                      <>
-                        v{enforcer.version} <Badge tone="warn">cached</Badge>
-                        {enforcer.cachedPolicy.savedAtMs !== null ? (
-                          <span className="muted small" data-testid="cached-policy-cell">
-                            {" "}
-                            saved <LocalTime at={enforcer.cachedPolicy.savedAtMs} />
-                          </span>
-                        ) : null}
-                      </>
-                    ) : (
-                      `v${enforcer.version}`
-                    )}
+                  <td data-label="Policy version" data-testid="enforcer-policy">
+                    <EnforcerPolicyCell enforcer={enforcer} />
                   </td>
                   <td data-label="Lag">
                     <EnforcerLagCell enforcer={enforcer} published={published} nowMs={nowMs} />
