@@ -413,7 +413,7 @@ test.describe("review: the overview", () => {
 
     // The hour: the audited changes made through the API are marked, each linking to its entry.
     await page.getByRole("link", { name: "Last hour" }).click();
-    await page.waitForURL((url) => url.search === "");
+    await page.waitForURL((url) => url.search === "?range=1h");
     const markers = page.getByRole("list", { name: "Changes in this range" });
     await expect(markers.getByRole("link").first()).toBeVisible();
     const href = await markers.getByRole("link").first().getAttribute("href");

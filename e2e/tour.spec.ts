@@ -150,6 +150,7 @@ async function tourStops(request: APIRequestContext): Promise<{
     { name: "incident", path: `/incidents/${encodeURIComponent(incident.id)}` },
     { name: "overrides", path: "/overrides" },
     { name: "audit", path: "/audit" },
+    { name: "audit-webhook", path: "/audit/webhook" },
     { name: "change-requests", path: "/change-requests" },
     { name: "change-request", path: `/change-requests/${changeRequest.id}` },
     { name: "dry-run", path: "/dry-run" },

@@ -13,6 +13,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { href: "/overrides", label: "Overrides" },
   { href: "/change-requests", label: "Approvals" },
   { href: "/audit", label: "Audit log" },
+  { href: "/audit/webhook", label: "Audit webhook" },
   { href: "/dry-run", label: "Dry-run" },
   { href: "/descriptor-rules", label: "Descriptor rules" },
   { href: "/descriptor-mappings", label: "Descriptor mappings" },

@@ -7,6 +7,7 @@ import {
   buildRejectionRateSeries,
   CHART_RANGES,
   chartWindow,
+  defaultChartRangeId,
   hasNoTraffic,
   isChartRangeId,
   isChartRow,
@@ -93,6 +94,31 @@ describe("chart ranges and windows", () => {
     expect(ticks.every((t) => t >= window.startMs && t <= window.endMs)).toBe(true);
     expect(timeTicks(window, { utcOffsetMs: Number.NaN })).toEqual(timeTicks(window));
     expect(timeTicks(window, { maxTicks: 0 })).toEqual([]);
+  });
+});
+
+describe("the overview's range when the URL names none", () => {
+  // NOW_MS is 12:07:30: the 15-minute chart, the minute still counting included, starts at 11:53.
+  const cases: [string, number | null, string][] = [
+    ["no stored minute at all: the smallest", null, "15m"],
+    ["data from this minute only", MINUTE_12_07, "15m"],
+    ["15 minutes of data exactly fill the 15-minute chart", Date.UTC(2025, 2, 4, 11, 53), "15m"],
+    ["a minute more than that needs the hour", Date.UTC(2025, 2, 4, 11, 52), "1h"],
+    ["an hour of data fills the hour", Date.UTC(2025, 2, 4, 11, 8), "1h"],
+    ["61 minutes need the day", Date.UTC(2025, 2, 4, 11, 7), "1d"],
+    ["older than a day: the longest range", NOW_MS - 3 * 24 * HOUR_MS, "1d"],
+  ];
+  it.each(cases)("%s", (_what, oldestDataMs, expected) => {
+    expect(defaultChartRangeId(oldestDataMs, NOW_MS)).toBe(expected);
+  });
+
+  it("the chosen range's chart shows the oldest minute", () => {
+    for (const minutesAgo of [0, 5, 14, 15, 30, 59, 60, 61, 600, 1400]) {
+      const oldestMs = MINUTE_12_07 - minutesAgo * MINUTE_MS;
+      const id = defaultChartRangeId(oldestMs, NOW_MS);
+      const window = chartWindow(CHART_RANGES[id], { nowMs: NOW_MS, includeCurrentBucket: true });
+      expect(window.startMs, `${minutesAgo} min ago -> ${id}`).toBeLessThanOrEqual(oldestMs);
+    }
   });
 });
 

@@ -46,6 +46,23 @@ export function isChartRangeId(value: unknown): value is ChartRangeId {
   return value === "15m" || value === "1h" || value === "1d";
 }
 
+/**
+ * The overview's range when the URL names none: the smallest whose chart (the minute still
+ * counting included) reaches back to the oldest data, so 15 minutes of counts fill the chart
+ * rather than its right quarter. `oldestDataMs`: the start of the oldest stored minute within the
+ * longest range; null when there is none (the live minutes, if any, fit the smallest range).
+ * Data older than the longest range is the longest range's.
+ */
+export function defaultChartRangeId(oldestDataMs: number | null, nowMs: number): ChartRangeId {
+  const ranges = Object.values(CHART_RANGES).sort((a, b) => a.rangeMs - b.rangeMs);
+  const smallest = ranges[0]?.id ?? "1h";
+  if (oldestDataMs === null) return smallest;
+  const fitting = ranges.find(
+    (range) => chartWindow(range, { nowMs, includeCurrentBucket: true }).startMs <= oldestDataMs,
+  );
+  return fitting?.id ?? ranges[ranges.length - 1]?.id ?? "1d";
+}
+
 export interface ChartWindowOptions {
   /** The instant the chart is drawn at. */
   nowMs: number;

@@ -47,6 +47,7 @@ export {
   type DryRunPair,
   type DryRunPoint,
   type DryRunSeries,
+  defaultChartRangeId,
   type FailoverMarkerInput,
   hasNoTraffic,
   isChartRangeId,

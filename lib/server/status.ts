@@ -233,22 +233,26 @@ export function buildInfo(): StatusReport["build"] {
 /** What the gateways' heartbeats say, bounded in time like the other checks; null on failure. */
 export async function checkGateways(): Promise<GatewaysStatus | null> {
   try {
-    const fleet = await withTimeout(listEnforcers(fleetDeps()), CHECK_TIMEOUT_MS);
-    return {
-      reporting: fleet.enforcers.length,
-      publishedVersion: fleet.published?.version ?? null,
-      withoutPolicy: fleet.enforcers.flatMap((enforcer) =>
-        enforcer.noPolicy === null ? [] : [{ id: enforcer.id, ...enforcer.noPolicy }],
-      ),
-      onCachedPolicy: fleet.enforcers.flatMap((enforcer) =>
-        enforcer.cachedPolicy === null
-          ? []
-          : [{ id: enforcer.id, version: enforcer.version, ...enforcer.cachedPolicy }],
-      ),
-    };
+    return gatewaysStatusOf(await withTimeout(listEnforcers(fleetDeps()), CHECK_TIMEOUT_MS));
   } catch {
     return null;
   }
+}
+
+/** The fleet as /status sums it up: who reports, who runs no policy, who runs a cached one. */
+export function gatewaysStatusOf(fleet: Awaited<ReturnType<typeof listEnforcers>>): GatewaysStatus {
+  return {
+    reporting: fleet.enforcers.length,
+    publishedVersion: fleet.published?.version ?? null,
+    withoutPolicy: fleet.enforcers.flatMap((enforcer) =>
+      enforcer.noPolicy === null ? [] : [{ id: enforcer.id, ...enforcer.noPolicy }],
+    ),
+    onCachedPolicy: fleet.enforcers.flatMap((enforcer) =>
+      enforcer.cachedPolicy === null
+        ? []
+        : [{ id: enforcer.id, version: enforcer.version, ...enforcer.cachedPolicy }],
+    ),
+  };
 }
 
 export async function statusReport(): Promise<StatusReport> {

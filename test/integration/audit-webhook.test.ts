@@ -11,6 +11,7 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { updateAuditWebhook } from "@/lib/control/audit-webhook/audit-webhook-settings";
+import { listAuditWebhookDeliveries } from "@/lib/control/audit-webhook/list-audit-webhook-deliveries";
 import { createCustomer } from "@/lib/control/customer/create-customer";
 import { AUDIT_WEBHOOK_TOPIC } from "@/lib/control/outbox/outbox";
 import { verifyWebhookSignature } from "@/lib/control/webhooks/webhook-signature";
@@ -313,6 +314,17 @@ describe("delivery by the worker", () => {
     expect(receiver.received[1]?.body.entry.summary).toMatch(
       /^customer hook-.* registered in tier pro$/,
     );
+    // As the console's Audit webhook page lists them: newest first, every one taken.
+    const taken = await listAuditWebhookDeliveries({ limit: 3 }, { db: api.db() });
+    expect(taken.waiting).toBe(0);
+    expect(taken.deliveries.map((delivery) => delivery.auditEntryId)).toEqual(
+      firstBatch.slice(-3).reverse(),
+    );
+    for (const delivery of taken.deliveries) {
+      expect(delivery).toMatchObject({ state: "sent", lastError: null, nextAttemptAt: null });
+      expect(delivery.action).toMatch(/^customer\./);
+      expect(delivery.sentAt).not.toBeNull();
+    }
 
     // The receiver goes down; the entries made meanwhile wait, retried with backoff.
     await receiver.stop();
@@ -329,6 +341,18 @@ describe("delivery by the worker", () => {
       { what: "two failed attempts while the receiver is down", timeoutMs: 30_000, intervalMs: 50 },
     );
     expect(receiver.received).toHaveLength(13);
+    // The page: five wait, the oldest of them failed and is retried, the rest not tried yet.
+    const waiting = await listAuditWebhookDeliveries({ limit: 10 }, { db: api.db() });
+    expect(waiting.waiting).toBe(5);
+    expect(waiting.deliveries.slice(0, 5).map((delivery) => delivery.state)).toEqual([
+      "waiting",
+      "waiting",
+      "waiting",
+      "waiting",
+      "retrying",
+    ]);
+    expect(waiting.deliveries[4]?.lastError).not.toBeNull();
+    expect(waiting.deliveries[5]?.state).toBe("sent");
     await receiver.start();
     const all = await expectAllDelivered("after the receiver came back");
     expect(all).toHaveLength(18);

@@ -2,7 +2,8 @@
  * The last good policy on disk, with real processes: a demo gateway started with Redis up saves
  * the policy it applies (`--policy-cache`); with Redis stopped, a new gateway process started on
  * that file decides with the cached policy (each limit's failure policy, exact counts), while one
- * without a cache runs no policy; Redis back, the heartbeat says `policy: cached`; a new version
+ * without a cache runs no policy; Redis back, the heartbeat says `policy: cached` and the console's
+ * fleet table and /status show it as cached; a new version
  * published replaces the cached one, and is saved; a refused version is never saved.
  *
  * The policy: tiers fail open, anonymous sign-in fails closed, and the per-address ceiling falls
@@ -14,7 +15,12 @@ import path from "node:path";
 import { readEnforcerHeartbeats } from "@limitplane/enforcer/publication";
 import { publishTestSnapshot, tokenBucket } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
+import { createElement } from "react";
+import { renderToStaticMarkup } from "react-dom/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EnforcerPolicyCell } from "@/components/fleet/enforcer-policy-cell";
+import { listEnforcers } from "@/lib/control/fleet/list-enforcers";
+import { gatewaysStatusOf } from "@/lib/server/status";
 import {
   filePrefix,
   type GatewayProcess,
@@ -144,6 +150,25 @@ describe("the last good policy on disk", () => {
       expect([hash.policy, hash.policyDescription]).toEqual([
         "cached",
         `cached (version 1, saved at ${savedAt})`,
+      ]);
+
+      // The console says so: the fleet table's "cached" badge with the save time, and /status.
+      const fleet = await listEnforcers({
+        redis: client,
+        prefix,
+        clock: { nowMs: () => Date.now() },
+      });
+      const policyCell = (id: string) => {
+        const enforcer = fleet.enforcers.find((entry) => entry.id === id);
+        if (enforcer === undefined) throw new Error(`${id} is not in the fleet`);
+        return renderToStaticMarkup(createElement(EnforcerPolicyCell, { enforcer }));
+      };
+      expect(policyCell("pc-cached")).toContain('<span class="badge badge-warn">cached</span>');
+      expect(policyCell("pc-cached")).toContain(savedAt);
+      expect(policyCell("pc-bare")).not.toContain("cached");
+      expect(policyCell("pc-bare")).toContain("no policy");
+      expect(gatewaysStatusOf(fleet).onCachedPolicy).toEqual([
+        { id: "pc-cached", version: 1, savedAtMs: report.policy?.savedAtMs },
       ]);
 
       // A new version published: the cached policy is replaced, and the new one saved.

@@ -5,6 +5,7 @@ import { AlertList } from "@/components/alerts/alert-list";
 import { AutoRefresh } from "@/components/auto-refresh";
 import { RejectionChart } from "@/components/charts/rejection-chart";
 import { DegradedCell, FleetDegradedSummary } from "@/components/fleet/degraded-decisions";
+import { EnforcerPolicyCell } from "@/components/fleet/enforcer-policy-cell";
 import { RedisTopologyPanel } from "@/components/fleet/redis-topology";
 import { EnforcerLagCell } from "@/components/ops/enforcer-lag";
 import { PropagationPanel } from "@/components/regions/propagation-panel";
@@ -21,6 +22,7 @@ import {
   buildRejectionRateSeries,
   CHART_RANGES,
   type ChartRangeId,
+  defaultChartRangeId,
   describeNoPolicy,
   formatNumber,
   formatPercent,
@@ -35,6 +37,7 @@ import type { listEnforcers } from "@/lib/control/fleet/list-enforcers";
 import { listRedisFailovers } from "@/lib/control/fleet/list-redis-failovers";
 import { listRegionFleets } from "@/lib/control/fleet/list-region-fleets";
 import { readDegradedDecisionAlert } from "@/lib/control/fleet/read-degraded-decisions";
+import { findOldestMetricMinuteMs } from "@/lib/control/metric-minute/list-metric-minutes";
 import {
   loadRegionScopeMinutes,
   loadScopeMinutes,
@@ -80,10 +83,32 @@ function regionOf(params: SearchParamsRecord): string | undefined {
     : undefined;
 }
 
-function rangeOf(params: SearchParamsRecord): ChartRangeId {
+/** The range the URL names (`?range=`), or null: the page then picks one that fits the data. */
+function explicitRangeOf(params: SearchParamsRecord): ChartRangeId | null {
   const raw = params.range;
   const value = typeof raw === "string" ? raw : raw?.[0];
-  return isChartRangeId(value) ? value : "1h";
+  return isChartRangeId(value) ? value : null;
+}
+
+/** The overview on `rangeId`, named in the URL so a reload keeps it. */
+function rangeHref(rangeId: ChartRangeId): string {
+  return `/?range=${rangeId}`;
+}
+
+/**
+ * With no `?range=`: the smallest range that shows all the stored counts of the last day
+ * (`defaultChartRangeId`), so a demo 15 minutes old opens on 15 minutes. The hour, the usual
+ * view, when the database cannot say (the panels then say what is wrong themselves).
+ */
+async function defaultRangeId(nowMs: number): Promise<ChartRangeId> {
+  const longestMs = Math.max(...Object.values(CHART_RANGES).map((range) => range.rangeMs));
+  try {
+    const oldestMs = await findOldestMetricMinuteMs({ sinceMs: nowMs - longestMs }, controlDeps());
+    return defaultChartRangeId(oldestMs, nowMs);
+  } catch (error: unknown) {
+    console.error("overview: the oldest per-minute count could not be read", error);
+    return "1h";
+  }
 }
 
 export default async function OverviewPage({
@@ -92,11 +117,12 @@ export default async function OverviewPage({
   searchParams: Promise<SearchParamsRecord>;
 }) {
   const params = await searchParams;
-  const rangeId = rangeOf(params);
+  const explicitRangeId = explicitRangeOf(params);
   const region = regionOf(params);
   const principal = await requirePrincipal("metrics.read", {
-    next: rangeId === "1h" ? "/" : `/?range=${rangeId}`,
+    next: explicitRangeId === null ? "/" : rangeHref(explicitRangeId),
   });
+  const rangeId = explicitRangeId ?? (await defaultRangeId(clock().nowMs()));
   const canRaise = can(principal.role, "incident.write");
   return (
     <>
@@ -181,7 +207,7 @@ function RangeTabs({ current }: { current: ChartRangeId }) {
           <li key={range.id}>
             <Link
               className={styles.tab}
-              href={range.id === "1h" ? "/" : `/?range=${range.id}`}
+              href={rangeHref(range.id)}
               aria-current={range.id === current ? "page" : undefined}
               scroll={false}
             >
@@ -226,7 +252,7 @@ async function RejectedCustomersPanel({
         <ErrorState
           title="The rejected customers could not be read"
           message="The gateways count rejections per customer in Redis, which did not answer. The page retries on its next refresh."
-          retryHref={rangeId === "1h" ? "/" : `/?range=${rangeId}`}
+          retryHref={rangeHref(rangeId)}
         />
       </section>
     );
@@ -382,7 +408,7 @@ async function RatesChart({
       <ErrorState
         title="The chart could not be drawn"
         message="The per-minute counts could not be read just now. The page retries on its next refresh."
-        retryHref={rangeId === "1h" ? "/" : `/?range=${rangeId}`}
+        retryHref={rangeHref(rangeId)}
       />
     );
   }
@@ -487,31 +513,8 @@ async function FleetPanel({ region }: { region: string | undefined }) {
                       <span className="muted small"> (pid {enforcer.pid})</span>
                     ) : null}
                   </td>
-                  <td data-label="Policy version">
-                    {enforcer.version === null ? (
-                      <>
-                        <Badge tone="bad">no policy</Badge>
-                        {enforcer.noPolicy !== null ? (
-                          <span className="muted small" data-testid="no-policy-cell">
-                            {" "}
-                            {enforcer.noPolicy.action === "reject" ? "refusing" : "admitting"} all ·{" "}
-                            {enforcer.noPolicy.decisions} so far
-                          </span>
-                        ) : null}
-                      </>
-                    ) : enforcer.cachedPolicy !== null ? (
-                      <>
-                        v{enforcer.version} <Badge tone="warn">cached</Badge>
-                        {enforcer.cachedPolicy.savedAtMs !== null ? (
-                          <span className="muted small" data-testid="cached-policy-cell">
-                            {" "}
-                            saved <LocalTime at={enforcer.cachedPolicy.savedAtMs} />
-                          </span>
-                        ) : null}
-                      </>
-                    ) : (
-                      `v${enforcer.version}`
-                    )}
+                  <td data-label="Policy version" data-testid="enforcer-policy">
+                    <EnforcerPolicyCell enforcer={enforcer} />
                   </td>
                   <td data-label="Lag">
                     <EnforcerLagCell enforcer={enforcer} published={published} nowMs={nowMs} />

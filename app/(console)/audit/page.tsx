@@ -106,7 +106,8 @@ export default async function AuditPage({
         <h1>Audit log</h1>
         <p>
           Who changed which limit, when, from what to what, and why. Newest first; filter to share a
-          link to exactly these changes.
+          link to exactly these changes. Every entry can also be sent as it is written to{" "}
+          <Link href="/audit/webhook">a webhook</Link>.
         </p>
       </header>
       <Suspense fallback={<p className="muted small">Verifying the audit chain…</p>}>

@@ -62,3 +62,20 @@ export async function listMetricMinutes(
     degraded: row.degraded,
   }));
 }
+
+/**
+ * The start of the oldest stored minute at or after `sinceMs` (epoch ms), any scope or region;
+ * null when there is none. One row read on the `minute` index.
+ */
+export async function findOldestMetricMinuteMs(
+  options: { readonly sinceMs: number },
+  deps: ReadDeps,
+): Promise<number | null> {
+  if (!Number.isFinite(options.sinceMs)) throw new RangeError("sinceMs must be finite epoch ms");
+  const row = await deps.db.metricMinute.findFirst({
+    where: { minute: { gte: new Date(options.sinceMs) } },
+    orderBy: { minute: "asc" },
+    select: { minute: true },
+  });
+  return row === null ? null : row.minute.getTime();
+}

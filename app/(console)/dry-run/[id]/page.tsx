@@ -29,15 +29,17 @@ import {
   type ScopeMinuteCount,
 } from "@/lib/control";
 import type { CandidateLifecycle } from "@/lib/control/candidate/read-candidate-lifecycle";
-import type { CandidateComparison, SideTotals } from "@/lib/control/dry-run/compare-candidate";
+import type { CandidateComparison } from "@/lib/control/dry-run/compare-candidate";
 import { readCandidateComparisons } from "@/lib/control/dry-run/read-candidate-comparisons";
 import { clock, controlDeps, scopeCountsDeps } from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
 import { describePolicyLimit, describeScope } from "../../policies/_components/policy-words";
 import { CandidateActions } from "../_components/candidate-actions";
 import {
+  COUNTED_WORDS,
   ComparedSpanWords,
   ComparisonSentence,
+  countsDifferenceWords,
   NotStartedWords,
 } from "../_components/compared-span";
 import { UpdateCandidateForm } from "../_components/update-candidate-form";
@@ -105,15 +107,15 @@ function withinLife(
 function Total({
   testId,
   comparison,
-  pick,
+  side,
   children,
 }: {
   testId: string;
   comparison: CandidateComparison;
-  pick: (counted: { candidate: SideTotals; target: SideTotals }) => SideTotals;
+  side: keyof typeof COUNTED_WORDS;
   children: ReactNode;
 }) {
-  const totals = comparison.status === "not-started" ? null : pick(comparison);
+  const totals = comparison.status === "not-started" ? null : comparison[side];
   return (
     <div
       className={styles.total}
@@ -130,7 +132,7 @@ function Total({
           ? ": nothing counted yet"
           : totals.requests === 0
             ? ": no requests"
-            : `, of ${formatNumber(totals.requests)} (${formatPercent(totals.rate)})`}
+            : `, of ${formatNumber(totals.requests)} requests ${COUNTED_WORDS[side]} (${formatPercent(totals.rate)})`}
       </span>
     </div>
   );
@@ -198,6 +200,7 @@ export default async function CandidatePage({
   });
   const markers = lifecycleMarkers(candidate.id, lifecycle, data);
   const evidence = <ComparisonSentence comparison={comparison} targetScope={candidate.target} />;
+  const countsDifference = countsDifferenceWords(comparison, candidate.target);
   const promoteSummary =
     current === null
       ? `Enforce ${formatLimit(candidate.limit)} as a new limit on ${candidate.target} (${describeScope(candidate.target)}).`
@@ -277,17 +280,18 @@ export default async function CandidatePage({
           )}
         </p>
         <div className={styles.totals}>
-          <Total
-            testId="would-block-total"
-            comparison={comparison}
-            pick={(counted) => counted.candidate}
-          >
+          <Total testId="would-block-total" comparison={comparison} side="candidate">
             would be blocked by the candidate
           </Total>
-          <Total testId="blocked-total" comparison={comparison} pick={(counted) => counted.target}>
+          <Total testId="blocked-total" comparison={comparison} side="target">
             blocked by <code>{candidate.target}</code>
           </Total>
         </div>
+        {countsDifference === null ? null : (
+          <p className="muted small" data-testid="counts-difference">
+            {countsDifference}
+          </p>
+        )}
         <DryRunChart
           data={data}
           markers={markers}

@@ -55,9 +55,38 @@ export function ComparedSpanWords({
   );
 }
 
-/** "330 of 987 requests (33%)"; the caller says what no requests means. */
-export function sideWords(totals: SideTotals): string {
-  return `${formatNumber(totals.blocked)} of ${formatNumber(totals.requests)} requests (${formatPercent(totals.rate)})`;
+/**
+ * What each side's request count is. The two differ by design (packages/enforcer
+ * decision-metrics.ts): a dry-run candidate never rejects, so it counts every request it saw; an
+ * enforced limit counts a request it rejected, or one every limit admitted, so a request another
+ * limit refused while this one would have let it through is in the candidate's count only.
+ */
+export const COUNTED_WORDS = { candidate: "it saw", target: "it decided" } as const;
+
+/** "330 of 987 requests it saw (33%)"; the caller says what no requests means. */
+export function sideWords(totals: SideTotals, side: keyof typeof COUNTED_WORDS): string {
+  return `${formatNumber(totals.blocked)} of ${formatNumber(totals.requests)} requests ${COUNTED_WORDS[side]} (${formatPercent(totals.rate)})`;
+}
+
+/**
+ * Why the two totals are out of different numbers of requests, in words; null when they count
+ * the same number (or nothing is counted yet). Every total shown beside the other says this, so
+ * "1,432 of 3,984" against "746 of 3,760" is never left unexplained.
+ */
+export function countsDifferenceWords(
+  comparison: CandidateComparison,
+  targetScope: string,
+): string | null {
+  if (comparison.status !== "counted") return null;
+  const seen = comparison.candidate.requests;
+  const decided = comparison.target.requests;
+  if (seen === decided) return null;
+  const rule = `The candidate counts every request it saw (${formatNumber(seen)}), since it never rejects; ${targetScope} counts only the requests it rejected or that got through every limit (${formatNumber(decided)})`;
+  if (seen > decided) {
+    const refusedElsewhere = seen - decided;
+    return `${rule}: the other ${formatNumber(refusedElsewhere)} ${refusedElsewhere === 1 ? "was" : "were"} refused by another limit (a ceiling or an endpoint class) that ${targetScope} would have let through.`;
+  }
+  return `${rule}.`;
 }
 
 /** Why there is nothing to compare yet, for a comparison that has not started. */
@@ -99,17 +128,18 @@ export function ComparisonSentence({
       </>
     );
   }
+  const difference = countsDifferenceWords(comparison, targetScope);
   return (
     <>
       {span}:{" "}
       {comparison.candidate.requests === 0
         ? "it saw no request"
-        : `it would have blocked ${sideWords(comparison.candidate)}`}
+        : `it would have blocked ${sideWords(comparison.candidate, "candidate")}`}
       ; <code>{targetScope}</code>{" "}
       {comparison.target.requests === 0
         ? "evaluated no request"
-        : `blocked ${sideWords(comparison.target)}`}
-      .
+        : `blocked ${sideWords(comparison.target, "target")}`}
+      .{difference === null ? null : ` ${difference}`}
     </>
   );
 }

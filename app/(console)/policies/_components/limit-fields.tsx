@@ -226,3 +226,39 @@ export function Field({
     </div>
   );
 }
+
+/** A checkbox with its label, and under it its help or, after a refusal, what is wrong. */
+export function CheckboxField({
+  id,
+  label,
+  help,
+  error,
+  isChecked,
+  onChange,
+}: {
+  id: string;
+  label: string;
+  help: string;
+  error?: string;
+  isChecked: boolean;
+  onChange: (isChecked: boolean) => void;
+}) {
+  return (
+    <div className={styles.field}>
+      <label htmlFor={id}>
+        <input
+          id={id}
+          type="checkbox"
+          checked={isChecked}
+          onChange={(event) => onChange(event.target.checked)}
+        />{" "}
+        {label}
+      </label>
+      {error ? (
+        <span className={styles.fieldError}>{error}</span>
+      ) : (
+        <span className="muted small">{help}</span>
+      )}
+    </div>
+  );
+}

@@ -4,7 +4,7 @@ import { useRouter } from "next/navigation";
 import { useId, useState } from "react";
 import { ReasonField, reasonProblem } from "@/components/ops/reason-field";
 import { callApi } from "@/lib/api/api-client";
-import { Field } from "../_components/limit-fields";
+import { CheckboxField, Field } from "../_components/limit-fields";
 import styles from "../_components/policy-form.module.css";
 
 /** One setting as the form shows it: a checkbox, or a number shown in `unit` (÷ `scale`). */
@@ -150,22 +150,15 @@ export function SettingsPatchForm({
           const id = `${prefix}-${field.name}`;
           const value = draft[field.name];
           return field.kind === "boolean" ? (
-            <div key={field.name} className={styles.field}>
-              <label htmlFor={id}>
-                <input
-                  id={id}
-                  type="checkbox"
-                  checked={value === true}
-                  onChange={(event) => setDraft({ ...draft, [field.name]: event.target.checked })}
-                />{" "}
-                {field.label}
-              </label>
-              {errors[field.name] ? (
-                <span className={styles.fieldError}>{errors[field.name]}</span>
-              ) : (
-                <span className="muted small">{field.help}</span>
-              )}
-            </div>
+            <CheckboxField
+              key={field.name}
+              id={id}
+              label={field.label}
+              help={field.help}
+              error={errors[field.name]}
+              isChecked={value === true}
+              onChange={(isChecked) => setDraft({ ...draft, [field.name]: isChecked })}
+            />
           ) : (
             <Field
               key={field.name}
