@@ -91,7 +91,6 @@ export default async function DescriptorMappingsPage() {
             routes set limits this console does not show, so it is off by default.
           </p>
           <DescriptorMappingsForm
-            key={record.version}
             initial={record.effective}
             expectedVersion={record.version}
             isDefault={record.mappings === null}

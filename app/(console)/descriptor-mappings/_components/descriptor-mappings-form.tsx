@@ -71,6 +71,17 @@ export function DescriptorMappingsForm({
   const [formError, setFormError] = useState<string | null>(null);
   const [saved, setSaved] = useState<string | null>(null);
   const [isPending, setIsPending] = useState(false);
+  // A save refreshes the page with the new version: the rows start again from what is now in
+  // force, and the "Saved as" line stays. (Remounting the form by version lost that line as
+  // soon as the refresh landed, before a slow reader, or a test, could see it.)
+  const [shownVersion, setShownVersion] = useState(expectedVersion);
+  if (shownVersion !== expectedVersion) {
+    setShownVersion(expectedVersion);
+    setRows(initial.map((mapping, index) => draftOf(mapping, index)));
+    setNextId(initial.length);
+    setReason("");
+    setFieldErrors(new Map());
+  }
 
   const update = (id: number, change: (row: DraftRow) => DraftRow) =>
     setRows((current) => current.map((row) => (row.id === id ? change(row) : row)));
