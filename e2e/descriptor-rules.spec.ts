@@ -192,4 +192,17 @@ test("an admin imports an envoyproxy/ratelimit file in the console, sees the rul
   expect(stored.status(), await stored.text()).toBe(200);
   const { rules } = (await stored.json()) as { rules: { id: string; durability?: string }[] };
   expect(rules.find((rule) => rule.id === ruleId)?.durability).toBe("replicated");
+
+  // Explain a call of two descriptors: acme by its raised rule, hooli by the key alone, spent.
+  await page.goto("/descriptor-rules");
+  await page.getByRole("link", { name: "Explain a call" }).click();
+  await page.getByLabel("Domain").fill(DOMAIN);
+  await page.getByLabel("Descriptors").fill("tenant=acme\ntenant=hooli");
+  await page.getByRole("button", { name: "Explain" }).click();
+  await expect(page.getByTestId("explain-overall")).toHaveText("OVER_LIMIT");
+  await expect(page.getByTestId("explained-0")).toContainText(`${DOMAIN}: tenant=acme`);
+  await expect(page.getByTestId("explained-0")).toContainText("(raised)");
+  await expect(page.getByTestId("explained-1")).toContainText(`${DOMAIN}: tenant`);
+  await expect(page.getByTestId("explained-1-now")).toHaveText("OVER_LIMIT");
+  expect(await codes("hooli", 1)).toEqual(["OVER_LIMIT"]);
 });
