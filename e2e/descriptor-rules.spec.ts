@@ -153,6 +153,15 @@ test("an admin imports an envoyproxy/ratelimit file in the console, sees the rul
   await table.getByRole("link", { name: "tenant=acme" }).click();
   await expect(page.getByRole("heading", { level: 1 })).toContainText("tenant=acme");
   await expect(page.getByLabel("Value of tenant")).toHaveValue("acme");
+  // The rule's own chart counts what the service decided by it: one admitted, one rejected.
+  await expect(async () => {
+    await page.reload();
+    await expect(page.getByTestId("rule-counts")).toHaveText(
+      "In the last hour: 2 decided, 1 rejected.",
+      { timeout: 1_000 },
+    );
+  }).toPass({ timeout: 30_000 });
+  await expect(page.getByTestId("rule-traffic")).toContainText("Rejection rate of this rule");
   await page.getByLabel("Factor (2 doubles the limit)").fill("50");
   await page.getByLabel("For", { exact: true }).selectOption({ label: "2 hours" });
   await page.getByLabel("Reason for the raise (required)").fill("acme's launch day");
