@@ -184,6 +184,9 @@ test("an admin imports an envoyproxy/ratelimit file in the console, sees the rul
   expect(await codes("hooli", 6)).toEqual(["OK", "OK", "OK", "OK", "OK", "OVER_LIMIT"]);
 
   // The rule's own edit form: a bad window is refused at the field, then a good edit saves.
+  await expect(page.getByTestId("rule-no-backtest")).toContainText(
+    "does not record its descriptor",
+  );
   await page.getByLabel("Window (seconds)").fill("0");
   await page.getByLabel("Reason (required)").fill("acme gets a bigger plan");
   await page.getByRole("button", { name: "Save rule" }).click();
