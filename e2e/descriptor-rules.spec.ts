@@ -182,6 +182,12 @@ test("an admin imports an envoyproxy/ratelimit file in the console, sees the rul
   expect(await codes("acme", 3)).toEqual(["OK", "OK", "OVER_LIMIT"]);
   // Other values keep their rule's limit: hooli, 5 a day under the key alone.
   expect(await codes("hooli", 6)).toEqual(["OK", "OK", "OK", "OK", "OK", "OVER_LIMIT"]);
+  // The raised value, explained from its row: the raise decides, on the rule's counter.
+  await raises.getByRole("link", { name: "Explain" }).click();
+  await expect(page.getByRole("textbox", { name: "Descriptors" })).toHaveValue("tenant=acme");
+  await expect(page.getByTestId("explained-0")).toContainText("Raised for this value until");
+  await expect(page.getByTestId("explained-0-now")).toHaveText("OVER_LIMIT");
+  await page.goBack();
 
   // The rule's own edit form: a bad window is refused at the field, then a good edit saves.
   await expect(page.getByTestId("rule-no-backtest")).toContainText(

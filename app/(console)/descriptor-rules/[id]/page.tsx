@@ -14,6 +14,7 @@ import { loadScopeMinutes } from "@/lib/control/metric-minute/load-scope-minutes
 import { clock, controlDeps, scopeMinutesDeps } from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
 import { describeRuleLimit, formatLevels } from "../_components/describe-rule-limit";
+import { formatDescriptorLines } from "../_components/descriptor-lines";
 import { DescriptorRaiseForm, RevertRaiseButton } from "../_components/descriptor-raise-form";
 import { DescriptorRuleEditForm } from "../_components/descriptor-rule-edit-form";
 
@@ -150,7 +151,16 @@ export default async function DescriptorRulePage({ params }: { params: Promise<{
                 {raises.map((raise) => (
                   <tr key={raise.id} data-testid={`raise-${raise.id}`}>
                     <td>
-                      <code>{formatLevels(raise.descriptor)}</code>
+                      <code>{formatLevels(raise.descriptor)}</code>{" "}
+                      <Link
+                        className="small"
+                        href={`/descriptor-rules/explain?${new URLSearchParams({
+                          domain: rule.domain,
+                          descriptors: formatDescriptorLines([raise.descriptor]),
+                        })}`}
+                      >
+                        Explain
+                      </Link>
                     </td>
                     <td>{describeRaise(raise)}</td>
                     <td>
