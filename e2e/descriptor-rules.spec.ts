@@ -153,6 +153,15 @@ test("an admin imports an envoyproxy/ratelimit file in the console, sees the rul
   await table.getByRole("link", { name: "tenant=acme" }).click();
   await expect(page.getByRole("heading", { level: 1 })).toContainText("tenant=acme");
   await expect(page.getByLabel("Value of tenant")).toHaveValue("acme");
+  // The rule's own chart counts what the service decided by it: one admitted, one rejected.
+  await expect(async () => {
+    await page.reload();
+    await expect(page.getByTestId("rule-counts")).toHaveText(
+      "In the last hour: 2 decided, 1 rejected.",
+      { timeout: 1_000 },
+    );
+  }).toPass({ timeout: 30_000 });
+  await expect(page.getByTestId("rule-traffic")).toContainText("Rejection rate of this rule");
   await page.getByLabel("Factor (2 doubles the limit)").fill("50");
   await page.getByLabel("For", { exact: true }).selectOption({ label: "2 hours" });
   await page.getByLabel("Reason for the raise (required)").fill("acme's launch day");
@@ -173,8 +182,17 @@ test("an admin imports an envoyproxy/ratelimit file in the console, sees the rul
   expect(await codes("acme", 3)).toEqual(["OK", "OK", "OVER_LIMIT"]);
   // Other values keep their rule's limit: hooli, 5 a day under the key alone.
   expect(await codes("hooli", 6)).toEqual(["OK", "OK", "OK", "OK", "OK", "OVER_LIMIT"]);
+  // The raised value, explained from its row: the raise decides, on the rule's counter.
+  await raises.getByRole("link", { name: "Explain" }).click();
+  await expect(page.getByRole("textbox", { name: "Descriptors" })).toHaveValue("tenant=acme");
+  await expect(page.getByTestId("explained-0")).toContainText("Raised for this value until");
+  await expect(page.getByTestId("explained-0-now")).toHaveText("OVER_LIMIT");
+  await page.goBack();
 
   // The rule's own edit form: a bad window is refused at the field, then a good edit saves.
+  await expect(page.getByTestId("rule-no-backtest")).toContainText(
+    "does not record its descriptor",
+  );
   await page.getByLabel("Window (seconds)").fill("0");
   await page.getByLabel("Reason (required)").fill("acme gets a bigger plan");
   await page.getByRole("button", { name: "Save rule" }).click();
@@ -192,4 +210,17 @@ test("an admin imports an envoyproxy/ratelimit file in the console, sees the rul
   expect(stored.status(), await stored.text()).toBe(200);
   const { rules } = (await stored.json()) as { rules: { id: string; durability?: string }[] };
   expect(rules.find((rule) => rule.id === ruleId)?.durability).toBe("replicated");
+
+  // Explain a call of two descriptors: acme by its raised rule, hooli by the key alone, spent.
+  await page.goto("/descriptor-rules");
+  await page.getByRole("link", { name: "Explain a call" }).click();
+  await page.getByLabel("Domain").fill(DOMAIN);
+  await page.getByLabel("Descriptors").fill("tenant=acme\ntenant=hooli");
+  await page.getByRole("button", { name: "Explain" }).click();
+  await expect(page.getByTestId("explain-overall")).toHaveText("OVER_LIMIT");
+  await expect(page.getByTestId("explained-0")).toContainText(`${DOMAIN}: tenant=acme`);
+  await expect(page.getByTestId("explained-0")).toContainText("(raised)");
+  await expect(page.getByTestId("explained-1")).toContainText(`${DOMAIN}: tenant`);
+  await expect(page.getByTestId("explained-1-now")).toHaveText("OVER_LIMIT");
+  expect(await codes("hooli", 1)).toEqual(["OVER_LIMIT"]);
 });

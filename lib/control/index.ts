@@ -193,6 +193,11 @@ export {
   HTTP_STATUS,
   isAppError,
 } from "./errors";
+export {
+  type DescriptorsExplanation,
+  explainDescriptors,
+  ZExplainDescriptorsOptions,
+} from "./explain/explain-descriptors";
 export { type Explanation, explainLimits, ZExplainOptions } from "./explain/explain-limits";
 export {
   type ExtendIncidentOptions,

@@ -9,7 +9,11 @@
  * handler only decodes, calls this and encodes.
  */
 import type { DescriptorDecision, EnforcerRequest, EnforcerResult } from "@limitplane/enforcer";
-import type { DescriptorEntry, TDescriptorMapping } from "@limitplane/enforcer/policy";
+import {
+  type DescriptorEntry,
+  descriptorRuleScope,
+  type TDescriptorMapping,
+} from "@limitplane/enforcer/policy";
 import { limitOverrideOf, requestOfDescriptor } from "./descriptor-mapping";
 import type { TRateLimitRequest } from "./rls-request";
 import {
@@ -173,7 +177,7 @@ function descriptorRuleOutcome(
   decided: Exclude<DescriptorDecision, { kind: "unmatched" }>,
   metrics: ServiceMetrics,
 ): DescriptorOutcome {
-  const rule = `descriptor:${decided.rule.id}`;
+  const rule = descriptorRuleScope(decided.rule.id);
   switch (decided.kind) {
     case "replaced":
       metrics.descriptors.add({ domain, rule, code: "REPLACED" });

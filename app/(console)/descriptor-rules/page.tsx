@@ -23,6 +23,10 @@ export default async function DescriptorRulesPage() {
           <code>generic_key=checkout</code>), matched as envoyproxy/ratelimit matches them: level by
           level, a key and value before a wildcard before the key alone.
         </p>
+        <p>
+          <Link href="/descriptor-rules/explain">Explain a call</Link>: which rule decides each
+          descriptor, and what one more call would get now.
+        </p>
       </header>
       <section className="panel" aria-labelledby="rules-heading">
         <h2 id="rules-heading">Rules</h2>

@@ -93,6 +93,7 @@ import {
   updateOperatorEndpoint,
 } from "./operators";
 import {
+  explainDescriptorsEndpoint,
   explainEndpoint,
   exportPolicyEndpoint,
   getPropagationEndpoint,
@@ -229,6 +230,7 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   exportPolicyEndpoint,
   importPolicyEndpoint,
   explainEndpoint,
+  explainDescriptorsEndpoint,
   runBacktestEndpoint,
   listAuditEntriesEndpoint,
   verifyAuditChainEndpoint,

@@ -1,5 +1,9 @@
 import { ZLimitSpec, ZPolicyDocument } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import {
+  explainDescriptors,
+  ZExplainDescriptorsOptions,
+} from "@/lib/control/explain/explain-descriptors";
 import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-limits";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { getSnapshotPage, ZSnapshotPageOptions } from "@/lib/control/policy/get-current-snapshot";
@@ -7,7 +11,14 @@ import { importPolicy } from "@/lib/control/policy/import-policy";
 import { getPropagation } from "@/lib/control/region/read-propagation";
 import { controlDeps, explainDeps, propagationDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
-import { changeContextOf, queryInt, strictParams, ZChangeReceipt, ZReason } from "./shared";
+import {
+  changeContextOf,
+  queryInt,
+  strictBody,
+  strictParams,
+  ZChangeReceipt,
+  ZReason,
+} from "./shared";
 
 const tag = "Policy";
 
@@ -228,4 +239,73 @@ export const explainEndpoint = defineEndpoint({
   }),
   errors: ["CONFLICT"],
   handle: ({ query }) => explainLimits(query, explainDeps()),
+});
+
+const ZDescriptorLimit = z.union([ZLimitSpec, z.enum(["deny", "unlimited"])]);
+
+export const explainDescriptorsEndpoint = defineEndpoint({
+  method: "POST",
+  path: "/api/v1/explain/descriptors",
+  summary: "Which descriptor rule decides each descriptor of a rate-limit call, and its live state",
+  description:
+    "Explains a call to the rate-limit service (Envoy's RLS) before it is made: for a `domain` and its `descriptors` (each a list of `{ key, value }` entries, as Envoy sends them), the descriptor rule that matches each (the service's own matching: key and value, then the longest wildcard, then the key alone; `replaces` across the call; the raise of the value in force), the limit that applies, and what one more call would get now from the rule's counter (a PEEK of the shared Redis store: nothing is consumed). A shadow-mode (`dry-run`) rule shows its would-reject and never makes the call `OVER_LIMIT`. A descriptor no rule matches is explained as the request the domain's descriptor mapping makes of it. A route's own limit override is not taken.",
+  tag: "Explain",
+  access: "policy.read",
+  body: strictBody(ZExplainDescriptorsOptions.shape),
+  response: z.object({
+    policyVersion: z.number().int(),
+    domain: z.string(),
+    cost: z.number(),
+    overallCode: z.enum(["OK", "OVER_LIMIT"]).nullable(),
+    liveError: z.string().nullable(),
+    descriptors: z
+      .array(
+        z.object({
+          entries: z.array(z.object({ key: z.string(), value: z.string() })).readonly(),
+          verdict: z.enum(["rule", "unlimited", "replaced", "mapped", "uncovered", "invalid"]),
+          rule: z
+            .object({
+              id: z.string(),
+              name: z.string().nullable(),
+              pattern: z.string(),
+              mode: z.enum(["enforce", "dry-run"]),
+              limit: ZDescriptorLimit,
+              wildcardCounter: z.enum(["per-value", "shared"]),
+            })
+            .nullable(),
+          matchedAs: z.string().nullable(),
+          counter: z.string().nullable(),
+          replacedBy: z.array(z.object({ id: z.string(), name: z.string().nullable() })).readonly(),
+          raise: z
+            .object({
+              id: z.string(),
+              factor: z.number().nullable(),
+              limit: ZLimitSpec.nullable(),
+              expiresAt: z.string(),
+            })
+            .nullable(),
+          limit: ZDescriptorLimit.nullable(),
+          scope: z.string().nullable(),
+          live: ZLimitOutcome.nullable(),
+          mapped: z
+            .object({
+              customerId: z.string().nullable(),
+              clientAddress: z.string().nullable(),
+              tier: z.string().nullable(),
+              method: z.string(),
+              path: z.string(),
+              endpointClass: z.string().nullable(),
+              subject: z.string().nullable(),
+              decision: z.object({ allowed: z.boolean(), scope: z.string().nullable() }).nullable(),
+              explanation: z.array(z.string()).readonly(),
+            })
+            .nullable(),
+          problem: z.string().nullable(),
+          explanation: z.array(z.string()).readonly(),
+        }),
+      )
+      .readonly(),
+  }),
+  errors: ["CONFLICT"],
+  handle: ({ body }) => explainDescriptors(body, explainDeps()),
 });

@@ -72,6 +72,18 @@ export interface Explanation {
   readonly explanation: readonly string[];
 }
 
+/** What one more request would get from a limit now: its outcome without scope and mode. */
+export function liveOutcomeOf(outcome: LimitOutcome): Omit<LimitOutcome, "scope" | "mode"> {
+  return {
+    allowed: outcome.allowed,
+    limit: outcome.limit,
+    remaining: outcome.remaining,
+    retryAfterMs: outcome.retryAfterMs,
+    resetAfterMs: outcome.resetAfterMs,
+    reason: outcome.reason,
+  };
+}
+
 export async function explainLimits(
   options: ExplainOptions,
   deps: ExplainDeps,
@@ -120,17 +132,7 @@ export async function explainLimits(
       mode: check.mode,
       limit: check.limit,
       onStoreFailure: check.onStoreFailure,
-      live:
-        outcome === undefined
-          ? null
-          : {
-              allowed: outcome.allowed,
-              limit: outcome.limit,
-              remaining: outcome.remaining,
-              retryAfterMs: outcome.retryAfterMs,
-              resetAfterMs: outcome.resetAfterMs,
-              reason: outcome.reason,
-            },
+      live: outcome === undefined ? null : liveOutcomeOf(outcome),
     };
   });
   return {

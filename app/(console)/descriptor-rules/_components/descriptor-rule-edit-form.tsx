@@ -177,6 +177,13 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
           Saved as policy version {savedVersion}.
         </p>
       ) : null}
+      <p className="muted small" data-testid="rule-no-backtest">
+        No preview or backtest for this edit: the traffic record holds what gateways decided per
+        customer, tier and endpoint class, and the rate-limit service does not record its descriptor
+        calls, so there is no descriptor traffic to replay a new limit against. To try a limit on
+        real traffic first, save it in shadow mode (dry-run) and watch its would-rejects in the
+        chart above, then switch it to enforce.
+      </p>
       <Field id="rule-limit-kind" label="What it does" error={errors.limit}>
         <select
           id="rule-limit-kind"

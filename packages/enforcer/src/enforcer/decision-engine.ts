@@ -11,10 +11,15 @@ import type { Clock } from "../limiter/clock";
 import { wallClock as defaultWallClock, monotonicClock } from "../limiter/clock";
 import { UNLIMITED } from "../limiter/layered";
 import { systemTimers, type Timers } from "../limiter/timers";
-import type { LimiterStore } from "../limiter/types";
-import { applyReplaces, type DescriptorEntry } from "../policy/descriptor-rules";
+import type { LimiterStore, LimitSpec } from "../limiter/types";
+import {
+  DENY_LIMIT,
+  type DescriptorEntry,
+  denyOutcomeOf,
+  descriptorCheckOf,
+  ruleDescriptors,
+} from "../policy/descriptor-rules";
 import type { TSnapshotDescriptorRuleEntry } from "../policy/entries";
-import { scaleLimit } from "../policy/limit-math";
 import { isCustomerId } from "../policy/names";
 import type { PreparedSnapshot } from "../policy/prepare";
 import type { Resolution, ResolvedCheck } from "../policy/resolve";
@@ -124,61 +129,11 @@ export interface LimitOverrideDecision {
 }
 
 /**
- * The limit a matched descriptor rule applies to the value it matched: the raise in force for
- * that value (its absolute limit, or the rule's limit scaled by its factor), else the rule's.
- */
-function descriptorLimitOf(
-  rule: TSnapshotDescriptorRuleEntry,
-  raise: TSnapshotDescriptorRaise | null,
-): TSnapshotDescriptorRuleEntry["limit"] {
-  if (raise === null) return rule.limit;
-  if (raise.limit !== null) return raise.limit;
-  // A factor scales a limit; "deny" and "unlimited" have nothing to scale (the document refuses
-  // such a raise, so this only guards a hand-made snapshot).
-  return typeof rule.limit === "string" ? rule.limit : scaleLimit(rule.limit, raise.factor ?? 1);
-}
-
-/**
- * The check a descriptor rule makes with `limit` on its own counter, scope `descriptor:<id>`. A
- * `deny` is answered without the store (`denyDecisionOf`); its check only names the scope.
- */
-function descriptorCheckOf(
-  rule: TSnapshotDescriptorRuleEntry,
-  limit: Exclude<TSnapshotDescriptorRuleEntry["limit"], "unlimited">,
-): EnforcerCheck {
-  const scope = `descriptor:${rule.id}`;
-  const spec = limit === "deny" ? DENY_LIMIT : limit;
-  return rule.mode === "dry-run"
-    ? { scope, bucket: scope, limit: spec, mode: "dry-run", onStoreFailure: "open" }
-    : {
-        scope,
-        bucket: scope,
-        limit: spec,
-        mode: "enforce",
-        onStoreFailure: rule.onStoreFailure,
-        ...(rule.durability === "replicated" ? { durability: "replicated" as const } : {}),
-      };
-}
-
-/** What a `deny` check says it is: a limit no request fits (never sent to a store). */
-const DENY_LIMIT = { algorithm: "fixed-window", limit: 1, windowMs: 1_000 } as const;
-
-/**
  * A `deny` rule's decision, made here: every request is over (a would-reject in dry-run),
  * `cost-exceeds-capacity` since waiting never helps. Counted like any decision, source `rule`.
  */
 function denyDecisionOf(check: EnforcerCheck): EnforcerDecision {
-  const outcome: EnforcerOutcome = {
-    allowed: false,
-    limit: 0,
-    remaining: 0,
-    retryAfterMs: 0,
-    resetAfterMs: 0,
-    reason: "cost-exceeds-capacity",
-    scope: check.scope,
-    mode: check.mode,
-    fallback: null,
-  };
+  const outcome: EnforcerOutcome = { ...denyOutcomeOf(check), fallback: null };
   return enforcerDecisionOf([outcome], { source: "rule", degraded: false, failure: null });
 }
 
@@ -544,25 +499,18 @@ export class DecisionEngine implements RequestChecker {
     }
     const prepared = this.#snapshot();
     if (prepared === null) return null;
-    const index = prepared.descriptorRules;
-    if (!index.hasDomain(domain)) return descriptors.map(() => ({ kind: "unmatched" }));
-    const matches = descriptors.map((entries) => {
-      const match = index.match(domain, entries);
-      // A rule turned off is as if absent.
-      return match !== null && match.rule.mode === "off" ? null : match;
-    });
-    const kept = applyReplaces(matches);
+    const rulings = ruleDescriptors(prepared.descriptorRules, domain, descriptors, wallNowMs);
     if (prepared !== this.#rejectionsSnapshot) {
       this.#rejections.clear();
       this.#rejectionsSnapshot = prepared;
     }
     return Promise.all(
-      matches.map(async (match, position): Promise<DescriptorDecision> => {
-        if (match === null) return { kind: "unmatched" };
-        if (kept[position] === null) return { kind: "replaced", rule: match.rule };
-        const raise = index.activeRaise(match, wallNowMs);
-        const limit = descriptorLimitOf(match.rule, raise);
-        if (limit === "unlimited") return { kind: "unlimited", rule: match.rule };
+      rulings.map(async (ruling): Promise<DescriptorDecision> => {
+        if (ruling.kind === "unmatched") return ruling;
+        const { match } = ruling;
+        if (ruling.kind === "replaced") return { kind: "replaced", rule: match.rule };
+        if (ruling.kind === "unlimited") return { kind: "unlimited", rule: match.rule };
+        const { raise, limit } = ruling;
         const checks = this.#descriptorChecksOf(match.rule, raise, limit);
         const startedAtMs = this.#clock.nowMs();
         const decision = await this.#decideDescriptor(
@@ -646,7 +594,7 @@ export class DecisionEngine implements RequestChecker {
   #descriptorChecksOf(
     rule: TSnapshotDescriptorRuleEntry,
     raise: TSnapshotDescriptorRaise | null,
-    limit: Exclude<TSnapshotDescriptorRuleEntry["limit"], "unlimited">,
+    limit: LimitSpec | "deny",
   ): readonly EnforcerCheck[] {
     const owner = raise ?? rule;
     let checks = this.#descriptorChecks.get(owner);

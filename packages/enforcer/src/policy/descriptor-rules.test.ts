@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyReplaces, DescriptorRuleIndex } from "./descriptor-rules";
+import { applyReplaces, DescriptorRuleIndex, ruleDescriptors } from "./descriptor-rules";
 import type { TSnapshotDescriptorRuleEntry } from "./entries";
 
 function rule(
@@ -101,5 +101,57 @@ describe("applyReplaces", () => {
     const other = { rule: rule("other", [["o", null]], { name: "other" }) };
     expect(applyReplaces([base, vip, other, null])).toEqual([null, vip, other, null]);
     expect(applyReplaces([base, other])).toEqual([base, other]);
+  });
+});
+
+describe("ruleDescriptors", () => {
+  const DAY = { algorithm: "fixed-window", limit: 10, windowMs: 86_400_000 } as const;
+  const NOW_MS = Date.parse("2026-01-01T12:00:00Z");
+  const rules = new DescriptorRuleIndex([
+    rule("per-user", [["u", null]], { name: "per-user", limit: DAY }),
+    rule("vip", [["vip", null]], { replaces: ["per-user"], limit: "unlimited" }),
+    rule("denied", [["x", null]], { limit: "deny" }),
+    rule("tenant", [["t", null]], {
+      limit: DAY,
+      raises: [
+        {
+          id: "acme",
+          descriptor: [{ key: "t", value: "acme" }],
+          factor: 3,
+          limit: null,
+          startsAt: "2026-01-01T11:00:00Z",
+          expiresAt: "2026-01-01T13:00:00Z",
+        },
+      ],
+    }),
+  ]);
+  const ruled = (...descriptors: [string, string][]) =>
+    ruleDescriptors(
+      rules,
+      "d",
+      descriptors.map(([key, value]) => [{ key, value }]),
+      NOW_MS,
+    );
+
+  it("a replaced rule names the rules replacing it; the replacing rule decides", () => {
+    const [user, vip] = ruled(["u", "bob"], ["vip", "yes"]);
+    expect(user).toMatchObject({ kind: "replaced", by: [{ id: "vip" }] });
+    expect(vip).toMatchObject({ kind: "unlimited", raise: null });
+  });
+
+  it("alone, the rule decides with its limit; deny and unmatched say so", () => {
+    expect(ruled(["u", "bob"], ["x", "1"], ["nope", "1"])).toMatchObject([
+      { kind: "limited", limit: DAY },
+      { kind: "limited", limit: "deny" },
+      { kind: "unmatched" },
+    ]);
+  });
+
+  it("the raise in force for the value sets its limit, other values keep the rule's", () => {
+    const [acme, other] = ruled(["t", "acme"], ["t", "hooli"]);
+    expect(acme).toMatchObject({ kind: "limited", raise: { id: "acme" }, limit: { limit: 30 } });
+    expect(other).toMatchObject({ kind: "limited", raise: null, limit: DAY });
+    const later = ruleDescriptors(rules, "d", [[{ key: "t", value: "acme" }]], NOW_MS + 3_600_000);
+    expect(later[0]).toMatchObject({ raise: null, limit: DAY });
   });
 });

@@ -23,7 +23,10 @@
  *
  * Pure: no I/O, no clock (time is a parameter).
  */
+import type { LimitCheck, LimitOutcome, LimitSpec } from "../limiter/types";
 import type { TSnapshotDescriptorRuleEntry } from "./entries";
+import { scaleLimit } from "./limit-math";
+import type { TOnStoreFailure } from "./schemas";
 import type { TSnapshotDescriptorRaise } from "./schemas/descriptors";
 
 /** One entry of a request's descriptor. */
@@ -217,6 +220,140 @@ export function applyReplaces<M extends { readonly rule: TSnapshotDescriptorRule
   return matches.map((match) =>
     match !== null && match.rule.name !== null && replaced.has(match.rule.name) ? null : match,
   );
+}
+
+/**
+ * What one descriptor of a call comes to under the rules, before any counter is asked:
+ * - `unmatched`: no rule (or only one turned `off`) matches it;
+ * - `replaced`: its rule is replaced by another rule the same call matched (`by`);
+ * - `unlimited`: its rule (or the raise in force for its value) is unlimited;
+ * - `limited`: `limit` decides it on the rule's counter for `match.subject`; `deny` refuses all.
+ */
+export type DescriptorRuling =
+  | { readonly kind: "unmatched" }
+  | {
+      readonly kind: "replaced";
+      readonly match: DescriptorMatch;
+      readonly by: readonly TSnapshotDescriptorRuleEntry[];
+    }
+  | {
+      readonly kind: "unlimited";
+      readonly match: DescriptorMatch;
+      readonly raise: TSnapshotDescriptorRaise | null;
+    }
+  | {
+      readonly kind: "limited";
+      readonly match: DescriptorMatch;
+      readonly raise: TSnapshotDescriptorRaise | null;
+      readonly limit: LimitSpec | "deny";
+    };
+
+/**
+ * Rules every descriptor of one call at `wallNowMs`: each is matched, `replaces` is applied
+ * across the call, and the raise in force for each matched value picks its limit. The one place
+ * the rate-limit service and explain learn which rule decides a descriptor, and with what limit.
+ */
+export function ruleDescriptors(
+  index: DescriptorRuleIndex,
+  domain: string,
+  descriptors: readonly (readonly DescriptorEntry[])[],
+  wallNowMs: number,
+): DescriptorRuling[] {
+  if (!index.hasDomain(domain)) return descriptors.map(() => ({ kind: "unmatched" }));
+  const matches = descriptors.map((entries) => {
+    const match = index.match(domain, entries);
+    // A rule turned off is as if absent.
+    return match !== null && match.rule.mode === "off" ? null : match;
+  });
+  const kept = applyReplaces(matches);
+  return matches.map((match, position): DescriptorRuling => {
+    if (match === null) return { kind: "unmatched" };
+    if (kept[position] === null) {
+      const name = match.rule.name;
+      const by = matches.flatMap((other) =>
+        other !== null && name !== null && other.rule.replaces.includes(name) ? [other.rule] : [],
+      );
+      return { kind: "replaced", match, by };
+    }
+    const raise = index.activeRaise(match, wallNowMs);
+    const limit = descriptorLimitOf(match.rule, raise);
+    return limit === "unlimited"
+      ? { kind: "unlimited", match, raise }
+      : { kind: "limited", match, raise, limit };
+  });
+}
+
+/**
+ * The limit a matched descriptor rule applies to the value it matched: the raise in force for
+ * that value (its absolute limit, or the rule's limit scaled by its factor), else the rule's.
+ */
+function descriptorLimitOf(
+  rule: TSnapshotDescriptorRuleEntry,
+  raise: TSnapshotDescriptorRaise | null,
+): TSnapshotDescriptorRuleEntry["limit"] {
+  if (raise === null) return rule.limit;
+  if (raise.limit !== null) return raise.limit;
+  // A factor scales a limit; "deny" and "unlimited" have nothing to scale (the document refuses
+  // such a raise, so this only guards a hand-made snapshot).
+  return typeof rule.limit === "string" ? rule.limit : scaleLimit(rule.limit, raise.factor ?? 1);
+}
+
+/** A descriptor rule's check: the limiter's check plus its failure policy. */
+export interface DescriptorCheck extends LimitCheck {
+  readonly bucket: string;
+  readonly onStoreFailure: TOnStoreFailure;
+}
+
+/** What a `deny` check says it is: a limit no request fits (never sent to a store). */
+export const DENY_LIMIT: LimitSpec = Object.freeze({
+  algorithm: "fixed-window",
+  limit: 1,
+  windowMs: 1_000,
+});
+
+/**
+ * A `deny` rule's answer, made without the store: every request is over (a would-reject in
+ * dry-run), `cost-exceeds-capacity` since waiting never helps.
+ */
+export function denyOutcomeOf(check: LimitCheck): LimitOutcome {
+  return {
+    allowed: false,
+    limit: 0,
+    remaining: 0,
+    retryAfterMs: 0,
+    resetAfterMs: 0,
+    reason: "cost-exceeds-capacity",
+    scope: check.scope,
+    mode: check.mode,
+  };
+}
+
+/**
+ * The check a descriptor rule makes with `limit` on its own counter, scope `descriptor:<id>`. A
+ * `deny` is answered without the store; its check only names the scope. A dry-run rule never
+ * rejects, so it fails open.
+ */
+export function descriptorCheckOf(
+  rule: TSnapshotDescriptorRuleEntry,
+  limit: LimitSpec | "deny",
+): DescriptorCheck {
+  const scope = descriptorRuleScope(rule.id);
+  const spec = limit === "deny" ? DENY_LIMIT : limit;
+  return rule.mode === "dry-run"
+    ? { scope, bucket: scope, limit: spec, mode: "dry-run", onStoreFailure: "open" }
+    : {
+        scope,
+        bucket: scope,
+        limit: spec,
+        mode: "enforce",
+        onStoreFailure: rule.onStoreFailure,
+        ...(rule.durability === "replicated" ? { durability: "replicated" as const } : {}),
+      };
+}
+
+/** The scope a descriptor rule's decisions are counted and charted under. */
+export function descriptorRuleScope(id: string): string {
+  return `descriptor:${id}`;
 }
 
 /** The empty index: a policy without descriptor rules. */

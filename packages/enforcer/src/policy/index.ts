@@ -18,9 +18,15 @@ export {
 } from "./canonical";
 export {
   applyReplaces,
+  type DescriptorCheck,
   type DescriptorEntry,
   type DescriptorMatch,
   DescriptorRuleIndex,
+  type DescriptorRuling,
+  denyOutcomeOf,
+  descriptorCheckOf,
+  descriptorRuleScope,
+  ruleDescriptors,
 } from "./descriptor-rules";
 export {
   CORE_KINDS_OF_ENTRIES,
@@ -158,6 +164,7 @@ export {
   ZDescriptorMapping,
   ZDescriptorRaise,
   ZDescriptorRule,
+  ZDescriptorValueEntry,
   ZDryRunCandidate,
   ZEndpointClass,
   ZGuardrails,
