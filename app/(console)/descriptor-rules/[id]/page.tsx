@@ -192,7 +192,7 @@ export default async function DescriptorRulePage({ params }: { params: Promise<{
       {canEdit ? (
         <section className="panel" aria-labelledby="edit-heading">
           <h2 id="edit-heading">Edit the rule</h2>
-          <DescriptorRuleEditForm key={rule.version} rule={rule} />
+          <DescriptorRuleEditForm rule={rule} />
         </section>
       ) : null}
     </>

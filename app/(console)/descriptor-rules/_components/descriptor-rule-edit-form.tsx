@@ -51,6 +51,38 @@ function errorMapOf(errors: readonly { path: string; message: string }[]): Field
  * land at the field they name. Saved with the version the page was opened at.
  */
 export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { version: number } }) {
+  // The saved line lives outside the fields, which start again from each new version of the rule
+  // (keyed by it): remounting them with the line inside lost it as soon as the refresh after a
+  // save landed.
+  const [saved, setSaved] = useState<{ policyVersion: number | null } | null>(null);
+  return (
+    <>
+      {saved !== null ? (
+        <p role="status" data-testid="rule-edit-saved">
+          {saved.policyVersion === null
+            ? "Saved; the policy the service decides by did not change."
+            : `Saved as policy version ${saved.policyVersion}.`}
+        </p>
+      ) : null}
+      <RuleEditFields
+        key={rule.version}
+        rule={rule}
+        onSaving={() => setSaved(null)}
+        onSaved={setSaved}
+      />
+    </>
+  );
+}
+
+function RuleEditFields({
+  rule,
+  onSaving,
+  onSaved,
+}: {
+  rule: TDescriptorRule & { version: number };
+  onSaving: () => void;
+  onSaved: (saved: { policyVersion: number | null }) => void;
+}) {
   const router = useRouter();
   const spec = typeof rule.limit === "string" ? null : rule.limit;
   const [kind, setKind] = useState<LimitKind>(
@@ -71,7 +103,6 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
   const [reason, setReason] = useState("");
   const [errors, setErrors] = useState<FieldErrorMap>({});
   const [formError, setFormError] = useState<string | null>(null);
-  const [savedVersion, setSavedVersion] = useState<number | null>(null);
   const [isPending, setIsPending] = useState(false);
 
   /** The PATCH body's fields, or the problems at each field. */
@@ -119,7 +150,7 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
 
   const save = async () => {
     setFormError(null);
-    setSavedVersion(null);
+    onSaving();
     const built = build();
     if (!built.ok) {
       setErrors(built.errors);
@@ -143,7 +174,7 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
         },
       );
       if (result.ok) {
-        setSavedVersion(result.body.policyVersion);
+        onSaved({ policyVersion: result.body.policyVersion });
         setReason("");
         router.refresh();
         return;
@@ -171,11 +202,6 @@ export function DescriptorRuleEditForm({ rule }: { rule: TDescriptorRule & { ver
         <div className={styles.formError} role="alert" data-testid="rule-edit-error">
           <p>{formError}</p>
         </div>
-      ) : null}
-      {savedVersion !== null ? (
-        <p role="status" data-testid="rule-edit-saved">
-          Saved as policy version {savedVersion}.
-        </p>
       ) : null}
       <p className="muted small" data-testid="rule-no-backtest">
         No preview or backtest for this edit: the traffic record holds what gateways decided per
