@@ -18,7 +18,6 @@ import { isDatabaseUnavailable } from "@/lib/control/prisma-errors";
 import { isCrossSiteBrowserRequest, isSafeMethod, isSameOriginRequest } from "./cross-site";
 import { clientRequestIdOf, errorResponse, newRequestId } from "./error-response";
 import { DEFAULT_MAX_BODY_BYTES, readJson } from "./read-json";
-import { readJsonStreaming } from "./read-json-stream";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -33,6 +32,13 @@ export { errorResponse, newRequestId };
  *   token is refused with FORBIDDEN;
  * - a permission (roles.ts): any principal whose role has it.
  */
+/** What an endpoint's own body reader (`readBody`) is given. */
+export interface BodyReadOptions {
+  readonly maxBytes: number;
+  /** To be told the bytes received so far. */
+  readonly onProgress: (bytesRead: number) => void;
+}
+
 export type EndpointAccess = "public" | "authenticated" | "session" | Permission;
 
 /**
@@ -79,11 +85,12 @@ export interface EndpointSpec<Params, Query, Body, Result, Raw extends Result = 
   /** Largest body accepted. @default 1 MiB */
   maxBodyBytes?: number;
   /**
-   * Parse the body as it streams in, yielding to other requests between slices
-   * (read-json-stream.ts), for bodies large enough that parsing them at once would stall the
-   * server (a policy import). @default false
+   * Reads the body instead of `readJson`, given the size limit: for bodies large enough that
+   * parsing them on the event loop would stall the server (a policy import, parsed and validated
+   * in a worker thread by read-policy-document.ts). Its result is what `body` then checks.
+   * @default readJson
    */
-  streamBody?: boolean;
+  readBody?: (request: Request, options: BodyReadOptions) => Promise<unknown>;
   response: z.ZodType<Result>;
   /** @default 200 (201 for POST that creates, set explicitly) */
   successStatus?: 200 | 201 | 204;
@@ -223,16 +230,14 @@ async function authorize(
   return principal;
 }
 
-/** A line per 64 MiB of a streamed body read, so a long upload shows in the log as it goes. */
+/** A line per 64 MiB of a large body received, so a long upload shows in the log as it goes. */
 function bodyProgressLogger(requestId: string): (bytesRead: number) => void {
   const stepBytes = 64 * 1024 * 1024;
   let nextBytes = stepBytes;
   return (bytesRead) => {
     if (bytesRead < nextBytes) return;
     nextBytes = (Math.floor(bytesRead / stepBytes) + 1) * stepBytes;
-    console.info(
-      `[${requestId}] body: ${Math.floor(bytesRead / (1024 * 1024))} MiB read and parsed`,
-    );
+    console.info(`[${requestId}] body: ${Math.floor(bytesRead / (1024 * 1024))} MiB received`);
   };
 }
 
@@ -266,8 +271,8 @@ async function answerWith(
     const rawBody =
       spec.body === undefined
         ? undefined
-        : spec.streamBody === true
-          ? await readJsonStreaming(request, {
+        : spec.readBody !== undefined
+          ? await spec.readBody(request, {
               maxBytes: spec.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
               onProgress: bodyProgressLogger(requestId),
             })

@@ -14,22 +14,39 @@ export interface ReadJsonOptions {
   maxBytes?: number;
 }
 
-async function readCapped(request: Request, maxBytes: number): Promise<string> {
+/**
+ * The body's pieces as they arrive, refused (413) as soon as they pass `maxBytes`; leaving the
+ * loop early cancels the rest of the upload.
+ */
+export async function* bodyPieces(request: Request, maxBytes: number): AsyncGenerator<Uint8Array> {
   const declared = Number(request.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  if (request.body === null) return "";
+  if (request.body === null) return;
   const reader = request.body.getReader();
+  let total = 0;
+  let isRead = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        isRead = true;
+        return;
+      }
+      total += value.byteLength;
+      if (total > maxBytes) throw tooLarge(maxBytes);
+      yield value;
+    }
+  } finally {
+    if (!isRead) await reader.cancel().catch(() => {});
+  }
+}
+
+async function readCapped(request: Request, maxBytes: number): Promise<string> {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw tooLarge(maxBytes);
-    }
-    chunks.push(value);
+  for await (const chunk of bodyPieces(request, maxBytes)) {
+    chunks.push(chunk);
+    total += chunk.byteLength;
   }
   const bytes = new Uint8Array(total);
   let offset = 0;

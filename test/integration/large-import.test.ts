@@ -1,7 +1,8 @@
 /**
- * A large policy import does not stop the console: its body is parsed as it streams in
- * (lib/api/read-json-stream.ts), so a request sent while it runs is answered before it finishes,
- * and a problem deep in a large document is still reported by its position and field.
+ * A large policy import does not stop the console: its body is parsed and validated in a worker
+ * thread as it streams in (lib/api/read-policy-document.ts), so a request sent while it runs is
+ * answered before it finishes, and a problem deep in a large document is still reported by its
+ * position and field. e2e/policy-import.spec.ts does the same against the real server.
  */
 import { describe, expect, it } from "vitest";
 import { examplePolicyForSeed } from "../../scripts/seed";

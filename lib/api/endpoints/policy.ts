@@ -7,10 +7,11 @@ import {
 import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-limits";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { getSnapshotPage, ZSnapshotPageOptions } from "@/lib/control/policy/get-current-snapshot";
-import { importPolicy } from "@/lib/control/policy/import-policy";
+import { importParsedPolicy } from "@/lib/control/policy/import-policy";
 import { getPropagation } from "@/lib/control/region/read-propagation";
 import { controlDeps, explainDeps, propagationDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
+import { readPolicyDocument } from "../read-policy-document";
 import {
   changeContextOf,
   queryInt,
@@ -96,8 +97,9 @@ export const exportPolicyEndpoint = defineEndpoint({
 
 /**
  * A million customers, each with a standing override, export to about 340 MiB of canonical JSON.
- * The body is parsed as it streams in (read-json-stream.ts), never held as one string; the limit
- * bounds the memory an import may take (the parsed document, a few times its size in bytes).
+ * The body is parsed as it streams in and validated in a worker thread (read-policy-document.ts),
+ * never held as one string; the limit bounds the memory an import may take (the parsed document,
+ * a few times its size in bytes). docs/production.md states it.
  */
 export const MAX_IMPORT_BYTES = 480 * 1024 * 1024;
 
@@ -110,9 +112,12 @@ export const importPolicyEndpoint = defineEndpoint({
   tag,
   access: "policy.import",
   query: strictParams({ reason: ZReason }),
-  body: z.unknown(),
+  // What readPolicyDocument returns: the document validated, or its problems by position.
+  body: z.custom<Awaited<ReturnType<typeof readPolicyDocument>>>(
+    (value) => typeof value === "object" && value !== null && "ok" in value,
+  ),
   maxBodyBytes: MAX_IMPORT_BYTES,
-  streamBody: true,
+  readBody: readPolicyDocument,
   response: z.object({
     summary: z.object({
       tiers: z.array(z.string()).readonly(),
@@ -131,14 +136,19 @@ export const importPolicyEndpoint = defineEndpoint({
   errors: ["CONFLICT", "APPROVAL_REQUIRED"],
   handle: async ({ query, body, ...input }) => {
     let lastPhase = "";
-    const result = await importPolicy(body, changeContextOf(input, query.reason), controlDeps(), {
-      // A line as each phase starts and ends: a million-row import shows how far it is.
-      onProgress: ({ phase, done, total }) => {
-        if (phase === lastPhase && done < total) return;
-        lastPhase = phase;
-        console.info(`[${input.requestId}] import: ${phase} ${done}/${total}`);
+    const result = await importParsedPolicy(
+      body,
+      changeContextOf(input, query.reason),
+      controlDeps(),
+      {
+        // A line as each phase starts and ends: a million-row import shows how far it is.
+        onProgress: ({ phase, done, total }) => {
+          if (phase === lastPhase && done < total) return;
+          lastPhase = phase;
+          console.info(`[${input.requestId}] import: ${phase} ${done}/${total}`);
+        },
       },
-    });
+    );
     return { ...result, isNoChange: "isNoChange" in result };
   },
   docs: { body: ZPolicyDocument },

@@ -19,6 +19,7 @@ import {
   canonicalJson,
   compileEntries,
   fieldErrorsFromZod,
+  type ParseResult,
   parsePolicyDocument,
   sortPolicyDocument,
   type TPolicyDocument,
@@ -82,7 +83,19 @@ export async function importPolicy(
   deps: ControlDeps,
   options: ImportPolicyOptions = {},
 ): Promise<ImportPolicyResult> {
-  const parsed = parsePolicyDocument(document);
+  return importParsedPolicy(parsePolicyDocument(document), context, deps, options);
+}
+
+/**
+ * The same, for a document already through `parsePolicyDocument` (the API validates a large one
+ * in a worker thread, lib/api/read-policy-document.ts, so that it does not stall the server).
+ */
+export async function importParsedPolicy(
+  parsed: ParseResult<TPolicyDocument>,
+  context: ChangeContext,
+  deps: ControlDeps,
+  options: ImportPolicyOptions = {},
+): Promise<ImportPolicyResult> {
   const ctx = ZChangeContext.safeParse(context);
   const errors: FieldError[] = [
     ...(parsed.ok ? pastIncidents(parsed.value, deps.clock.nowMs()) : toFieldErrors(parsed.errors)),
