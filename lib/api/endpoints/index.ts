@@ -93,6 +93,13 @@ import {
   updateOperatorEndpoint,
 } from "./operators";
 import {
+  createOutboundBudgetEndpoint,
+  deleteOutboundBudgetEndpoint,
+  getOutboundBudgetEndpoint,
+  listOutboundBudgetsEndpoint,
+  updateOutboundBudgetEndpoint,
+} from "./outbound-budgets";
+import {
   explainEndpoint,
   exportPolicyEndpoint,
   getPropagationEndpoint,
@@ -214,6 +221,11 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   importEnvoyConfigEndpoint,
   getDescriptorMappingsEndpoint,
   updateDescriptorMappingsEndpoint,
+  listOutboundBudgetsEndpoint,
+  createOutboundBudgetEndpoint,
+  getOutboundBudgetEndpoint,
+  updateOutboundBudgetEndpoint,
+  deleteOutboundBudgetEndpoint,
   listStagedChangesEndpoint,
   startStagedChangeEndpoint,
   getStagedChangeEndpoint,
