@@ -156,6 +156,7 @@ async function tourStops(request: APIRequestContext): Promise<{
     { name: "dry-run", path: "/dry-run" },
     { name: "dry-run-candidate", path: `/dry-run/${encodeURIComponent(candidate.id)}` },
     { name: "descriptor-rules", path: "/descriptor-rules" },
+    { name: "outbound-budgets", path: "/outbound-budgets" },
     { name: "status", path: "/status" },
   ];
   return {

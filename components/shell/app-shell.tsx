@@ -17,6 +17,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { href: "/dry-run", label: "Dry-run" },
   { href: "/descriptor-rules", label: "Descriptor rules" },
   { href: "/descriptor-mappings", label: "Descriptor mappings" },
+  { href: "/outbound-budgets", label: "Outbound budgets" },
   { href: "/status", label: "Status" },
 ];
 

@@ -93,6 +93,13 @@ import {
   updateOperatorEndpoint,
 } from "./operators";
 import {
+  createOutboundBudgetEndpoint,
+  deleteOutboundBudgetEndpoint,
+  getOutboundBudgetEndpoint,
+  listOutboundBudgetsEndpoint,
+  updateOutboundBudgetEndpoint,
+} from "./outbound-budgets";
+import {
   explainDescriptorsEndpoint,
   explainEndpoint,
   exportPolicyEndpoint,
@@ -215,6 +222,11 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   importEnvoyConfigEndpoint,
   getDescriptorMappingsEndpoint,
   updateDescriptorMappingsEndpoint,
+  listOutboundBudgetsEndpoint,
+  createOutboundBudgetEndpoint,
+  getOutboundBudgetEndpoint,
+  updateOutboundBudgetEndpoint,
+  deleteOutboundBudgetEndpoint,
   listStagedChangesEndpoint,
   startStagedChangeEndpoint,
   getStagedChangeEndpoint,

@@ -3,7 +3,8 @@
  * (what a role may not do is not offered).
  *
  * - viewer: reads everything.
- * - operator: also incident overrides, customer overrides, customers and dry-run candidates.
+ * - operator: also incident overrides, customer overrides, customers, dry-run candidates and
+ *   outbound budgets.
  * - admin: everything, including tiers, endpoint classes, ceilings, settings, operators and tokens,
  *   and promoting a dry-run candidate (which rewrites a tier, an endpoint class or a ceiling: the
  *   rules only an admin may edit directly), and requesting or approving a change that needs a
@@ -20,6 +21,7 @@ export const PERMISSIONS = {
   "override.write": "operator",
   "incident.write": "operator",
   "candidate.write": "operator",
+  "outbound-budget.write": "operator",
   "candidate.promote": "admin",
   "descriptor-rule.write": "admin",
   "tier.write": "admin",

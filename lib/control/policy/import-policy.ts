@@ -36,6 +36,7 @@ import { replaceDescriptorRules } from "../descriptor-rule/descriptor-rule-rows"
 import { endpointClassData, endpointClassSelect } from "../endpoint-class/endpoint-class-record";
 import { type FieldError, toFieldErrors, validationError } from "../errors";
 import { incidentData, incidentSelect } from "../incident/incident-record";
+import { replaceOutboundBudgets } from "../outbound-budget/outbound-budget-rows";
 import { refuseImportOverStagedChanges } from "../staged-change/refuse-import-over-staged";
 import { jsonColumn, toJson } from "../stored";
 import { tierData, tierSelect } from "../tier/tier-record";
@@ -213,6 +214,7 @@ async function applyDocument(tx: Tx, doc: TPolicyDocument, options: ApplyOptions
   changed += await replaceIncidents(tx, doc, options);
   changed += await replaceCandidates(tx, doc, options);
   changed += await replaceDescriptorRules(tx, doc.descriptorRules ?? []);
+  changed += await replaceOutboundBudgets(tx, doc.outboundBudgets ?? []);
   changed +=
     await tx.$executeRaw`DELETE FROM "Customer" WHERE NOT ("id" = ANY(${doc.customers.map((customer) => customer.id)}::text[]))`;
   changed += (

@@ -11,6 +11,7 @@ const stored: StoredPolicy = {
     incidentOverrides: ["inc-1"],
     dryRunCandidates: [],
     descriptorRules: [],
+    outboundBudgets: [],
   },
 };
 

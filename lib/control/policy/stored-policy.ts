@@ -32,6 +32,7 @@ import {
 import { endpointClassDocumentSelect } from "../endpoint-class/endpoint-class-record";
 import { type AppError, type FieldError, validationError } from "../errors";
 import { incidentDocumentSelect } from "../incident/incident-record";
+import { outboundBudgetDocumentSelect } from "../outbound-budget/outbound-budget-record";
 import type { Db } from "../stored";
 import { tierDocumentSelect } from "../tier/tier-record";
 
@@ -45,6 +46,7 @@ const POLICY_COLLECTIONS = [
   "incidentOverrides",
   "dryRunCandidates",
   "descriptorRules",
+  "outboundBudgets",
 ] as const;
 export type PolicyCollection = (typeof POLICY_COLLECTIONS)[number];
 
@@ -128,35 +130,43 @@ export async function readStoredPolicy(
               { scope: { in: [...(scope.overrideScopes ?? [])] } },
             ],
           };
-  const [tiers, endpointClasses, overrides, candidates, descriptorRules] = await Promise.all([
-    db.tier.findMany({
-      orderBy: { name: "asc" },
-      select: tierDocumentSelect,
-    }),
-    db.endpointClass.findMany({
-      orderBy: { name: "asc" },
-      select: endpointClassDocumentSelect,
-    }),
-    db.customerOverride.findMany({
-      where: overrideWhere,
-      orderBy: { scope: "asc" },
-      select: customerOverrideDocumentSelect,
-    }),
-    // A customer's slice relates to no candidate (they target tiers, ceilings and addresses).
-    scope.kind === "customer"
-      ? []
-      : db.dryRunCandidate.findMany({
-          orderBy: { id: "asc" },
-          select: candidateDocumentSelect,
-        }),
-    // Nor to any descriptor rule.
-    scope.kind === "customer"
-      ? []
-      : db.descriptorRule.findMany({
-          orderBy: { id: "asc" },
-          select: descriptorRuleDocumentSelect,
-        }),
-  ]);
+  const [tiers, endpointClasses, overrides, candidates, descriptorRules, budgets] =
+    await Promise.all([
+      db.tier.findMany({
+        orderBy: { name: "asc" },
+        select: tierDocumentSelect,
+      }),
+      db.endpointClass.findMany({
+        orderBy: { name: "asc" },
+        select: endpointClassDocumentSelect,
+      }),
+      db.customerOverride.findMany({
+        where: overrideWhere,
+        orderBy: { scope: "asc" },
+        select: customerOverrideDocumentSelect,
+      }),
+      // A customer's slice relates to no candidate (they target tiers, ceilings and addresses).
+      scope.kind === "customer"
+        ? []
+        : db.dryRunCandidate.findMany({
+            orderBy: { id: "asc" },
+            select: candidateDocumentSelect,
+          }),
+      // Nor to any descriptor rule.
+      scope.kind === "customer"
+        ? []
+        : db.descriptorRule.findMany({
+            orderBy: { id: "asc" },
+            select: descriptorRuleDocumentSelect,
+          }),
+      // Nor to any outbound budget.
+      scope.kind === "customer"
+        ? []
+        : db.outboundBudget.findMany({
+            orderBy: { name: "asc" },
+            select: outboundBudgetDocumentSelect,
+          }),
+    ]);
   const last = options.last;
   const isLast = (collection: PolicyCollection, key: string) =>
     last !== undefined &&
@@ -172,6 +182,7 @@ export async function readStoredPolicy(
   const orderedRules = placeLast(descriptorRules.map(descriptorRuleDocument), (item) =>
     isLast("descriptorRules", item.id),
   );
+  const orderedBudgets = placeLast(budgets, (item) => isLast("outboundBudgets", item.name));
   const referenced = [
     ...new Set([
       ...[...overrides, ...incidents].map((item) => item.customerId),
@@ -209,6 +220,8 @@ export async function readStoredPolicy(
     ...(settings.descriptorMappings === null
       ? {}
       : { descriptorMappings: settings.descriptorMappings }),
+    // Left out when there are none: the document is then what it was before budgets existed.
+    ...(orderedBudgets.length === 0 ? {} : { outboundBudgets: orderedBudgets }),
   };
   return {
     input,
@@ -220,6 +233,7 @@ export async function readStoredPolicy(
       incidentOverrides: orderedIncidents.map((incident) => incident.id),
       dryRunCandidates: orderedCandidates.map((candidate) => candidate.id),
       descriptorRules: orderedRules.map((rule) => rule.id),
+      outboundBudgets: orderedBudgets.map((budget) => budget.name),
     },
   };
 }
@@ -239,6 +253,7 @@ const LABELS: Record<PolicyCollection, string> = {
   incidentOverrides: "incident",
   dryRunCandidates: "candidate",
   descriptorRules: "descriptor rule",
+  outboundBudgets: "outbound budget",
 };
 
 interface LocatedError {

@@ -12,7 +12,7 @@ import {
   type OutboundLimiter,
 } from "../src/enforcer/outbound-limiter";
 import { RedisOutboundStore } from "../src/limiter/stores/redis-outbound";
-import type { TOutboundBudgetInput } from "../src/policy/schemas";
+import type { TOutboundBudgetInput, TSnapshotOutboundBudget } from "../src/policy/schemas";
 import { waitFor } from "../src/testing/wait-for";
 import { readyRedis } from "./support/redis";
 
@@ -322,6 +322,39 @@ describe("hostile input to acquire", () => {
     expect(error.message.length).toBeLessThan(400);
     // Nothing written: no key appeared (the cost case peeks only).
     expect(await keysUnder("*")).toEqual(before);
+  });
+
+  it("a budget of the live policy is read on every acquire and wins over one in code", async () => {
+    // What an enforcer's `outboundBudget` returns as the console changes the policy.
+    let published: TSnapshotOutboundBudget | null = null;
+    const live = createOutboundLimiter({
+      client: redis,
+      keyPrefix: prefix,
+      budgets: [{ ...SINGLE, name: "live" }],
+      policy: { outboundBudget: (name) => (name === "live" ? published : null) },
+    });
+    try {
+      const key = freshKey();
+      expect(live.budgetOf("outbound:live").limit).toEqual(SINGLE.limit);
+      published = {
+        name: "live",
+        limit: { algorithm: "token-bucket", capacity: 1, refillPerSec: 0.1 },
+        concurrency: null,
+        maxWaitMs: 60_000,
+        keyBy: "account",
+      };
+      const first = await live.acquire("outbound:live", { key });
+      const late = await rejection(live.acquire("outbound:live", { key, maxWaitMs: 1_000 }));
+      expect(first.turnAtMs).not.toBeNull();
+      expect(late.code).toBe<OutboundErrorCode>("max-wait");
+      published = null;
+      const unknown = await rejection(live.acquire("outbound:other", { key }));
+      expect(unknown.message).toBe(
+        "outbound:other: no outbound budget has this scope (known: outbound:live; nor has the policy in force)",
+      );
+    } finally {
+      live.close();
+    }
   });
 
   it("a bad budget is refused by the constructor, naming the field", () => {

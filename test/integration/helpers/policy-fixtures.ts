@@ -48,6 +48,7 @@ export async function countEverything(db: PrismaClient): Promise<Record<string, 
     UNION ALL SELECT 'incidents', count(*), coalesce(sum(version), 0) FROM "IncidentOverride"
     UNION ALL SELECT 'candidates', count(*), coalesce(sum(version), 0) FROM "DryRunCandidate"
     UNION ALL SELECT 'descriptorRules', count(*), coalesce(sum(version), 0) FROM "DescriptorRule"
+    UNION ALL SELECT 'outboundBudgets', count(*), coalesce(sum(version), 0) FROM "OutboundBudget"
     UNION ALL SELECT 'versions', count(*), coalesce(max(version), 0) FROM "PolicyVersion"
     UNION ALL SELECT 'entries', count(*), coalesce(sum(version), 0) FROM "PolicyEntry"
     UNION ALL SELECT 'outbox', count(*), coalesce(sum(attempts), 0) FROM "OutboxEvent"

@@ -14,6 +14,7 @@ export {
 export {
   type AcquireOptions,
   createOutboundLimiter,
+  type OutboundBudgetSource,
   OutboundError,
   type OutboundErrorCode,
   type OutboundLimiter,

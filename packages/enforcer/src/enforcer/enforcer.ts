@@ -25,7 +25,7 @@ import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
 import type { DescriptorEntry } from "../policy/descriptor-rules";
 import type { PolicyStateSize } from "../policy/policy-state";
-import type { TDescriptorMapping } from "../policy/schemas";
+import type { TDescriptorMapping, TSnapshotOutboundBudget } from "../policy/schemas";
 import { policyRedisNames } from "../publication/keys";
 import {
   type CreateRedisOptions,
@@ -595,6 +595,15 @@ export class Enforcer implements RequestChecker {
     cost: number,
   ): Promise<LimitOverrideDecision | null> {
     return this.#engine.checkLimitOverride(domain, entries, limit, cost, this.#wallClock.nowMs());
+  }
+
+  /**
+   * Outbound budget `name` (scope `outbound:<name>`) in the policy in force, or null when it has
+   * none: what `createOutboundLimiter({ policy: enforcer })` reads on every `acquire`, so a budget
+   * changed in the console applies to the next call without a restart.
+   */
+  outboundBudget(name: string): TSnapshotOutboundBudget | null {
+    return this.#follower.outboundBudget(name);
   }
 
   /** Calls `listener` after every policy snapshot applied. Returns the unsubscribe. */

@@ -27,6 +27,7 @@ import {
   outboundKeyProblem,
   type TOutboundBudget,
   type TOutboundBudgetInput,
+  type TSnapshotOutboundBudget,
   ZOutboundBudget,
 } from "../policy/schemas";
 import { parseOutboundScope } from "../policy/scope";
@@ -123,13 +124,32 @@ export interface OutboundLimiter {
   close(): void;
 }
 
+/**
+ * Where a limiter finds the budgets of the published policy: an `Enforcer` is one (its
+ * `outboundBudget`), following the policy the console publishes.
+ */
+export interface OutboundBudgetSource {
+  /** Budget `name` in force now, or null when the policy has none of that name. */
+  outboundBudget(name: string): TSnapshotOutboundBudget | null;
+}
+
 export interface OutboundLimiterOptions {
   /** The shared Redis (an ioredis client or Cluster), Redis 7.0+ (the store's function library). */
   readonly client: RedisScriptClient;
   /** Prefix of every key, as the enforcer's `redis.keyPrefix`. */
   readonly keyPrefix: string;
-  /** The budgets, as the policy model's `ZOutboundBudget` takes them. */
-  readonly budgets: readonly TOutboundBudgetInput[];
+  /**
+   * Budgets in code, as the policy model's `ZOutboundBudget` takes them. With `policy`, they are
+   * the fallback for a name the policy in force does not have (before its first policy, say).
+   * @default []
+   */
+  readonly budgets?: readonly TOutboundBudgetInput[];
+  /**
+   * The live policy (an `Enforcer`): each `acquire` reads its budget there first, so a budget
+   * created or changed in the console applies to the next call without a restart.
+   * @default none (only `budgets`)
+   */
+  readonly policy?: OutboundBudgetSource;
   /**
    * TESTS ONLY. Timers and the monotonic clock waits are measured on.
    * @default the process's timers and monotonic clock
@@ -186,7 +206,8 @@ function describe(value: unknown): string {
 
 /** Creates the waiting API over `options.budgets`. */
 export function createOutboundLimiter(options: OutboundLimiterOptions): OutboundLimiter {
-  const budgets = parseBudgets(options.budgets);
+  const budgets = parseBudgets(options.budgets ?? []);
+  const policy = options.policy;
   const store = new RedisOutboundStore({ client: options.client, keyPrefix: options.keyPrefix });
   const timers = options.timers ?? SYSTEM;
   const renewalTimers = options.timers ?? systemTimers;
@@ -258,13 +279,20 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       );
     }
     const name = parseOutboundScope(scope);
-    const budget = name === null ? undefined : budgets.get(name);
+    const published = name === null ? null : (policy?.outboundBudget(name) ?? null);
+    const budget =
+      published !== null
+        ? { ...published, displayName: null }
+        : name === null
+          ? undefined
+          : budgets.get(name);
     const shownScope = scope.length > 80 ? `${scope.slice(0, 80)}...` : scope;
     if (budget === undefined) {
+      const known = [...budgets.keys()].map((item) => `outbound:${item}`).join(", ") || "none";
       throw new OutboundError(
         "unknown-scope",
         shownScope,
-        `no outbound budget has this scope (known: ${[...budgets.keys()].map((known) => `outbound:${known}`).join(", ") || "none"})`,
+        `no outbound budget has this scope (known: ${known}${policy === undefined ? "" : "; nor has the policy in force"})`,
       );
     }
     return budget;

@@ -37,7 +37,7 @@ import { formatFieldErrors, type PolicyFieldError } from "../policy/errors";
 import { parsePolicyDelta } from "../policy/policy-delta";
 import { PolicyState, type PolicyStateOptions, type PolicyStateSize } from "../policy/policy-state";
 import type { PreparedSnapshot } from "../policy/prepare";
-import type { TSnapshot } from "../policy/schemas";
+import type { TSnapshot, TSnapshotOutboundBudget } from "../policy/schemas";
 import { parseSnapshot } from "../policy/snapshot";
 import { policyRedisNames } from "../publication/keys";
 import { RedisProtocolError } from "../publication/protocol";
@@ -270,6 +270,11 @@ export class PolicyFollower {
   /** What the policy in force holds (entries, overrides, prepared customers); null before one. */
   get size(): PolicyStateSize | null {
     return this.#state?.size ?? null;
+  }
+
+  /** Outbound budget `name` in the policy in force; null when it has none (or no policy yet). */
+  outboundBudget(name: string): TSnapshotOutboundBudget | null {
+    return this.#state?.outboundBudget(name) ?? null;
   }
 
   /** Calls `listener` after every version applied from now on. Returns the unsubscribe. */

@@ -146,6 +146,9 @@ export function sortPolicyDocument(doc: TPolicyDocument): TPolicyDocument {
       : {
           descriptorMappings: [...doc.descriptorMappings].sort(byKey((mapping) => mapping.domain)),
         }),
+    ...(doc.outboundBudgets === undefined
+      ? {}
+      : { outboundBudgets: [...doc.outboundBudgets].sort(byKey((budget) => budget.name)) }),
   };
 }
 

@@ -14,9 +14,15 @@
  * | `incident:ID`            | a snapshot incident override                       |
  * | `candidate:ID`           | a dry-run candidate                                |
  * | `descriptor-rule:ID`     | a descriptor rule (`descriptor-rules.ts`)          |
+ * | `outbound:N`             | outbound budget N (`schemas/outbound.ts`)          |
  *
  * The key is derived from the value (`entryKeyOf`), so an entry cannot claim to be something
- * else. An entry's text is `canonicalJson(value)`; its digest is SHA-256 of `key`, a line feed and
+ * else.
+ *
+ * A key of the form `<kind>:<rest>` whose kind this build does not know is an UNRECOGNIZED entry:
+ * a kind added by a later control plane. It is held as its JSON value, counted in the checksum and
+ * carried through deltas and binary snapshots, but nothing reads it, so an enforcer older than the
+ * kind keeps applying the policy around it instead of refusing the whole version. An entry's text is `canonicalJson(value)`; its digest is SHA-256 of `key`, a line feed and
  * the text. The set's checksum is the sum of every entry's digest modulo 2^256 (`EntrySetSum`): a
  * multiset hash, so a change of k entries updates it in O(k), in any order, and two sets with the
  * same entries have the same checksum however they were built. It detects damage (a changed,
@@ -27,6 +33,7 @@ import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { byKey, canonicalJson, sortPolicyDocument } from "./canonical";
 import { fieldErrorsFromZod, type ParseResult, parseJsonInput } from "./errors";
 import {
+  snapshotOutboundBudget,
   type TPolicyDocument,
   type TSnapshotPolicy,
   ZDryRunCandidate,
@@ -34,6 +41,7 @@ import {
   ZSnapshotDescriptorRule,
   ZSnapshotEndpointClass,
   ZSnapshotIncidentOverride,
+  ZSnapshotOutboundBudget,
   ZSnapshotSettings,
   ZSnapshotTier,
 } from "./schemas";
@@ -47,7 +55,9 @@ export type EntryKind =
   | "customer-override"
   | "incident"
   | "candidate"
-  | "descriptor-rule";
+  | "descriptor-rule"
+  | "outbound-budget"
+  | "unrecognized";
 
 type SnapshotItem<Key extends keyof TSnapshotPolicy> =
   TSnapshotPolicy[Key] extends readonly (infer I)[] ? I : never;
@@ -61,6 +71,7 @@ export type TSnapshotCustomerOverride = SnapshotItem<"customerOverrides">;
 export type TSnapshotIncident = SnapshotItem<"incidentOverrides">;
 export type TSnapshotCandidate = SnapshotItem<"dryRunCandidates">;
 export type TSnapshotDescriptorRuleEntry = NonNullable<TSnapshotPolicy["descriptorRules"]>[number];
+export type TSnapshotOutboundBudgetEntry = NonNullable<TSnapshotPolicy["outboundBudgets"]>[number];
 
 /** One entry, its value parsed, with what storage indexes it by. */
 export type PolicyEntry =
@@ -82,12 +93,21 @@ export type PolicyEntry =
       readonly kind: "descriptor-rule";
       readonly key: string;
       readonly value: TSnapshotDescriptorRuleEntry;
-    };
+    }
+  | {
+      readonly kind: "outbound-budget";
+      readonly key: string;
+      readonly value: TSnapshotOutboundBudgetEntry;
+    }
+  /** A kind this build does not know (see the header): its key is its own, its value any JSON. */
+  | { readonly kind: "unrecognized"; readonly key: string; readonly value: unknown };
 
-/** An entry without its key: what `entryKeyOf` names. */
+/** An entry without its key: what `entryKeyOf` names (an unrecognized entry keeps its own). */
 export type PolicyEntryContent = PolicyEntry extends infer E
   ? E extends PolicyEntry
-    ? Omit<E, "key">
+    ? E extends { readonly kind: "unrecognized" }
+      ? E
+      : Omit<E, "key">
     : never
   : never;
 
@@ -103,6 +123,7 @@ export const CORE_KINDS_OF_ENTRIES: readonly EntryKind[] = [
   "endpoint-class",
   "candidate",
   "descriptor-rule",
+  "outbound-budget",
 ];
 
 export function tierEntryKey(name: string): string {
@@ -129,6 +150,11 @@ export function descriptorRuleEntryKey(id: string): string {
   return `descriptor-rule:${id}`;
 }
 
+/** An outbound budget's key is its scope, `outbound:<name>`. */
+export function outboundBudgetEntryKey(name: string): string {
+  return `outbound:${name}`;
+}
+
 /** The key an entry's value belongs under. */
 export function entryKeyOf(entry: PolicyEntryContent): string {
   switch (entry.kind) {
@@ -146,6 +172,10 @@ export function entryKeyOf(entry: PolicyEntryContent): string {
       return candidateEntryKey(entry.value.id);
     case "descriptor-rule":
       return descriptorRuleEntryKey(entry.value.id);
+    case "outbound-budget":
+      return outboundBudgetEntryKey(entry.value.name);
+    case "unrecognized":
+      return entry.key;
     default: {
       const unknown: never = entry;
       throw new TypeError(`unknown entry kind ${JSON.stringify(unknown)}`);
@@ -153,7 +183,13 @@ export function entryKeyOf(entry: PolicyEntryContent): string {
   }
 }
 
-/** The kind of entry a key names, or null when it names none. */
+/** `<kind>:<rest>`: the shape of every key but `settings`, known kind or not. */
+const KIND_PREFIX = /^[a-z][a-z0-9-]{0,63}:./;
+
+/**
+ * The kind of entry a key names: `unrecognized` for a `<kind>:<rest>` key of a kind this build
+ * does not know, null when it has no kind at all.
+ */
 export function entryKindOfKey(key: string): EntryKind | null {
   if (key === SETTINGS_KEY) return "settings";
   if (key.startsWith("tier:")) return "tier";
@@ -162,7 +198,8 @@ export function entryKindOfKey(key: string): EntryKind | null {
   if (key.startsWith("incident:")) return "incident";
   if (key.startsWith("candidate:")) return "candidate";
   if (key.startsWith("descriptor-rule:")) return "descriptor-rule";
-  return null;
+  if (key.startsWith("outbound:")) return "outbound-budget";
+  return KIND_PREFIX.test(key) ? "unrecognized" : null;
 }
 
 /** The customer an entry concerns (overrides and incidents), for indexing; null otherwise. */
@@ -190,6 +227,7 @@ const SCHEMAS = {
   incident: ZSnapshotIncidentOverride,
   candidate: ZDryRunCandidate,
   "descriptor-rule": ZSnapshotDescriptorRule,
+  "outbound-budget": ZSnapshotOutboundBudget,
 } as const;
 
 /**
@@ -201,6 +239,12 @@ export function parseEntry(key: string, value: unknown): ParseResult<PolicyEntry
   const kind = entryKindOfKey(key);
   if (kind === null) {
     return { ok: false, errors: [{ path: [key], message: `"${key}" names no kind of entry` }] };
+  }
+  if (kind === "unrecognized") {
+    if (value === undefined) {
+      return { ok: false, errors: [{ path: [key], message: "the entry has no value" }] };
+    }
+    return { ok: true, value: { kind, key, value } };
   }
   const result = SCHEMAS[kind].safeParse(value);
   if (!result.success) {
@@ -343,6 +387,9 @@ export function compileEntries(doc: TPolicyDocument, compiledAtMs: number): Poli
             }),
       }),
     ),
+    ...(sorted.outboundBudgets ?? []).map((budget) =>
+      entry("outbound-budget", snapshotOutboundBudget(budget)),
+    ),
   ];
 }
 
@@ -363,12 +410,13 @@ export function entriesOfSnapshotPolicy(policy: TSnapshotPolicy): PolicyEntry[] 
     ...policy.incidentOverrides.map((value) => entry("incident", value)),
     ...policy.dryRunCandidates.map((value) => entry("candidate", value)),
     ...(policy.descriptorRules ?? []).map((value) => entry("descriptor-rule", value)),
+    ...(policy.outboundBudgets ?? []).map((value) => entry("outbound-budget", value)),
   ];
 }
 
 /**
  * The snapshot policy a set of entries makes, collections in canonical order (what
- * `compileSnapshot` writes). Throws when there is no settings entry: a set without one is not a
+ * `compileSnapshot` writes); unrecognized entries have no place in it and are left out. Throws when there is no settings entry: a set without one is not a
  * policy, and callers build sets from validated storage.
  */
 export function snapshotPolicyOfEntries(entries: Iterable<PolicyEntry>): TSnapshotPolicy {
@@ -379,6 +427,7 @@ export function snapshotPolicyOfEntries(entries: Iterable<PolicyEntry>): TSnapsh
   const incidentOverrides: TSnapshotIncident[] = [];
   const dryRunCandidates: TSnapshotCandidate[] = [];
   const descriptorRules: TSnapshotDescriptorRuleEntry[] = [];
+  const outboundBudgets: TSnapshotOutboundBudgetEntry[] = [];
   for (const item of entries) {
     switch (item.kind) {
       case "settings":
@@ -401,6 +450,11 @@ export function snapshotPolicyOfEntries(entries: Iterable<PolicyEntry>): TSnapsh
         break;
       case "descriptor-rule":
         descriptorRules.push(item.value);
+        break;
+      case "outbound-budget":
+        outboundBudgets.push(item.value);
+        break;
+      case "unrecognized":
         break;
       default: {
         const unknown: never = item;
@@ -437,6 +491,9 @@ export function snapshotPolicyOfEntries(entries: Iterable<PolicyEntry>): TSnapsh
     ...(settings.descriptorMappings === undefined
       ? {}
       : { descriptorMappings: settings.descriptorMappings }),
+    ...(outboundBudgets.length === 0
+      ? {}
+      : { outboundBudgets: outboundBudgets.sort(byKey((budget) => budget.name)) }),
   };
 }
 

@@ -44,6 +44,7 @@ export {
   entrySetChecksum,
   entryText,
   incidentEntryKey,
+  outboundBudgetEntryKey,
   overrideEntryKey,
   type PolicyEntry,
   parseEntry,
@@ -126,6 +127,7 @@ export {
   MAX_DESCRIPTOR_MAPPINGS,
   MAX_DESCRIPTOR_PATTERN_ENTRIES,
   MAX_DESCRIPTOR_RULES,
+  MAX_OUTBOUND_BUDGETS,
   MAX_OUTBOUND_KEY_LENGTH,
   MAX_OUTBOUND_WAIT_MS,
   ON_STORE_FAILURE_DEFAULTS,
@@ -156,6 +158,7 @@ export {
   type TPolicyLimit,
   type TPolicyMode,
   type TSnapshot,
+  type TSnapshotOutboundBudget,
   type TTier,
   ZCeilings,
   ZCustomer,
@@ -176,6 +179,7 @@ export {
   ZPolicyDocument,
   ZPolicyLimit,
   ZSnapshot,
+  ZSnapshotOutboundBudget,
   ZTier,
 } from "./schemas";
 export {

@@ -236,7 +236,12 @@ describe("PolicyState", () => {
         value: { customerId: "acme", endpointClass: "nope", limit: limit(50) },
         message: /there is no endpoint class "nope"/,
       },
-      { key: "weird:thing", value: {}, message: /names no kind of entry/ },
+      { key: "weird thing", value: {}, message: /names no kind of entry/ },
+      {
+        key: "outbound:sendgrid",
+        value: { name: "sendgrid", limit: null, concurrency: null, maxWaitMs: 0, keyBy: "single" },
+        message: /a budget needs a limit, a concurrency cap, or both/,
+      },
     ];
     for (const { key, value, message } of cases) {
       // Checksums that add up: only the entry itself is wrong.
@@ -283,6 +288,60 @@ describe("PolicyState", () => {
     expect(state.applyDelta(deltaFor(state, changes)).ok).toBe(true);
     expect(state.size).toMatchObject({ customerOverrides: expect.any(Number) });
     expect(state.size.distinctOverrideLimits).toBeLessThan(state.size.customerOverrides);
+  });
+
+  it("holds an outbound budget under its scope, changed and removed by deltas, through a binary snapshot", () => {
+    const state = start();
+    const budget = {
+      name: "sendgrid",
+      limit: { algorithm: "token-bucket", capacity: 1, refillPerSec: 10 },
+      concurrency: null,
+      maxWaitMs: 30_000,
+      keyBy: "account",
+    };
+    expect(
+      state.applyDelta(deltaFor(state, [{ key: "outbound:sendgrid", value: budget }])).ok,
+    ).toBe(true);
+    expect(state.outboundBudget("sendgrid")).toEqual(budget);
+    const raised = { ...budget, limit: { ...budget.limit, refillPerSec: 20 } };
+    expect(
+      state.applyDelta(deltaFor(state, [{ key: "outbound:sendgrid", value: raised }])).ok,
+    ).toBe(true);
+    const loaded = PolicyState.fromBinary(state.toBinary());
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
+    expect(loaded.value.outboundBudget("sendgrid")).toEqual(raised);
+    expect(loaded.value.checksum).toBe(state.checksum);
+    expect(state.applyDelta(deltaFor(state, [{ key: "outbound:sendgrid", value: null }])).ok).toBe(
+      true,
+    );
+    expect(state.outboundBudget("sendgrid")).toBeUndefined();
+  });
+
+  it("an entry of a kind this build does not know is held for the checksum and never read", () => {
+    // What a later control plane's new kind of entry does to this enforcer: the delta applies, the
+    // checksum adds up, the entry survives a binary snapshot and its removal, and decisions are
+    // those of the policy around it.
+    const state = start();
+    const before = tierOf(state, "nobody");
+    const future = { key: "rollout-gate:checkout", value: { percent: 5, note: ["é", 1.5] } };
+    const added = state.applyDelta(deltaFor(state, [future]));
+    expect(added).toEqual({ ok: true, value: undefined });
+    expect(state.get(future.key)).toEqual({ kind: "unrecognized", ...future });
+    expect(tierOf(state, "nobody")).toEqual(before);
+    expect(state.checksum).toBe(entrySetChecksum(state.entries()));
+
+    const loaded = PolicyState.fromBinary(state.toBinary());
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
+    expect(loaded.value.checksum).toBe(state.checksum);
+    expect(loaded.value.get(future.key)).toEqual({ kind: "unrecognized", ...future });
+
+    const edited = { key: future.key, value: { percent: 50 } };
+    expect(loaded.value.applyDelta(deltaFor(loaded.value, [edited])).ok).toBe(true);
+    expect(
+      loaded.value.applyDelta(deltaFor(loaded.value, [{ key: future.key, value: null }])).ok,
+    ).toBe(true);
+    expect(loaded.value.get(future.key)).toBeUndefined();
+    expect(loaded.value.size.entries).toBe(start().size.entries);
   });
 
   it("builds a set from entries only when they add up to the checksum given", () => {

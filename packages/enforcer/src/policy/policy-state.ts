@@ -38,6 +38,7 @@ import {
   entryDigestHex,
   entryKindOfKey,
   entryText,
+  outboundBudgetEntryKey,
   overrideEntryKey,
   type PolicyEntry,
   parseEntry,
@@ -49,6 +50,7 @@ import {
   type TSnapshotDescriptorRuleEntry,
   type TSnapshotEndpointClass,
   type TSnapshotIncident,
+  type TSnapshotOutboundBudgetEntry,
   type TSnapshotSettings,
   type TSnapshotTier,
   tierEntryKey,
@@ -122,6 +124,9 @@ export class PolicyState {
   readonly #classes = new Map<string, TSnapshotEndpointClass>();
   readonly #candidates = new Map<string, TSnapshotCandidate>();
   readonly #descriptorRules = new Map<string, TSnapshotDescriptorRuleEntry>();
+  readonly #outboundBudgets = new Map<string, TSnapshotOutboundBudgetEntry>();
+  /** Entries of kinds this build does not know, by key: held for the checksum, never read. */
+  readonly #unrecognized = new Map<string, unknown>();
   #descriptorIndex: DescriptorRuleIndex | null = null;
   /** Overrides loaded from a binary snapshot, read-only; null for a state built entry by entry. */
   #base: BinaryOverrides | null = null;
@@ -282,6 +287,8 @@ export class PolicyState {
         this.#classes.size +
         this.#candidates.size +
         this.#descriptorRules.size +
+        this.#outboundBudgets.size +
+        this.#unrecognized.size +
         this.#overrideCount +
         this.#incidents.size,
       customerOverrides: this.#overrideCount,
@@ -308,6 +315,13 @@ export class PolicyState {
     if (key.startsWith("descriptor-rule:")) {
       const value = this.#descriptorRules.get(key.slice("descriptor-rule:".length));
       return value === undefined ? undefined : { kind: "descriptor-rule", key, value };
+    }
+    if (key.startsWith("outbound:")) {
+      const value = this.#outboundBudgets.get(key.slice("outbound:".length));
+      return value === undefined ? undefined : { kind: "outbound-budget", key, value };
+    }
+    if (this.#unrecognized.has(key)) {
+      return { kind: "unrecognized", key, value: this.#unrecognized.get(key) };
     }
     const scope = parseScope(key);
     if (scope?.kind === "customer") {
@@ -364,6 +378,20 @@ export class PolicyState {
     for (const value of this.#descriptorRules.values()) {
       yield { kind: "descriptor-rule", key: descriptorRuleEntryKey(value.id), value };
     }
+    for (const value of this.#outboundBudgets.values()) {
+      yield { kind: "outbound-budget", key: outboundBudgetEntryKey(value.name), value };
+    }
+    for (const [key, value] of this.#unrecognized) yield { kind: "unrecognized", key, value };
+  }
+
+  /** Outbound budget `name` (scope `outbound:<name>`), or undefined when the policy has none. */
+  outboundBudget(name: string): TSnapshotOutboundBudgetEntry | undefined {
+    return this.#outboundBudgets.get(name);
+  }
+
+  /** The names of every outbound budget, in no particular order. */
+  outboundBudgetNames(): string[] {
+    return [...this.#outboundBudgets.keys()];
   }
 
   /**
@@ -477,7 +505,14 @@ export class PolicyState {
         changes.push({ key: change.key, entry: parsed.value });
       }
       const kind = current?.kind ?? changes.at(-1)?.entry?.kind;
-      if (kind !== "customer-override" && kind !== "incident") isCoreChanged = true;
+      if (
+        kind !== "customer-override" &&
+        kind !== "incident" &&
+        kind !== "outbound-budget" &&
+        kind !== "unrecognized"
+      ) {
+        isCoreChanged = true;
+      }
     });
     if (errors.length > 0) return { ok: false, errors };
     if (sum.hex !== delta.checksum) {
@@ -631,6 +666,10 @@ export class PolicyState {
         return this.#candidates.has(entry.value.id);
       case "descriptor-rule":
         return this.#descriptorRules.has(entry.value.id);
+      case "outbound-budget":
+        return this.#outboundBudgets.has(entry.value.name);
+      case "unrecognized":
+        return this.#unrecognized.has(entry.key);
       case "incident":
         return this.#incidents.has(entry.key);
       case "customer-override": {
@@ -674,6 +713,12 @@ export class PolicyState {
       case "descriptor-rule":
         this.#descriptorRules.set(entry.value.id, entry.value);
         this.#descriptorIndex = null;
+        return;
+      case "outbound-budget":
+        this.#outboundBudgets.set(entry.value.name, entry.value);
+        return;
+      case "unrecognized":
+        this.#unrecognized.set(entry.key, entry.value);
         return;
       case "customer-override": {
         const { customerId, endpointClass, limit } = entry.value;
@@ -719,6 +764,12 @@ export class PolicyState {
       case "descriptor-rule":
         this.#descriptorRules.delete(current.value.id);
         this.#descriptorIndex = null;
+        return;
+      case "outbound-budget":
+        this.#outboundBudgets.delete(current.value.name);
+        return;
+      case "unrecognized":
+        this.#unrecognized.delete(key);
         return;
       case "customer-override": {
         const { customerId, endpointClass } = current.value;

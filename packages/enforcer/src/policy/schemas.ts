@@ -86,16 +86,20 @@ export {
   ZPolicyMode,
 } from "./schemas/limits";
 export {
+  MAX_OUTBOUND_BUDGETS,
   MAX_OUTBOUND_KEY_LENGTH,
   MAX_OUTBOUND_WAIT_MS,
   outboundKeyProblem,
+  snapshotOutboundBudget,
   type TOutboundBudget,
   type TOutboundBudgetInput,
   type TOutboundConcurrency,
   type TOutboundKeyBy,
+  type TSnapshotOutboundBudget,
   ZOutboundBudget,
   ZOutboundConcurrency,
   ZOutboundKeyBy,
+  ZSnapshotOutboundBudget,
 } from "./schemas/outbound";
 export { checkSnapshotPolicyCore, type PolicyCore } from "./schemas/rules";
 export {

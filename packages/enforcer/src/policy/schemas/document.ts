@@ -20,6 +20,7 @@ import {
 } from "./descriptor-mappings";
 import { checkDescriptorRules, MAX_DESCRIPTOR_RULES, ZDescriptorRule } from "./descriptors";
 import type { TPolicyLimit, TPolicyMode } from "./limits";
+import { checkOutboundBudgets, MAX_OUTBOUND_BUDGETS, ZOutboundBudget } from "./outbound";
 import { type AddIssue, checkPolicyCore, indexUnique, issueAdder } from "./rules";
 import { ZCeilings, ZEndpointClass, ZTier } from "./tiers";
 
@@ -86,6 +87,17 @@ export const documentShape = {
       error: `a policy takes at most ${MAX_DESCRIPTOR_MAPPINGS} descriptor mappings`,
     })
     .optional(),
+  /**
+   * Limits on calls we make (`outbound:<name>`, `schemas/outbound.ts`), waited for by
+   * `createOutboundLimiter`. Optional: a policy without any leaves the field out, so its export
+   * and snapshot are what they were before budgets were part of the policy.
+   */
+  outboundBudgets: z
+    .array(ZOutboundBudget)
+    .max(MAX_OUTBOUND_BUDGETS, {
+      error: `a policy takes at most ${MAX_OUTBOUND_BUDGETS} outbound budgets`,
+    })
+    .optional(),
 };
 
 /**
@@ -102,6 +114,7 @@ export const ZPolicyDocument = strict(documentShape).superRefine((doc, ctx) => {
   checkCosts(doc, add);
   checkDescriptorRules(doc.descriptorRules ?? [], add, doc.guardrails);
   checkDescriptorMappings(doc.descriptorMappings ?? [], add);
+  checkOutboundBudgets(doc.outboundBudgets ?? [], add);
 });
 export type TPolicyDocument = z.output<typeof ZPolicyDocument>;
 /** A policy document as written, before defaults are filled in. */

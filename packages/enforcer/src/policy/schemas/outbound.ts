@@ -7,6 +7,7 @@ import { z } from "zod";
 import { CUSTOMER_ID_PATTERN } from "../names";
 import { countField, endpointClassName, strict, textField } from "../schema-fields";
 import { ZLimitSpec } from "./limits";
+import { type AddIssue, indexUnique } from "./rules";
 
 /** The longest a caller may be told to wait, and the longest slot TTL: one hour. */
 export const MAX_OUTBOUND_WAIT_MS = 3_600_000;
@@ -39,6 +40,22 @@ export const ZOutboundConcurrency = strict({
 });
 export type TOutboundConcurrency = z.output<typeof ZOutboundConcurrency>;
 
+/** At most this many outbound budgets in a policy. */
+export const MAX_OUTBOUND_BUDGETS = 500;
+
+function requireLimitOrConcurrency(
+  budget: { readonly limit: unknown; readonly concurrency: unknown },
+  ctx: z.RefinementCtx,
+): void {
+  if (budget.limit === null && budget.concurrency === null) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["limit"],
+      message: "a budget needs a limit, a concurrency cap, or both",
+    });
+  }
+}
+
 export const ZOutboundBudget = strict({
   /** Stable name: the scope is `outbound:<name>`. */
   name: endpointClassName("outbound budget name"),
@@ -58,17 +75,49 @@ export const ZOutboundBudget = strict({
   maxWaitMs: countField("maxWaitMs", MAX_OUTBOUND_WAIT_MS, 0).default(30_000),
   /** @default "single" */
   keyBy: ZOutboundKeyBy.default("single"),
-}).superRefine((budget, ctx) => {
-  if (budget.limit === null && budget.concurrency === null) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["limit"],
-      message: "a budget needs a limit, a concurrency cap, or both",
-    });
-  }
-});
+}).superRefine(requireLimitOrConcurrency);
 export type TOutboundBudget = z.output<typeof ZOutboundBudget>;
 export type TOutboundBudgetInput = z.input<typeof ZOutboundBudget>;
+
+/**
+ * A budget as enforcers hold it (entry `outbound:<name>`): no display name, every default
+ * explicit.
+ */
+export const ZSnapshotOutboundBudget = strict({
+  name: endpointClassName("outbound budget name"),
+  limit: ZLimitSpec.nullable(),
+  concurrency: ZOutboundConcurrency.nullable(),
+  maxWaitMs: countField("maxWaitMs", MAX_OUTBOUND_WAIT_MS, 0),
+  keyBy: ZOutboundKeyBy,
+}).superRefine(requireLimitOrConcurrency);
+export type TSnapshotOutboundBudget = z.output<typeof ZSnapshotOutboundBudget>;
+
+/** The compiled form of a budget (what `compileEntries` publishes). */
+export function snapshotOutboundBudget(budget: TOutboundBudget): TSnapshotOutboundBudget {
+  return {
+    name: budget.name,
+    limit: budget.limit,
+    concurrency: budget.concurrency,
+    maxWaitMs: budget.maxWaitMs,
+    keyBy: budget.keyBy,
+  };
+}
+
+/** Budget names are unique in a policy. */
+export function checkOutboundBudgets(
+  budgets: readonly { readonly name: string }[],
+  add: AddIssue,
+): void {
+  indexUnique(
+    budgets,
+    (budget) => budget.name,
+    (index, first, name) =>
+      add(
+        ["outboundBudgets", index, "name"],
+        `outbound budget "${name}" is already defined at outboundBudgets[${first}]`,
+      ),
+  );
+}
 
 const HOST_PATTERN =
   /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]{2,45}\])(?::[0-9]{1,5})?$/;

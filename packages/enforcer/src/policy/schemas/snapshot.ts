@@ -13,6 +13,7 @@ import { factorField, refineIncidentShape, ZDryRunCandidate } from "./customers"
 import { checkDescriptorMappings, ZSnapshotDescriptorMapping } from "./descriptor-mappings";
 import { checkDescriptorRules, ZSnapshotDescriptorRule } from "./descriptors";
 import { ZExplicitPolicyLimit, ZLimitSpec } from "./limits";
+import { checkOutboundBudgets, ZSnapshotOutboundBudget } from "./outbound";
 import { checkPolicyCore, issueAdder } from "./rules";
 import { costField, MAX_MATCH_RULES, tierLimitsRecord, ZEndpointMatch, ZKeyBy } from "./tiers";
 
@@ -78,11 +79,14 @@ export const ZSnapshotPolicy = strict({
   descriptorRules: z.array(ZSnapshotDescriptorRule).optional(),
   /** Absent when the policy has none (see `descriptor-mappings.ts`). */
   descriptorMappings: z.array(ZSnapshotDescriptorMapping).optional(),
+  /** Absent when the policy has none, so such a snapshot's bytes and checksum are unchanged. */
+  outboundBudgets: z.array(ZSnapshotOutboundBudget).optional(),
 }).superRefine((policy, ctx) => {
   const add = issueAdder(ctx);
   checkPolicyCore(policy, add);
   checkDescriptorRules(policy.descriptorRules ?? [], add);
   checkDescriptorMappings(policy.descriptorMappings ?? [], add);
+  checkOutboundBudgets(policy.outboundBudgets ?? [], add);
 });
 export type TSnapshotPolicy = z.output<typeof ZSnapshotPolicy>;
 

@@ -1,0 +1,12 @@
+import {
+  deleteOutboundBudgetEndpoint,
+  getOutboundBudgetEndpoint,
+  updateOutboundBudgetEndpoint,
+} from "@/lib/api/endpoints/outbound-budgets";
+import { routeHandlers } from "@/lib/api/route-handler";
+
+export const { GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE } = routeHandlers(
+  getOutboundBudgetEndpoint,
+  updateOutboundBudgetEndpoint,
+  deleteOutboundBudgetEndpoint,
+);
