@@ -26,6 +26,7 @@ import type { Resolution, ResolvedCheck } from "../policy/resolve";
 import type { TDescriptorMapping } from "../policy/schemas";
 import type { TSnapshotDescriptorRaise } from "../policy/schemas/descriptors";
 import type { DecisionRecorder } from "../recording/traffic-recorder";
+import type { CachedRejectionSink } from "./cached-rejection";
 import {
   type BreakerSnapshot,
   CircuitBreaker,
@@ -34,7 +35,11 @@ import {
 import { DecisionMetrics, type DecisionMetricsOptions } from "./decision-metrics";
 import { FailurePolicy } from "./failure-policy";
 import { type GuardedLease, GuardedStore } from "./guarded-store";
-import { buildRateLimitResponse, type RateLimitHttpResult } from "./http-headers";
+import {
+  buildRateLimitResponse,
+  type RateLimitHttpResult,
+  retryAfterSeconds,
+} from "./http-headers";
 import {
   type LeaseOptions,
   type LeaseRequest,
@@ -432,6 +437,70 @@ export class DecisionEngine implements RequestChecker {
       const latencyMicros = (this.#clock.nowMs() - startedAtMs) * 1000;
       return this.#answer(request, prepared, resolution, cost, decided, latencyMicros, wallNowMs);
     });
+  }
+
+  /**
+   * The rejection flood's fast path (see `cached-rejection.ts`): when a single live cached
+   * denial rejects an identified customer's request, whose resolution and 429 are both kept,
+   * counts and records the rejection exactly as {@link checkNow} would (metrics, recent
+   * rejections), puts the kept 429 in `into` and answers true. False when anything else applies,
+   * and then nothing was counted: no policy yet or a new one, an uncached resolution, no denial or
+   * several, a cost `checkNow` would refuse, a traffic recorder (it records whole decisions), or
+   * no 429 kept yet for these bytes (`checkNow` makes and keeps it).
+   */
+  rejectFromCache(
+    customerId: string,
+    tier: string | null,
+    method: string,
+    path: string,
+    endpointClass: string | null,
+    cost: number | undefined,
+    wallNowMs: number,
+    into: CachedRejectionSink,
+  ): boolean {
+    const denials = this.#localStage?.denialCache;
+    if (denials === null || denials === undefined || this.#recorder !== undefined) return false;
+    if (cost !== undefined && !(cost >= 0 && Number.isFinite(cost))) return false;
+    const prepared = this.#snapshot();
+    // Kept 429s belong to the snapshot they were made under; a new one goes the long way first.
+    if (prepared === null || prepared !== this.#rejectionsSnapshot) return false;
+    const resolution = this.#resolutions.cachedFor(
+      prepared,
+      customerId,
+      tier,
+      method,
+      path,
+      endpointClass,
+    );
+    if (resolution === undefined) return false;
+    const startedAtMs = this.#clock.nowMs();
+    const denial = denials.soleDenialFor(
+      resolution.subject,
+      resolution.checks,
+      cost ?? resolution.cost,
+      startedAtMs,
+    );
+    if (denial === null) return false;
+    // The outcome the denial cache's decision carries (`deniedOutcomeOf`), number for number.
+    const retryAfterMs = Math.ceil(denial.expiresAtMs - startedAtMs);
+    const resetAfterMs = Math.max(retryAfterMs, Math.ceil(denial.resetAtMs - startedAtMs));
+    const retryAfterText = String(retryAfterMs);
+    const kept = this.#rejections.keptFor(
+      resolution.checks,
+      denial.scope,
+      denial.limit,
+      denial.remaining,
+      retryAfterMs,
+      retryAfterSeconds(resetAfterMs),
+      true,
+      retryAfterText.length,
+    );
+    if (kept === undefined) return false;
+    this.metrics.record(denial.metrics, 0, wallNowMs);
+    this.recentRejections.record(customerId, denial.scope, resolution.endpointClass, wallNowMs);
+    into.rawHeaders = kept.rawHeaders;
+    into.bodyText = `${kept.bodyPrefix}${retryAfterText}}`;
+    return true;
   }
 
   /**

@@ -34,6 +34,7 @@ import {
 } from "../publication/redis-clients";
 import { enforcerRedisNames } from "../publication/redis-keys";
 import { TrafficRecorder } from "../recording/traffic-recorder";
+import { type CachedRejecter, registerCachedRejecter } from "./cached-rejection";
 import type { BreakerSnapshot } from "./circuit-breaker";
 import {
   DecisionEngine,
@@ -167,6 +168,7 @@ export class Enforcer implements RequestChecker {
     this.#clock = clock;
     this.#wallClock = wallClock;
     this.#timers = time.timers ?? systemTimers;
+    registerCachedRejecter(this, this.#rejectFromCache);
     this.#logger = options.logger ?? jsonLineLogger({ enforcerId: this.enforcerId });
     const controlPlane = options.controlPlane ?? {};
     const reporting = options.reporting ?? {};
@@ -558,6 +560,27 @@ export class Enforcer implements RequestChecker {
     }
     return result;
   }
+
+  /** The rejection flood's fast path: `DecisionEngine.rejectFromCache`, and the customer seen. */
+  #rejectFromCache: CachedRejecter = (
+    customerId,
+    tier,
+    method,
+    path,
+    endpointClass,
+    cost,
+    into,
+  ) => {
+    const wallNowMs = this.#wallClock.nowMs();
+    const engine = this.#engine;
+    if (
+      !engine.rejectFromCache(customerId, tier, method, path, endpointClass, cost, wallNowMs, into)
+    ) {
+      return false;
+    }
+    this.#seen?.record(customerId, tier, wallNowMs);
+    return true;
+  };
 
   /** Which descriptors a descriptor rule matches. See `DecisionEngine.matchDescriptors`. */
   matchDescriptors(

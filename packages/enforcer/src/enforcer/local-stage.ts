@@ -15,6 +15,7 @@ import { bucketOf } from "../limiter/layered";
 import { MemoryStore } from "../limiter/stores/memory";
 import type { LimitCheck, LimitSpec } from "../limiter/types";
 import { limitSize, scaleLimit } from "../policy/limit-math";
+import type { MetricsDecision } from "./decision-metrics";
 import { BoundedLru } from "./lru";
 import {
   type EnforcerCheck,
@@ -75,7 +76,7 @@ function checkKeyOf(check: LimitCheck): string {
   return key;
 }
 
-interface Denial {
+interface Denial extends CachedDenial {
   /** The cost the shared store refused; requests costing at least this much are refused too. */
   readonly cost: number;
   /** On the cache's clock: the first instant the shared limit could admit that cost again. */
@@ -85,6 +86,21 @@ interface Denial {
   readonly scope: string;
   readonly limit: number;
   readonly remaining: number;
+}
+
+/**
+ * A live denial as the rejection flood's fast path reads it (`DecisionEngine.rejectFromCache`):
+ * its instants on the cache's clock, the limit it names, and the decision's counts for the
+ * metrics, made once when the denial is recorded rather than per rejection.
+ */
+export interface CachedDenial {
+  readonly expiresAtMs: number;
+  readonly resetAtMs: number;
+  readonly scope: string;
+  readonly limit: number;
+  readonly remaining: number;
+  /** What `DecisionMetrics.record` counts for a rejection this denial alone makes. */
+  readonly metrics: MetricsDecision;
 }
 
 export interface DenialCacheOptions {
@@ -171,6 +187,11 @@ export class DenialCache {
         scope: check.scope,
         limit: outcome.limit,
         remaining: outcome.remaining,
+        metrics: {
+          allowed: false,
+          outcomes: [{ scope: check.scope, mode: "enforce", allowed: false, fallback: null }],
+          ...DENIAL_CACHE_PROVENANCE,
+        },
       });
     });
   }
@@ -198,6 +219,37 @@ export class DenialCache {
     const denials = this.#bySubject.get(subject);
     if (denials === undefined) return null;
     return this.#findIn(denials, subject, checks, cost, nowMs ?? this.#clock.nowMs());
+  }
+
+  /**
+   * The one live denial that rejects this request at `nowMs`, found as {@link findFor} finds
+   * denials but answered only when a single denial covers the request, and without making a
+   * decision: the rejection flood's fast path. Null when none covers it, or several do (then
+   * {@link findFor} makes the decision, with every covering limit in it).
+   */
+  soleDenialFor(
+    subject: string,
+    checks: readonly EnforcerCheck[],
+    cost: number,
+    nowMs: number,
+  ): CachedDenial | null {
+    if (this.#count === 0) return null;
+    const denials = this.#bySubject.get(subject);
+    if (denials === undefined) return null;
+    let sole: Denial | null = null;
+    for (let checkIndex = 0; checkIndex < checks.length; checkIndex++) {
+      const check = checks[checkIndex] as EnforcerCheck;
+      if (check.mode !== "enforce") continue;
+      const index = indexOfKey(denials, checkKeyOf(check));
+      if (index < 0) continue;
+      const denial = (denials[index] as SubjectDenial).denial;
+      // An expired or cheaper denial is left for findFor, which drops or skips it.
+      if (nowMs >= denial.expiresAtMs) return null;
+      if (cost < denial.cost) continue;
+      if (sole !== null) return null;
+      sole = denial;
+    }
+    return sole;
   }
 
   #findIn(

@@ -15,6 +15,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { forwardedClientAddress } from "../policy/address";
+import { type CachedRejectionSink, cachedRejecterOf } from "./cached-rejection";
 import type { EnforcerRequest, EnforcerResult, RequestChecker } from "./decision-engine";
 import {
   enforcerRequestOf,
@@ -38,6 +39,10 @@ export function createNodeMiddleware(
   const { identify } = options;
   const checkNow: (request: EnforcerRequest) => EnforcerResult | Promise<EnforcerResult> =
     checker.checkNow?.bind(checker) ?? ((request) => checker.check(request));
+  // A flood of rejections from cached denials is answered without a result object (see
+  // `cached-rejection.ts`); `kept` receives the 429 and is written at once, so one serves all.
+  const rejectFromCache = cachedRejecterOf(checker);
+  const kept: CachedRejectionSink = { rawHeaders: [], bodyText: "" };
   /**
    * Decides for `identity` and answers a rejection itself: true when the request may go on, at
    * once when the decision needed no store call, else as a promise.
@@ -47,6 +52,26 @@ export function createNodeMiddleware(
     res: ServerResponse,
     identity: Identity | null,
   ): boolean | Promise<boolean> => {
+    const cost = options.cost?.(req);
+    const endpointClass = options.endpointClass?.(req);
+    const customerId = identity?.customerId;
+    if (
+      rejectFromCache !== undefined &&
+      typeof customerId === "string" &&
+      rejectFromCache(
+        customerId,
+        identity?.tier ?? null,
+        req.method ?? "GET",
+        req.url ?? "/",
+        endpointClass ?? null,
+        cost,
+        kept,
+      )
+    ) {
+      res.writeHead(429, kept.rawHeaders as string[]);
+      res.end(kept.bodyText);
+      return false;
+    }
     const forwarded = hops === 0 ? undefined : req.headers["x-forwarded-for"];
     const clientAddress =
       options.clientAddress?.(req) ??
@@ -59,18 +84,25 @@ export function createNodeMiddleware(
         method: req.method ?? "GET",
         path: req.url ?? "/",
         clientAddress,
-        cost: options.cost?.(req),
-        endpointClass: options.endpointClass?.(req),
+        cost,
+        endpointClass,
       }),
     );
     return result instanceof Promise
       ? result.then((decided) => answer(res, decided.http))
       : answer(res, result.http);
   };
+  /** Waits for `identify`'s promise, then decides: the closures live here, not per request. */
+  const decideLater = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    identified: PromiseLike<Identity | null>,
+  ): Promise<boolean> => Promise.resolve(identified).then((identity) => decide(req, res, identity));
   return (req, res, next) => {
     // `next` is called outside the try: an error thrown by the route after it is not the
-    // limiter's, and must not reach `next` a second time. (The callbacks are written inline, not
-    // bound to names: a named closure costs a property definition per request under tsx.)
+    // limiter's, and must not reach `next` a second time. This function makes no closure: one
+    // that captured `req`, `res` or `next` would cost a context object on every request, taken
+    // or not (the asynchronous continuations are in `decideLater` and `settle`).
     let identified: Identity | null | Promise<Identity | null>;
     try {
       identified = identify === undefined ? null : identify(req);
@@ -83,7 +115,7 @@ export function createNodeMiddleware(
     let decided: boolean | Promise<boolean>;
     try {
       decided = isPromiseLike(identified)
-        ? Promise.resolve(identified).then((identity) => decide(req, res, identity))
+        ? decideLater(req, res, identified)
         : decide(req, res, identified);
     } catch (error: unknown) {
       next(error);
@@ -94,13 +126,18 @@ export function createNodeMiddleware(
       return;
     }
     if (decided === false) return;
-    decided.then(
-      (mayProceed) => {
-        if (mayProceed) next();
-      },
-      (error: unknown) => next(error),
-    );
+    settle(decided, next);
   };
+}
+
+/** Calls `next` once `decided` says the request may go on, or with its error. */
+function settle(decided: Promise<boolean>, next: NodeNext): void {
+  decided.then(
+    (mayProceed) => {
+      if (mayProceed) next();
+    },
+    (error: unknown) => next(error),
+  );
 }
 
 function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {

@@ -27,8 +27,19 @@ import {
   retryAfterSeconds,
 } from "./http-headers";
 
+/** What a caller writes of a kept 429: its headers, and its body up to `retryAfterMs`'s value. */
+export interface KeptRejection {
+  readonly headers: Readonly<Record<string, string>>;
+  /** Node's flat list of names and values, `Content-Length` first. */
+  readonly rawHeaders: readonly string[];
+  /** The body's text up to the value of `retryAfterMs`. */
+  readonly bodyPrefix: string;
+  /** The body's `violated-policies`: the scope alone, frozen. */
+  readonly violated: readonly string[];
+}
+
 /** The parts of a 429 that one limit gives every rejection in the same retry-after second. */
-interface PrebuiltRejection {
+interface PrebuiltRejection extends KeptRejection {
   // What the entry was made for (its retry-after second is the key it is filed under).
   readonly scope: string;
   readonly limit: number;
@@ -36,13 +47,6 @@ interface PrebuiltRejection {
   readonly resetSec: number;
   readonly hasRetryAfter: boolean;
   readonly retryAfterDigits: number;
-  // What every response made from it shares.
-  readonly headers: Readonly<Record<string, string>>;
-  readonly rawHeaders: readonly string[];
-  /** The body's `violated-policies`: the scope alone, frozen. */
-  readonly violated: readonly string[];
-  /** The body's text up to the value of `retryAfterMs`. */
-  readonly bodyPrefix: string;
 }
 
 /** The entries of one list of checks, by retry-after second. */
@@ -110,40 +114,37 @@ export class RejectionResponses {
       return buildRateLimitResponse(decision, checks);
     }
     const retryAfterText = String(retryAfterMs);
-    const retrySec = retryAfterSeconds(retryAfterMs);
     const resetSec = retryAfterSeconds(binding.resetAfterMs);
     const hasRetryAfter = decision.reason !== "cost-exceeds-capacity";
-    const responses = this.#byChecks.get(checks);
-    const entries = responses?.bySecond.get(retrySec);
-    if (entries !== undefined) {
-      for (let index = 0; index < entries.length; index++) {
-        const entry = entries[index] as PrebuiltRejection;
-        if (
-          entry.scope === scope &&
-          entry.resetSec === resetSec &&
-          entry.remaining === binding.remaining &&
-          entry.limit === binding.limit &&
-          entry.hasRetryAfter === hasRetryAfter &&
-          entry.retryAfterDigits === retryAfterText.length
-        ) {
-          return {
-            status: 429,
-            headers: entry.headers,
-            body: {
-              type: QUOTA_EXCEEDED_TYPE,
-              title: "Quota exceeded",
-              status: 429,
-              "violated-policies": entry.violated,
-              code: "RATE_LIMITED",
-              scope,
-              retryAfterMs,
-            },
-            bodyText: `${entry.bodyPrefix}${retryAfterText}}`,
-            rawHeaders: entry.rawHeaders,
-          };
-        }
-      }
+    const found = this.keptFor(
+      checks,
+      scope,
+      binding.limit,
+      binding.remaining,
+      retryAfterMs,
+      resetSec,
+      hasRetryAfter,
+      retryAfterText.length,
+    );
+    if (found !== undefined) {
+      return {
+        status: 429,
+        headers: found.headers,
+        body: {
+          type: QUOTA_EXCEEDED_TYPE,
+          title: "Quota exceeded",
+          status: 429,
+          "violated-policies": found.violated,
+          code: "RATE_LIMITED",
+          scope,
+          retryAfterMs,
+        },
+        bodyText: `${found.bodyPrefix}${retryAfterText}}`,
+        rawHeaders: found.rawHeaders,
+      };
     }
+    const responses = this.#byChecks.get(checks);
+    const retrySec = retryAfterSeconds(retryAfterMs);
     const fresh = buildRateLimitResponse(decision, checks);
     const tail = `${retryAfterText}}`;
     const bodyText = fresh.bodyText;
@@ -182,6 +183,40 @@ export class RejectionResponses {
     else filed.push(entry);
     kept.count++;
     return { ...fresh, headers, rawHeaders: entry.rawHeaders };
+  }
+
+  /**
+   * The kept 429 for a rejection by `scope` alone, when one was made for the same bytes: the
+   * same list of checks, limit, remaining, reset and retry-after seconds, and the same number of
+   * digits in `retryAfterMs` (whose value the caller adds after {@link KeptRejection.bodyPrefix},
+   * then `}`). Undefined when none is kept yet: {@link responseFor} makes and keeps it.
+   */
+  keptFor(
+    checks: readonly LimitCheck[],
+    scope: string,
+    limit: number,
+    remaining: number,
+    retryAfterMs: number,
+    resetSec: number,
+    hasRetryAfter: boolean,
+    retryAfterDigits: number,
+  ): KeptRejection | undefined {
+    const entries = this.#byChecks.get(checks)?.bySecond.get(retryAfterSeconds(retryAfterMs));
+    if (entries === undefined) return undefined;
+    for (let index = 0; index < entries.length; index++) {
+      const entry = entries[index] as PrebuiltRejection;
+      if (
+        entry.scope === scope &&
+        entry.resetSec === resetSec &&
+        entry.remaining === remaining &&
+        entry.limit === limit &&
+        entry.hasRetryAfter === hasRetryAfter &&
+        entry.retryAfterDigits === retryAfterDigits
+      ) {
+        return entry;
+      }
+    }
+    return undefined;
   }
 
   /**
