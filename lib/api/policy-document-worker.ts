@@ -1,19 +1,22 @@
 /**
  * The worker thread behind `readPolicyDocument` (read-policy-document.ts): it parses the body's
- * bytes as they are posted to it (json-stream-parser.ts) and validates the document with
- * `parsePolicyDocument`, the same code every other path runs, so that the seconds a document of
- * hundreds of MiB takes are spent off the server's event loop.
+ * bytes as they are posted to it (json-stream-parser.ts), validates the document with
+ * `parsePolicyDocument` and prepares a valid one for its import with `prepareImport` (sorted,
+ * compiled, hashed, summarized, its rows written as chunks of JSON text), the same code every
+ * other path runs, so that the seconds a document of hundreds of MiB takes are spent off the
+ * server's event loop.
  *
  * Messages in: `{ kind: "bytes", bytes }` for each piece of the body, then `{ kind: "end" }`.
- * Messages out: the document's (or the errors') large arrays in parts of at most `PART_ITEMS`
- * items, then the rest in one `valid` or `invalid` message; or `malformed` (the body is not JSON)
- * as soon as that is seen. Parts keep each message small, so the server takes them in between
- * other requests instead of decoding one object graph of hundreds of MiB at once.
+ * Messages out: the prepared import's (or the errors') large arrays in parts (`PART_ITEMS` items,
+ * or one chunk of text), then the rest in one `prepared` or `invalid` message; or `malformed`
+ * (the body is not JSON) as soon as that is seen. Parts keep each message small, so the server
+ * takes them in between other requests instead of decoding hundreds of MiB at once.
  */
 import { setPriority } from "node:os";
 import { parentPort } from "node:worker_threads";
 import { parsePolicyDocument } from "@limitplane/enforcer/policy";
 import { AppError } from "@/lib/control/errors";
+import { type PreparedImport, prepareImport } from "@/lib/control/policy/prepare-import";
 import { JsonStreamParser } from "./json-stream-parser";
 
 /** Items per part message (a few hundred KiB of customers). */
@@ -29,10 +32,13 @@ export type PolicyDocumentWorkerInput =
   | { readonly kind: "bytes"; readonly bytes: Uint8Array }
   | { readonly kind: "end" };
 
+/** The large arrays sent in parts: the errors, or the prepared import's (its document's overrides). */
+export type PartKey = "errors" | "customerOverrides" | "customerChunks" | "entryChunks";
+
 export type PolicyDocumentWorkerOutput =
-  | { readonly kind: "part"; readonly key: string; readonly items: readonly unknown[] }
-  | { readonly kind: "valid"; readonly rest: Record<string, unknown> }
-  | { readonly kind: "invalid"; readonly rest: Record<string, unknown> }
+  | { readonly kind: "part"; readonly key: PartKey; readonly items: readonly unknown[] }
+  | { readonly kind: "prepared"; readonly rest: PreparedImport }
+  | { readonly kind: "invalid"; readonly errors: readonly never[] }
   | { readonly kind: "malformed"; readonly message: string };
 
 const port = parentPort;
@@ -44,22 +50,35 @@ if (process.platform === "linux") setPriority(0, WORKER_NICE);
 const parser = new JsonStreamParser();
 let isFinished = false;
 
-/** Posts `record`'s large arrays in parts; the rest of it (those arrays emptied) is returned. */
-function postLargeArrays(record: object): Record<string, unknown> {
-  const rest: Record<string, unknown> = { ...record };
-  for (const [key, value] of Object.entries(rest)) {
-    if (!Array.isArray(value) || value.length <= PART_ITEMS) continue;
-    for (let start = 0; start < value.length; start += PART_ITEMS) {
-      const part: PolicyDocumentWorkerOutput = {
-        kind: "part",
-        key,
-        items: value.slice(start, start + PART_ITEMS),
-      };
-      port?.postMessage(part);
-    }
-    rest[key] = [];
+/** Posts `items` in parts of `perPart`; the empty array that stands for them in the answer. */
+function postParts(key: PartKey, items: readonly unknown[], perPart: number): never[] {
+  for (let start = 0; start < items.length; start += perPart) {
+    const part: PolicyDocumentWorkerOutput = {
+      kind: "part",
+      key,
+      items: items.slice(start, start + perPart),
+    };
+    port?.postMessage(part);
   }
-  return rest;
+  return [];
+}
+
+/** The prepared import, its large arrays posted first, in parts. */
+function postPrepared(prepared: PreparedImport): PolicyDocumentWorkerOutput {
+  const { document, entries } = prepared;
+  return {
+    kind: "prepared",
+    rest: {
+      ...prepared,
+      document: {
+        ...document,
+        customerOverrides: postParts("customerOverrides", document.customerOverrides, PART_ITEMS),
+      },
+      // A chunk of text is a few hundred KiB already.
+      customerChunks: postParts("customerChunks", prepared.customerChunks, 1),
+      entries: { ...entries, chunks: postParts("entryChunks", entries.chunks, 1) },
+    },
+  };
 }
 
 function answer(message: PolicyDocumentWorkerOutput): void {
@@ -77,8 +96,8 @@ port.on("message", (message: PolicyDocumentWorkerInput) => {
     const parsed = parsePolicyDocument(parser.end());
     answer(
       parsed.ok
-        ? { kind: "valid", rest: postLargeArrays(parsed.value) }
-        : { kind: "invalid", rest: postLargeArrays({ errors: parsed.errors }) },
+        ? postPrepared(prepareImport(parsed.value))
+        : { kind: "invalid", errors: postParts("errors", parsed.errors, PART_ITEMS) },
     );
   } catch (error: unknown) {
     // Only the body's own faults are answered here; anything else is a bug, and ends the worker

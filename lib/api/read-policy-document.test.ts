@@ -1,12 +1,14 @@
 /**
- * `readPolicyDocument` answers what `parsePolicyDocument` answers for the same text (the worker
- * thread runs that very function), in order however many parts the answer crosses in, and refuses
- * a body that is not a JSON document within the limit as `readJson` does.
+ * `readPolicyDocument` answers what `parsePolicyDocument` and then `prepareImport` answer for the
+ * same text (the worker thread runs those very functions), in order however many parts the
+ * answer crosses in, and refuses a body that is not a JSON document within the limit as
+ * `readJson` does.
  */
 import example from "@limitplane/enforcer/example-policy.json";
 import { parsePolicyDocument } from "@limitplane/enforcer/policy";
 import { describe, expect, it } from "vitest";
 import { AppError } from "@/lib/control/errors";
+import { prepareImport } from "@/lib/control/policy/prepare-import";
 import { readPolicyDocument } from "./read-policy-document";
 
 const MAX = 8 * 1024 * 1024;
@@ -64,9 +66,10 @@ describe("readPolicyDocument", () => {
       "a document whose problems cross from the worker in many parts",
       withCustomers(30_000, new Set(Array.from({ length: 25_000 }, (_, index) => index))),
     ],
-  ])("answers %s as parsePolicyDocument does", async (_label, text) => {
+  ])("answers %s as parsePolicyDocument and prepareImport do", async (_label, text) => {
     const read = await readPolicyDocument(post(text), { maxBytes: MAX });
-    expect(read).toEqual(parsePolicyDocument(JSON.parse(text)));
+    const parsed = parsePolicyDocument(JSON.parse(text));
+    expect(read).toEqual(parsed.ok ? { ok: true, value: prepareImport(parsed.value) } : parsed);
   });
 
   it("reports the position of a problem in a body that arrives in pieces", async () => {

@@ -1,11 +1,12 @@
 /**
- * Reading a policy document from a request without stopping the server. The body is read as it
+ * Reading a policy document for an import without stopping the server. The body is read as it
  * arrives (the media type and the size limit as `readJson` checks them); past its first MiB, its
- * pieces are posted to a worker thread (policy-document-worker.ts), which parses them with the
- * streaming parser and validates the document with `parsePolicyDocument`. The event loop only
- * moves bytes and takes the answer back in small parts, so other requests are answered
- * meanwhile, however large the document. A worker per document: imports are rare, and its memory (the parsed
- * document, a few times the body's size) is released with it.
+ * pieces are moved (transferred, not copied) to a worker thread (policy-document-worker.ts), which
+ * parses them with the streaming parser, validates the document with `parsePolicyDocument` and
+ * prepares it for the import with `prepareImport` (sorted, compiled, hashed, summarized). The
+ * event loop only moves bytes and takes the answer back in small parts, so other requests are
+ * answered meanwhile, however large the document. A worker per document: imports are rare, and
+ * its memory (the parsed document, a few times the body's size) is released with it.
  */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,11 +15,13 @@ import {
   type ParseResult,
   type PolicyFieldError,
   parsePolicyDocument,
-  type TPolicyDocument,
+  type TCustomerOverride,
 } from "@limitplane/enforcer/policy";
 import { AppError } from "@/lib/control/errors";
+import { type PreparedImport, prepareImport } from "@/lib/control/policy/prepare-import";
 import { JsonStreamParser } from "./json-stream-parser";
 import type {
+  PartKey,
   PolicyDocumentWorkerInput,
   PolicyDocumentWorkerOutput,
 } from "./policy-document-worker";
@@ -38,13 +41,13 @@ export interface ReadPolicyDocumentOptions {
 const ON_EVENT_LOOP_MAX_BYTES = DEFAULT_MAX_BODY_BYTES;
 
 /**
- * The document validated, or every problem by its position and field; an AppError (415, 413 or
- * 400) when the body is not a JSON document within the limit.
+ * The document validated and prepared for its import, or every problem by its position and field;
+ * an AppError (415, 413 or 400) when the body is not a JSON document within the limit.
  */
 export async function readPolicyDocument(
   request: Request,
   options: ReadPolicyDocumentOptions,
-): Promise<ParseResult<TPolicyDocument>> {
+): Promise<ParseResult<PreparedImport>> {
   requireJsonContentType(request);
   const body = bodyPieces(request, options.maxBytes);
   const head: Uint8Array[] = [];
@@ -54,7 +57,8 @@ export async function readPolicyDocument(
     if (next.done === true) {
       const parser = new JsonStreamParser();
       for (const piece of head) parser.write(piece);
-      return parsePolicyDocument(parser.end());
+      const parsed = parsePolicyDocument(parser.end());
+      return parsed.ok ? { ok: true, value: prepareImport(parsed.value) } : parsed;
     }
     head.push(next.value);
     headBytes += next.value.byteLength;
@@ -67,7 +71,7 @@ async function readInWorker(
   head: readonly Uint8Array[],
   body: AsyncGenerator<Uint8Array>,
   options: ReadPolicyDocumentOptions,
-): Promise<ParseResult<TPolicyDocument>> {
+): Promise<ParseResult<PreparedImport>> {
   const worker = startWorker();
   try {
     const answer = answerOf(worker);
@@ -78,13 +82,19 @@ async function readInWorker(
     );
     let bytesRead = 0;
     const send = (piece: Uint8Array) => {
-      // A piece may be a view of a larger buffer, which posting would copy whole: the piece's
-      // own bytes are copied and their buffer moved to the worker.
-      const bytes = new Uint8Array(piece);
+      // A piece that is its buffer's whole is moved to the worker as it is; a view of a larger
+      // buffer (which moving would take from its other users) is copied, and the copy moved.
+      bytesRead += piece.byteLength;
+      const whole = piece.buffer;
+      const bytes =
+        whole instanceof ArrayBuffer &&
+        piece.byteOffset === 0 &&
+        piece.byteLength === whole.byteLength
+          ? new Uint8Array(whole)
+          : new Uint8Array(piece);
       worker.postMessage({ kind: "bytes", bytes } satisfies PolicyDocumentWorkerInput, [
         bytes.buffer,
       ]);
-      bytesRead += piece.byteLength;
       options.onProgress?.(bytesRead);
     };
     for (const piece of head) send(piece);
@@ -124,25 +134,36 @@ function startWorker(): Worker {
 }
 
 /** The worker's answer, its parts joined as they come, one message per turn of the event loop. */
-function answerOf(worker: Worker): Promise<ParseResult<TPolicyDocument>> {
+function answerOf(worker: Worker): Promise<ParseResult<PreparedImport>> {
   return new Promise((resolve, reject) => {
-    const parts = new Map<string, unknown[]>();
-    const joined = (rest: Record<string, unknown>) => ({ ...rest, ...Object.fromEntries(parts) });
+    const parts = new Map<PartKey, unknown[]>();
+    // What the worker posted: structured cloning keeps plain data, so the types hold.
+    const joined = <Item>(key: PartKey) => (parts.get(key) ?? []) as Item[];
     worker.on("message", (message: PolicyDocumentWorkerOutput) => {
       switch (message.kind) {
         case "part": {
           const items = parts.get(message.key);
           if (items === undefined) parts.set(message.key, [...message.items]);
-          else items.push(...message.items);
+          else for (const item of message.items) items.push(item);
           return;
         }
-        // What parsePolicyDocument returned in the worker: structured cloning keeps plain data.
-        case "valid":
-          return resolve({ ok: true, value: joined(message.rest) as TPolicyDocument });
-        case "invalid": {
-          const { errors } = joined(message.rest) as { errors: readonly PolicyFieldError[] };
-          return resolve({ ok: false, errors });
+        case "prepared": {
+          const { rest } = message;
+          return resolve({
+            ok: true,
+            value: {
+              ...rest,
+              document: {
+                ...rest.document,
+                customerOverrides: joined<TCustomerOverride>("customerOverrides"),
+              },
+              customerChunks: joined<string>("customerChunks"),
+              entries: { ...rest.entries, chunks: joined<string>("entryChunks") },
+            },
+          });
         }
+        case "invalid":
+          return resolve({ ok: false, errors: joined<PolicyFieldError>("errors") });
         case "malformed":
           return reject(new AppError("MALFORMED_JSON", message.message));
         default:

@@ -7,7 +7,7 @@ import {
 import { explainLimits, ZExplainOptions } from "@/lib/control/explain/explain-limits";
 import { exportPolicy } from "@/lib/control/policy/export-policy";
 import { getSnapshotPage, ZSnapshotPageOptions } from "@/lib/control/policy/get-current-snapshot";
-import { importParsedPolicy } from "@/lib/control/policy/import-policy";
+import { importPreparedPolicy } from "@/lib/control/policy/import-policy";
 import { getPropagation } from "@/lib/control/region/read-propagation";
 import { controlDeps, explainDeps, propagationDeps } from "@/lib/server/composition";
 import { defineEndpoint } from "../endpoint";
@@ -112,7 +112,7 @@ export const importPolicyEndpoint = defineEndpoint({
   tag,
   access: "policy.import",
   query: strictParams({ reason: ZReason }),
-  // What readPolicyDocument returns: the document validated, or its problems by position.
+  // What readPolicyDocument returns: the document validated and prepared, or its problems.
   body: z.custom<Awaited<ReturnType<typeof readPolicyDocument>>>(
     (value) => typeof value === "object" && value !== null && "ok" in value,
   ),
@@ -136,7 +136,7 @@ export const importPolicyEndpoint = defineEndpoint({
   errors: ["CONFLICT", "APPROVAL_REQUIRED"],
   handle: async ({ query, body, ...input }) => {
     let lastPhase = "";
-    const result = await importParsedPolicy(
+    const result = await importPreparedPolicy(
       body,
       changeContextOf(input, query.reason),
       controlDeps(),

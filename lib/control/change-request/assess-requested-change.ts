@@ -21,13 +21,14 @@ import { ZDeleteEndpointClassOptions } from "../endpoint-class/delete-endpoint-c
 import { findEndpointClass } from "../endpoint-class/endpoint-class-record";
 import { ZUpdateEndpointClassOptions } from "../endpoint-class/update-endpoint-class";
 import { AppError, toFieldErrors, validationError } from "../errors";
-import { summarizeDocument, summarizeStoredPolicy } from "../policy/policy-summary";
+import { summarizeStoredPolicy } from "../policy/policy-summary";
 import {
   type PreviewPolicyChangeOptions,
   previewPolicyChange,
   readPolicyRules,
 } from "../policy/preview-policy-change";
 import { previewStructureChange } from "../policy/preview-structure-change";
+import { summarizeDocument } from "../policy/summarize-document";
 import { findSettings } from "../settings/settings-record";
 import { ZUpdatePolicySettingsOptions } from "../settings/update-policy-settings";
 import { ZStartStagedChangeOptions } from "../staged-change/start-staged-change";

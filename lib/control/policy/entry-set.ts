@@ -6,25 +6,23 @@
  * records only the difference: the set's checksum moves by the digests that left and came, so no
  * change ever reads the whole set.
  *
- * Every statement binds a fixed number of parameters (arrays through `unnest`), however many
- * entries it writes: Postgres and Prisma allow at most 32,767 per statement.
+ * Every statement binds a fixed number of parameters (arrays through `unnest`, or a chunk of JSON
+ * rows through `json_to_recordset`), however many entries it writes: Postgres and Prisma allow at
+ * most 32,767 per statement.
  */
-import { createHash } from "node:crypto";
 import {
   CORE_KINDS_OF_ENTRIES,
   EMPTY_SET_CHECKSUM,
   type EntryKind,
   EntrySetSum,
-  entryCustomerId,
-  entryDigestHex,
-  entryExpiresAtMs,
-  entryText,
   MAX_DELTA_CHANGES,
   POLICY_DELTA_FORMAT,
   type PolicyEntry,
 } from "@limitplane/enforcer/policy";
 import type { Prisma } from "@/lib/generated/prisma/client";
 import { enqueueOutboxEvent, POLICY_SNAPSHOT_TOPIC } from "../outbox/outbox";
+import { type EntryRow, toEntryRow } from "./entry-row";
+import type { PreparedEntries } from "./prepare-import";
 
 type Tx = Prisma.TransactionClient;
 
@@ -33,32 +31,6 @@ export const CORE_KINDS: readonly EntryKind[] = CORE_KINDS_OF_ENTRIES;
 
 /** Rows per statement when writing entries. */
 const WRITE_CHUNK = 5_000;
-
-/** An entry as it will be stored. */
-export interface EntryRow {
-  readonly key: string;
-  readonly kind: EntryKind;
-  readonly customerId: string | null;
-  readonly value: string;
-  readonly digest: string;
-  readonly expiresAt: Date | null;
-}
-
-/** Node's SHA-256: the digests the portable one gives, faster for a million entries. */
-const nodeSha256Hex = (text: string) => createHash("sha256").update(text).digest("hex");
-
-export function toEntryRow(entry: PolicyEntry): EntryRow {
-  const value = entryText(entry);
-  const expiresAtMs = entryExpiresAtMs(entry);
-  return {
-    key: entry.key,
-    kind: entry.kind,
-    customerId: entryCustomerId(entry),
-    value,
-    digest: entryDigestHex(entry.key, value, nodeSha256Hex),
-    expiresAt: expiresAtMs === null ? null : new Date(expiresAtMs),
-  };
-}
 
 /** One entry a version changes: set (`next`), or removed (`next` null). */
 export interface EntryChange {
@@ -265,13 +237,13 @@ export interface StagedSet {
 }
 
 /**
- * Stages a whole entry set in a temporary table (dropped at commit), in bounded statements, for
- * `planStagedVersion`: a million entries are compared with the stored set in SQL, never loaded
- * side by side in memory.
+ * Stages a whole entry set, prepared as chunks of JSON rows (`prepareImport`), in a temporary
+ * table (dropped at commit), a chunk a statement, for `planStagedVersion`: a million entries are
+ * compared with the stored set in SQL, never loaded side by side in memory.
  */
 export async function stageEntries(
   tx: Tx,
-  entries: Iterable<PolicyEntry>,
+  entries: PreparedEntries,
   onProgress?: (staged: number) => void,
 ): Promise<StagedSet> {
   await tx.$executeRaw`
@@ -279,37 +251,21 @@ export async function stageEntries(
       "key" text PRIMARY KEY, "kind" text NOT NULL, "customerId" text, "value" text NOT NULL,
       "digest" text NOT NULL, "expiresAt" timestamptz(3)
     ) ON COMMIT DROP`;
-  const sum = new EntrySetSum();
-  let count = 0;
-  let bytes = 0;
-  let chunk: EntryRow[] = [];
-  const flush = async () => {
-    if (chunk.length === 0) return;
-    const rows = chunk;
-    chunk = [];
-    await tx.$executeRaw`
+  let staged = 0;
+  for (const chunk of entries.chunks) {
+    staged += await tx.$executeRaw`
       INSERT INTO "staged_policy_entry" ("key", "kind", "customerId", "value", "digest", "expiresAt")
-      SELECT * FROM unnest(
-        ${rows.map((row) => row.key)}::text[],
-        ${rows.map((row) => row.kind)}::text[],
-        ${rows.map((row) => row.customerId)}::text[],
-        ${rows.map((row) => row.value)}::text[],
-        ${rows.map((row) => row.digest)}::text[],
-        ${rows.map((row) => row.expiresAt)}::timestamptz[]
+      SELECT "key", "kind", "customerId", "value", "digest", "expiresAt"
+      FROM json_to_recordset(${chunk}::json) AS t(
+        "key" text, "kind" text, "customerId" text, "value" text, "digest" text, "expiresAt" timestamptz
       )`;
-    onProgress?.(count);
-  };
-  for (const entry of entries) {
-    const row = toEntryRow(entry);
-    sum.add(row.digest);
-    count++;
-    bytes += Buffer.byteLength(row.key) + Buffer.byteLength(row.value);
-    chunk.push(row);
-    if (chunk.length >= WRITE_CHUNK) await flush();
+    onProgress?.(staged);
   }
-  await flush();
+  if (staged !== entries.count) {
+    throw new Error(`staged ${staged} entries of a prepared set of ${entries.count}`);
+  }
   await tx.$executeRaw`ANALYZE "staged_policy_entry"`;
-  return { count, checksum: sum.hex, bytes };
+  return { count: entries.count, checksum: entries.checksum, bytes: entries.bytes };
 }
 
 /**

@@ -10,18 +10,19 @@
  * incident rows are the console's history. A document identical to the stored policy writes
  * nothing at all (no audit entry, no version) and says so (`isNoChange`).
  *
- * At a million customers and overrides: every statement binds a fixed handful of parameters
- * (arrays through `unnest`, chunks of 5,000 rows), never one per row (Postgres and Prisma allow
- * 32,767 per statement); the compiled entries are staged in a temporary table and compared with
- * the stored set in SQL (`entry-set.ts`); `onProgress` is told each phase as it goes.
+ * At a million customers and overrides: the document is sorted, compiled, hashed and summarized
+ * before the transaction (`prepareImport`; for a large body, in the worker thread that validated
+ * it), and the transaction sends prepared chunks of 5,000 rows, one statement each, never one
+ * parameter per row (Postgres and Prisma allow 32,767 per statement). The keys kept are collected
+ * in temporary tables as the chunks are written, so the rows the document leaves out are deleted
+ * in one statement each; the compiled entries are staged and compared with the stored set in SQL
+ * (`entry-set.ts`); `onProgress` is told each phase as it goes.
  */
 import {
   canonicalJson,
-  compileEntries,
   fieldErrorsFromZod,
   type ParseResult,
   parsePolicyDocument,
-  sortPolicyDocument,
   type TPolicyDocument,
   ZDryRunCandidate,
   ZEndpointClass,
@@ -41,7 +42,14 @@ import { refuseImportOverStagedChanges } from "../staged-change/refuse-import-ov
 import { jsonColumn, toJson } from "../stored";
 import { tierData, tierSelect } from "../tier/tier-record";
 import { planStagedVersion, stageEntries } from "./entry-set";
-import { type PolicySummary, summarizeDocument, summarizeStoredPolicy } from "./policy-summary";
+import { type PolicySummary, summarizeStoredPolicy } from "./policy-summary";
+import {
+  entriesAt,
+  PREPARED_CHUNK_ROWS,
+  type PreparedDocument,
+  type PreparedImport,
+  prepareImport,
+} from "./prepare-import";
 import {
   type ChangeReceipt,
   type NoChangeReceipt,
@@ -49,9 +57,6 @@ import {
   type Tx,
 } from "./run-policy-change";
 import { currentIncidentWhere } from "./stored-policy";
-
-/** Rows per statement: a million-row collection is written in bounded statements. */
-const CHUNK = 5_000;
 
 /** One step of an import, for a progress display. */
 export interface ImportProgress {
@@ -84,22 +89,31 @@ export async function importPolicy(
   deps: ControlDeps,
   options: ImportPolicyOptions = {},
 ): Promise<ImportPolicyResult> {
-  return importParsedPolicy(parsePolicyDocument(document), context, deps, options);
+  const parsed = parsePolicyDocument(document);
+  return importPreparedPolicy(
+    parsed.ok ? { ok: true, value: prepareImport(parsed.value) } : parsed,
+    context,
+    deps,
+    options,
+  );
 }
 
 /**
- * The same, for a document already through `parsePolicyDocument` (the API validates a large one
- * in a worker thread, lib/api/read-policy-document.ts, so that it does not stall the server).
+ * The same, for a document already validated and prepared (`prepareImport`): the API does both
+ * in a worker thread for a large one (lib/api/read-policy-document.ts), so that it does not stall
+ * the server.
  */
-export async function importParsedPolicy(
-  parsed: ParseResult<TPolicyDocument>,
+export async function importPreparedPolicy(
+  parsed: ParseResult<PreparedImport>,
   context: ChangeContext,
   deps: ControlDeps,
   options: ImportPolicyOptions = {},
 ): Promise<ImportPolicyResult> {
   const ctx = ZChangeContext.safeParse(context);
   const errors: FieldError[] = [
-    ...(parsed.ok ? pastIncidents(parsed.value, deps.clock.nowMs()) : toFieldErrors(parsed.errors)),
+    ...(parsed.ok
+      ? pastIncidents(parsed.value.asWritten.incidentOverrides, deps.clock.nowMs())
+      : toFieldErrors(parsed.errors)),
     ...(ctx.success ? [] : toFieldErrors(fieldErrorsFromZod(ctx.error))),
   ];
   if (!parsed.ok || !ctx.success || errors.length > 0) {
@@ -110,7 +124,8 @@ export async function importParsedPolicy(
         : `The policy has ${errors.length} problems; nothing was imported. The first is ${errors[0]?.path}: ${errors[0]?.message}`,
     );
   }
-  const doc = parsed.value;
+  const prepared = parsed.value;
+  const doc = prepared.document;
   const actorName = ctx.data.actor.name;
   const report = options.onProgress ?? (() => {});
   report({ phase: "validated", done: 1, total: 1 });
@@ -122,15 +137,18 @@ export async function importParsedPolicy(
     timeoutMs: 1_800_000,
     async write(tx, nowMs) {
       const before = await summarizeStoredPolicy(tx, nowMs);
-      await refuseReusedIncidentIds(tx, doc, nowMs);
-      await refuseImportOverStagedChanges(tx, doc, nowMs);
-      const sorted = sortPolicyDocument(doc);
-      const rowsChanged = await applyDocument(tx, sorted, { nowMs, actorName, report });
-      const staged = await stageEntries(tx, compileEntries(sorted, nowMs), (done) =>
+      await refuseReusedIncidentIds(tx, prepared.asWritten.incidentOverrides, nowMs);
+      await refuseImportOverStagedChanges(
+        tx,
+        { ...doc, dryRunCandidates: prepared.asWritten.dryRunCandidates },
+        nowMs,
+      );
+      const rowsChanged = await applyDocument(tx, prepared, { nowMs, actorName, report });
+      const staged = await stageEntries(tx, entriesAt(prepared, nowMs), (done) =>
         report({ phase: "entries", done, total: 0 }),
       );
       const planned = await planStagedVersion(tx, staged, nowMs);
-      const after = summarizeDocument(doc);
+      const after = prepared.summary;
       report({ phase: "written", done: 1, total: 1 });
       return {
         entityId: "policy",
@@ -146,8 +164,11 @@ export async function importParsedPolicy(
 }
 
 /** An import holds current and future incidents; expired ones are history, in the audit log. */
-function pastIncidents(doc: TPolicyDocument, nowMs: number): FieldError[] {
-  return doc.incidentOverrides.flatMap((incident, index) =>
+function pastIncidents(
+  incidents: TPolicyDocument["incidentOverrides"],
+  nowMs: number,
+): FieldError[] {
+  return incidents.flatMap((incident, index) =>
     Date.parse(incident.expiresAt) <= nowMs
       ? [
           {
@@ -159,8 +180,12 @@ function pastIncidents(doc: TPolicyDocument, nowMs: number): FieldError[] {
   );
 }
 
-async function refuseReusedIncidentIds(tx: Tx, doc: TPolicyDocument, nowMs: number): Promise<void> {
-  const ids = doc.incidentOverrides.map((incident) => incident.id);
+async function refuseReusedIncidentIds(
+  tx: Tx,
+  incidents: TPolicyDocument["incidentOverrides"],
+  nowMs: number,
+): Promise<void> {
+  const ids = incidents.map((incident) => incident.id);
   const history = await tx.$queryRaw<{ id: string }[]>`
     SELECT "id" FROM "IncidentOverride"
     WHERE "id" = ANY(${ids}::text[])
@@ -168,7 +193,7 @@ async function refuseReusedIncidentIds(tx: Tx, doc: TPolicyDocument, nowMs: numb
   if (history.length === 0) return;
   const past = new Set(history.map((row) => row.id));
   throw validationError(
-    doc.incidentOverrides.flatMap((incident, index) =>
+    incidents.flatMap((incident, index) =>
       past.has(incident.id)
         ? [
             {
@@ -202,21 +227,28 @@ function parseOrNull<Output>(
 }
 
 /** Applies the document's differences; returns how many rows it inserted, updated or deleted. */
-async function applyDocument(tx: Tx, doc: TPolicyDocument, options: ApplyOptions): Promise<number> {
+async function applyDocument(
+  tx: Tx,
+  prepared: PreparedImport,
+  options: ApplyOptions,
+): Promise<number> {
   // Order matters for the foreign keys: tiers and classes exist before customers and overrides
   // name them, and nothing is deleted while something still refers to it.
+  const doc = prepared.document;
   let changed = 0;
   changed += await upsertTiers(tx, doc);
   changed += await upsertEndpointClasses(tx, doc);
-  changed += await upsertCustomers(tx, doc, options);
+  changed += await upsertCustomers(tx, prepared, options);
   changed += await upsertSettings(tx, doc);
   changed += await replaceOverrides(tx, doc, options);
   changed += await replaceIncidents(tx, doc, options);
   changed += await replaceCandidates(tx, doc, options);
   changed += await replaceDescriptorRules(tx, doc.descriptorRules ?? []);
   changed += await replaceOutboundBudgets(tx, doc.outboundBudgets ?? []);
-  changed +=
-    await tx.$executeRaw`DELETE FROM "Customer" WHERE NOT ("id" = ANY(${doc.customers.map((customer) => customer.id)}::text[]))`;
+  await tx.$executeRaw`ANALYZE "import_kept_customer"`;
+  changed += await tx.$executeRaw`
+    DELETE FROM "Customer" c
+    WHERE NOT EXISTS (SELECT 1 FROM "import_kept_customer" k WHERE k."id" = c."id")`;
   changed += (
     await tx.endpointClass.deleteMany({
       where: { name: { notIn: doc.endpointClasses.map((endpointClass) => endpointClass.name) } },
@@ -228,7 +260,7 @@ async function applyDocument(tx: Tx, doc: TPolicyDocument, options: ApplyOptions
   return changed;
 }
 
-async function upsertTiers(tx: Tx, doc: TPolicyDocument): Promise<number> {
+async function upsertTiers(tx: Tx, doc: PreparedDocument): Promise<number> {
   const rows = await tx.tier.findMany({ select: tierSelect });
   const stored = new Map(rows.map((row) => [row.name, row]));
   let changed = 0;
@@ -257,7 +289,7 @@ async function upsertTiers(tx: Tx, doc: TPolicyDocument): Promise<number> {
   return changed;
 }
 
-async function upsertEndpointClasses(tx: Tx, doc: TPolicyDocument): Promise<number> {
+async function upsertEndpointClasses(tx: Tx, doc: PreparedDocument): Promise<number> {
   const rows = await tx.endpointClass.findMany({ select: endpointClassSelect });
   const stored = new Map(rows.map((row) => [row.name, row]));
   let changed = 0;
@@ -286,36 +318,39 @@ async function upsertEndpointClasses(tx: Tx, doc: TPolicyDocument): Promise<numb
 }
 
 /**
- * Customers in bounded INSERT ... ON CONFLICT statements: new ones are inserted, changed ones
- * updated with version + 1, unchanged ones left alone. The registry is never loaded into memory.
+ * Customers, a prepared chunk a statement (INSERT ... ON CONFLICT): new ones are inserted, changed
+ * ones updated with version + 1, unchanged ones left alone. Each chunk's ids are also kept in a
+ * temporary table, from which `applyDocument` deletes the customers the document leaves out in
+ * one statement. The registry is never loaded into memory.
  */
 async function upsertCustomers(
   tx: Tx,
-  doc: TPolicyDocument,
+  prepared: PreparedImport,
   options: ApplyOptions,
 ): Promise<number> {
+  await tx.$executeRaw`
+    CREATE TEMPORARY TABLE "import_kept_customer" ("id" text NOT NULL) ON COMMIT DROP`;
   let changed = 0;
-  for (let start = 0; start < doc.customers.length; start += CHUNK) {
-    const chunk = doc.customers.slice(start, start + CHUNK);
+  let done = 0;
+  for (const chunk of prepared.customerChunks) {
     changed += await tx.$executeRaw`
+      WITH t AS (
+        SELECT * FROM json_to_recordset(${chunk}::json) AS t("id" text, "displayName" text, "tier" text)
+      ), kept AS (INSERT INTO "import_kept_customer" ("id") SELECT "id" FROM t)
       INSERT INTO "Customer" ("id", "displayName", "tier", "updatedAt")
-      SELECT id, name, tier, now()
-      FROM unnest(${chunk.map((c) => c.id)}::text[], ${chunk.map((c) => c.displayName)}::text[], ${chunk.map((c) => c.tier)}::text[]) AS t(id, name, tier)
+      SELECT "id", "displayName", "tier", now() FROM t
       ON CONFLICT ("id") DO UPDATE
         SET "displayName" = EXCLUDED."displayName", "tier" = EXCLUDED."tier",
             "version" = "Customer"."version" + 1, "updatedAt" = now()
         WHERE ("Customer"."displayName", "Customer"."tier") IS DISTINCT FROM (EXCLUDED."displayName", EXCLUDED."tier")`;
-    options.report({
-      phase: "customers",
-      done: Math.min(start + CHUNK, doc.customers.length),
-      total: doc.customers.length,
-    });
+    done = Math.min(done + PREPARED_CHUNK_ROWS, prepared.customerCount);
+    options.report({ phase: "customers", done, total: prepared.customerCount });
   }
   if (changed >= ANALYZE_FROM_CUSTOMERS) await tx.$executeRaw`ANALYZE "Customer"`;
   return changed;
 }
 
-async function upsertSettings(tx: Tx, doc: TPolicyDocument): Promise<number> {
+async function upsertSettings(tx: Tx, doc: PreparedDocument): Promise<number> {
   const next = {
     defaultTier: doc.defaultTier,
     defaultEndpointClass: doc.defaultEndpointClass,
@@ -352,47 +387,51 @@ async function upsertSettings(tx: Tx, doc: TPolicyDocument): Promise<number> {
 }
 
 /**
- * Overrides in bounded statements: those the document omits are deleted (one statement, the
- * kept scopes as one array parameter), the rest inserted or, when their limit differs, updated
- * with version + 1 (jsonb equality: key order does not count).
+ * Overrides in bounded statements: each chunk inserted or, when its limit differs, updated with
+ * version + 1 (jsonb equality: key order does not count), its scopes kept in a temporary table;
+ * then those the document omits are deleted in one statement.
  */
 async function replaceOverrides(
   tx: Tx,
-  doc: TPolicyDocument,
+  doc: PreparedDocument,
   options: ApplyOptions,
 ): Promise<number> {
-  const scopes = doc.customerOverrides.map((override) =>
-    overrideScope(override.customerId, override.endpointClass),
-  );
-  let changed = await tx.$executeRaw`
-    DELETE FROM "CustomerOverride" WHERE NOT ("scope" = ANY(${scopes}::text[]))`;
-  for (let start = 0; start < doc.customerOverrides.length; start += CHUNK) {
-    const chunk = doc.customerOverrides.slice(start, start + CHUNK);
+  await tx.$executeRaw`
+    CREATE TEMPORARY TABLE "import_kept_override" ("scope" text NOT NULL) ON COMMIT DROP`;
+  let changed = 0;
+  for (let start = 0; start < doc.customerOverrides.length; start += PREPARED_CHUNK_ROWS) {
+    const chunk = doc.customerOverrides.slice(start, start + PREPARED_CHUNK_ROWS);
     changed += await tx.$executeRaw`
+      WITH t AS (
+        SELECT * FROM unnest(
+          ${chunk.map((override) => overrideScope(override.customerId, override.endpointClass))}::text[],
+          ${chunk.map((override) => override.customerId)}::text[],
+          ${chunk.map((override) => override.endpointClass)}::text[],
+          ${chunk.map((override) => JSON.stringify(override.limit))}::text[]
+        ) AS t(s, c, e, l)
+      ), kept AS (INSERT INTO "import_kept_override" ("scope") SELECT s FROM t)
       INSERT INTO "CustomerOverride" ("scope", "customerId", "endpointClass", "limit", "updatedAt")
-      SELECT s, c, e, l::jsonb, now()
-      FROM unnest(
-        ${scopes.slice(start, start + CHUNK)}::text[],
-        ${chunk.map((override) => override.customerId)}::text[],
-        ${chunk.map((override) => override.endpointClass)}::text[],
-        ${chunk.map((override) => JSON.stringify(override.limit))}::text[]
-      ) AS t(s, c, e, l)
+      SELECT s, c, e, l::jsonb, now() FROM t
       ON CONFLICT ("scope") DO UPDATE
         SET "limit" = EXCLUDED."limit", "version" = "CustomerOverride"."version" + 1,
             "updatedAt" = now()
         WHERE "CustomerOverride"."limit" IS DISTINCT FROM EXCLUDED."limit"`;
     options.report({
       phase: "overrides",
-      done: Math.min(start + CHUNK, doc.customerOverrides.length),
+      done: Math.min(start + PREPARED_CHUNK_ROWS, doc.customerOverrides.length),
       total: doc.customerOverrides.length,
     });
   }
+  await tx.$executeRaw`ANALYZE "import_kept_override"`;
+  changed += await tx.$executeRaw`
+    DELETE FROM "CustomerOverride" o
+    WHERE NOT EXISTS (SELECT 1 FROM "import_kept_override" k WHERE k."scope" = o."scope")`;
   return changed;
 }
 
 async function replaceIncidents(
   tx: Tx,
-  doc: TPolicyDocument,
+  doc: PreparedDocument,
   options: ApplyOptions,
 ): Promise<number> {
   const rows = await tx.incidentOverride.findMany({
@@ -457,7 +496,7 @@ async function replaceIncidents(
 
 async function replaceCandidates(
   tx: Tx,
-  doc: TPolicyDocument,
+  doc: PreparedDocument,
   options: ApplyOptions,
 ): Promise<number> {
   let changed = (

@@ -1,10 +1,8 @@
 /**
  * A short description of a whole policy, for the audit entry of an import (its before and after):
  * the names of the few-in-number entities, counts of the many, and a checksum of the canonical
- * export so two summaries of the same policy compare equal.
+ * export so two summaries of the same policy compare equal. A document's: summarize-document.ts.
  */
-import { createHash } from "node:crypto";
-import { canonicalPolicy, type TPolicyDocument } from "@limitplane/enforcer/policy";
 import type { Db } from "../stored";
 import { currentIncidentWhere } from "./stored-policy";
 
@@ -17,18 +15,6 @@ export interface PolicySummary {
   readonly incidentOverrides: number;
   /** SHA-256 of the canonical export, when it was computed (not for the policy replaced). */
   readonly exportChecksum?: string;
-}
-
-export function summarizeDocument(doc: TPolicyDocument): PolicySummary {
-  return {
-    tiers: doc.tiers.map((tier) => tier.name).sort(),
-    endpointClasses: doc.endpointClasses.map((endpointClass) => endpointClass.name).sort(),
-    dryRunCandidates: doc.dryRunCandidates.map((candidate) => candidate.id).sort(),
-    customers: doc.customers.length,
-    customerOverrides: doc.customerOverrides.length,
-    incidentOverrides: doc.incidentOverrides.length,
-    exportChecksum: createHash("sha256").update(canonicalPolicy(doc)).digest("hex"),
-  };
 }
 
 /** The stored policy's summary, by counting (the registry is never loaded for it). */

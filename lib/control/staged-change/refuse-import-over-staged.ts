@@ -18,7 +18,7 @@ import { LIVE_STATES, stagedChangeLabel } from "./staged-change-record";
 
 export async function refuseImportOverStagedChanges(
   tx: Tx,
-  doc: TPolicyDocument,
+  doc: Omit<TPolicyDocument, "customers">,
   nowMs: number,
 ): Promise<void> {
   const live = await tx.stagedChange.findMany({
