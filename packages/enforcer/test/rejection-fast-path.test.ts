@@ -129,14 +129,24 @@ describe("a flood of cached denials through the Node middleware", () => {
   it("counts each fast rejection as checkNow counts one: rejected, from the denial cache", async () => {
     const customerId = "fast-count";
     await spend(customerId);
-    await (await send(customerId)).arrayBuffer();
+    // The 429 kept for a retry-after second (and reset second) is made the long way once; the
+    // seconds tick down while the flood runs, longer on a busy machine, so each new pair of them
+    // costs one checkNow call and no more.
+    const secondsOf = (response: Response) =>
+      `${response.headers.get("retry-after")}|${response.headers.get("ratelimit")}`;
+    const warmUp = await send(customerId);
+    await warmUp.arrayBuffer();
+    const kept = new Set([secondsOf(warmUp)]);
     const before = enforcer.metricsTotals();
     const callsBefore = checkNowCalls.mock.calls.length;
     const flood = 50;
+    let newSeconds = 0;
     for (let n = 0; n < flood; n++) {
       const response = await send(customerId);
       await response.arrayBuffer();
       expect(response.status).toBe(429);
+      if (!kept.has(secondsOf(response))) newSeconds++;
+      kept.add(secondsOf(response));
     }
     const after = enforcer.metricsTotals();
     const rejectedOf = (figures: typeof before) =>
@@ -146,8 +156,10 @@ describe("a flood of cached denials through the Node middleware", () => {
       flood,
     );
     expect(after.latency.count - before.latency.count).toBe(flood);
-    // Every one of them took the fast path (the denial outlives the test by hours).
-    expect(checkNowCalls.mock.calls.length - callsBefore).toBe(0);
+    // Every one of them took the fast path (the denial outlives the test by hours), except the
+    // first of each new second. A flood of 50 on an idle machine stays within one or two.
+    expect(checkNowCalls.mock.calls.length - callsBefore).toBe(newSeconds);
+    expect(newSeconds).toBeLessThan(flood / 2);
   });
 
   it("takes the long way for what it does not cover: another customer, an admission", async () => {

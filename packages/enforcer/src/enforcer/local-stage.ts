@@ -238,9 +238,7 @@ export class DenialCache {
     if (denials === undefined) return null;
     let sole: Denial | null = null;
     for (let checkIndex = 0; checkIndex < checks.length; checkIndex++) {
-      const check = checks[checkIndex] as EnforcerCheck;
-      if (check.mode !== "enforce") continue;
-      const index = indexOfKey(denials, checkKeyOf(check));
+      const index = enforcedDenialIndex(denials, checks[checkIndex] as EnforcerCheck);
       if (index < 0) continue;
       const denial = (denials[index] as SubjectDenial).denial;
       // An expired or cheaper denial is left for findFor, which drops or skips it.
@@ -264,9 +262,7 @@ export class DenialCache {
     let first: EnforcerOutcome | null = null;
     let more: EnforcerOutcome[] | null = null;
     for (let checkIndex = 0; checkIndex < checks.length; checkIndex++) {
-      const check = checks[checkIndex] as EnforcerCheck;
-      if (check.mode !== "enforce") continue;
-      const index = indexOfKey(denials, checkKeyOf(check));
+      const index = enforcedDenialIndex(denials, checks[checkIndex] as EnforcerCheck);
       if (index < 0) continue;
       const denial = (denials[index] as SubjectDenial).denial;
       if (nowMs >= denial.expiresAtMs) {
@@ -314,6 +310,14 @@ export class DenialCache {
       }
     }
   }
+}
+
+/**
+ * Where the subject's denial of `check` sits in `denials`, live or expired; -1 when it has none,
+ * or when the check is not enforced (a dry-run or disabled check never rejects from the cache).
+ */
+function enforcedDenialIndex(denials: readonly SubjectDenial[], check: EnforcerCheck): number {
+  return check.mode === "enforce" ? indexOfKey(denials, checkKeyOf(check)) : -1;
 }
 
 /** Where a decision of the denial cache came from: the same for every one. */
