@@ -8,11 +8,13 @@
  * 1. **without the import**: `GET /api/v1/tiers` as a viewer would send it, one every
  *    `GAP_MS`, for `BASELINE_MS`: its latencies (p50, p99, max);
  * 2. **with the import**: the same reads, the same way, while an admin POSTs a ~100 MB document
+ *    from a process of its own
  *    (the example policy and ~800k customers, the last on a tier that does not exist: the case
  *    the issue measured, a 400 naming `customers[<index>].tier`, with nothing written). The
  *    reads run from the start of the upload until its answer.
  *
- * Printed: the time to the import's answer, the console's resident memory before and its peak
+ * Steps 1 and 2 alternate for `BENCH_IMPORT_ROUNDS` rounds (default 3); the p99 ratio's target is
+ * the median over the rounds. Printed: the time to the import's answer, the console's resident memory before and its peak
  * (VmHWM from /proc), the reads' p50/p99/max with and without the import (same run, same
  * process, one after the other), and the load average at the start and the end.
  *
@@ -25,8 +27,11 @@
  * (default 6350). `BENCH_IMPORT_VALID=1` then imports a valid document of the same size (applied)
  * while the reads go on, and adds its p99 ratio as a target.
  */
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { systemActor } from "@/lib/control/change-context";
@@ -46,6 +51,8 @@ const TARGET_MB = Number(process.env.BENCH_IMPORT_MB ?? 100);
 const PORT = Number(process.env.BENCH_IMPORT_PORT ?? 6350);
 const GAP_MS = 20;
 const BASELINE_MS = 8_000;
+/** Rounds of reads without an import then during one (`BENCH_IMPORT_ROUNDS`). */
+const ROUNDS = Number(process.env.BENCH_IMPORT_ROUNDS ?? 3);
 /** Main's figures for the same body (issue "trust at the edges", 7). */
 const MAIN_ANSWER_MS = 31_800;
 const MAIN_STALL_MS = 2_600;
@@ -131,6 +138,76 @@ function largeDocument(mb: number, isValid = false): { text: string; badIndex: n
   };
 }
 
+/**
+ * The upload, sent by a process of its own as the admin's would be. Sent from this process it
+ * shared the event loop that times the reads: writing 100 MiB into the socket delayed the reads'
+ * own callbacks, and counted that delay against the console.
+ */
+const UPLOADER = `
+const { readFileSync } = require("node:fs");
+const [url, token, file] = process.argv.slice(1);
+const body = readFileSync(file);
+process.stderr.write("sending\\n");
+fetch(url, {
+  method: "POST",
+  headers: { authorization: "Bearer " + token, "content-type": "application/json" },
+  body,
+}).then(async (response) => {
+  const text = await response.text();
+  process.stdout.write(JSON.stringify({ status: response.status, text }));
+}, (error) => { console.error(error); process.exit(1); });
+`;
+
+interface Uploaded {
+  readonly status: number;
+  readonly body: { error?: { code?: string; fieldErrors?: { path: string }[] } };
+  readonly answeredMs: number;
+}
+
+/**
+ * POSTs `body` to `url` from a child process. `sending` resolves when the child starts the
+ * request (after Node's start and reading the file, which the reads must not count), `answer`
+ * with its answer and the time from then.
+ */
+async function uploadFromChild(
+  url: string,
+  token: string,
+  body: Buffer,
+): Promise<{ answer: Promise<Uploaded> }> {
+  const file = path.join(tmpdir(), `lp-bench-import-${randomBytes(4).toString("hex")}.json`);
+  writeFileSync(file, body);
+  let startedMs = performance.now();
+  let markSending: () => void = () => {};
+  const sending = new Promise<void>((resolve) => (markSending = resolve));
+  const answer = new Promise<Uploaded>((resolve, reject) => {
+    const child = execFile(
+      process.execPath,
+      ["-e", UPLOADER, url, token, file],
+      { maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout) => {
+        rmSync(file, { force: true });
+        if (error !== null) return reject(error);
+        const reply = JSON.parse(stdout) as { status: number; text: string };
+        let parsed: Uploaded["body"] = {};
+        try {
+          parsed = JSON.parse(reply.text) as Uploaded["body"];
+        } catch {
+          // A non-JSON answer keeps an empty body: the targets then report what is missing.
+        }
+        resolve({ status: reply.status, body: parsed, answeredMs: performance.now() - startedMs });
+      },
+    );
+    child.stderr?.on("data", (chunk: Buffer) => {
+      if (!chunk.toString().includes("sending")) return;
+      startedMs = performance.now();
+      markSending();
+    });
+  });
+  // An uploader that fails before sending ends the wait too.
+  await Promise.race([sending, answer.then(() => undefined)]);
+  return { answer };
+}
+
 /** The process's resident memory now and at its peak, in MiB (/proc/<pid>/status). */
 function memoryOf(pid: number): { rssMiB: number; peakMiB: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -173,75 +250,73 @@ export async function run(): Promise<void> {
 
     // Warm the routes (the first request of each compiles nothing, but opens connections).
     await readsUntil(url, token, 1_000);
-    const without = await readsUntil(url, token, BASELINE_MS);
-    console.log(`without an import: ${summarize(without)}`);
 
     const { text, badIndex } = largeDocument(TARGET_MB);
     // Encoded before the clock starts: the reads share this process, and must not wait for it.
     const body = Buffer.from(text);
     const sizeMiB = body.byteLength / 1024 / 1024;
-    const before = memoryOf(pid);
-    console.log(
-      `import body: ${sizeMiB.toFixed(1)} MiB; console resident memory before: ${before.rssMiB.toFixed(0)} MiB`,
-    );
-    const startedMs = performance.now();
-    const importing = fetch(`${url}/api/v1/policy/import?reason=bench`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body,
-    }).then(async (response) => ({
-      status: response.status,
-      body: (await response.json()) as {
-        error?: { code?: string; fieldErrors?: { path: string }[] };
-      },
-      answeredMs: performance.now() - startedMs,
-    }));
-    const during = await readsUntil(url, token, importing);
-    const imported = await importing;
-    const after = memoryOf(pid);
-    console.log(
-      `import answered ${imported.status} ${imported.body.error?.code ?? ""} in ${(imported.answeredMs / 1000).toFixed(1)} s (main: ${(MAIN_ANSWER_MS / 1000).toFixed(1)} s)`,
-    );
-    console.log(`during the import: ${summarize(during)} (main: stalls up to ${MAIN_STALL_MS} ms)`);
-    console.log(
-      `console resident memory after: ${after.rssMiB.toFixed(0)} MiB, peak ${after.peakMiB.toFixed(0)} MiB`,
-    );
+    const ratios: number[] = [];
+    const fieldErrors: string[] = [];
+    let without: Latencies | null = null;
+    let during: Latencies | null = null;
+    let imported: Uploaded | null = null;
+    // Rounds alternate the reads without an import and during one: on a shared machine one
+    // round's p99 is a few slow reads, and another process's burst can land on either side.
+    for (let round = 1; round <= ROUNDS; round++) {
+      without = await readsUntil(url, token, BASELINE_MS);
+      console.log(`round ${round} without an import: ${summarize(without)}`);
+      const before = memoryOf(pid);
+      console.log(
+        `round ${round} import body: ${sizeMiB.toFixed(1)} MiB; console resident memory before: ${before.rssMiB.toFixed(0)} MiB`,
+      );
+      const { answer: importing } = await uploadFromChild(
+        `${url}/api/v1/policy/import?reason=bench`,
+        token,
+        body,
+      );
+      during = await readsUntil(url, token, importing);
+      imported = await importing;
+      const after = memoryOf(pid);
+      console.log(
+        `round ${round} import answered ${imported.status} ${imported.body.error?.code ?? ""} in ${(imported.answeredMs / 1000).toFixed(1)} s (main: ${(MAIN_ANSWER_MS / 1000).toFixed(1)} s)`,
+      );
+      console.log(
+        `round ${round} during the import: ${summarize(during)} (main: stalls up to ${MAIN_STALL_MS} ms)`,
+      );
+      console.log(
+        `round ${round} console resident memory after: ${after.rssMiB.toFixed(0)} MiB, peak ${after.peakMiB.toFixed(0)} MiB; ${loadLine("now")}`,
+      );
+      ratios.push(during.p99 / without.p99);
+      const paths = (imported.body.error?.fieldErrors ?? []).map((field) => field.path);
+      fieldErrors.push(`${imported.status} ${paths.join(", ")}`);
+    }
     console.log(loadLine("at the end"));
 
-    const paths = (imported.body.error?.fieldErrors ?? []).map((field) => field.path);
     const targets = new Targets();
+    if (during === null || imported === null || without === null) throw new Error("no rounds ran");
     targets.holds(
-      "reads answered while the import runs",
+      "reads answered while the import runs (last round)",
       `${during.count} reads, the first after ${during.firstAnsweredMs.toFixed(0)} ms of ${imported.answeredMs.toFixed(0)} ms`,
       during.count > 0 && during.firstAnsweredMs < imported.answeredMs,
       "at least one, before the import's answer",
     );
-    const ratio = during.p99 / without.p99;
+    targets.atMost(`reads' p99 with the import / without (${ROUNDS} rounds)`, ratios, 2);
+    const expected = `400 customers[${badIndex}].tier`;
     targets.holds(
-      "reads' p99 with the import / without",
-      `${during.p99.toFixed(1)} / ${without.p99.toFixed(1)} ms = ${ratio.toFixed(2)}x`,
-      ratio <= 2,
-      "<= 2x",
-    );
-    targets.holds(
-      "the import's per-position field error",
-      `${imported.status} ${paths.join(", ")}`,
-      imported.status === 400 && paths.length === 1 && paths[0] === `customers[${badIndex}].tier`,
-      `400 customers[${badIndex}].tier`,
+      "the import's per-position field error, every round",
+      [...new Set(fieldErrors)].join("; "),
+      fieldErrors.every((answer) => answer === expected),
+      expected,
     );
     if (process.env.BENCH_IMPORT_VALID === "1") {
       // The same size, valid: parsed and validated off the event loop like the failing one, then
       // sorted, compiled, compared and written, which is where a valid import spends its time.
       const valid = Buffer.from(largeDocument(TARGET_MB, true).text);
-      const validStartedMs = performance.now();
-      const applying = fetch(`${url}/api/v1/policy/import?reason=bench-valid`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: valid,
-      }).then(async (response) => {
-        await response.arrayBuffer();
-        return { status: response.status, answeredMs: performance.now() - validStartedMs };
-      });
+      const { answer: applying } = await uploadFromChild(
+        `${url}/api/v1/policy/import?reason=bench-valid`,
+        token,
+        valid,
+      );
       const duringValid = await readsUntil(url, token, applying);
       const applied = await applying;
       console.log(
