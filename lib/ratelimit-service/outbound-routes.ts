@@ -23,6 +23,7 @@ import {
   MAX_OUTBOUND_WAIT_MS,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
+import { strictBody } from "@/lib/api/strict-body";
 import { fieldPath } from "./rls-request";
 
 /** A wait that would end past its maximum: 429, nothing charged. */
@@ -58,17 +59,6 @@ export function outboundRouteOf(
   if (budget === undefined || budget === "" || rest.length > 0) return null;
   const known = OUTBOUND_ACTIONS.find((item) => item === action);
   return known === undefined ? null : { budget, action: known };
-}
-
-/** A strict object whose unknown-field message lists the fields it takes. */
-function strictBody<Shape extends z.ZodRawShape>(shape: Shape) {
-  const fields = Object.keys(shape).join(", ");
-  return z.strictObject(shape, {
-    error: (issue) =>
-      issue.code === "unrecognized_keys"
-        ? `expected only: ${fields}`
-        : `expected a JSON object with the fields: ${fields}`,
-  });
 }
 
 /** The budget's key; its shape for the budget's `keyBy` is the limiter's to check. */

@@ -4,7 +4,10 @@
  * which every grant carries (`turnAtMs`); what a refusal or an abort charged is read back from
  * the next turn Redis gives. No wall-clock assertion.
  */
+import { execFile } from "node:child_process";
+import path from "node:path";
 import { setTimeout as pause } from "node:timers/promises";
+import { promisify } from "node:util";
 import type { TOutboundBudgetInput } from "@limitplane/enforcer/policy";
 import { publishTestSnapshot } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
@@ -316,6 +319,51 @@ describe("concurrency slots over HTTP", () => {
     expect((await post(serviceB, "/v1/outbound/solo/release", { key, slot: next.id })).status).toBe(
       204,
     );
+  });
+});
+
+describe("examples/callers/acquire.sh, the curl example", () => {
+  const script = path.resolve(import.meta.dirname, "../../examples/callers/acquire.sh");
+  const runScript = (args: string[], env: Record<string, string> = {}) =>
+    promisify(execFile)("sh", [script, ...args], {
+      env: {
+        ...process.env,
+        RATELIMIT_SERVICE_URL: serviceA.httpUrl,
+        RATELIMIT_SERVICE_SECRET: TEST_SECRET,
+        ...env,
+      },
+    }).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (error: { code?: number; stdout?: string; stderr?: string }) => ({
+        code: error.code ?? -1,
+        stdout: error.stdout ?? "",
+        stderr: error.stderr ?? "",
+      }),
+    );
+
+  it("runs the command in its turn, renewing the slot while it runs (past its 1 s TTL) and freeing it after", async () => {
+    const key = freshKey();
+    // The command, 1.5 s in, asks for the same single slot: still held, so refused.
+    const result = await runScript([
+      "solo",
+      key,
+      "--",
+      "sh",
+      "-c",
+      `sleep 1.5 && curl -s -o /dev/null -w '%{http_code}' -X POST -H 'x-limitplane-secret: ${TEST_SECRET}' --data '{"key":"${key}","maxWaitMs":0}' ${serviceB.httpUrl}/v1/outbound/solo/acquire`,
+    ]);
+    expect(result).toMatchObject({ code: 0, stdout: "429" });
+    const after = slotOf(await acquire(serviceA, "solo", { key, maxWaitMs: 0 }));
+    await post(serviceA, "/v1/outbound/solo/release", { key, slot: after.id });
+  });
+
+  it("exits 75 with the Retry-After when the wait would pass its maximum", async () => {
+    const key = freshKey();
+    const held = slotOf(await acquire(serviceA, "solo", { key }));
+    const result = await runScript(["solo", key, "--", "true"], { MAX_WAIT_MS: "0" });
+    expect(result.code).toBe(75);
+    expect(result.stderr).toMatch(/^acquire\.sh: no turn within the wait; retry after \d+ s: /);
+    await post(serviceA, "/v1/outbound/solo/release", { key, slot: held.id });
   });
 });
 
