@@ -33,6 +33,7 @@ import {
   type OutboundAnswer,
   outboundRouteOf,
   parseOutboundBody,
+  problemAnswer,
   releaseAnswer,
   renewAnswer,
   ZAcquireBody,
@@ -187,16 +188,14 @@ function handler(options: HttpServerOptions): (req: IncomingMessage, res: Server
     };
     if (req.method !== "POST") {
       if (!discardBody(req, res)) return;
-      answer({
-        status: 405,
-        headers: { Allow: "POST", "Content-Type": "application/problem+json" },
-        body: JSON.stringify({
-          type: "about:blank",
-          title: "Method not allowed",
-          status: 405,
-          detail: `${req.method ?? "this method"} is not allowed on /v1/outbound/{budget}/${action}; use POST`,
-        }),
-      });
+      answer(
+        problemAnswer(
+          405,
+          "Method not allowed",
+          `${req.method ?? "this method"} is not allowed on /v1/outbound/{budget}/${action}; use POST`,
+          { headers: { Allow: "POST" } },
+        ),
+      );
       return;
     }
     if (!isAuthorized(req)) {
