@@ -378,6 +378,13 @@ describe("hostile input", () => {
     detail: RegExp;
   }[] = [
     {
+      name: "an empty body, read as {} (the default key is empty, no account)",
+      path: ACQUIRE,
+      body: "",
+      status: 400,
+      detail: /key must be 1 to 128 characters/,
+    },
+    {
       name: "malformed JSON",
       path: ACQUIRE,
       body: '{"key":',
