@@ -11,16 +11,19 @@
  * RATELIMIT_SERVICE_POLICY_CACHE (default `.limitplane/policy-cache/ratelimit-service.lpcache`, or
  * `off`) and enforced when Redis gives none at start (docs/ratelimit-service.md).
  * `--id` names it in the console's fleet, `--expected-gateways` is how many replicas share the
- * budgets (it sizes leases). Prints one line on stdout when it listens:
+ * budgets (it sizes leases). The outbound budgets' routes keep their turns and slots under
+ * `<REDIS_KEY_PREFIX>callers:`, where a Node caller sharing them puts its limiter's `keyPrefix`. Prints one line on stdout when it listens:
  * `ratelimit-service <id> listening on grpc://<host>:<port> http=<url> policy=<version|none>`.
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { createEnforcer } from "@limitplane/enforcer";
+import { createOutboundLimiter } from "@limitplane/enforcer/callers";
 import { startRateLimitService } from "@/lib/ratelimit-service/ratelimit-service";
 import { loadServiceConfig, ServiceConfigError } from "@/lib/ratelimit-service/service-config";
 import { loadEnv, redisTargetOf } from "@/lib/server/env";
+import { createRedis } from "@/lib/server/redis";
 import { readConfigOrExit } from "@/lib/server/startup-check";
 
 const { values } = parseArgs({
@@ -69,9 +72,18 @@ const enforcer = await createEnforcer({
   ...(policyCachePath === null ? {} : { controlPlane: { policyCache: { path: policyCachePath } } }),
 });
 
+// Turns and slots are one Redis call each; the decisions role's short timeouts fit them.
+const outboundRedis = createRedis("decisions");
+const outbound = createOutboundLimiter({
+  client: outboundRedis,
+  keyPrefix: `${env.REDIS_KEY_PREFIX}callers:`,
+  policy: enforcer,
+});
+
 const service = await startRateLimitService({
   config,
   enforcer,
+  outbound,
   logError: (message, error) => {
     console.error(
       JSON.stringify({
@@ -96,6 +108,7 @@ async function shutdown(): Promise<void> {
   if (isStopping) return;
   isStopping = true;
   await service.stop();
+  outboundRedis.disconnect();
   process.exit(0);
 }
 process.once("SIGTERM", () => void shutdown());

@@ -3,10 +3,13 @@
  * failure policy per limit, metrics, heartbeats, recent rejections) behind two protocols, Envoy's
  * RLS v3 over gRPC and forward-auth over HTTP. Its decisions reach the console's fleet and charts
  * exactly as a Node gateway's do, because they are a Node gateway's: only the front differs.
+ * Beside them, the outbound budgets' waiting API over HTTP, for callers that are not Node: the
+ * enforcer package's outbound limiter, reading the budgets of the policy in force.
  *
  * Replicas need nothing from each other: every budget lives in Redis, one per key.
  */
 import type { Enforcer } from "@limitplane/enforcer";
+import type { OutboundLimiter } from "@limitplane/enforcer/callers";
 import { startGrpcServer } from "./grpc-server";
 import { startHttpServer } from "./http-server";
 import type { ServiceConfig } from "./service-config";
@@ -38,9 +41,11 @@ export interface RunningRateLimitService {
 export async function startRateLimitService(options: {
   readonly config: ServiceConfig;
   readonly enforcer: ServiceEnforcer;
+  /** Reads its budgets from `enforcer`; closed when the service stops. */
+  readonly outbound: OutboundLimiter;
   readonly logError: (message: string, error: unknown) => void;
 }): Promise<RunningRateLimitService> {
-  const { config, enforcer, logError } = options;
+  const { config, enforcer, outbound, logError } = options;
   const metrics = new ServiceMetrics();
   const check = enforcer.checkNow.bind(enforcer);
   const grpcServer = await startGrpcServer(
@@ -60,6 +65,8 @@ export async function startRateLimitService(options: {
   const httpServer = await startHttpServer(
     {
       check,
+      outbound,
+      outboundMaxWaitMs: config.outboundMaxWaitMs,
       metrics,
       forwardAuth: { customerHeader: config.customerHeader, tierHeader: config.tierHeader },
       secret: config.secret,
@@ -80,6 +87,7 @@ export async function startRateLimitService(options: {
       unsubscribe();
       grpcServer.setServing(false);
       await Promise.all([grpcServer.stop(), httpServer.stop()]);
+      outbound.close();
       await enforcer.stop();
     },
   };

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import tls from "node:tls";
 import * as grpc from "@grpc/grpc-js";
+import type { OutboundLimiter } from "@limitplane/enforcer/callers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SERVER_LIMITS } from "@/lib/server/server-limits";
 import type { CheckRequest } from "./decide-descriptors";
@@ -20,6 +21,18 @@ import { ServiceMetrics } from "./service-metrics";
 
 const check: CheckRequest = () => {
   throw new Error("no call in these tests reaches a decision");
+};
+
+const unreached = () => {
+  throw new Error("no call in these tests reaches an outbound budget");
+};
+const outbound: OutboundLimiter = {
+  acquire: unreached,
+  schedule: unreached,
+  renewSlot: unreached,
+  releaseSlot: unreached,
+  budgetOf: unreached,
+  close: () => {},
 };
 
 function grpcOptions(tlsConfig: { cert: Buffer; key: Buffer } | null) {
@@ -179,6 +192,8 @@ describe("the HTTP server's limits", () => {
     http = await startHttpServer(
       {
         check,
+        outbound,
+        outboundMaxWaitMs: 30_000,
         metrics: new ServiceMetrics(),
         forwardAuth: { customerHeader: "x-customer-id", tierHeader: "x-tier" },
         secret: "limits-test-secret-0123456789abcdef",

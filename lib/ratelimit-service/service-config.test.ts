@@ -62,6 +62,24 @@ describe("loadServiceConfig: safe defaults, one line naming the variable", () =>
       },
       "RATELIMIT_SERVICE_MAPPING is no longer read: the descriptor mapping is part of the policy; edit it in the console (Descriptor mappings) or with PUT /api/v1/descriptor-mappings, then unset this variable",
     ],
+    [
+      "an outbound wait past an hour",
+      {
+        RATELIMIT_SERVICE_GRPC_PLAINTEXT: "true",
+        RATELIMIT_SERVICE_SECRET: SECRET,
+        RATELIMIT_SERVICE_OUTBOUND_MAX_WAIT_MS: "3600001",
+      },
+      "RATELIMIT_SERVICE_OUTBOUND_MAX_WAIT_MS must be between 0 and 3600000 ms",
+    ],
+    [
+      "an outbound wait that is not a whole number",
+      {
+        RATELIMIT_SERVICE_GRPC_PLAINTEXT: "true",
+        RATELIMIT_SERVICE_SECRET: SECRET,
+        RATELIMIT_SERVICE_OUTBOUND_MAX_WAIT_MS: "1.5",
+      },
+      "RATELIMIT_SERVICE_OUTBOUND_MAX_WAIT_MS must be a whole number of ms",
+    ],
   ])("refuses %s", (_name, env, message) => {
     expect(() => loadServiceConfig(env, readFile)).toThrow(message);
   });
@@ -78,5 +96,14 @@ describe("loadServiceConfig: safe defaults, one line naming the variable", () =>
     );
     expect(config.secret).toBeNull();
     expect(config.tls?.clientCa?.toString()).toBe("CA");
+  });
+
+  it("caps outbound waits at 30 s unless told otherwise", () => {
+    const base = { RATELIMIT_SERVICE_GRPC_PLAINTEXT: "true", RATELIMIT_SERVICE_SECRET: SECRET };
+    expect(loadServiceConfig(base, readFile).outboundMaxWaitMs).toBe(30_000);
+    expect(
+      loadServiceConfig({ ...base, RATELIMIT_SERVICE_OUTBOUND_MAX_WAIT_MS: "5000" }, readFile)
+        .outboundMaxWaitMs,
+    ).toBe(5_000);
   });
 });

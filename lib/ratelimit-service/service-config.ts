@@ -6,8 +6,12 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { MAX_OUTBOUND_WAIT_MS } from "@limitplane/enforcer/policy";
 import { z } from "zod";
 import { fieldPath } from "./rls-request";
+
+/** `RATELIMIT_SERVICE_OUTBOUND_MAX_WAIT_MS` when unset: below the usual proxies' 60 s idle timeout. */
+export const DEFAULT_OUTBOUND_MAX_WAIT_MS = 30_000;
 
 const port = z.coerce
   .number({ error: "must be a number" })
@@ -62,6 +66,16 @@ export const ZServiceEnv = z
       .refine((value) => !value.includes("\0"), "must not contain a NUL character")
       .optional(),
     LIMITPLANE_STATE_DIR: filePath.default(".limitplane"),
+    /**
+     * The longest an outbound `acquire` long poll waits, whatever its budget allows (a budget may
+     * allow an hour; an HTTP client, a proxy or a load balancer between would give up first).
+     */
+    RATELIMIT_SERVICE_OUTBOUND_MAX_WAIT_MS: z.coerce
+      .number({ error: "must be a number" })
+      .int("must be a whole number of ms")
+      .min(0, `must be between 0 and ${MAX_OUTBOUND_WAIT_MS} ms`)
+      .max(MAX_OUTBOUND_WAIT_MS, `must be between 0 and ${MAX_OUTBOUND_WAIT_MS} ms`)
+      .default(DEFAULT_OUTBOUND_MAX_WAIT_MS),
     RATELIMIT_SERVICE_CUSTOMER_HEADER: headerName.default("x-customer-id"),
     RATELIMIT_SERVICE_TIER_HEADER: headerName.default("x-tier"),
   })
@@ -124,6 +138,8 @@ export interface ServiceConfig {
   readonly secret: string | null;
   readonly customerHeader: string;
   readonly tierHeader: string;
+  /** The longest an outbound `acquire` waits over HTTP, whatever its budget allows. */
+  readonly outboundMaxWaitMs: number;
   /** Where the last good policy is kept; null: off. */
   readonly policyCachePath: string | null;
 }
@@ -173,6 +189,7 @@ export function loadServiceConfig(
     secret: values.RATELIMIT_SERVICE_SECRET ?? null,
     customerHeader: values.RATELIMIT_SERVICE_CUSTOMER_HEADER,
     tierHeader: values.RATELIMIT_SERVICE_TIER_HEADER,
+    outboundMaxWaitMs: values.RATELIMIT_SERVICE_OUTBOUND_MAX_WAIT_MS,
     policyCachePath:
       values.RATELIMIT_SERVICE_POLICY_CACHE === "off"
         ? null

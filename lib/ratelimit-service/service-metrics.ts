@@ -67,6 +67,10 @@ export class ServiceMetrics {
     "limitplane_service_uncovered_descriptors_total",
     "RLS descriptors no mapping covers (answered OK, nothing spent), by domain and their entry keys in order.",
   );
+  readonly outbound = new Counter(
+    "limitplane_service_outbound_calls_total",
+    "Outbound budget calls answered, by action (acquire, renew, release) and answer (the HTTP status, or aborted when the client went away during the wait).",
+  );
   readonly refused = new Counter(
     "limitplane_service_refused_total",
     "Calls refused as invalid, by protocol and the field at fault.",
@@ -82,6 +86,7 @@ export class ServiceMetrics {
       this.calls,
       this.descriptors,
       this.uncovered,
+      this.outbound,
       this.refused,
       this.ignoredLimitOverrides,
     ]

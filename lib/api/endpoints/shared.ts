@@ -10,19 +10,9 @@ import { ZExpectedVersion, ZReason } from "@/lib/control/change-context";
 import type { Principal } from "../endpoint";
 import { principalOf } from "../endpoint";
 
+export { strictBody } from "../strict-body";
 /** Why the change is made: required on every change, shown in the audit log. */
 export { ZExpectedVersion, ZReason };
-
-/** A strict object whose unknown-field message lists the fields it takes. */
-export function strictBody<Shape extends z.ZodRawShape>(shape: Shape) {
-  const fields = Object.keys(shape).join(", ");
-  return z.strictObject(shape, {
-    error: (issue) =>
-      issue.code === "unrecognized_keys"
-        ? `expected only: ${fields}`
-        : `expected a JSON object with the fields: ${fields}`,
-  });
-}
 
 /** A strict object of path or query parameters. */
 export function strictParams<Shape extends z.ZodRawShape>(shape: Shape) {

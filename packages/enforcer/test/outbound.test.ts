@@ -123,6 +123,9 @@ describe("turns", () => {
     expect(late.message).toMatch(
       /^outbound:slow: the earliest turn is \d+ ms away, past the wait of 5000 ms; nothing was charged$/,
     );
+    // A retry estimate: the earliest turn, one refill (10 s) after the first.
+    expect(late.retryAfterMs).toBeGreaterThan(5_000);
+    expect(late.retryAfterMs).toBeLessThanOrEqual(TEN_SECONDS_MS);
     // Had the late caller been charged, the next turn would be 20 s after the first.
     const next = await store.takeTurn(`o:slow:${key}`, SLOW.limit as never, 1, 60_000);
     expect(
@@ -442,6 +445,56 @@ describe("concurrency slots", () => {
     expect(starved.code).toBe<OutboundErrorCode>("max-wait");
     expect(held.map((permit) => permit.isSlotLost())).toEqual([false, false]);
     expect(await Promise.all(held.map((permit) => permit.release()))).toEqual([true, true]);
+  });
+
+  it("a detached slot is the remote holder's: the permit no longer renews or frees it; renewSlot and releaseSlot do, once", async () => {
+    const key = freshKey();
+    const permit = await limiter.acquire("outbound:slots", { key });
+    const slot = permit.detachSlot();
+    expect(slot).toEqual({ id: expect.stringMatching(/^[0-9a-f]{24}$/), ttlMs: 600 });
+    if (slot === null) throw new Error("no slot");
+    expect(permit.detachSlot()).toBeNull();
+    expect(await permit.release()).toBe(false);
+    expect(await redis.zcard(`${prefix}ob:{o:slots:${key}}:s`)).toBe(1);
+    expect(await limiter.renewSlot("outbound:slots", key, slot.id)).toEqual(slot);
+    const other = await limiter.acquire("outbound:slots", { key });
+    expect(await limiter.releaseSlot("outbound:slots", key, slot.id)).toBe(true);
+    expect(await limiter.releaseSlot("outbound:slots", key, slot.id)).toBe(false);
+    expect(await limiter.renewSlot("outbound:slots", key, slot.id)).toBeNull();
+    // The other holder's slot stays taken.
+    expect(await redis.zcard(`${prefix}ob:{o:slots:${key}}:s`)).toBe(1);
+    expect(await other.release()).toBe(true);
+  });
+
+  it("a detached slot nobody renews lapses after its TTL", async () => {
+    const key = freshKey();
+    const held = await Promise.all([
+      limiter.acquire("outbound:slots", { key }),
+      limiter.acquire("outbound:slots", { key }),
+    ]);
+    const detached = held.map((permit) => permit.detachSlot());
+    const next = await limiter.acquire("outbound:slots", { key, maxWaitMs: 5_000 });
+    expect(next.hasSlot).toBe(true);
+    const lost = await Promise.all(
+      detached.map((slot) => limiter.renewSlot("outbound:slots", key, slot?.id ?? "")),
+    );
+    expect(lost.filter((slot) => slot === null).length).toBeGreaterThanOrEqual(1);
+    await next.release();
+  });
+
+  it("renewSlot and releaseSlot refuse a bad slot id, a bad key and a budget without slots", async () => {
+    const cases: [string, string, string, RegExp][] = [
+      ["outbound:slots", "acct-1", "zz", /slot must be the id acquire gave \(24 hex characters\)/],
+      ["outbound:slots", "not an account!", "0".repeat(24), /key must be 1 to 128 characters/],
+      ["outbound:slow", "acct-1", "0".repeat(24), /this budget has no concurrency cap/],
+    ];
+    for (const [scope, key, slotId, message] of cases) {
+      for (const call of [limiter.renewSlot, limiter.releaseSlot]) {
+        const error = await rejection(call(scope, key, slotId));
+        expect(error.code).toBe<OutboundErrorCode>("invalid-argument");
+        expect(error.message).toMatch(message);
+      }
+    }
   });
 });
 

@@ -20,5 +20,6 @@ export {
   type OutboundLimiter,
   type OutboundLimiterOptions,
   type OutboundPermit,
+  type OutboundSlot,
   type ScheduleOptions,
 } from "../enforcer/outbound-limiter";

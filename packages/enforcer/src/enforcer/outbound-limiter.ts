@@ -51,16 +51,23 @@ export class OutboundError extends Error {
   override name = "OutboundError";
   readonly code: OutboundErrorCode;
   readonly scope: string;
+  /**
+   * For `max-wait`: how far away the earliest turn (or the earliest slot's expiry) was when the
+   * wait ended, in ms. An estimate for a retry: other callers may take that turn first. Null for
+   * every other code.
+   */
+  readonly retryAfterMs: number | null;
 
   constructor(
     code: OutboundErrorCode,
     scope: string,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
     super(`${scope}: ${message}`, options);
     this.code = code;
     this.scope = scope;
+    this.retryAfterMs = options?.retryAfterMs ?? null;
   }
 }
 
@@ -73,6 +80,17 @@ export interface AcquireOptions {
   readonly signal?: AbortSignal;
   /** The longest this caller waits, from 0 to the budget's `maxWaitMs`. @default the budget's */
   readonly maxWaitMs?: number;
+}
+
+/**
+ * A concurrency slot handed to a holder outside the process (the rate-limit service's callers):
+ * it renews it with `renewSlot` within `ttlMs` of each renewal and frees it with `releaseSlot`.
+ */
+export interface OutboundSlot {
+  /** The holder's id: 24 lower-case hex characters, random, so no one else can guess it. */
+  readonly id: string;
+  /** The slot lapses this long after it was taken or last renewed. */
+  readonly ttlMs: number;
 }
 
 /** Leave to make one call. Release it when the call is over (it frees the concurrency slot). */
@@ -93,6 +111,11 @@ export interface OutboundPermit {
    * another holder's slot).
    */
   release(): Promise<boolean>;
+  /**
+   * Hands the slot to a holder outside this process: the permit stops renewing it and its
+   * `release()` no longer frees it. Null when there is no slot, or it was released or detached.
+   */
+  detachSlot(): OutboundSlot | null;
 }
 
 export interface ScheduleOptions extends Omit<AcquireOptions, "key"> {
@@ -118,6 +141,16 @@ export interface OutboundLimiter {
     call: (permit: OutboundPermit) => Promise<T>,
     options?: ScheduleOptions,
   ): Promise<T>;
+  /**
+   * Renews a detached slot of `key` for the budget's `slotTtlMs`: the slot with its TTL, or null
+   * when it had lapsed or was freed (it is not taken back).
+   */
+  renewSlot(scope: string, key: string, slotId: string): Promise<OutboundSlot | null>;
+  /**
+   * Frees a detached slot of `key`: true when this call freed it, false when it was free already
+   * (released before, or lapsed). Never frees another holder's slot.
+   */
+  releaseSlot(scope: string, key: string, slotId: string): Promise<boolean>;
   /** The budget `scope` names; throws an {@link OutboundError} `unknown-scope` for any other. */
   budgetOf(scope: string): TOutboundBudget;
   /** Stops renewing slots (they then expire) and refuses new calls. */
@@ -177,6 +210,9 @@ const SYSTEM: Timers & Clock = {
   nowMs: monotonicClock.nowMs,
 };
 
+/** A slot holder's id: 12 random bytes in hex. */
+const SLOT_ID_PATTERN = /^[0-9a-f]{24}$/;
+
 /** Slot polling: a random delay in [MIN, MIN + SPREAD) ms. */
 const SLOT_POLL_MIN_MS = 25;
 const SLOT_POLL_SPREAD_MS = 50;
@@ -222,6 +258,15 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     const waiters = slotWaiters.get(subject);
     if (waiters === undefined) return;
     for (const wake of [...waiters]) wake();
+  }
+
+  /** Frees `holder`'s slot and wakes this process's waiters for one. */
+  async function freeSlotOf(subject: string, holder: string): Promise<boolean> {
+    try {
+      return await store.freeSlot(subject, holder);
+    } finally {
+      wakeSlotWaiters(subject);
+    }
   }
 
   /**
@@ -298,6 +343,15 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     return budget;
   }
 
+  function subjectOf(budget: TOutboundBudget, key: string): string {
+    return `o:${budget.name}:${key}`;
+  }
+
+  function checkKey(scope: string, budget: TOutboundBudget, key: unknown): void {
+    const keyProblem = outboundKeyProblem(budget.keyBy, key);
+    if (keyProblem !== null) throw invalid(scope, keyProblem);
+  }
+
   function check(
     scope: string,
     acquireOptions: AcquireOptions | undefined,
@@ -311,8 +365,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   } {
     const budget = budgetOf(scope);
     const { key = "", cost = 1, signal, maxWaitMs = budget.maxWaitMs } = acquireOptions ?? {};
-    const keyProblem = outboundKeyProblem(budget.keyBy, key);
-    if (keyProblem !== null) throw invalid(scope, keyProblem);
+    checkKey(scope, budget, key);
     if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 1 || cost > MAX_COST) {
       throw invalid(
         scope,
@@ -356,6 +409,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
           "max-wait",
           scope,
           `all ${max} concurrency slots stayed taken for the whole wait; nothing was charged`,
+          { retryAfterMs: Math.max(0, reply.expiresInMs) },
         );
       }
       const pollMs = SLOT_POLL_MIN_MS + random() * SLOT_POLL_SPREAD_MS;
@@ -383,6 +437,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     waitedMs: number,
     slot: { ttlMs: number; holder: string } | null,
   ): OutboundPermit {
+    /** Released, or detached: this permit no longer owns the slot. */
     let isReleased = false;
     let isLost = false;
     let renewal: TimerHandle | undefined;
@@ -403,6 +458,13 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       renewals.add(renewal);
     };
     if (isRenewing) renew();
+    const stopRenewing = () => {
+      isReleased = true;
+      if (renewal !== undefined) {
+        renewal.cancel();
+        renewals.delete(renewal);
+      }
+    };
     return {
       scope,
       key,
@@ -412,16 +474,13 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       isSlotLost: () => isLost,
       async release() {
         if (slot === null || isReleased) return false;
-        isReleased = true;
-        if (renewal !== undefined) {
-          renewal.cancel();
-          renewals.delete(renewal);
-        }
-        try {
-          return await store.freeSlot(subject, slot.holder);
-        } finally {
-          wakeSlotWaiters(subject);
-        }
+        stopRenewing();
+        return await freeSlotOf(subject, slot.holder);
+      },
+      detachSlot() {
+        if (slot === null || isReleased) return null;
+        stopRenewing();
+        return { id: slot.holder, ttlMs: slot.ttlMs };
       },
     };
   }
@@ -433,7 +492,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     if (signal?.aborted) throw abortError(checked.scope, signal);
     const startMs = timers.nowMs();
     const deadlineMs = startMs + checked.maxWaitMs;
-    const subject = `o:${budget.name}:${key}`;
+    const subject = subjectOf(budget, key);
 
     let slot: { ttlMs: number; holder: string } | null = null;
     if (budget.concurrency !== null) {
@@ -451,10 +510,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       slot = { ttlMs, holder };
     }
     const freeSlot = async () => {
-      if (slot !== null) {
-        await store.freeSlot(subject, slot.holder).catch(() => false);
-        wakeSlotWaiters(subject);
-      }
+      if (slot !== null) await freeSlotOf(subject, slot.holder).catch(() => false);
     };
 
     if (budget.limit === null) {
@@ -483,6 +539,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
         "max-wait",
         checked.scope,
         `the earliest turn is ${Math.ceil(turn.waitMs)} ms away, past the wait of ${checked.maxWaitMs} ms; nothing was charged`,
+        { retryAfterMs: Math.ceil(turn.waitMs) },
       );
     }
     if (turn.waitMs > 0) {
@@ -524,9 +581,50 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     }
   }
 
+  /** The budget, subject and holder of a detached slot, checked. */
+  function checkSlot(
+    scope: string,
+    key: string,
+    slotId: string,
+  ): { subject: string; holder: string; ttlMs: number } {
+    const budget = budgetOf(scope);
+    checkKey(scope, budget, key);
+    if (typeof slotId !== "string" || !SLOT_ID_PATTERN.test(slotId)) {
+      throw invalid(
+        scope,
+        `slot must be the id acquire gave (24 hex characters), not ${describe(slotId)}`,
+      );
+    }
+    if (budget.concurrency === null) {
+      throw invalid(scope, "slot: this budget has no concurrency cap, so it has no slots");
+    }
+    if (isClosed) throw invalid(scope, "the outbound limiter is closed");
+    return {
+      subject: subjectOf(budget, key),
+      holder: slotId,
+      ttlMs: budget.concurrency.slotTtlMs,
+    };
+  }
+
+  async function renewSlot(
+    scope: string,
+    key: string,
+    slotId: string,
+  ): Promise<OutboundSlot | null> {
+    const { subject, holder, ttlMs } = checkSlot(scope, key, slotId);
+    return (await store.renewSlot(subject, ttlMs, holder)) ? { id: holder, ttlMs } : null;
+  }
+
+  async function releaseSlot(scope: string, key: string, slotId: string): Promise<boolean> {
+    const { subject, holder } = checkSlot(scope, key, slotId);
+    return await freeSlotOf(subject, holder);
+  }
+
   return {
     acquire,
     schedule,
+    renewSlot,
+    releaseSlot,
     budgetOf,
     close() {
       isClosed = true;
