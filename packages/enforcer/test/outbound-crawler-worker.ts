@@ -48,7 +48,7 @@ async function crawlLane(host: string): Promise<void> {
         if (permit.turnAtMs !== null) hostTurns.push(permit.turnAtMs);
         attempt += 1;
         const response = await fetch(
-          `${providerUrl}/fetch?host=${host}&job=${job}&attempt=${attempt}&worker=${worker}`,
+          `${providerUrl}/fetch?host=${host}&job=${job}&attempt=${attempt}&worker=${worker}&turn=${permit.turnAtMs}`,
         );
         await response.arrayBuffer();
         if (!response.ok) throw new ProviderFailed(`HTTP ${response.status}`);

@@ -12,7 +12,9 @@ import { bucketBound, busiestWindow } from "./support/outbound";
  * HTTP provider that records when each request arrives per host. Asserted: by the turns Redis
  * gave (its own clock), no window of a host ever holds more than capacity + rate × window; at the
  * provider, over 5 s windows, at most that plus one (a process that wakes late can bring one
- * call closer to the next); every worker gets between 25 % and 45 % of the calls. A second run has
+ * call closer to the next) while calls reach the provider within 100 ms of their turn's lag; on a
+ * busy machine, whose scheduler can hold a call back longer, at most capacity + rate × (5 s + the
+ * spread of those lags, measured per call); every worker gets between 25 % and 45 % of the calls. A second run has
  * the provider fail 30 % of calls and the workers retry them: the retries stay within the quota.
  * How long the crawl takes against the ideal is the bench's figure (`npm run bench -- outbound`).
  */
@@ -32,6 +34,8 @@ interface WorkerReport {
 interface Provider {
   readonly url: string;
   readonly arrivalsByHost: Map<string, number[]>;
+  /** Per host, each call's arrival (this process's clock) less its turn (Redis's clock), in ms. */
+  readonly lagsByHost: Map<string, number[]>;
   readonly server: Server;
 }
 
@@ -52,9 +56,12 @@ afterEach(async () => {
  */
 async function startProvider(isFailing: boolean): Promise<Provider> {
   const arrivalsByHost = new Map<string, number[]>();
+  const lagsByHost = new Map<string, number[]>();
   const server = createServer((request, response) => {
     const at = performance.now();
-    const host = new URL(request.url ?? "/", "http://provider").searchParams.get("host");
+    const wallAt = performance.timeOrigin + at;
+    const query = new URL(request.url ?? "/", "http://provider").searchParams;
+    const host = query.get("host");
     if (host === null) {
       response.end("warm");
       return;
@@ -62,6 +69,9 @@ async function startProvider(isFailing: boolean): Promise<Provider> {
     const arrivals = arrivalsByHost.get(host) ?? [];
     arrivalsByHost.set(host, arrivals);
     arrivals.push(at);
+    const lags = lagsByHost.get(host) ?? [];
+    lagsByHost.set(host, lags);
+    lags.push(wallAt - Number(query.get("turn")));
     const isFailure = isFailing && [2, 5, 8].includes(arrivals.length % 10);
     response.writeHead(isFailure ? 503 : 200, { "content-type": "text/plain" });
     response.end(isFailure ? "busy" : "ok");
@@ -71,7 +81,7 @@ async function startProvider(isFailing: boolean): Promise<Provider> {
   await once(server, "listening");
   const address = server.address();
   if (address === null || typeof address === "string") throw new Error("no TCP address");
-  return { url: `http://127.0.0.1:${address.port}`, arrivalsByHost, server };
+  return { url: `http://127.0.0.1:${address.port}`, arrivalsByHost, lagsByHost, server };
 }
 
 async function crawl(
@@ -127,9 +137,16 @@ function assertWithinQuota(provider: Provider, reports: readonly WorkerReport[])
         `${host}: turns in ${windowMs} ms`,
       ).toBeLessThanOrEqual(bucketBound(CAPACITY, REFILL_PER_SEC, windowMs));
     }
-    expect(busiestWindow(arrivals, 5_000), `${host}: arrivals in 5 s`).toBeLessThanOrEqual(
-      bucketBound(CAPACITY, REFILL_PER_SEC, 5_000) + 1,
-    );
+    // Two calls whose lags differ by d can arrive d closer together than their turns were, so a
+    // 5 s window at the provider holds at most the turns of a (5 s + spread) window. The spread
+    // is at least 100 ms: the "plus one" the quota allows a late process.
+    const lags = provider.lagsByHost.get(host) ?? [];
+    expect(lags.every(Number.isFinite), `${host}: every call names its turn`).toBe(true);
+    const spreadMs = Math.max(100, Math.max(...lags) - Math.min(...lags));
+    expect(
+      busiestWindow(arrivals, 5_000),
+      `${host}: arrivals in 5 s (turn-to-arrival lags spread over ${spreadMs.toFixed(0)} ms)`,
+    ).toBeLessThanOrEqual(Math.floor(bucketBound(CAPACITY, REFILL_PER_SEC, 5_000 + spreadMs)));
   }
 }
 
