@@ -17,7 +17,7 @@
  * and gives the turn back: nothing is charged.
  */
 import { randomBytes } from "node:crypto";
-import { type Clock, monotonicClock } from "../limiter/clock";
+import { type Clock, monotonicClock, wallClock } from "../limiter/clock";
 import { RedisOutboundStore } from "../limiter/stores/redis-outbound";
 import type { RedisScriptClient } from "../limiter/stores/redis-script-runner";
 import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
@@ -32,6 +32,8 @@ import {
 } from "../policy/schemas";
 import { parseOutboundScope } from "../policy/scope";
 import { EnforcerOptionsError } from "./enforcer-options";
+import { OutboundMetrics, writeOutboundMinutes } from "./outbound-metrics";
+import { runEvery } from "./reporters";
 
 /** Why a wait ended without a permit. */
 export type OutboundErrorCode =
@@ -120,7 +122,15 @@ export interface OutboundLimiter {
   ): Promise<T>;
   /** The budget `scope` names; throws an {@link OutboundError} `unknown-scope` for any other. */
   budgetOf(scope: string): TOutboundBudget;
-  /** Stops renewing slots (they then expire) and refuses new calls. */
+  /**
+   * Adds the per-minute figures counted since the last flush to Redis (with `metrics`; without,
+   * it resolves at once). Rejects when Redis does: those counts are then lost, never sent twice.
+   */
+  flush(): Promise<void>;
+  /**
+   * Stops renewing slots (they then expire), stops the periodic flush and refuses new calls.
+   * Figures not yet flushed stay unsent: `await flush()` first to send them.
+   */
   close(): void;
 }
 
@@ -151,6 +161,14 @@ export interface OutboundLimiterOptions {
    */
   readonly policy?: OutboundBudgetSource;
   /**
+   * Per-minute figures of each budget (calls, wait percentiles, waits ended by `maxWaitMs` or an
+   * abort, peak slots in flight, slots freed by their TTL), added to the installation's
+   * per-minute hash in Redis every `flushIntervalMs`, from which the console's worker draws the
+   * budget's charts. `true` takes every default.
+   * @default false (nothing is counted or written)
+   */
+  readonly metrics?: boolean | OutboundMetricsOptions;
+  /**
    * TESTS ONLY. Timers and the monotonic clock waits are measured on.
    * @default the process's timers and monotonic clock
    */
@@ -163,6 +181,15 @@ export interface OutboundLimiterOptions {
    * @default true
    */
   readonly isRenewing?: boolean;
+}
+
+export interface OutboundMetricsOptions {
+  /** How often the figures are written to Redis. @default 1_000 */
+  readonly flushIntervalMs?: number;
+  /** How long a minute's hash lives in Redis (the worker rolls it up well before). @default 21_600_000 (6 h) */
+  readonly minuteBucketTtlMs?: number;
+  /** The clock that says which minute a call is counted in. @default the wall clock */
+  readonly wallClock?: Clock;
 }
 
 /**
@@ -217,6 +244,34 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   const slotWaiters = new Map<string, Set<() => void>>();
   const renewals = new Set<TimerHandle>();
   let isClosed = false;
+  const metricsOptions =
+    options.metrics === true ? {} : options.metrics === false ? null : (options.metrics ?? null);
+  const flushIntervalMs = metricsOptions?.flushIntervalMs ?? 1_000;
+  const minuteBucketTtlMs = metricsOptions?.minuteBucketTtlMs ?? 21_600_000;
+  if (metricsOptions !== null) {
+    for (const [name, value] of [
+      ["flushIntervalMs", flushIntervalMs],
+      ["minuteBucketTtlMs", minuteBucketTtlMs],
+    ] as const) {
+      if (!(Number.isInteger(value) && value >= 1)) {
+        throw new EnforcerOptionsError([
+          { path: ["metrics", name], message: `must be a whole number of ms from 1, not ${value}` },
+        ]);
+      }
+    }
+  }
+  const metrics =
+    metricsOptions === null
+      ? null
+      : new OutboundMetrics({ wallClock: metricsOptions.wallClock ?? wallClock });
+
+  async function flush(): Promise<void> {
+    if (metrics === null) return;
+    const deltas = metrics.drain();
+    if (deltas.length === 0) return;
+    await writeOutboundMinutes(options.client, options.keyPrefix, deltas, minuteBucketTtlMs);
+  }
+  const flusher = metrics === null ? null : runEvery(renewalTimers, flushIntervalMs, flush);
 
   function wakeSlotWaiters(subject: string): void {
     const waiters = slotWaiters.get(subject);
@@ -339,6 +394,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
 
   async function takeSlot(
     scope: string,
+    metricsScope: string,
     subject: string,
     max: number,
     ttlMs: number,
@@ -349,6 +405,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     for (;;) {
       if (signal?.aborted) throw abortError(scope, signal);
       const reply = await store.takeSlot(subject, max, ttlMs, holder);
+      metrics?.recordSlots(metricsScope, reply.isTaken ? reply.held : 0, reply.expired);
       if (reply.isTaken) return;
       const leftMs = deadlineMs - timers.nowMs();
       if (leftMs <= 0) {
@@ -377,6 +434,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
 
   function makePermit(
     scope: string,
+    metricsScope: string,
     key: string,
     subject: string,
     turnAtMs: number | null,
@@ -392,8 +450,9 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
         if (renewal !== undefined) renewals.delete(renewal);
         if (isReleased || isClosed) return;
         store.renewSlot(subject, slot.ttlMs, slot.holder).then(
-          (isHeld) => {
-            if (isHeld) renew();
+          ({ isDone, expired }) => {
+            metrics?.recordSlots(metricsScope, 0, expired);
+            if (isDone) renew();
             else isLost = true;
           },
           // A failed renewal is retried at the next third: the slot outlives two failures.
@@ -418,7 +477,9 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
           renewals.delete(renewal);
         }
         try {
-          return await store.freeSlot(subject, slot.holder);
+          const { isDone, expired } = await store.freeSlot(subject, slot.holder);
+          metrics?.recordSlots(metricsScope, 0, expired);
+          return isDone;
         } finally {
           wakeSlotWaiters(subject);
         }
@@ -429,6 +490,24 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   async function acquire(scope: string, acquireOptions?: AcquireOptions): Promise<OutboundPermit> {
     const checked = check(scope, acquireOptions);
     if (isClosed) throw invalid(checked.scope, "the outbound limiter is closed");
+    if (metrics === null) return acquireChecked(checked, "");
+    const metricsScope = `outbound:${checked.budget.name}`;
+    try {
+      const permit = await acquireChecked(checked, metricsScope);
+      metrics.recordCall(metricsScope, permit.waitedMs);
+      return permit;
+    } catch (error: unknown) {
+      if (error instanceof OutboundError && (error.code === "max-wait" || error.code === "aborted")) {
+        metrics.recordWaitEnded(metricsScope, error.code);
+      }
+      throw error;
+    }
+  }
+
+  async function acquireChecked(
+    checked: ReturnType<typeof check>,
+    metricsScope: string,
+  ): Promise<OutboundPermit> {
     const { budget, key, cost, signal } = checked;
     if (signal?.aborted) throw abortError(checked.scope, signal);
     const startMs = timers.nowMs();
@@ -441,6 +520,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       const ttlMs = budget.concurrency.slotTtlMs;
       await takeSlot(
         checked.scope,
+        metricsScope,
         subject,
         budget.concurrency.max,
         ttlMs,
@@ -452,13 +532,14 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     }
     const freeSlot = async () => {
       if (slot !== null) {
-        await store.freeSlot(subject, slot.holder).catch(() => false);
+        const freed = await store.freeSlot(subject, slot.holder).catch(() => null);
+        if (freed !== null) metrics?.recordSlots(metricsScope, 0, freed.expired);
         wakeSlotWaiters(subject);
       }
     };
 
     if (budget.limit === null) {
-      return makePermit(checked.scope, key, subject, null, timers.nowMs() - startMs, slot);
+      return makePermit(checked.scope, metricsScope, key, subject, null, timers.nowMs() - startMs, slot);
     }
     let turn: Awaited<ReturnType<RedisOutboundStore["takeTurn"]>>;
     try {
@@ -495,7 +576,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
         throw error;
       }
     }
-    return makePermit(checked.scope, key, subject, turn.turnAtMs, timers.nowMs() - startMs, slot);
+    return makePermit(checked.scope, metricsScope, key, subject, turn.turnAtMs, timers.nowMs() - startMs, slot);
   }
 
   async function schedule<T>(
@@ -528,8 +609,10 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     acquire,
     schedule,
     budgetOf,
+    flush,
     close() {
       isClosed = true;
+      flusher?.cancel();
       for (const renewal of renewals) renewal.cancel();
       renewals.clear();
     },

@@ -20,6 +20,15 @@ export {
 } from "./enforcer-reports";
 export { type PolicyRedisNames, policyRedisNames } from "./keys";
 export {
+  type OutboundMinuteCounts,
+  type OutboundMinuteReadingRedis,
+  parseOutboundCounts,
+  readOutboundMinute,
+  WAIT_BUCKET_COUNT,
+  waitBucketOf,
+  waitBucketUpperMs,
+} from "./outbound-minutes";
+export {
   type DecisionMinuteCounts,
   type MetricsReadingRedis,
   readDecisionMinute,
