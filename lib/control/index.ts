@@ -243,6 +243,11 @@ export type { OperatorRecord } from "./operator/operator-record";
 export { resetOperatorPassword } from "./operator/reset-operator-password";
 export { updateOperator } from "./operator/update-operator";
 export { getOutboundBudget } from "./outbound-budget/get-outbound-budget";
+export {
+  type ListOutboundMinutesOptions,
+  listOutboundMinutes,
+  type OutboundMinuteRecord,
+} from "./outbound-minute/list-outbound-minutes";
 export { listOutboundBudgets } from "./outbound-budget/list-outbound-budgets";
 export type { OutboundBudgetRecord } from "./outbound-budget/outbound-budget-record";
 export type { DrainOutcome, SnapshotPublisher } from "./outbox/publish-pending-snapshots";

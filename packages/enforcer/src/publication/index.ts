@@ -34,6 +34,7 @@ export {
   readDecisionMinute,
   readScopeMinute,
   type ScopeMinuteCounts,
+  scopeMinuteCountsOf,
 } from "./metrics-reader";
 export {
   checkRedisProtocol,
