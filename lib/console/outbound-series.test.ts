@@ -11,7 +11,8 @@ const MINUTE_12_06 = Date.UTC(2025, 2, 4, 12, 6);
 /** Log2 buckets holding the given waits, as a limiter counts them. */
 function bucketsOf(waitsMs: readonly number[]): number[] {
   const buckets = new Array<number>(WAIT_BUCKET_COUNT).fill(0);
-  for (const waitMs of waitsMs) buckets[waitBucketOf(waitMs)] = (buckets[waitBucketOf(waitMs)] ?? 0) + 1;
+  for (const waitMs of waitsMs)
+    buckets[waitBucketOf(waitMs)] = (buckets[waitBucketOf(waitMs)] ?? 0) + 1;
   return buckets;
 }
 
@@ -109,7 +110,12 @@ describe("buildOutboundSeries", () => {
           peakInFlight: 4,
           ttlFreed: 2,
         }),
-        row(MINUTE_12_06, { calls: 1, waitBuckets: bucketsOf([100]), waitAborted: 2, peakInFlight: 5 }),
+        row(MINUTE_12_06, {
+          calls: 1,
+          waitBuckets: bucketsOf([100]),
+          waitAborted: 2,
+          peakInFlight: 5,
+        }),
       ],
       window,
     );
@@ -132,8 +138,17 @@ describe("buildOutboundSeries", () => {
   it("sums the window's totals, its percentiles over every wait and its peak as the largest", () => {
     const series = buildOutboundSeries(
       [
-        row(MINUTE_12_06 - MINUTE_MS, { calls: 2, waitBuckets: bucketsOf([0, 0]), peakInFlight: 2 }),
-        row(MINUTE_12_06, { calls: 2, waitBuckets: bucketsOf([600, 600]), ttlFreed: 3, peakInFlight: 1 }),
+        row(MINUTE_12_06 - MINUTE_MS, {
+          calls: 2,
+          waitBuckets: bucketsOf([0, 0]),
+          peakInFlight: 2,
+        }),
+        row(MINUTE_12_06, {
+          calls: 2,
+          waitBuckets: bucketsOf([600, 600]),
+          ttlFreed: 3,
+          peakInFlight: 1,
+        }),
       ],
       window,
     );

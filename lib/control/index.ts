@@ -243,13 +243,13 @@ export type { OperatorRecord } from "./operator/operator-record";
 export { resetOperatorPassword } from "./operator/reset-operator-password";
 export { updateOperator } from "./operator/update-operator";
 export { getOutboundBudget } from "./outbound-budget/get-outbound-budget";
+export { listOutboundBudgets } from "./outbound-budget/list-outbound-budgets";
+export type { OutboundBudgetRecord } from "./outbound-budget/outbound-budget-record";
 export {
   type ListOutboundMinutesOptions,
   listOutboundMinutes,
   type OutboundMinuteRecord,
 } from "./outbound-minute/list-outbound-minutes";
-export { listOutboundBudgets } from "./outbound-budget/list-outbound-budgets";
-export type { OutboundBudgetRecord } from "./outbound-budget/outbound-budget-record";
 export type { DrainOutcome, SnapshotPublisher } from "./outbox/publish-pending-snapshots";
 export { exportPolicy, type PolicyExport } from "./policy/export-policy";
 export { type CurrentSnapshot, getCurrentSnapshot } from "./policy/get-current-snapshot";

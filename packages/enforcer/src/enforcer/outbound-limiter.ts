@@ -497,7 +497,10 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       metrics.recordCall(metricsScope, permit.waitedMs);
       return permit;
     } catch (error: unknown) {
-      if (error instanceof OutboundError && (error.code === "max-wait" || error.code === "aborted")) {
+      if (
+        error instanceof OutboundError &&
+        (error.code === "max-wait" || error.code === "aborted")
+      ) {
         metrics.recordWaitEnded(metricsScope, error.code);
       }
       throw error;
@@ -539,7 +542,15 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     };
 
     if (budget.limit === null) {
-      return makePermit(checked.scope, metricsScope, key, subject, null, timers.nowMs() - startMs, slot);
+      return makePermit(
+        checked.scope,
+        metricsScope,
+        key,
+        subject,
+        null,
+        timers.nowMs() - startMs,
+        slot,
+      );
     }
     let turn: Awaited<ReturnType<RedisOutboundStore["takeTurn"]>>;
     try {
@@ -576,7 +587,15 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
         throw error;
       }
     }
-    return makePermit(checked.scope, metricsScope, key, subject, turn.turnAtMs, timers.nowMs() - startMs, slot);
+    return makePermit(
+      checked.scope,
+      metricsScope,
+      key,
+      subject,
+      turn.turnAtMs,
+      timers.nowMs() - startMs,
+      slot,
+    );
   }
 
   async function schedule<T>(

@@ -20,6 +20,14 @@ export {
 } from "./enforcer-reports";
 export { type PolicyRedisNames, policyRedisNames } from "./keys";
 export {
+  type DecisionMinuteCounts,
+  type MetricsReadingRedis,
+  readDecisionMinute,
+  readScopeMinute,
+  type ScopeMinuteCounts,
+  scopeMinuteCountsOf,
+} from "./metrics-reader";
+export {
   type OutboundMinuteCounts,
   type OutboundMinuteReadingRedis,
   parseOutboundCounts,
@@ -28,14 +36,6 @@ export {
   waitBucketOf,
   waitBucketUpperMs,
 } from "./outbound-minutes";
-export {
-  type DecisionMinuteCounts,
-  type MetricsReadingRedis,
-  readDecisionMinute,
-  readScopeMinute,
-  type ScopeMinuteCounts,
-  scopeMinuteCountsOf,
-} from "./metrics-reader";
 export {
   checkRedisProtocol,
   type ProtocolReader,
