@@ -1,14 +1,58 @@
 /**
  * An operator creates an outbound budget in the console (a bad field is refused beside it first),
- * edits its rate, and deletes it after confirming; each step is read back through the API, which
- * reads the database. A viewer sees the budget and is offered no form.
+ * sees its charts fill once a worker using it reports, edits its rate, and deletes it after
+ * confirming; each step is read back through the API, which reads the database. A viewer sees the
+ * budget and is offered no form.
  */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import path from "node:path";
+import { createInterface } from "node:readline";
 import { expect, test } from "./fixtures";
+import { E2E_REDIS_PREFIX, E2E_REDIS_URL } from "./run-env";
+import { seriousViolations } from "./support/axe";
+
+const HOLDER_PATH = path.resolve(
+  import.meta.dirname,
+  "../test/integration/helpers/outbound-holder.ts",
+);
+
+/**
+ * A worker process using the budget: it makes `calls` calls counted in the minute two minutes
+ * ago (complete, so the run's worker rolls it up on its next pass), reports them, and is stopped.
+ */
+async function reportCalls(budget: object, calls: number): Promise<void> {
+  const wallMs = (Math.floor(Date.now() / 60_000) - 2) * 60_000 + 10_000;
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      HOLDER_PATH,
+      E2E_REDIS_URL,
+      E2E_REDIS_PREFIX,
+      JSON.stringify(budget),
+      String(calls),
+      String(wallMs),
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  try {
+    const lines = createInterface({ input: child.stdout ?? process.stdin });
+    for await (const line of lines) if (line === "holding") return;
+    throw new Error("the worker stopped before reporting its calls");
+  } finally {
+    child.kill("SIGKILL");
+    if (child.exitCode === null) await once(child, "exit");
+  }
+}
 
 test("an operator creates, edits and deletes an outbound budget; a viewer only reads it", async ({
   page,
   signIn,
 }) => {
+  // The run's worker rolls a minute up on its next pass, every 15 s.
+  test.setTimeout(240_000);
   const name = `e2e-mail-${Date.now().toString(36)}`;
   await signIn("operator");
   await page.goto("/outbound-budgets");
@@ -26,6 +70,32 @@ test("an operator creates, edits and deletes an outbound budget; a viewer only r
   await expect(page).toHaveURL(new RegExp(`/outbound-budgets/${name}$`));
   await expect(page.getByRole("heading", { level: 1 })).toContainText(`outbound:${name}`);
   await expect(page.getByTestId("budget-summary")).toContainText("burst 1, 10/s (token bucket)");
+  await expect(page.getByTestId("outbound-activity")).toContainText(
+    "No calls recorded yet: the panel fills once a worker using this budget reports",
+  );
+
+  // A worker using the budget reports 3 calls; the run's worker rolls their minute up.
+  await reportCalls(
+    {
+      name,
+      limit: { algorithm: "token-bucket", capacity: 3, refillPerSec: 10 },
+      concurrency: { max: 3, slotTtlMs: 1_000 },
+    },
+    3,
+  );
+  await expect(async () => {
+    await page.reload();
+    await expect(page.getByTestId("outbound-charts")).toBeVisible({ timeout: 1_000 });
+  }).toPass({ timeout: 150_000 });
+  const charts = page.getByTestId("outbound-charts");
+  await expect(charts.getByRole("figure", { name: "Calls per minute" })).toContainText(
+    "3 calls granted in the last 1 h",
+  );
+  await expect(charts.getByRole("figure", { name: "Peak slots in flight" })).toContainText(
+    "At most 3 slots held at once on one key",
+  );
+  await expect(charts.getByRole("figure", { name: "Slots freed by TTL" })).toBeVisible();
+  expect(await seriousViolations(page), "axe on the budget's charts").toEqual([]);
   const created = await page.request.get(`/api/v1/outbound-budgets/${name}`);
   expect(created.status()).toBe(200);
   expect((await created.json()).budget).toMatchObject({

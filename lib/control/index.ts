@@ -245,6 +245,11 @@ export { updateOperator } from "./operator/update-operator";
 export { getOutboundBudget } from "./outbound-budget/get-outbound-budget";
 export { listOutboundBudgets } from "./outbound-budget/list-outbound-budgets";
 export type { OutboundBudgetRecord } from "./outbound-budget/outbound-budget-record";
+export {
+  type ListOutboundMinutesOptions,
+  listOutboundMinutes,
+  type OutboundMinuteRecord,
+} from "./outbound-minute/list-outbound-minutes";
 export type { DrainOutcome, SnapshotPublisher } from "./outbox/publish-pending-snapshots";
 export { exportPolicy, type PolicyExport } from "./policy/export-policy";
 export { type CurrentSnapshot, getCurrentSnapshot } from "./policy/get-current-snapshot";

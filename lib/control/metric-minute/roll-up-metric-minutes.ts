@@ -1,7 +1,8 @@
 /**
  * Rolls the enforcers' per-minute, per-scope counts up from Redis into Postgres (`MetricMinute`),
- * so charts have history after the Redis hashes expire (6 h), and deletes rows older than the
- * retention.
+ * and the outbound limiters' per-budget figures kept in the same hashes (`OutboundMinute`), so
+ * charts have history after the Redis hashes expire (6 h), and deletes rows older than the
+ * retention. One read of a minute's hash gives both; both are written in one transaction.
  *
  * Each run re-reads the last `lookbackMinutes` complete minutes as well as any it has not read
  * yet, and writes each (scope, minute) with the hash's current totals: an upsert that SETS the
@@ -11,7 +12,12 @@
  */
 
 import type { Clock } from "@limitplane/enforcer/limiter";
-import { type MetricsReadingRedis, readScopeMinute } from "@limitplane/enforcer/publication";
+import {
+  enforcerRedisNames,
+  type MetricsReadingRedis,
+  parseOutboundCounts,
+  scopeMinuteCountsOf,
+} from "@limitplane/enforcer/publication";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
 
 const MINUTE_MS = 60_000;
@@ -55,7 +61,10 @@ export interface RollUpMetricMinutesOptions {
 export interface MetricsRollupResult {
   /** The epoch minutes read, oldest first. */
   readonly minutesRead: number;
+  /** `MetricMinute` rows written. */
   readonly rowsWritten: number;
+  /** `OutboundMinute` rows written. */
+  readonly outboundRowsWritten: number;
   readonly rowsDeleted: number;
   /** The last minute read (pass it back as `readThroughMinute`), or null when none was. */
   readonly readThroughMinute: number | null;
@@ -92,12 +101,16 @@ export async function rollUpMetricMinutes(
   const to = Math.min(lastComplete, from + maxMinutesPerRun - 1);
 
   let rowsWritten = 0;
+  let outboundRowsWritten = 0;
+  const names = enforcerRedisNames(deps.prefix);
   for (let minute = from; minute <= to; minute++) {
-    const counts = await readScopeMinute(deps.redis, deps.prefix, minute);
-    if (counts.length === 0) continue;
+    const fields = await deps.redis.hgetall(names.metricsMinute(minute));
+    const counts = scopeMinuteCountsOf(fields, minute);
+    const outbound = parseOutboundCounts(fields);
+    if (counts.length === 0 && outbound.length === 0) continue;
     const at = new Date(minute * MINUTE_MS);
-    await deps.db.$transaction(
-      counts.map((row) => {
+    await deps.db.$transaction([
+      ...counts.map((row) => {
         const values = {
           allowed: clampInt(row.allowed),
           rejected: clampInt(row.rejected),
@@ -111,18 +124,38 @@ export async function rollUpMetricMinutes(
           select: { scope: true },
         });
       }),
-    );
+      ...outbound.map((row) => {
+        const values = {
+          calls: clampInt(row.calls),
+          waitBuckets: row.waitBuckets.map(clampInt),
+          waitMaxed: clampInt(row.waitMaxed),
+          waitAborted: clampInt(row.waitAborted),
+          peakInFlight: clampInt(row.peakInFlight),
+          ttlFreed: clampInt(row.ttlFreed),
+        };
+        return deps.db.outboundMinute.upsert({
+          where: { region_scope_minute: { region, scope: row.scope, minute: at } },
+          create: { region, scope: row.scope, minute: at, ...values },
+          update: values,
+          select: { scope: true },
+        });
+      }),
+    ]);
     rowsWritten += counts.length;
+    outboundRowsWritten += outbound.length;
   }
 
-  const deleted = await deps.db.metricMinute.deleteMany({
-    where: { minute: { lt: new Date(nowMs - options.retentionDays * DAY_MS) } },
-  });
+  const before = new Date(nowMs - options.retentionDays * DAY_MS);
+  const [deleted, outboundDeleted] = await Promise.all([
+    deps.db.metricMinute.deleteMany({ where: { minute: { lt: before } } }),
+    deps.db.outboundMinute.deleteMany({ where: { minute: { lt: before } } }),
+  ]);
   const minutesRead = Math.max(0, to - from + 1);
   return {
     minutesRead,
     rowsWritten,
-    rowsDeleted: deleted.count,
+    outboundRowsWritten,
+    rowsDeleted: deleted.count + outboundDeleted.count,
     readThroughMinute: minutesRead > 0 ? to : readThrough,
     hasMore: to < lastComplete,
   };

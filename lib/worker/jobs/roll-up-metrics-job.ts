@@ -16,8 +16,8 @@ export interface RollUpMetricsJobOptions {
 }
 
 /**
- * Rolls the enforcers' per-scope counts up into Postgres per minute (`MetricMinute`) and deletes
- * rows past the retention. Safe to repeat and to run on a new leader: every run rewrites the
+ * Rolls the enforcers' per-scope counts up into Postgres per minute (`MetricMinute`), and the
+ * outbound limiters' per-budget figures (`OutboundMinute`), and deletes rows past the retention. Safe to repeat and to run on a new leader: every run rewrites the
  * minutes it reads with their current totals.
  */
 export function rollUpMetricsJob(options: RollUpMetricsJobOptions): WorkerJob {

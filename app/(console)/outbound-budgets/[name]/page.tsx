@@ -1,14 +1,69 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
-import { can, getOutboundBudget, isAppError, type OutboundBudgetRecord } from "@/lib/control";
-import { controlDeps } from "@/lib/server/composition";
+import { Suspense } from "react";
+import { OutboundCharts } from "@/components/charts/outbound-charts";
+import { EmptyState } from "@/components/ui/empty-state";
+import { ErrorState } from "@/components/ui/error-state";
+import { SkeletonChart } from "@/components/ui/skeleton";
+import { CHART_RANGES, chartWindow } from "@/lib/console/chart-series";
+import { buildOutboundSeries } from "@/lib/console/outbound-series";
+import {
+  can,
+  getOutboundBudget,
+  isAppError,
+  listOutboundMinutes,
+  type OutboundBudgetRecord,
+} from "@/lib/control";
+import { clock, controlDeps } from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
 import { describeRuleLimit } from "../../descriptor-rules/_components/describe-rule-limit";
 import { DeleteOutboundBudget } from "../_components/delete-outbound-budget";
 import { OutboundBudgetForm } from "../_components/outbound-budget-form";
 
 export const metadata: Metadata = { title: "Outbound budget" };
+
+/**
+ * The budget's last hour, per minute, from the rolled-up `OutboundMinute` rows (a minute or so
+ * behind: the worker rolls each minute up once it has ended).
+ */
+async function OutboundActivity({ name }: { name: string }) {
+  const range = CHART_RANGES["1h"];
+  const nowMs = clock().nowMs();
+  try {
+    const window = chartWindow(range, { nowMs });
+    const rows = await listOutboundMinutes(
+      { name, fromMs: window.startMs, toMs: window.endMs },
+      controlDeps(),
+    );
+    const series = buildOutboundSeries(rows, window);
+    if (series.isEmpty) {
+      return (
+        <div data-testid="outbound-activity">
+          <EmptyState title="No calls recorded yet">
+            No calls recorded yet: the panel fills once a worker using this budget reports. A worker
+            reports when its outbound limiter is created with the <code>metrics</code> option (see
+            the callers guide); each minute appears here once it has ended.
+          </EmptyState>
+        </div>
+      );
+    }
+    return (
+      <div data-testid="outbound-activity">
+        <OutboundCharts series={series} />
+      </div>
+    );
+  } catch (error: unknown) {
+    console.error("outbound budget: the charts could not be built", error);
+    return (
+      <ErrorState
+        title="The charts could not be drawn"
+        message="The per-minute figures could not be read just now. Reload the page to try again."
+        retryHref={`/outbound-budgets/${encodeURIComponent(name)}`}
+      />
+    );
+  }
+}
 
 export default async function OutboundBudgetPage({
   params,
@@ -56,6 +111,12 @@ export default async function OutboundBudgetPage({
           <dt>Version</dt>
           <dd>{budget.version}</dd>
         </dl>
+      </section>
+      <section className="panel" aria-labelledby="activity-heading">
+        <h2 id="activity-heading">Last hour, per minute</h2>
+        <Suspense fallback={<SkeletonChart height={180} label="Loading the budget's charts" />}>
+          <OutboundActivity name={budget.name} />
+        </Suspense>
       </section>
       {canWrite ? (
         <>

@@ -19,6 +19,7 @@ export {
   type OutboundErrorCode,
   type OutboundLimiter,
   type OutboundLimiterOptions,
+  type OutboundMetricsOptions,
   type OutboundPermit,
   type OutboundSlot,
   type ScheduleOptions,

@@ -17,7 +17,7 @@
  * and gives the turn back: nothing is charged.
  */
 import { randomBytes } from "node:crypto";
-import { type Clock, monotonicClock } from "../limiter/clock";
+import { type Clock, monotonicClock, wallClock } from "../limiter/clock";
 import { RedisOutboundStore } from "../limiter/stores/redis-outbound";
 import type { RedisScriptClient } from "../limiter/stores/redis-script-runner";
 import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
@@ -32,6 +32,8 @@ import {
 } from "../policy/schemas";
 import { parseOutboundScope } from "../policy/scope";
 import { EnforcerOptionsError } from "./enforcer-options";
+import { OutboundMetrics, writeOutboundMinutes } from "./outbound-metrics";
+import { runEvery } from "./reporters";
 
 /** Why a wait ended without a permit. */
 export type OutboundErrorCode =
@@ -153,7 +155,15 @@ export interface OutboundLimiter {
   releaseSlot(scope: string, key: string, slotId: string): Promise<boolean>;
   /** The budget `scope` names; throws an {@link OutboundError} `unknown-scope` for any other. */
   budgetOf(scope: string): TOutboundBudget;
-  /** Stops renewing slots (they then expire) and refuses new calls. */
+  /**
+   * Adds the per-minute figures counted since the last flush to Redis (with `metrics`; without,
+   * it resolves at once). Rejects when Redis does: those counts are then lost, never sent twice.
+   */
+  flush(): Promise<void>;
+  /**
+   * Stops renewing slots (they then expire), stops the periodic flush and refuses new calls.
+   * Figures not yet flushed stay unsent: `await flush()` first to send them.
+   */
   close(): void;
 }
 
@@ -184,6 +194,14 @@ export interface OutboundLimiterOptions {
    */
   readonly policy?: OutboundBudgetSource;
   /**
+   * Per-minute figures of each budget (calls, wait percentiles, waits ended by `maxWaitMs` or an
+   * abort, peak slots in flight, slots freed by their TTL), added to the installation's
+   * per-minute hash in Redis every `flushIntervalMs`, from which the console's worker draws the
+   * budget's charts. `true` takes every default.
+   * @default false (nothing is counted or written)
+   */
+  readonly metrics?: boolean | OutboundMetricsOptions;
+  /**
    * TESTS ONLY. Timers and the monotonic clock waits are measured on.
    * @default the process's timers and monotonic clock
    */
@@ -196,6 +214,15 @@ export interface OutboundLimiterOptions {
    * @default true
    */
   readonly isRenewing?: boolean;
+}
+
+export interface OutboundMetricsOptions {
+  /** How often the figures are written to Redis. @default 1_000 */
+  readonly flushIntervalMs?: number;
+  /** How long a minute's hash lives in Redis (the worker rolls it up well before). @default 21_600_000 (6 h) */
+  readonly minuteBucketTtlMs?: number;
+  /** The clock that says which minute a call is counted in. @default the wall clock */
+  readonly wallClock?: Clock;
 }
 
 /**
@@ -253,6 +280,34 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   const slotWaiters = new Map<string, Set<() => void>>();
   const renewals = new Set<TimerHandle>();
   let isClosed = false;
+  const metricsOptions =
+    options.metrics === true ? {} : options.metrics === false ? null : (options.metrics ?? null);
+  const flushIntervalMs = metricsOptions?.flushIntervalMs ?? 1_000;
+  const minuteBucketTtlMs = metricsOptions?.minuteBucketTtlMs ?? 21_600_000;
+  if (metricsOptions !== null) {
+    for (const [name, value] of [
+      ["flushIntervalMs", flushIntervalMs],
+      ["minuteBucketTtlMs", minuteBucketTtlMs],
+    ] as const) {
+      if (!(Number.isInteger(value) && value >= 1)) {
+        throw new EnforcerOptionsError([
+          { path: ["metrics", name], message: `must be a whole number of ms from 1, not ${value}` },
+        ]);
+      }
+    }
+  }
+  const metrics =
+    metricsOptions === null
+      ? null
+      : new OutboundMetrics({ wallClock: metricsOptions.wallClock ?? wallClock });
+
+  async function flush(): Promise<void> {
+    if (metrics === null) return;
+    const deltas = metrics.drain();
+    if (deltas.length === 0) return;
+    await writeOutboundMinutes(options.client, options.keyPrefix, deltas, minuteBucketTtlMs);
+  }
+  const flusher = metrics === null ? null : runEvery(renewalTimers, flushIntervalMs, flush);
 
   function wakeSlotWaiters(subject: string): void {
     const waiters = slotWaiters.get(subject);
@@ -261,9 +316,19 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   }
 
   /** Frees `holder`'s slot and wakes this process's waiters for one. */
-  async function freeSlotOf(subject: string, holder: string): Promise<boolean> {
+  /**
+   * Frees `holder`'s slot and wakes this process's waiters for the subject; counts the slots the
+   * call found expired under `metricsScope` ("" when metrics are off).
+   */
+  async function freeSlotOf(
+    metricsScope: string,
+    subject: string,
+    holder: string,
+  ): Promise<boolean> {
     try {
-      return await store.freeSlot(subject, holder);
+      const { isDone, expired } = await store.freeSlot(subject, holder);
+      metrics?.recordSlots(metricsScope, 0, expired);
+      return isDone;
     } finally {
       wakeSlotWaiters(subject);
     }
@@ -392,6 +457,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
 
   async function takeSlot(
     scope: string,
+    metricsScope: string,
     subject: string,
     max: number,
     ttlMs: number,
@@ -402,6 +468,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     for (;;) {
       if (signal?.aborted) throw abortError(scope, signal);
       const reply = await store.takeSlot(subject, max, ttlMs, holder);
+      metrics?.recordSlots(metricsScope, reply.isTaken ? reply.held : 0, reply.expired);
       if (reply.isTaken) return;
       const leftMs = deadlineMs - timers.nowMs();
       if (leftMs <= 0) {
@@ -431,6 +498,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
 
   function makePermit(
     scope: string,
+    metricsScope: string,
     key: string,
     subject: string,
     turnAtMs: number | null,
@@ -447,8 +515,9 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
         if (renewal !== undefined) renewals.delete(renewal);
         if (isReleased || isClosed) return;
         store.renewSlot(subject, slot.ttlMs, slot.holder).then(
-          (isHeld) => {
-            if (isHeld) renew();
+          ({ isDone, expired }) => {
+            metrics?.recordSlots(metricsScope, 0, expired);
+            if (isDone) renew();
             else isLost = true;
           },
           // A failed renewal is retried at the next third: the slot outlives two failures.
@@ -475,7 +544,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       async release() {
         if (slot === null || isReleased) return false;
         stopRenewing();
-        return await freeSlotOf(subject, slot.holder);
+        return await freeSlotOf(metricsScope, subject, slot.holder);
       },
       detachSlot() {
         if (slot === null || isReleased) return null;
@@ -488,6 +557,27 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   async function acquire(scope: string, acquireOptions?: AcquireOptions): Promise<OutboundPermit> {
     const checked = check(scope, acquireOptions);
     if (isClosed) throw invalid(checked.scope, "the outbound limiter is closed");
+    if (metrics === null) return acquireChecked(checked, "");
+    const metricsScope = `outbound:${checked.budget.name}`;
+    try {
+      const permit = await acquireChecked(checked, metricsScope);
+      metrics.recordCall(metricsScope, permit.waitedMs);
+      return permit;
+    } catch (error: unknown) {
+      if (
+        error instanceof OutboundError &&
+        (error.code === "max-wait" || error.code === "aborted")
+      ) {
+        metrics.recordWaitEnded(metricsScope, error.code);
+      }
+      throw error;
+    }
+  }
+
+  async function acquireChecked(
+    checked: ReturnType<typeof check>,
+    metricsScope: string,
+  ): Promise<OutboundPermit> {
     const { budget, key, cost, signal } = checked;
     if (signal?.aborted) throw abortError(checked.scope, signal);
     const startMs = timers.nowMs();
@@ -500,6 +590,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       const ttlMs = budget.concurrency.slotTtlMs;
       await takeSlot(
         checked.scope,
+        metricsScope,
         subject,
         budget.concurrency.max,
         ttlMs,
@@ -510,11 +601,19 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       slot = { ttlMs, holder };
     }
     const freeSlot = async () => {
-      if (slot !== null) await freeSlotOf(subject, slot.holder).catch(() => false);
+      if (slot !== null) await freeSlotOf(metricsScope, subject, slot.holder).catch(() => false);
     };
 
     if (budget.limit === null) {
-      return makePermit(checked.scope, key, subject, null, timers.nowMs() - startMs, slot);
+      return makePermit(
+        checked.scope,
+        metricsScope,
+        key,
+        subject,
+        null,
+        timers.nowMs() - startMs,
+        slot,
+      );
     }
     let turn: Awaited<ReturnType<RedisOutboundStore["takeTurn"]>>;
     try {
@@ -552,7 +651,15 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
         throw error;
       }
     }
-    return makePermit(checked.scope, key, subject, turn.turnAtMs, timers.nowMs() - startMs, slot);
+    return makePermit(
+      checked.scope,
+      metricsScope,
+      key,
+      subject,
+      turn.turnAtMs,
+      timers.nowMs() - startMs,
+      slot,
+    );
   }
 
   async function schedule<T>(
@@ -586,7 +693,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     scope: string,
     key: string,
     slotId: string,
-  ): { subject: string; holder: string; ttlMs: number } {
+  ): { subject: string; holder: string; ttlMs: number; metricsScope: string } {
     const budget = budgetOf(scope);
     checkKey(scope, budget, key);
     if (typeof slotId !== "string" || !SLOT_ID_PATTERN.test(slotId)) {
@@ -603,6 +710,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
       subject: subjectOf(budget, key),
       holder: slotId,
       ttlMs: budget.concurrency.slotTtlMs,
+      metricsScope: metrics === null ? "" : `outbound:${budget.name}`,
     };
   }
 
@@ -611,13 +719,15 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     key: string,
     slotId: string,
   ): Promise<OutboundSlot | null> {
-    const { subject, holder, ttlMs } = checkSlot(scope, key, slotId);
-    return (await store.renewSlot(subject, ttlMs, holder)) ? { id: holder, ttlMs } : null;
+    const { subject, holder, ttlMs, metricsScope } = checkSlot(scope, key, slotId);
+    const { isDone, expired } = await store.renewSlot(subject, ttlMs, holder);
+    metrics?.recordSlots(metricsScope, 0, expired);
+    return isDone ? { id: holder, ttlMs } : null;
   }
 
   async function releaseSlot(scope: string, key: string, slotId: string): Promise<boolean> {
-    const { subject, holder } = checkSlot(scope, key, slotId);
-    return await freeSlotOf(subject, holder);
+    const { subject, holder, metricsScope } = checkSlot(scope, key, slotId);
+    return await freeSlotOf(metricsScope, subject, holder);
   }
 
   return {
@@ -626,8 +736,10 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     renewSlot,
     releaseSlot,
     budgetOf,
+    flush,
     close() {
       isClosed = true;
+      flusher?.cancel();
       for (const renewal of renewals) renewal.cancel();
       renewals.clear();
     },

@@ -25,7 +25,17 @@ export {
   readDecisionMinute,
   readScopeMinute,
   type ScopeMinuteCounts,
+  scopeMinuteCountsOf,
 } from "./metrics-reader";
+export {
+  type OutboundMinuteCounts,
+  type OutboundMinuteReadingRedis,
+  parseOutboundCounts,
+  readOutboundMinute,
+  WAIT_BUCKET_COUNT,
+  waitBucketOf,
+  waitBucketUpperMs,
+} from "./outbound-minutes";
 export {
   checkRedisProtocol,
   type ProtocolReader,

@@ -28,6 +28,17 @@ export async function readScopeMinute(
   epochMinute: number,
 ): Promise<ScopeMinuteCounts[]> {
   const fields = await redis.hgetall(enforcerRedisNames(prefix).metricsMinute(epochMinute));
+  return scopeMinuteCountsOf(fields, epochMinute);
+}
+
+/**
+ * The per-scope counts in a minute hash's fields (read by the caller, who may parse other
+ * figures from the same read: `parseOutboundCounts`), sorted by scope.
+ */
+export function scopeMinuteCountsOf(
+  fields: Readonly<Record<string, string>>,
+  epochMinute: number,
+): ScopeMinuteCounts[] {
   return [...parseScopeCounts(fields)]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([scope, counts]) => ({ scope, minuteStartMs: epochMinute * 60_000, ...counts }));

@@ -9,7 +9,7 @@
  * | `enforcers` | sorted set: enforcer id, scored by its last heartbeat (epoch ms) | each enforcer | members older than an hour are trimmed on every heartbeat |
  * | `enforcer:<id>` | hash: what one enforcer runs and reports (see `heartbeat.ts`) | that enforcer | `heartbeatTtlMs` |
  * | `metrics:sec:<epochSecond>` | hash `<scope>\|allowed` ... and `@latency\|...` | every enforcer, HINCRBY | `secondBucketTtlMs` (3 h) |
- * | `metrics:min:<epochMinute>` | the same fields, per minute (what the worker rolls up) | every enforcer, HINCRBY | `minuteBucketTtlMs` (6 h) |
+ * | `metrics:min:<epochMinute>` | the same fields, per minute (what the worker rolls up); and the outbound limiters' `outbound:<name>\|...` figures (`outbound-minutes.ts`) | every enforcer, HINCRBY; outbound limiters, a script | `minuteBucketTtlMs` (6 h) |
  * | `rejections:<customerId>` | list of JSON `{atMs, scope, endpointClass, enforcerId}`, newest first | every enforcer | `rejectionsTtlMs` (1 h), capped |
  * | `redis:failovers` | sorted set: JSON `{atMs, from, to, enforcerId}` of each change of primary an enforcer saw, scored by `atMs` (`redis-topology.ts`) | every enforcer | members older than 7 days trimmed on every write |
  * | `rejections:customers` | sorted set: customer id, scored by its latest rejection (epoch ms) | every enforcer | capped at 1000 members |

@@ -27,13 +27,18 @@
 --
 -- SLOTS. Concurrency slots are members of a sorted set whose score is the instant the slot
 -- expires: the holder renews it while it works, so a holder that dies frees its slots at most
--- one TTL after its last renewal. Expired members are dropped (and counted) before any count.
+-- one TTL after its last renewal. Every slot operation first drops the expired members and
+-- counts them, so each slot freed by its TTL is counted exactly once, by the call that reaps it:
+-- into the hash KEYS[2] (field "expired", the total) and in the reply (`expired`, what this call
+-- reaped), which the caller adds to its per-minute figures ("freed by TTL" on the console).
 --
 --   KEYS   [1] the holders, [2] a hash counting slots freed by expiry (field "expired")
 --   ARGV   "a" <max> <ttlMs> <holder>: take a slot; reply {1, held, expired} or {0, held,
 --          "<ms until the earliest expiry>", expired}
---          "r" <ttlMs> <holder>: renew; 1, or 0 when the slot had expired or was freed
---          "f" <holder>: free; 1, or 0 when it was already free (never frees another's slot)
+--          "r" <ttlMs> <holder>: renew; {1, expired}, or {0, expired} when the slot had expired
+--          (reaped now or before) or was freed
+--          "f" <holder>: free; {1, expired}, or {0, expired} when it was already free or had
+--          expired (never frees another's slot)
 
 local function outbound_now()
   local time = redis.call("TIME")
@@ -115,6 +120,16 @@ local function give_back(KEYS, ARGV)
   return 1
 end
 
+-- Drops the expired slots and counts them: the only place a slot is freed by its TTL.
+local function reap_slots(KEYS, at_now)
+  local expired = redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", g17(at_now))
+  if expired > 0 then
+    redis.call("HINCRBY", KEYS[2], "expired", expired)
+    redis.call("PEXPIRE", KEYS[2], 604800000)
+  end
+  return expired
+end
+
 local function slots(KEYS, ARGV)
   local op = ARGV[1]
   local at_now = outbound_now()
@@ -123,11 +138,7 @@ local function slots(KEYS, ARGV)
     if not (max and max >= 1 and ttl and ttl >= 1 and holder) then
       return redis.error_reply("invalid slot arguments")
     end
-    local expired = redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", g17(at_now))
-    if expired > 0 then
-      redis.call("HINCRBY", KEYS[2], "expired", expired)
-      redis.call("PEXPIRE", KEYS[2], 604800000)
-    end
+    local expired = reap_slots(KEYS, at_now)
     local held = redis.call("ZCARD", KEYS[1])
     if held < max then
       redis.call("ZADD", KEYS[1], g17(at_now + ttl), holder)
@@ -139,19 +150,17 @@ local function slots(KEYS, ARGV)
   elseif op == "r" then
     local ttl, holder = tonumber(ARGV[2]), ARGV[3]
     if not (ttl and ttl >= 1 and holder) then return redis.error_reply("invalid slot arguments") end
-    local score = tonumber(redis.call("ZSCORE", KEYS[1], holder) or "")
-    if not score then return 0 end
-    if score <= at_now then
-      -- Expired: the slot is already free for others; a late renewal must not take it back.
-      redis.call("ZREM", KEYS[1], holder)
-      return 0
-    end
+    -- An expired slot is reaped here: it is already free for others, and a late renewal must not
+    -- take it back.
+    local expired = reap_slots(KEYS, at_now)
+    if not redis.call("ZSCORE", KEYS[1], holder) then return { 0, expired } end
     redis.call("ZADD", KEYS[1], g17(at_now + ttl), holder)
     if redis.call("PTTL", KEYS[1]) < ttl + 1000 then redis.call("PEXPIRE", KEYS[1], ttl + 1000) end
-    return 1
+    return { 1, expired }
   elseif op == "f" then
     if not ARGV[2] then return redis.error_reply("invalid slot arguments") end
-    return redis.call("ZREM", KEYS[1], ARGV[2])
+    local expired = reap_slots(KEYS, at_now)
+    return { redis.call("ZREM", KEYS[1], ARGV[2]), expired }
   end
   return redis.error_reply("unknown slot operation " .. tostring(op))
 end

@@ -34,6 +34,17 @@ export type SlotReply =
       readonly expired: number;
     };
 
+/** A renewal's or a release's outcome, and the expired slots (any holder's) the call freed. */
+export interface SlotChange {
+  readonly isDone: boolean;
+  readonly expired: number;
+}
+
+function slotChangeOf(reply: unknown): SlotChange {
+  if (!Array.isArray(reply) || reply.length !== 2) throw new TypeError("unexpected slot reply");
+  return { isDone: numberOf(reply[0]) === 1, expired: numberOf(reply[1]) };
+}
+
 export interface RedisOutboundStoreOptions {
   readonly client: RedisScriptClient;
   /** As `RedisStoreOptions.keyPrefix`. */
@@ -135,24 +146,31 @@ export class RedisOutboundStore {
     };
   }
 
-  /** Renews `holder`'s slot for `ttlMs`; false when it had expired or was freed (then it stays free). */
-  async renewSlot(subject: string, ttlMs: number, holder: string): Promise<boolean> {
-    const reply = await this.#runner.runFunction(
-      REDIS_OUTBOUND_FUNCTIONS.slots,
-      this.#slotKeys(subject),
-      ["r", String(ttlMs), holder],
+  /**
+   * Renews `holder`'s slot for `ttlMs`; `isHeld` false when it had expired or was freed (then it
+   * stays free). `expired`: slots this call found expired and freed (`redis-outbound.lua`).
+   */
+  async renewSlot(subject: string, ttlMs: number, holder: string): Promise<SlotChange> {
+    return slotChangeOf(
+      await this.#runner.runFunction(REDIS_OUTBOUND_FUNCTIONS.slots, this.#slotKeys(subject), [
+        "r",
+        String(ttlMs),
+        holder,
+      ]),
     );
-    return numberOf(reply) === 1;
   }
 
-  /** Frees `holder`'s slot; false when it was already free (released, or expired and taken). */
-  async freeSlot(subject: string, holder: string): Promise<boolean> {
-    const reply = await this.#runner.runFunction(
-      REDIS_OUTBOUND_FUNCTIONS.slots,
-      this.#slotKeys(subject),
-      ["f", holder],
+  /**
+   * Frees `holder`'s slot; `isDone` false when it was already free (released, or expired). As
+   * `renewSlot`, `expired` counts the slots this call found expired.
+   */
+  async freeSlot(subject: string, holder: string): Promise<SlotChange> {
+    return slotChangeOf(
+      await this.#runner.runFunction(REDIS_OUTBOUND_FUNCTIONS.slots, this.#slotKeys(subject), [
+        "f",
+        holder,
+      ]),
     );
-    return numberOf(reply) === 1;
   }
 
   #slotKeys(subject: string): string[] {
