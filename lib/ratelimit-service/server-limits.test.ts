@@ -32,6 +32,7 @@ const outbound: OutboundLimiter = {
   renewSlot: unreached,
   releaseSlot: unreached,
   budgetOf: unreached,
+  flush: async () => {},
   close: () => {},
 };
 

@@ -177,6 +177,21 @@ describe("turns over HTTP, shared by two service processes", () => {
     }
   });
 
+  it("the services count those 10 calls for the budget's charts, in the installation's minute hashes", async () => {
+    // Each service writes what it counted every second; the minutes are this run's only.
+    const countedCalls = async () => {
+      let calls = 0;
+      for (const key of await redis.keys(`${prefix}metrics:min:*`)) {
+        calls += Number((await redis.hget(key, "outbound:paced|calls")) ?? 0);
+      }
+      return calls;
+    };
+    await waitFor("the 10 calls counted", async () =>
+      (await countedCalls()) >= 10 ? true : undefined,
+    );
+    expect(await countedCalls()).toBe(10);
+  });
+
   it("a wait past its maximum is a 429 problem with Retry-After, and charges nothing: the one token left is granted at once", async () => {
     const key = freshKey();
     const first = turnOf(await acquire(serviceA, "slow", { key }));

@@ -219,6 +219,13 @@ export interface OutboundLimiterOptions {
 export interface OutboundMetricsOptions {
   /** How often the figures are written to Redis. @default 1_000 */
   readonly flushIntervalMs?: number;
+  /**
+   * The installation's key prefix (the enforcers' `redis.keyPrefix`), under which the worker reads
+   * the per-minute hashes. Set it when the limiter's own `keyPrefix` adds to it, as
+   * `<prefix>callers:` does.
+   * @default the limiter's `keyPrefix`
+   */
+  readonly keyPrefix?: string;
   /** How long a minute's hash lives in Redis (the worker rolls it up well before). @default 21_600_000 (6 h) */
   readonly minuteBucketTtlMs?: number;
   /** The clock that says which minute a call is counted in. @default the wall clock */
@@ -283,6 +290,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   const metricsOptions =
     options.metrics === true ? {} : options.metrics === false ? null : (options.metrics ?? null);
   const flushIntervalMs = metricsOptions?.flushIntervalMs ?? 1_000;
+  const metricsKeyPrefix = metricsOptions?.keyPrefix ?? options.keyPrefix;
   const minuteBucketTtlMs = metricsOptions?.minuteBucketTtlMs ?? 21_600_000;
   if (metricsOptions !== null) {
     for (const [name, value] of [
@@ -305,7 +313,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     if (metrics === null) return;
     const deltas = metrics.drain();
     if (deltas.length === 0) return;
-    await writeOutboundMinutes(options.client, options.keyPrefix, deltas, minuteBucketTtlMs);
+    await writeOutboundMinutes(options.client, metricsKeyPrefix, deltas, minuteBucketTtlMs);
   }
   const flusher = metrics === null ? null : runEvery(renewalTimers, flushIntervalMs, flush);
 
