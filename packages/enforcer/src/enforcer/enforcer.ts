@@ -811,6 +811,8 @@ export class Enforcer implements RequestChecker {
     this.#loopDelay.stop();
     // With limits in code the follower never subscribed: nothing to stop.
     if (!this.#isPolicyInCode) await this.#follower.stop();
+    // The demand of global limits counted since the last poll reaches Redis.
+    await this.#globalShares?.poll().catch(() => undefined);
     // The newest version applied reaches the disk before the process goes.
     await this.#policyCache?.writer.flush();
     // Leases end: their unspent units go back to Redis. Those returns and the refills held back
