@@ -35,8 +35,8 @@ export function reconcileGlobalBudgetsJob(options: ReconcileGlobalBudgetsJobOpti
   const { intervalMs } = options.settings;
   const reconciler = new GlobalBudgetReconciler(
     { ...options.deps, sleep },
-    // A region that takes a quarter of the interval to answer is unreachable this round.
-    { ...options.settings, timeoutMs: Math.max(50, Math.min(500, Math.floor(intervalMs / 4))) },
+    // A region that takes half the interval to answer is unreachable this round.
+    { ...options.settings, timeoutMs: Math.max(50, Math.floor(intervalMs / 2)) },
   );
   return {
     name: "reconcile global budgets",
