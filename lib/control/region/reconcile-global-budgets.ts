@@ -250,7 +250,7 @@ export class GlobalBudgetReconciler {
           });
         }
         const replies = await this.#within(pipeline.exec());
-        const isWritten = replies !== null && replies.every(([error]) => error === null);
+        const isWritten = replies?.every(([error]) => error === null) ?? false;
         if (isWritten) {
           // Confirmed: what it holds is exactly what was written.
           for (const [scope, text] of shares) {
