@@ -29,6 +29,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   outbound: () => import("./outbound"),
   redis: () => import("./redis"),
   "redis-instructions": () => import("./redis-instructions"),
+  regions: () => import("./regions"),
   "ratelimit-service": () => import("./ratelimit-service"),
   "request-cost": () => import("./request-cost"),
   scale: () => import("./scale"),

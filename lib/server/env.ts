@@ -492,6 +492,26 @@ export const ZEnv = z
       })
       .optional(),
 
+    // Global budgets (docs/regions.md, "Global budgets") --------------------------------------
+    /** How often the worker divides each global limit among the regions by their demand. */
+    GLOBAL_BUDGET_INTERVAL_MS: msSetting(100, 60_000, 1_000),
+    /** How long a region's share stays in force without being renewed (then its floor). */
+    GLOBAL_BUDGET_LEASE_MS: msSetting(200, 600_000, 2_000),
+    /** Most the worker's clock and a region's Redis clock may disagree by. */
+    GLOBAL_BUDGET_SKEW_MS: msSetting(0, 60_000, 100),
+    /**
+     * How long the worker waits after writing the decreases before it writes the increases: the
+     * longest an enforcer takes to apply a share written to its Redis (its 100 ms poll plus two
+     * reads' round trips and the event loop's delay).
+     */
+    GLOBAL_BUDGET_APPLY_MS: msSetting(0, 60_000, 300),
+    /** The share a region falls back to when its lease ends, and the least one that answers gets. */
+    GLOBAL_BUDGET_FLOOR_SHARE: z.coerce
+      .number({ error: "must be a number" })
+      .min(0, "must be at least 0")
+      .max(1, "must be at most 1")
+      .default(0.02),
+
     // Redis Sentinel (docs/failover.md) -------------------------------------------------------
     /**
      * Sentinels watching the Redis primary (`host:port,host:port`). Set, the console, the worker
@@ -541,6 +561,7 @@ export const ZEnv = z
     checkSentinelSettings(env, ctx);
     checkSsoSettings(env, ctx);
     checkRegionSettings(env, ctx);
+    checkGlobalBudgetSettings(env, ctx);
     if (env.NODE_ENV === "production" && env.SESSION_SECRET === DEV_SESSION_SECRET) {
       ctx.addIssue({
         code: "custom",
@@ -641,6 +662,48 @@ function checkSsoSettings(
         message: "is off but OIDC_ISSUER is not set: nobody could sign in",
       });
     }
+  }
+}
+
+/** A duration in ms from `min` to `max`, `fallback` when unset. */
+function msSetting(min: number, max: number, fallback: number) {
+  return z.coerce
+    .number({ error: "must be a number" })
+    .int("must be a whole number of ms")
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`)
+    .default(fallback);
+}
+
+/**
+ * A lease must outlast a round and its apply wait, or every region falls to its floor between
+ * rounds; the floors of all regions must fit in the limit.
+ */
+function checkGlobalBudgetSettings(
+  env: {
+    REGIONS: readonly Region[];
+    GLOBAL_BUDGET_INTERVAL_MS: number;
+    GLOBAL_BUDGET_LEASE_MS: number;
+    GLOBAL_BUDGET_APPLY_MS: number;
+    GLOBAL_BUDGET_FLOOR_SHARE: number;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const leastLeaseMs = env.GLOBAL_BUDGET_INTERVAL_MS + env.GLOBAL_BUDGET_APPLY_MS;
+  if (env.GLOBAL_BUDGET_LEASE_MS <= leastLeaseMs) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["GLOBAL_BUDGET_LEASE_MS"],
+      message: `must be more than GLOBAL_BUDGET_INTERVAL_MS plus GLOBAL_BUDGET_APPLY_MS (${leastLeaseMs})`,
+    });
+  }
+  const regionCount = Math.max(1, env.REGIONS.length);
+  if (env.GLOBAL_BUDGET_FLOOR_SHARE * regionCount > 1) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["GLOBAL_BUDGET_FLOOR_SHARE"],
+      message: `must be at most 1 / ${regionCount} (the regions in REGIONS)`,
+    });
   }
 }
 

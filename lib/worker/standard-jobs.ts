@@ -12,6 +12,7 @@ import { auditWebhookJob } from "./jobs/audit-webhook-job";
 import { expireChangeRequestsJob } from "./jobs/expire-change-requests-job";
 import { moveTrafficRecordJob } from "./jobs/move-traffic-record-job";
 import { publishSnapshotsJob } from "./jobs/publish-snapshots-job";
+import { reconcileGlobalBudgetsJob } from "./jobs/reconcile-global-budgets-job";
 import { recordIncidentExpiriesJob } from "./jobs/record-incident-expiries-job";
 import { rollUpMetricsJob } from "./jobs/roll-up-metrics-job";
 import { superviseStagedChangesJob } from "./jobs/supervise-staged-changes-job";
@@ -46,6 +47,7 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
   const log = options.log ?? ((line: string) => console.log(line));
   const regions = options.regions ?? [];
   const allRegions = regions.map((region) => region.name);
+  let lastUnreachable = "";
   const publishers =
     regions.length === 0
       ? [{ db, redis, prefix, clock: systemClock }]
@@ -102,6 +104,34 @@ export function createStandardJobs(options: StandardJobsOptions): WorkerJob[] {
         },
       }),
     ),
+    // Global limits divided among the regions (one Redis: the whole limit to it).
+    reconcileGlobalBudgetsJob({
+      deps: {
+        db,
+        regions: regions.length === 0 ? [{ name: "default", redis }] : regions,
+        prefix,
+        clock: systemClock,
+      },
+      settings: {
+        intervalMs: loadEnv().GLOBAL_BUDGET_INTERVAL_MS,
+        leaseMs: loadEnv().GLOBAL_BUDGET_LEASE_MS,
+        skewMs: loadEnv().GLOBAL_BUDGET_SKEW_MS,
+        applyMs: loadEnv().GLOBAL_BUDGET_APPLY_MS,
+        floorShare: loadEnv().GLOBAL_BUDGET_FLOOR_SHARE,
+      },
+      onRound(round) {
+        // Said when the set of unreachable regions changes, not every round.
+        const said = round.unreachable.join(", ");
+        if (said !== lastUnreachable) {
+          log(
+            said === ""
+              ? "worker: global budgets: every region answers"
+              : `worker: global budgets: ${said} unreachable; its shares frozen until their leases end`,
+          );
+          lastUnreachable = said;
+        }
+      },
+    }),
     moveTrafficRecordJob({
       deps: { db, redis, prefix, clock: systemClock },
       retentionHours:

@@ -15,6 +15,7 @@
  * within milliseconds; every job also runs on its own schedule, the safety net for notifications
  * missed while reconnecting.
  */
+import { setMaxListeners } from "node:events";
 import pg from "pg";
 import { LOCK_KEYS, LOCK_NAMESPACE } from "@/lib/control/locks";
 import { Sleeper } from "./sleeper";
@@ -53,6 +54,7 @@ export function startWorker(options: WorkerOptions): Worker {
   const log = options.log ?? ((line: string) => console.log(line));
   const pollMs = options.leaderPollMs ?? 1_000;
   const stopping = new AbortController();
+  setMaxListeners(2 * options.jobs.length + 4, stopping.signal);
   const pause = new Sleeper();
   const ended = new WeakSet<pg.Client>();
   let leading = false;
@@ -63,6 +65,8 @@ export function startWorker(options: WorkerOptions): Worker {
 
   async function lead(client: pg.Client): Promise<void> {
     const term = new AbortController();
+    // Every job's sleep listens on the term, and a job's run may wait on it once more.
+    setMaxListeners(2 * options.jobs.length + 2, term.signal);
     const stopTerm = () => term.abort();
     stopping.signal.addEventListener("abort", stopTerm, { once: true });
     client.once("error", stopTerm);

@@ -31,6 +31,11 @@ export interface LimitDraft {
   readonly onStoreFailure: TOnStoreFailure;
   /** `async` stands for the field left out (the default). */
   readonly durability: TDurability;
+  /**
+   * A global limit (docs/regions.md): kept as it was through an edit; the console has no control
+   * for it yet, the API and the policy file set it.
+   */
+  readonly global?: boolean;
 }
 
 /** The API's field names for one algorithm: which draft field each comes from. */
@@ -61,6 +66,7 @@ export function draftOf(limit: TPolicyLimit): LimitDraft {
     mode: limit.mode,
     onStoreFailure: limit.onStoreFailure,
     durability: limit.durability ?? "async",
+    ...(limit.global === true ? { global: true } : {}),
   };
   switch (limit.algorithm) {
     case "token-bucket":
@@ -123,6 +129,7 @@ export function limitInputOf(draft: LimitDraft): Record<string, unknown> {
     onStoreFailure: draft.onStoreFailure,
     // Left out when async (the default), so a limit saved without the option stays as it was.
     ...(draft.durability === "async" ? {} : { durability: draft.durability }),
+    ...(draft.global === true ? { global: true } : {}),
   };
 }
 
@@ -153,6 +160,7 @@ export function validateSpecDraft(
     mode: _mode,
     onStoreFailure: _onStoreFailure,
     durability: _durability,
+    global: _global,
     ...input
   } = limitInputOf(draft);
   const parsed = ZLimitSpec.safeParse(input);

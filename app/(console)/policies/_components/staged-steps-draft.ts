@@ -73,7 +73,13 @@ export type StageOfEdit =
   | { readonly unavailable: string };
 
 function specOf(limit: TPolicyLimit): TLimitSpec {
-  const { mode: _mode, onStoreFailure: _onStoreFailure, durability: _durability, ...spec } = limit;
+  const {
+    mode: _mode,
+    onStoreFailure: _onStoreFailure,
+    durability: _durability,
+    global: _global,
+    ...spec
+  } = limit;
   return spec as TLimitSpec;
 }
 
@@ -102,6 +108,12 @@ export function stageOfEdit(
     return { unavailable: "it removes a limit; a staged change replaces one." };
   }
   const before = edit.before;
+  if (edit.after.global === true || before?.global === true) {
+    return {
+      unavailable:
+        "it changes a global limit, whose staged slice would be enforced per region; save it at once.",
+    };
+  }
   if (
     (before === null &&
       (edit.after.mode !== "enforce" || edit.after.durability === "replicated")) ||

@@ -34,6 +34,7 @@ import {
 } from "./circuit-breaker";
 import { DecisionMetrics, type DecisionMetricsOptions } from "./decision-metrics";
 import { FailurePolicy } from "./failure-policy";
+import type { GlobalBudgets } from "./global-budgets";
 import { type GuardedLease, GuardedStore } from "./guarded-store";
 import {
   buildRateLimitResponse,
@@ -223,6 +224,11 @@ export interface DecisionEngineOptions {
   readonly onStoreError?: (error: unknown) => void;
   /** The traffic record: told every decision made under a policy, synchronously. @default none */
   readonly recorder?: DecisionRecorder;
+  /**
+   * The region's shares of the policy's global limits (`global-budgets.ts`): a global limit is
+   * decided at its share, its demand counted, and never leased. @default none: whole limits
+   */
+  readonly globalBudgets?: GlobalBudgets;
 }
 
 const NO_CHECKS: readonly ResolvedCheck[] = [];
@@ -309,7 +315,10 @@ export class DecisionEngine implements RequestChecker {
    */
   readonly #descriptorChecks = new WeakMap<object, readonly EnforcerCheck[]>();
 
+  readonly #globalBudgets: GlobalBudgets | null;
+
   constructor(options: DecisionEngineOptions) {
+    this.#globalBudgets = options.globalBudgets ?? null;
     this.#resolutions = new ResolutionCache(options.resolutionCache);
     this.#recorder = options.recorder;
     this.#clock = options.clock ?? monotonicClock;
@@ -416,6 +425,10 @@ export class DecisionEngine implements RequestChecker {
       resolution = this.#resolutions.resolveAndKeep(prepared, resolveRequest, wallNowMs);
     }
     const cost = request.cost ?? resolution.cost;
+    // Global limits at the region's share (the resolution itself when it has none).
+    if (this.#globalBudgets !== null) {
+      resolution = this.#globalBudgets.apply(resolution, cost, startedAtMs);
+    }
 
     // In order: a cached denial (the cheapest answer, and the common one when a client is over
     // its limit), a lease, the flood guard, the shared store. `startedAtMs` serves as the instant
@@ -473,6 +486,8 @@ export class DecisionEngine implements RequestChecker {
       endpointClass,
     );
     if (resolution === undefined) return false;
+    // A global limit's demand is counted and its share applied on the long way.
+    if (this.#globalBudgets?.hasGlobal(resolution) === true) return false;
     const startedAtMs = this.#clock.nowMs();
     const denial = denials.soleDenialFor(
       resolution.subject,
@@ -519,7 +534,10 @@ export class DecisionEngine implements RequestChecker {
         leases.clear();
         this.#leaseVersion = prepared.version;
       }
-      decision = leases.take(input, this.#refiller, true, startedAtMs);
+      // Global limits are never leased (global-budgets.ts).
+      if (this.#globalBudgets?.isGlobal(input.checks) !== true) {
+        decision = leases.take(input, this.#refiller, true, startedAtMs);
+      }
     }
     return decision ?? this.#localStage?.floodGuard?.check(input) ?? null;
   }
@@ -748,7 +766,8 @@ export class DecisionEngine implements RequestChecker {
 
   /** The shared store's decision (or the failure policy's), with a lease when one is wanted. */
   async #decideShared(input: EnforcerInput, sentAtMs: number): Promise<EnforcerDecision> {
-    const wanted = this.leases?.want(input);
+    const wanted =
+      this.#globalBudgets?.isGlobal(input.checks) === true ? undefined : this.leases?.want(input);
     if (wanted === undefined || wanted.units === 0) return this.#guarded.decide(input);
     const answer = await this.#guarded.decideLeasing(input, wanted);
     this.#settleLease(input, answer, sentAtMs);

@@ -265,6 +265,14 @@ export interface EnforcerOptions {
    */
   readonly leases?: Omit<LeaseOptions, "clock" | "timers" | "returner" | "keepsStoreTime"> | false;
   /**
+   * Global limits (docs/regions.md, "Global budgets"): a policy limit marked `global` is decided
+   * at the share of it the control plane's reconciler gives this Redis's region, read every
+   * `pollIntervalMs` with the demand counted since written in the same pipeline. Only when
+   * following the control plane.
+   * @default {}
+   */
+  readonly globalBudgets?: EnforcerGlobalBudgetOptions;
+  /**
    * The local first stage (a cache of recent shared rejections and a generous in-process flood
    * guard), or false to ask Redis for every request. It only ever rejects, so it never admits
    * more than the shared limit.
@@ -392,6 +400,23 @@ export function checkEnforcerOptions(
       for (const error of parsed.errors) add(["policy", ...error.path], error.message);
     }
   }
+  const global = given.globalBudgets;
+  if (global !== undefined) {
+    const poll = global.pollIntervalMs;
+    if (poll !== undefined && !(Number.isInteger(poll) && poll >= 10 && poll <= 60_000)) {
+      add(
+        ["globalBudgets", "pollIntervalMs"],
+        `must be a whole number of ms from 10 to 60000, got ${JSON.stringify(poll)}`,
+      );
+    }
+    const floor = global.floorShare;
+    if (floor !== undefined && !(typeof floor === "number" && floor >= 0 && floor <= 1)) {
+      add(
+        ["globalBudgets", "floorShare"],
+        `must be a number from 0 to 1, got ${JSON.stringify(floor)}`,
+      );
+    }
+  }
   if (errors.length > 0) throw new EnforcerOptionsError(errors);
   return snapshot;
 }
@@ -464,6 +489,23 @@ function sentinelProblems(sentinel: unknown): [(string | number)[], string][] {
     problems.push([["tls"], "must be true or false"]);
   }
   return problems;
+}
+
+/** How an enforcer follows its region's shares of the global limits. */
+export interface EnforcerGlobalBudgetOptions {
+  /**
+   * How often the shares are read and the demand written: one pipeline to the region's Redis.
+   * A decrease is in force here at most this long plus two reads' round trips after it is
+   * written; the reconciler waits `GLOBAL_BUDGET_APPLY_MS` (300 by default) for that.
+   * @default 100
+   */
+  readonly pollIntervalMs?: number;
+  /**
+   * The share used before one is read and after a lease ends (the reconciler writes its own floor
+   * with each share, which then applies): `GLOBAL_BUDGET_FLOOR_SHARE`.
+   * @default 0.02
+   */
+  readonly floorShare?: number;
 }
 
 /** Why `url` cannot name a Redis, or null when it can. */

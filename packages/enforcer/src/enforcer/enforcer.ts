@@ -25,6 +25,7 @@ import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import type { LimiterStore } from "../limiter/types";
 import type { DescriptorEntry } from "../policy/descriptor-rules";
 import type { PolicyStateSize } from "../policy/policy-state";
+import { globalLimitScopes, type PreparedSnapshot } from "../policy/prepare";
 import type { TDescriptorMapping, TSnapshotOutboundBudget } from "../policy/schemas";
 import { policyRedisNames } from "../publication/keys";
 import {
@@ -53,6 +54,7 @@ import {
   redactedRedisUrl,
 } from "./enforcer-options";
 import { type EventLoopDelay, EventLoopDelayMonitor } from "./event-loop-delay";
+import { GlobalBudgets, GlobalShareFollower } from "./global-budgets";
 import type { LeaseFigures } from "./lease-table";
 import { describeError, type EnforcerLogger, jsonLineLogger } from "./logger";
 import { describeFileError, PolicyCacheWriter, readPolicyCache } from "./policy-cache";
@@ -147,6 +149,10 @@ export class Enforcer implements RequestChecker {
     this.#lastRedisError = error;
   };
   #loops: TimerHandle[] = [];
+  /** The region's shares of the global limits, and their follower (not with limits in code). */
+  readonly #globalBudgets: GlobalBudgets | null;
+  readonly #globalShares: GlobalShareFollower | null;
+  readonly #globalPollIntervalMs: number;
   #isStoreFailing = false;
   #isStopped = false;
 
@@ -229,7 +235,31 @@ export class Enforcer implements RequestChecker {
               prefix: this.keyPrefix,
             });
       this.#store = makeStore(this.#clients, this.keyPrefix);
+      this.#globalPollIntervalMs = options.globalBudgets?.pollIntervalMs ?? 100;
+      this.#globalBudgets = this.#isPolicyInCode
+        ? null
+        : new GlobalBudgets({ floorShare: options.globalBudgets?.floorShare, clock });
+      const follower = this.#follower;
+      let scoped: { snapshot: PreparedSnapshot; scopes: readonly string[] } | null = null;
+      this.#globalShares =
+        this.#globalBudgets === null
+          ? null
+          : new GlobalShareFollower({
+              redis: this.#clients.control,
+              budgets: this.#globalBudgets,
+              prefix: this.keyPrefix,
+              clock,
+              scopes: () => {
+                const current = follower.current;
+                if (current === null) return [];
+                if (scoped?.snapshot !== current) {
+                  scoped = { snapshot: current, scopes: globalLimitScopes(current) };
+                }
+                return scoped.scopes;
+              },
+            });
       this.#engine = new DecisionEngine({
+        globalBudgets: this.#globalBudgets ?? undefined,
         recorder: this.recorder ?? undefined,
         store: this.#store,
         snapshot: () => this.#follower.current,
@@ -435,6 +465,14 @@ export class Enforcer implements RequestChecker {
         Promise.all([this.#flusher.flush(), this.#seenReporter?.flush()]).then(() => undefined),
       ),
     );
+    const globalShares = this.#globalShares;
+    if (globalShares !== null) {
+      // The shares in force from the first request when Redis answers; the floor until then.
+      await globalShares.poll().catch(() => undefined);
+      this.#loops.push(
+        runEvery(this.#timers, this.#globalPollIntervalMs, () => globalShares.poll()),
+      );
+    }
     const recorder = this.recorder;
     if (recorder !== null)
       this.#loops.push(runEvery(this.#timers, recorder.flushIntervalMs, () => recorder.flush()));
@@ -773,6 +811,8 @@ export class Enforcer implements RequestChecker {
     this.#loopDelay.stop();
     // With limits in code the follower never subscribed: nothing to stop.
     if (!this.#isPolicyInCode) await this.#follower.stop();
+    // The demand of global limits counted since the last poll reaches Redis.
+    await this.#globalShares?.poll().catch(() => undefined);
     // The newest version applied reaches the disk before the process goes.
     await this.#policyCache?.writer.flush();
     // Leases end: their unspent units go back to Redis. Those returns and the refills held back

@@ -104,7 +104,12 @@ export {
   type PolicyRulesDiff,
 } from "./policy-diff";
 export { PolicyState, type PolicyStateOptions, type PolicyStateSize } from "./policy-state";
-export { type PreparedSnapshot, prepareSnapshot } from "./prepare";
+export {
+  globalLimitScopes,
+  globalLimitScopesOfPolicy,
+  type PreparedSnapshot,
+  prepareSnapshot,
+} from "./prepare";
 export {
   explainTrace,
   type Resolution,

@@ -34,6 +34,8 @@ export interface PreparedRule {
   readonly onStoreFailure: TOnStoreFailure;
   /** `replicated` when the limit asks for it; absent otherwise (see `LimitCheck.durability`). */
   readonly durability?: "replicated";
+  /** Set when the limit is `global`: divided among regions (docs/regions.md). */
+  readonly global?: true;
 }
 
 export interface PreparedIncident {
@@ -257,7 +259,50 @@ function rule(scope: string, source: RuleSource, limit: TPolicyLimit): PreparedR
     mode: limit.mode,
     onStoreFailure: limit.onStoreFailure,
     ...(limit.durability === "replicated" ? { durability: "replicated" as const } : {}),
+    ...(limit.global === true && limit.algorithm === "token-bucket"
+      ? { global: true as const }
+      : {}),
   };
+}
+
+/**
+ * The scopes of the policy's `global` limits (tier limits, per-endpoint tier limits and
+ * ceilings marked `global`), sorted: what the reconciler divides among regions and what an
+ * enforcer follows a share of. Only enforced ones: a global limit in dry-run or off is not
+ * divided.
+ */
+export function globalLimitScopes(core: PreparedCore): readonly string[] {
+  const scopes: string[] = [];
+  const add = (rule: PreparedRule | null) => {
+    if (rule !== null && rule.global === true && rule.mode === "enforce") scopes.push(rule.scope);
+  };
+  for (const tierRule of core.tiers.values()) add(tierRule);
+  add(core.customerCeiling);
+  for (const endpointClass of core.endpointClasses.values()) {
+    for (const tierRule of endpointClass.tierRules.values()) add(tierRule);
+    add(endpointClass.ceilingRule);
+  }
+  return scopes.sort();
+}
+
+/**
+ * {@link globalLimitScopes} of a policy's tiers, endpoint classes and ceilings (the control
+ * plane's reconciler reads these entries only, never the per-customer ones).
+ */
+export function globalLimitScopesOfPolicy(
+  policy: Pick<
+    TSnapshotPolicy,
+    "defaultTier" | "defaultEndpointClass" | "ceilings" | "tiers" | "endpointClasses"
+  >,
+): readonly string[] {
+  return globalLimitScopes(
+    prepareCore({
+      settings: { ...policy, descriptorMappings: undefined },
+      tiers: policy.tiers,
+      endpointClasses: policy.endpointClasses,
+      dryRunCandidates: [],
+    }),
+  );
 }
 
 /** What {@link prepareCore} indexes: the policy without its per-customer rules. */

@@ -31,6 +31,11 @@ export interface ResolvedCheck extends LimitCheck {
   readonly layer: Layer;
   /** What to do when the store fails. Always `open` for dry-run checks, which never reject. */
   readonly onStoreFailure: TOnStoreFailure;
+  /**
+   * Set on the enforced check of a `global` tier limit or ceiling (docs/regions.md): its limit is
+   * the whole budget, of which an enforcer applies its region's share.
+   */
+  readonly global?: true;
 }
 
 /**

@@ -549,6 +549,10 @@ function resolveSlot(
       layer: input.layer,
       onStoreFailure: applying.onStoreFailure,
       ...(applying.durability === "replicated" ? { durability: "replicated" as const } : {}),
+      // An incident standing in for a global limit is enforced per region while it runs.
+      ...(applying.origin === enforced && enforced.global === true
+        ? { global: true as const }
+        : {}),
     });
   }
   // A rule in dry-run counts when nothing enforced outranks it: when nothing applies, or when it

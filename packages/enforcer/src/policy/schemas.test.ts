@@ -534,6 +534,41 @@ const invalid: InvalidCase[] = [
     path: "tiers",
     message: "define at least one tier",
   },
+  {
+    name: "global set to false",
+    edit: (input) => {
+      set(input, ["tiers", 0, "limit", "global"], false);
+    },
+    path: "tiers[0].limit.global",
+    message: "global must be true, or left out for a limit each region enforces in full",
+  },
+  {
+    name: "a global window limit",
+    edit: (input) => {
+      input.tiers[0] = {
+        name: "free",
+        limit: { algorithm: "fixed-window", limit: 100, windowMs: 60_000, global: true },
+      };
+    },
+    path: "tiers[0].limit.global",
+    message: "global applies only to token-bucket limits, not fixed-window",
+  },
+  {
+    name: "a global customer override",
+    edit: (input) => {
+      set(input, ["customerOverrides", 0, "limit", "global"], true);
+    },
+    path: "customerOverrides[0].limit.global",
+    message: "global applies only to tier limits and ceilings",
+  },
+  {
+    name: "a global per-address ceiling",
+    edit: (input) => {
+      set(input, ["ceilings", "perAddress", "global"], true);
+    },
+    path: "ceilings.perAddress.global",
+    message: "global applies only to tier limits and ceilings",
+  },
 ];
 
 describe("ZPolicyDocument refuses", () => {

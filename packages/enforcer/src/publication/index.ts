@@ -18,6 +18,13 @@ export {
   readRecentRejections,
   readRedisFailovers,
 } from "./enforcer-reports";
+export {
+  formatGlobalShare,
+  type GlobalBudgetRedisNames,
+  globalBudgetRedisNames,
+  parseGlobalShare,
+  type TGlobalShareValue,
+} from "./global-budget-keys";
 export { type PolicyRedisNames, policyRedisNames } from "./keys";
 export {
   type DecisionMinuteCounts,

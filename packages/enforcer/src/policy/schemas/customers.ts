@@ -16,7 +16,7 @@ import {
 import { parseScope } from "../scope";
 import { SLICE_BASIS_POINTS } from "../staged-slice";
 
-import { ZLimitSpec, ZPolicyLimit } from "./limits";
+import { ZLimitSpec, ZOverrideLimit } from "./limits";
 
 // ---------------------------------------------------------------------------------------------
 // Customers and overrides
@@ -35,7 +35,8 @@ export const ZCustomerOverride = strict({
   customerId: ZCustomerId,
   /** The endpoint class it applies to, or null for the account layer (all endpoints). */
   endpointClass: endpointClassName().nullable(),
-  limit: ZPolicyLimit,
+  /** Never `global`: an override is one customer's own limit, enforced per region. */
+  limit: ZOverrideLimit,
 });
 export type TCustomerOverride = z.output<typeof ZCustomerOverride>;
 

@@ -167,6 +167,40 @@ export const ON_STORE_FAILURE_DEFAULTS = {
   anonymousEndpoint: "closed",
 } as const satisfies Record<string, TOnStoreFailure>;
 
+/**
+ * `true`: the limit is one budget divided among the regions (docs/regions.md, "Global budgets"):
+ * each region's enforcers apply the share of its capacity and refill the reconciler gives their
+ * region. Left out: every region enforces the whole limit. Token-bucket limits only: a lowered
+ * capacity clamps a bucket's balance, so a share moved between regions is never spent twice,
+ * which a window's count or a meter's level would allow.
+ */
+export const ZGlobal = z.literal(true, {
+  error: "global must be true, or left out for a limit each region enforces in full",
+});
+
+/** The message for `global` on a limit that cannot be divided among regions. */
+export const GLOBAL_ONLY_ON =
+  "global applies only to tier limits and ceilings (an override, an anonymous or per-address limit is enforced per region)";
+
+/**
+ * Refuses `global` on an algorithm other than token-bucket, and anywhere when `isGlobalAllowed` is
+ * false, naming the field.
+ */
+function globalOnlyOnTokenBucket<T extends z.ZodType>(schema: T, isGlobalAllowed = true): T {
+  return schema.superRefine((value, ctx) => {
+    const fields = value as Record<string, unknown>;
+    if (fields.global === true && !isGlobalAllowed) {
+      ctx.addIssue({ code: "custom", path: ["global"], message: GLOBAL_ONLY_ON });
+    } else if (fields.global === true && fields.algorithm !== "token-bucket") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["global"],
+        message: `global applies only to token-bucket limits, not ${String(fields.algorithm)}: a share of a window's count or a meter's level could be spent in two regions`,
+      });
+    }
+  }) as unknown as T;
+}
+
 /** The limit union with `extra` fields (mode, failure policy) added to every algorithm. */
 export function policyLimitUnion<Extra extends z.ZodRawShape>(extra: Extra) {
   return z.discriminatedUnion(
@@ -186,13 +220,20 @@ export function policyLimitUnion<Extra extends z.ZodRawShape>(extra: Extra) {
   );
 }
 
-/** A policy limit whose `mode` defaults to enforce and `onStoreFailure` to `defaultOnStoreFailure`. */
-export function policyLimitSchema(defaultOnStoreFailure: TOnStoreFailure) {
-  return policyLimitUnion({
-    mode: ZPolicyMode.default("enforce"),
-    onStoreFailure: ZOnStoreFailure.default(defaultOnStoreFailure),
-    durability: ZDurability.optional(),
-  });
+/**
+ * A policy limit whose `mode` defaults to enforce and `onStoreFailure` to `defaultOnStoreFailure`.
+ * `isGlobalAllowed`: whether it may be marked `global` (tier limits and ceilings).
+ */
+export function policyLimitSchema(defaultOnStoreFailure: TOnStoreFailure, isGlobalAllowed = true) {
+  return globalOnlyOnTokenBucket(
+    policyLimitUnion({
+      mode: ZPolicyMode.default("enforce"),
+      onStoreFailure: ZOnStoreFailure.default(defaultOnStoreFailure),
+      durability: ZDurability.optional(),
+      global: ZGlobal.optional(),
+    }),
+    isGlobalAllowed,
+  );
 }
 
 /**
@@ -203,17 +244,24 @@ export function policyLimitSchema(defaultOnStoreFailure: TOnStoreFailure) {
 export const ZPolicyLimit = policyLimitSchema(ON_STORE_FAILURE_DEFAULTS.customer);
 export type TPolicyLimit = z.output<typeof ZPolicyLimit>;
 
+/** A customer override's limit: {@link ZPolicyLimit} that cannot be `global`. */
+export const ZOverrideLimit = policyLimitSchema(ON_STORE_FAILURE_DEFAULTS.customer, false);
+
 export const ZCeilingLimit = policyLimitSchema(ON_STORE_FAILURE_DEFAULTS.ceiling);
-export const ZAddressLimit = policyLimitSchema(ON_STORE_FAILURE_DEFAULTS.address);
+export const ZAddressLimit = policyLimitSchema(ON_STORE_FAILURE_DEFAULTS.address, false);
 export const ZAnonymousEndpointLimit = policyLimitSchema(
   ON_STORE_FAILURE_DEFAULTS.anonymousEndpoint,
+  false,
 );
 /** Compiled output states both fields: snapshots use this. */
-export const ZExplicitPolicyLimit = policyLimitUnion({
-  mode: ZPolicyMode,
-  onStoreFailure: ZOnStoreFailure,
-  durability: ZDurability.optional(),
-});
+export const ZExplicitPolicyLimit = globalOnlyOnTokenBucket(
+  policyLimitUnion({
+    mode: ZPolicyMode,
+    onStoreFailure: ZOnStoreFailure,
+    durability: ZDurability.optional(),
+    global: ZGlobal.optional(),
+  }),
+);
 
 // ---------------------------------------------------------------------------------------------
 // Compile-time agreement with the limiter core
