@@ -17,13 +17,14 @@
  * and gives the turn back: nothing is charged.
  */
 import { randomBytes } from "node:crypto";
-import { type Clock, monotonicClock } from "../limiter/clock";
+import { type Clock, monotonicClock, wallClock } from "../limiter/clock";
 import { RedisOutboundStore } from "../limiter/stores/redis-outbound";
 import type { RedisScriptClient } from "../limiter/stores/redis-script-runner";
 import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import { fieldErrorsFromZod } from "../policy/errors";
 import { MAX_COST } from "../policy/limit-math";
 import {
+  outboundBudgetAt,
   outboundKeyProblem,
   type TOutboundBudget,
   type TOutboundBudgetInput,
@@ -118,7 +119,10 @@ export interface OutboundLimiter {
     call: (permit: OutboundPermit) => Promise<T>,
     options?: ScheduleOptions,
   ): Promise<T>;
-  /** The budget `scope` names; throws an {@link OutboundError} `unknown-scope` for any other. */
+  /**
+   * The budget `scope` names, as in force now (a current raise applied); throws an
+   * {@link OutboundError} `unknown-scope` for any other.
+   */
   budgetOf(scope: string): TOutboundBudget;
   /** Stops renewing slots (they then expire) and refuses new calls. */
   close(): void;
@@ -155,6 +159,12 @@ export interface OutboundLimiterOptions {
    * @default the process's timers and monotonic clock
    */
   readonly timers?: Timers & Clock;
+  /**
+   * TESTS ONLY. The wall clock a budget's raise is read on: it applies from its `startsAt` until
+   * its `expiresAt` by this clock, with no new policy version needed to end it.
+   * @default the system's wall clock
+   */
+  readonly wallClock?: Clock;
   /** TESTS ONLY. The jitter's random numbers in [0, 1). @default Math.random */
   readonly random?: () => number;
   /**
@@ -176,6 +186,15 @@ const SYSTEM: Timers & Clock = {
   },
   nowMs: monotonicClock.nowMs,
 };
+
+/**
+ * A published budget in the shape of one in code. Its raise (published without owner or reason)
+ * is dropped: the caller has already applied it.
+ */
+function fromPublished(published: TSnapshotOutboundBudget): TOutboundBudget {
+  const { raise: _raise, ...fields } = published;
+  return { ...fields, displayName: null, raise: null };
+}
 
 /** Slot polling: a random delay in [MIN, MIN + SPREAD) ms. */
 const SLOT_POLL_MIN_MS = 25;
@@ -212,6 +231,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   const timers = options.timers ?? SYSTEM;
   const renewalTimers = options.timers ?? systemTimers;
   const random = options.random ?? Math.random;
+  const clock = options.wallClock ?? wallClock;
   const isRenewing = options.isRenewing ?? true;
   /** Local waiters for a slot, woken when this process frees one of the subject's slots. */
   const slotWaiters = new Map<string, Set<() => void>>();
@@ -280,9 +300,11 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     }
     const name = parseOutboundScope(scope);
     const published = name === null ? null : (policy?.outboundBudget(name) ?? null);
+    const nowMs = clock.nowMs();
+    // A raise in force replaces the limit and the cap; past its expiry, the budget's own again.
     const budget =
       published !== null
-        ? { ...published, displayName: null }
+        ? fromPublished(outboundBudgetAt(published, nowMs))
         : name === null
           ? undefined
           : budgets.get(name);
@@ -295,7 +317,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
         `no outbound budget has this scope (known: ${known}${policy === undefined ? "" : "; nor has the policy in force"})`,
       );
     }
-    return budget;
+    return outboundBudgetAt(budget, nowMs);
   }
 
   function check(
