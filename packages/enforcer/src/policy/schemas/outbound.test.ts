@@ -105,7 +105,7 @@ describe("a raised outbound budget", () => {
     ["a moment before its expiry", T0 + HOUR_MS - 1, 30, 8],
     ["at its expiry: the base again, with no new version", T0 + HOUR_MS, 10, 4],
     ["long after", T0 + 48 * HOUR_MS, 10, 4],
-  ])("%s holds capacity %i and %i in flight", (_label, nowMs, capacity, max) => {
+  ])("%s (at %i ms) holds capacity %i and %i in flight", (_label, nowMs, capacity, max) => {
     const budget = outboundBudgetAt(RAISED, nowMs);
     expect(budget.limit).toMatchObject({ capacity });
     expect(budget.concurrency?.max).toBe(max);
