@@ -57,7 +57,7 @@ export default async function OutboundBudgetPage({
         {budget.displayName === null ? null : <p>{budget.displayName}</p>}
       </header>
       {raise === null ? null : (
-        <section className="notice" aria-labelledby="raise-banner" data-testid="raise-banner">
+        <section className="panel notice" aria-labelledby="raise-banner" data-testid="raise-banner">
           <p id="raise-banner">
             <strong>{describeRaiseBanner(raise, nowMs)}</strong>
           </p>
