@@ -2,7 +2,9 @@
  * An operator creates an outbound budget in the console (a bad field is refused beside it first),
  * sees its charts fill once a worker using it reports, edits its rate, and deletes it after
  * confirming; each step is read back through the API, which reads the database. A viewer sees the
- * budget and is offered no form.
+ * budget and is offered no form. Then an operator raises a budget for a while (a raise beyond the
+ * guardrails is refused beside its field first), sees the banner, the list and the overrides page
+ * say so, and reverts it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -140,4 +142,82 @@ test("an operator creates, edits and deletes an outbound budget; a viewer only r
   await expect(page).toHaveURL(/\/outbound-budgets$/);
   await expect(page.getByTestId(`budget-${name}`)).toHaveCount(0);
   expect((await page.request.get(`/api/v1/outbound-budgets/${name}`)).status()).toBe(404);
+});
+
+test("an operator raises an outbound budget for a while, then reverts it", async ({
+  page,
+  signIn,
+}) => {
+  const name = `e2e-quota-${Date.now().toString(36)}`;
+  await signIn("operator");
+  await page.goto("/outbound-budgets");
+  const create = page.getByRole("form", { name: "New outbound budget" });
+  await create.getByLabel("Name (the scope is outbound:<name>)").fill(name);
+  await create.getByLabel("Calls in flight at most (empty: no cap)").fill("4");
+  await create.getByLabel("Reason (required)").fill("the provider's documented quota");
+  await create.getByRole("button", { name: "Create budget" }).click();
+  await expect(page).toHaveURL(new RegExp(`/outbound-budgets/${name}$`));
+
+  const raise = page.getByRole("form", { name: "Raise for a while" });
+  await raise.getByLabel("Sustained rate (per second)").fill("30");
+  await raise.getByLabel("Burst (capacity)").fill("3");
+  await raise
+    .getByLabel("Calls in flight at most while raised (empty: keep the budget's own)")
+    .fill("100");
+  await raise.getByLabel("For how long").fill("2");
+  await raise.getByLabel("Reason (required)").fill("the provider raised our quota for the day");
+  await raise.getByRole("button", { name: "Raise for a while" }).click();
+  await expect(page.getByTestId("raise-concurrency-max-error")).toContainText(
+    "the maximum raise is 10x (guardrails.maxIncidentFactor)",
+  );
+  expect(
+    (await (await page.request.get(`/api/v1/outbound-budgets/${name}`)).json()).budget.raise,
+  ).toBeNull();
+
+  await raise
+    .getByLabel("Calls in flight at most while raised (empty: keep the budget's own)")
+    .fill("8");
+  const preview = page.getByTestId("raise-preview");
+  await expect(preview).toContainText("Limit: 10/s, bursts of 1 → 30/s, bursts of 3");
+  await expect(preview).toContainText("In flight: at most 4 → at most 8");
+  await expect(preview).toContainText(/Until (\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC/);
+  await raise.getByRole("button", { name: "Raise for a while" }).click();
+
+  const banner = page.getByTestId("raise-banner");
+  await expect(banner).toContainText(
+    /Raised until (\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC by .+: the provider raised our quota for the day/,
+  );
+  await expect(banner).toContainText("In flight: at most 4 → at most 8");
+  const raised = (await (await page.request.get(`/api/v1/outbound-budgets/${name}`)).json()).budget;
+  expect(raised.raise).toMatchObject({
+    limit: { algorithm: "token-bucket", capacity: 3, refillPerSec: 30 },
+    concurrencyMax: 8,
+    reason: "the provider raised our quota for the day",
+  });
+  expect(Date.parse(raised.raise.expiresAt) - Date.parse(raised.raise.startsAt)).toBe(7_200_000);
+  const audit = await page.request.get(
+    `/api/v1/audit?entityType=outbound-budget&entityId=${name}&action=outbound-budget.raise`,
+  );
+  expect((await audit.json()).entries).toHaveLength(1);
+
+  await page.goto("/outbound-budgets");
+  await expect(page.getByTestId(`budget-${name}`)).toContainText(/raised until/);
+  await page.goto("/overrides");
+  await expect(
+    page.getByTestId("raised-outbound-budget").filter({ hasText: `outbound:${name}` }),
+  ).toContainText("the provider raised our quota for the day");
+
+  await page.goto(`/outbound-budgets/${name}`);
+  await page.getByRole("button", { name: "Revert now" }).click();
+  await page.getByLabel("Reason for reverting (required)").fill("the provider's day is over");
+  await page.getByRole("button", { name: "Revert the raise" }).click();
+  await expect(page.getByTestId("raise-banner")).toHaveCount(0);
+  await expect(page.getByRole("form", { name: "Raise for a while" })).toBeVisible();
+  expect(
+    (await (await page.request.get(`/api/v1/outbound-budgets/${name}`)).json()).budget.raise,
+  ).toBeNull();
+  const reverts = await page.request.get(
+    `/api/v1/audit?entityType=outbound-budget&entityId=${name}&action=outbound-budget.revert-raise`,
+  );
+  expect((await reverts.json()).entries).toHaveLength(1);
 });

@@ -130,6 +130,31 @@ async function tourStops(request: APIRequestContext): Promise<{
 
   const seenOnly = await seenOnlyCustomer(request);
 
+  // A raised outbound budget: its banner, its row in the list and on the overrides page.
+  const budgetName = `tour-quota-${Date.now().toString(36)}`;
+  const budget = await request.post("/api/v1/outbound-budgets", {
+    headers: origin,
+    data: {
+      name: budgetName,
+      limit: { algorithm: "token-bucket", capacity: 10, refillPerSec: 10 },
+      concurrency: { max: 4 },
+      reason: "e2e tour: a budget to look at",
+    },
+  });
+  expect(budget.status(), await budget.text()).toBe(201);
+  const raised = await request.post(`/api/v1/outbound-budgets/${budgetName}/raise`, {
+    headers: origin,
+    data: { concurrencyMax: 8, durationMinutes: 60, reason: "e2e tour: the provider's quota day" },
+  });
+  expect(raised.status(), await raised.text()).toBe(200);
+  const raisedVersion = ((await raised.json()) as { budget: { version: number } }).budget.version;
+  cleanups.push(() =>
+    request.delete(`/api/v1/outbound-budgets/${budgetName}`, {
+      headers: origin,
+      data: { expectedVersion: raisedVersion, reason: "e2e tour: done looking" },
+    }),
+  );
+
   const stops: TourStop[] = [
     { name: "overview", path: "/" },
     { name: "policies", path: "/policies" },
@@ -157,6 +182,7 @@ async function tourStops(request: APIRequestContext): Promise<{
     { name: "dry-run-candidate", path: `/dry-run/${encodeURIComponent(candidate.id)}` },
     { name: "descriptor-rules", path: "/descriptor-rules" },
     { name: "outbound-budgets", path: "/outbound-budgets" },
+    { name: "outbound-budget-raised", path: `/outbound-budgets/${budgetName}` },
     { name: "status", path: "/status" },
   ];
   return {

@@ -244,6 +244,10 @@ export { resetOperatorPassword } from "./operator/reset-operator-password";
 export { updateOperator } from "./operator/update-operator";
 export { getOutboundBudget } from "./outbound-budget/get-outbound-budget";
 export { listOutboundBudgets } from "./outbound-budget/list-outbound-budgets";
+export {
+  listOutboundRaises,
+  type RaisedOutboundBudget,
+} from "./outbound-budget/list-outbound-raises";
 export type { OutboundBudgetRecord } from "./outbound-budget/outbound-budget-record";
 export {
   type ListOutboundMinutesOptions,

@@ -1,9 +1,13 @@
+import { isOutboundRaiseActive } from "@limitplane/enforcer/policy";
 import type { Metadata } from "next";
 import Link from "next/link";
+import { connection } from "next/server";
+import { Badge } from "@/components/ui/badge";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ScrollRegion } from "@/components/ui/scroll-region";
 import { can, listOutboundBudgets } from "@/lib/control";
-import { controlDeps } from "@/lib/server/composition";
+import { formatUtcClock } from "@/lib/control/format-words";
+import { clock, controlDeps } from "@/lib/server/composition";
 import { requirePrincipal } from "@/lib/server/current-principal";
 import { describeRuleLimit } from "../descriptor-rules/_components/describe-rule-limit";
 import { OutboundBudgetForm } from "./_components/outbound-budget-form";
@@ -12,7 +16,9 @@ export const metadata: Metadata = { title: "Outbound budgets" };
 
 export default async function OutboundBudgetsPage() {
   const principal = await requirePrincipal("policy.read", { next: "/outbound-budgets" });
+  await connection();
   const budgets = await listOutboundBudgets(controlDeps());
+  const nowMs = clock().nowMs();
   const canWrite = can(principal.role, "outbound-budget.write");
   return (
     <>
@@ -40,6 +46,7 @@ export default async function OutboundBudgetsPage() {
                   <th scope="col">In flight</th>
                   <th scope="col">Longest wait</th>
                   <th scope="col">Key</th>
+                  <th scope="col">Raise</th>
                   <th scope="col">Version</th>
                 </tr>
               </thead>
@@ -58,6 +65,15 @@ export default async function OutboundBudgetsPage() {
                     </td>
                     <td>{budget.maxWaitMs / 1000} s</td>
                     <td>{budget.keyBy}</td>
+                    <td>
+                      {budget.raise !== null && isOutboundRaiseActive(budget.raise, nowMs) ? (
+                        <Badge tone="warn" title={`${budget.raise.owner}: ${budget.raise.reason}`}>
+                          raised until {formatUtcClock(Date.parse(budget.raise.expiresAt), nowMs)}
+                        </Badge>
+                      ) : (
+                        <span className="muted">none</span>
+                      )}
+                    </td>
                     <td>{budget.version}</td>
                   </tr>
                 ))}

@@ -13,6 +13,7 @@ import { ErrorState } from "@/components/ui/error-state";
 import { LocalTime } from "@/components/ui/local-time";
 import { ScrollRegion } from "@/components/ui/scroll-region";
 import { formatFactor, formatLimit } from "@/lib/console";
+import { describeRaiseChanges } from "@/lib/console/outbound-raise";
 import {
   detectExpiringIncidents,
   type IncidentPage,
@@ -21,6 +22,8 @@ import {
   isAppError,
   listIncidents,
   listIncidentsPage,
+  listOutboundRaises,
+  type RaisedOutboundBudget,
 } from "@/lib/control";
 import { can } from "@/lib/control/auth/roles";
 import {
@@ -68,7 +71,7 @@ export default async function OverridesPage({
   if (incidentParam !== undefined) redirect(`/incidents/${encodeURIComponent(incidentParam)}`);
   await connection();
   const serverNowMs = clock().nowMs();
-  const [current, history, overrides] = await Promise.all([
+  const [current, history, overrides, raisedBudgets] = await Promise.all([
     listIncidentsPage(
       {
         status: "current",
@@ -88,6 +91,7 @@ export default async function OverridesPage({
         throw error;
       },
     ),
+    listOutboundRaises(controlDeps(), serverNowMs),
   ]);
   const inForce = typeof current === "string" ? [] : current.incidents;
   const expiring = detectExpiringIncidents(inForce, { nowMs: serverNowMs });
@@ -143,6 +147,17 @@ export default async function OverridesPage({
               }
             />
           </>
+        )}
+      </section>
+
+      <section className="panel" aria-labelledby="outbound-raises-heading">
+        <h2 id="outbound-raises-heading">Outbound budgets raised</h2>
+        {raisedBudgets.length === 0 ? (
+          <EmptyState title="No outbound budget is raised">
+            Raise one from its page when a provider changes your quota for a while.
+          </EmptyState>
+        ) : (
+          <OutboundRaiseTable budgets={raisedBudgets} serverNowMs={serverNowMs} />
         )}
       </section>
 
@@ -276,6 +291,52 @@ function IncidentTable({
               <td>
                 {incident.owner}
                 <div className={`muted small ${styles.reason}`}>{incident.reason}</div>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </ScrollRegion>
+  );
+}
+
+function OutboundRaiseTable({
+  budgets,
+  serverNowMs,
+}: {
+  budgets: readonly RaisedOutboundBudget[];
+  serverNowMs: number;
+}) {
+  return (
+    <ScrollRegion className={styles.tableScroll} label="Outbound budgets raised">
+      <table className="data">
+        <thead>
+          <tr>
+            <th scope="col">Budget</th>
+            <th scope="col">Change</th>
+            <th scope="col">Expires</th>
+            <th scope="col">Owner and reason</th>
+          </tr>
+        </thead>
+        <tbody>
+          {budgets.map((budget) => (
+            <tr key={budget.name} data-testid="raised-outbound-budget">
+              <td>
+                <Link href={`/outbound-budgets/${encodeURIComponent(budget.name)}`}>
+                  <code>outbound:{budget.name}</code>
+                </Link>
+              </td>
+              <td>
+                {describeRaiseChanges(budget, budget.raise).map((line) => (
+                  <div key={line}>{line}</div>
+                ))}
+              </td>
+              <td>
+                <Countdown expiresAt={budget.raise.expiresAt} serverNowMs={serverNowMs} />
+              </td>
+              <td>
+                {budget.raise.owner}
+                <div className={`muted small ${styles.reason}`}>{budget.raise.reason}</div>
               </td>
             </tr>
           ))}

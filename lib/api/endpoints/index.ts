@@ -97,6 +97,8 @@ import {
   deleteOutboundBudgetEndpoint,
   getOutboundBudgetEndpoint,
   listOutboundBudgetsEndpoint,
+  raiseOutboundBudgetEndpoint,
+  revertOutboundRaiseEndpoint,
   updateOutboundBudgetEndpoint,
 } from "./outbound-budgets";
 import {
@@ -227,6 +229,8 @@ export const ENDPOINTS: readonly AnyEndpoint[] = [
   getOutboundBudgetEndpoint,
   updateOutboundBudgetEndpoint,
   deleteOutboundBudgetEndpoint,
+  raiseOutboundBudgetEndpoint,
+  revertOutboundRaiseEndpoint,
   listStagedChangesEndpoint,
   startStagedChangeEndpoint,
   getStagedChangeEndpoint,

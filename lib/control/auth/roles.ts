@@ -4,7 +4,7 @@
  *
  * - viewer: reads everything.
  * - operator: also incident overrides, customer overrides, customers, dry-run candidates and
- *   outbound budgets.
+ *   outbound budgets, and raising an outbound budget for a while (as an incident override does).
  * - admin: everything, including tiers, endpoint classes, ceilings, settings, operators and tokens,
  *   and promoting a dry-run candidate (which rewrites a tier, an endpoint class or a ceiling: the
  *   rules only an admin may edit directly), and requesting or approving a change that needs a
@@ -22,6 +22,7 @@ export const PERMISSIONS = {
   "incident.write": "operator",
   "candidate.write": "operator",
   "outbound-budget.write": "operator",
+  "outbound-budget.raise": "operator",
   "candidate.promote": "admin",
   "descriptor-rule.write": "admin",
   "tier.write": "admin",

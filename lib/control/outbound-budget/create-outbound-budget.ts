@@ -41,7 +41,8 @@ export async function createOutboundBudget(
         );
       }
       const row = await tx.outboundBudget.create({
-        data: { name: input.name, ...outboundBudgetData(input) },
+        // A new budget starts without a raise: `raiseOutboundBudget` makes one, within guardrails.
+        data: { name: input.name, ...outboundBudgetData({ ...input, raise: null }) },
         select: outboundBudgetSelect,
       });
       const budget = toOutboundBudgetRecord(row);

@@ -13,6 +13,7 @@ export const outboundBudgetDocumentSelect = {
   concurrency: true,
   maxWaitMs: true,
   keyBy: true,
+  raise: true,
 } satisfies Prisma.OutboundBudgetSelect;
 
 export const outboundBudgetSelect = {
@@ -42,6 +43,7 @@ export function outboundBudgetData(budget: TOutboundBudget) {
     concurrency: jsonColumn(budget.concurrency),
     maxWaitMs: budget.maxWaitMs,
     keyBy: budget.keyBy,
+    raise: jsonColumn(budget.raise),
   };
 }
 

@@ -15,7 +15,8 @@ import {
 
 /**
  * A budget replaced whole (what PUT sends): fields left out take their defaults, as on create.
- * The name stays: a new name is a new budget.
+ * The name stays: a new name is a new budget. So does a raise (`raise` here is ignored): only
+ * `raiseOutboundBudget`, its revert and its expiry change it.
  */
 export const ZUpdateOutboundBudgetOptions = ZOutboundBudget.safeExtend({
   expectedVersion: ZExpectedVersion,
@@ -34,14 +35,22 @@ export async function updateOutboundBudget(
     entityType: "outbound-budget",
     affectsSnapshot: true,
     focus: { collection: "outboundBudgets", id: input.name },
-    write: versionedWrite(outboundBudgetEntity(input.name), expectedVersion, async (tx) => {
-      const row = await tx.outboundBudget.update({
-        where: { name: input.name },
-        data: { ...outboundBudgetData(fields), version: { increment: 1 } },
-        select: outboundBudgetSelect,
-      });
-      const budget = toOutboundBudgetRecord(row);
-      return { after: auditView(budget), value: { budget } };
-    }),
+    write: versionedWrite(
+      outboundBudgetEntity(input.name),
+      expectedVersion,
+      async (tx, current) => {
+        // The raise stays: only a raise, its revert and its expiry change it.
+        const row = await tx.outboundBudget.update({
+          where: { name: input.name },
+          data: {
+            ...outboundBudgetData({ ...fields, raise: current.raise }),
+            version: { increment: 1 },
+          },
+          select: outboundBudgetSelect,
+        });
+        const budget = toOutboundBudgetRecord(row);
+        return { after: auditView(budget), value: { budget } };
+      },
+    ),
   });
 }

@@ -11,6 +11,7 @@ import {
   type OutboundErrorCode,
   type OutboundLimiter,
 } from "../src/enforcer/outbound-limiter";
+import { ManualClock } from "../src/limiter/clock";
 import { RedisOutboundStore } from "../src/limiter/stores/redis-outbound";
 import type { TOutboundBudgetInput, TSnapshotOutboundBudget } from "../src/policy/schemas";
 import { waitFor } from "../src/testing/wait-for";
@@ -355,6 +356,47 @@ describe("hostile input to acquire", () => {
       expect(unknown.message).toBe(
         "outbound:other: no outbound budget has this scope (known: outbound:live; nor has the policy in force)",
       );
+    } finally {
+      live.close();
+    }
+  });
+
+  it("a published raise applies until its expiry by the wall clock, then the base, with no new version", async () => {
+    const wall = new ManualClock(Date.parse("2026-03-01T12:00:00.000Z"));
+    // Two per hour, raised to five for ten minutes: the same snapshot throughout.
+    const published: TSnapshotOutboundBudget = {
+      name: "raised",
+      limit: { algorithm: "fixed-window", limit: 2, windowMs: 3_600_000 },
+      concurrency: null,
+      maxWaitMs: 0,
+      keyBy: "account",
+      raise: {
+        limit: { algorithm: "fixed-window", limit: 5, windowMs: 3_600_000 },
+        concurrencyMax: null,
+        startsAt: new Date(wall.nowMs() - 1_000).toISOString(),
+        expiresAt: new Date(wall.nowMs() + 600_000).toISOString(),
+      },
+    };
+    const live = createOutboundLimiter({
+      client: redis,
+      keyPrefix: prefix,
+      policy: { outboundBudget: (name) => (name === "raised" ? published : null) },
+      wallClock: wall,
+    });
+    try {
+      const raisedKey = freshKey();
+      for (let call = 0; call < 5; call++)
+        await live.acquire("outbound:raised", { key: raisedKey });
+      const over = await rejection(live.acquire("outbound:raised", { key: raisedKey }));
+      expect(over.code).toBe<OutboundErrorCode>("max-wait");
+      expect(live.budgetOf("outbound:raised").limit).toMatchObject({ limit: 5 });
+
+      wall.advance(600_000);
+      expect(live.budgetOf("outbound:raised").limit).toMatchObject({ limit: 2 });
+      const baseKey = freshKey();
+      for (let call = 0; call < 2; call++) await live.acquire("outbound:raised", { key: baseKey });
+      const third = await rejection(live.acquire("outbound:raised", { key: baseKey }));
+      expect(third.code).toBe<OutboundErrorCode>("max-wait");
     } finally {
       live.close();
     }

@@ -1,16 +1,20 @@
+import { isOutboundRaiseActive } from "@limitplane/enforcer/policy";
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
+import { connection } from "next/server";
 import { Suspense } from "react";
 import { OutboundCharts } from "@/components/charts/outbound-charts";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorState } from "@/components/ui/error-state";
 import { SkeletonChart } from "@/components/ui/skeleton";
 import { CHART_RANGES, chartWindow } from "@/lib/console/chart-series";
+import { describeRaiseBanner, describeRaiseChanges } from "@/lib/console/outbound-raise";
 import { buildOutboundSeries } from "@/lib/console/outbound-series";
 import {
   can,
   getOutboundBudget,
+  getPolicySettings,
   isAppError,
   listOutboundMinutes,
   type OutboundBudgetRecord,
@@ -20,6 +24,8 @@ import { requirePrincipal } from "@/lib/server/current-principal";
 import { describeRuleLimit } from "../../descriptor-rules/_components/describe-rule-limit";
 import { DeleteOutboundBudget } from "../_components/delete-outbound-budget";
 import { OutboundBudgetForm } from "../_components/outbound-budget-form";
+import { RaiseOutboundBudgetForm } from "../_components/raise-outbound-budget-form";
+import { RevertOutboundRaise } from "../_components/revert-outbound-raise";
 
 export const metadata: Metadata = { title: "Outbound budget" };
 
@@ -74,6 +80,7 @@ export default async function OutboundBudgetPage({
   const principal = await requirePrincipal("policy.read", {
     next: `/outbound-budgets/${encodeURIComponent(name)}`,
   });
+  await connection();
   let budget: OutboundBudgetRecord;
   try {
     budget = await getOutboundBudget(name, controlDeps());
@@ -82,6 +89,12 @@ export default async function OutboundBudgetPage({
     throw error;
   }
   const canWrite = can(principal.role, "outbound-budget.write");
+  const canRaise = can(principal.role, "outbound-budget.raise");
+  const nowMs = clock().nowMs();
+  const raise =
+    budget.raise !== null && isOutboundRaiseActive(budget.raise, nowMs) ? budget.raise : null;
+  const { guardrails } =
+    canRaise && raise === null ? await getPolicySettings(controlDeps()) : { guardrails: null };
   return (
     <>
       <header className="page-header">
@@ -93,8 +106,28 @@ export default async function OutboundBudgetPage({
         </h1>
         {budget.displayName === null ? null : <p>{budget.displayName}</p>}
       </header>
+      {raise === null ? null : (
+        <section className="panel notice" aria-labelledby="raise-banner" data-testid="raise-banner">
+          <p id="raise-banner">
+            <strong>{describeRaiseBanner(raise, nowMs)}</strong>
+          </p>
+          <ul>
+            {describeRaiseChanges(budget, raise).map((line) => (
+              <li key={line}>{line}</li>
+            ))}
+          </ul>
+          <p className="muted small">
+            Every enforcer applies the raised numbers until{" "}
+            <time dateTime={raise.expiresAt}>{raise.expiresAt}</time> by its own clock, then the
+            budget's own below.
+          </p>
+          {canRaise ? <RevertOutboundRaise name={budget.name} version={budget.version} /> : null}
+        </section>
+      )}
       <section className="panel" aria-labelledby="budget-heading">
-        <h2 id="budget-heading">In force</h2>
+        <h2 id="budget-heading">
+          {raise === null ? "In force" : "The budget's own (after the raise)"}
+        </h2>
         <dl data-testid="budget-summary">
           <dt>Limit</dt>
           <dd>{budget.limit === null ? "none" : describeRuleLimit(budget.limit)}</dd>
@@ -112,6 +145,23 @@ export default async function OutboundBudgetPage({
           <dd>{budget.version}</dd>
         </dl>
       </section>
+      {canRaise && raise === null && guardrails !== null ? (
+        <section className="panel" aria-labelledby="raise-heading">
+          <h2 id="raise-heading">Raise for a while</h2>
+          <p className="muted">
+            When a provider raises (or cuts) your quota for a while: the numbers below apply until
+            the end of the raise, then the budget's own again, without another change. Bounded by
+            the incident guardrails.
+          </p>
+          <RaiseOutboundBudgetForm
+            key={budget.version}
+            name={budget.name}
+            limit={budget.limit}
+            concurrency={budget.concurrency}
+            guardrails={guardrails}
+          />
+        </section>
+      ) : null}
       <section className="panel" aria-labelledby="activity-heading">
         <h2 id="activity-heading">Last hour, per minute</h2>
         <Suspense fallback={<SkeletonChart height={180} label="Loading the budget's charts" />}>

@@ -24,6 +24,7 @@ import { systemTimers, type TimerHandle, type Timers } from "../limiter/timers";
 import { fieldErrorsFromZod } from "../policy/errors";
 import { MAX_COST } from "../policy/limit-math";
 import {
+  outboundBudgetAt,
   outboundKeyProblem,
   type TOutboundBudget,
   type TOutboundBudgetInput,
@@ -153,7 +154,10 @@ export interface OutboundLimiter {
    * (released before, or lapsed). Never frees another holder's slot.
    */
   releaseSlot(scope: string, key: string, slotId: string): Promise<boolean>;
-  /** The budget `scope` names; throws an {@link OutboundError} `unknown-scope` for any other. */
+  /**
+   * The budget `scope` names, as in force now (a current raise applied); throws an
+   * {@link OutboundError} `unknown-scope` for any other.
+   */
   budgetOf(scope: string): TOutboundBudget;
   /**
    * Adds the per-minute figures counted since the last flush to Redis (with `metrics`; without,
@@ -206,6 +210,12 @@ export interface OutboundLimiterOptions {
    * @default the process's timers and monotonic clock
    */
   readonly timers?: Timers & Clock;
+  /**
+   * TESTS ONLY. The wall clock a budget's raise is read on: it applies from its `startsAt` until
+   * its `expiresAt` by this clock, with no new policy version needed to end it.
+   * @default the system's wall clock
+   */
+  readonly wallClock?: Clock;
   /** TESTS ONLY. The jitter's random numbers in [0, 1). @default Math.random */
   readonly random?: () => number;
   /**
@@ -243,6 +253,15 @@ const SYSTEM: Timers & Clock = {
   },
   nowMs: monotonicClock.nowMs,
 };
+
+/**
+ * A published budget in the shape of one in code. Its raise (published without owner or reason)
+ * is dropped: the caller has already applied it.
+ */
+function fromPublished(published: TSnapshotOutboundBudget): TOutboundBudget {
+  const { raise: _raise, ...fields } = published;
+  return { ...fields, displayName: null, raise: null };
+}
 
 /** A slot holder's id: 12 random bytes in hex. */
 const SLOT_ID_PATTERN = /^[0-9a-f]{24}$/;
@@ -282,6 +301,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
   const timers = options.timers ?? SYSTEM;
   const renewalTimers = options.timers ?? systemTimers;
   const random = options.random ?? Math.random;
+  const clock = options.wallClock ?? wallClock;
   const isRenewing = options.isRenewing ?? true;
   /** Local waiters for a slot, woken when this process frees one of the subject's slots. */
   const slotWaiters = new Map<string, Set<() => void>>();
@@ -398,9 +418,11 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
     }
     const name = parseOutboundScope(scope);
     const published = name === null ? null : (policy?.outboundBudget(name) ?? null);
+    const nowMs = clock.nowMs();
+    // A raise in force replaces the limit and the cap; past its expiry, the budget's own again.
     const budget =
       published !== null
-        ? { ...published, displayName: null }
+        ? fromPublished(outboundBudgetAt(published, nowMs))
         : name === null
           ? undefined
           : budgets.get(name);
@@ -413,7 +435,7 @@ export function createOutboundLimiter(options: OutboundLimiterOptions): Outbound
         `no outbound budget has this scope (known: ${known}${policy === undefined ? "" : "; nor has the policy in force"})`,
       );
     }
-    return budget;
+    return outboundBudgetAt(budget, nowMs);
   }
 
   function subjectOf(budget: TOutboundBudget, key: string): string {

@@ -123,6 +123,26 @@ export function checkIncidentGuardrails(
   return errors;
 }
 
+/**
+ * The guardrail on a count an incident-like raise replaces (an outbound budget's concurrency cap):
+ * `next` within `maxIncidentFactor` of `replaced`, either way. Null when it passes; else the
+ * error at `field`.
+ */
+export function checkCountGuardrail(
+  field: string,
+  next: number,
+  replaced: number,
+  guardrails: GuardrailSettings,
+): PolicyFieldError | null {
+  const problem = describeRatio(next / replaced, guardrails.maxIncidentFactor);
+  return problem === null
+    ? null
+    : {
+        path: [field],
+        message: `${field} ${next} against ${replaced} in the cap it replaces ${problem}`,
+      };
+}
+
 /** Null when `ratio` is within the guardrail, else what it does and what the bound is. */
 function describeRatio(ratio: number, maxFactor: number): string | null {
   const tolerance = 1e-9;

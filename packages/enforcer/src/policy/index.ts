@@ -71,6 +71,7 @@ export {
   NO_VALUE,
 } from "./format";
 export {
+  checkCountGuardrail,
   checkIncidentGuardrails,
   DEFAULT_GUARDRAILS,
   type GuardrailSettings,
@@ -123,11 +124,13 @@ export {
 export { textField } from "./schema-fields";
 export {
   ALGORITHMS,
+  checkOutboundRaise,
   DEFAULT_DESCRIPTOR_MAPPINGS,
   descriptorPatternKey,
   findDescriptorMapping,
   findReplacedLimit,
   formatDescriptorPattern,
+  isOutboundRaiseActive,
   MAX_CUSTOMER_OVERRIDES,
   MAX_DESCRIPTOR_MAPPINGS,
   MAX_DESCRIPTOR_PATTERN_ENTRIES,
@@ -136,6 +139,7 @@ export {
   MAX_OUTBOUND_KEY_LENGTH,
   MAX_OUTBOUND_WAIT_MS,
   ON_STORE_FAILURE_DEFAULTS,
+  outboundBudgetAt,
   outboundKeyProblem,
   parsePolicyDocument,
   type TCeilings,
@@ -158,6 +162,7 @@ export {
   type TOutboundBudget,
   type TOutboundBudgetInput,
   type TOutboundKeyBy,
+  type TOutboundRaise,
   type TPolicyDocument,
   type TPolicyDocumentInput,
   type TPolicyLimit,
@@ -181,6 +186,7 @@ export {
   ZLimitOverrideMode,
   ZLimitSpec,
   ZOutboundBudget,
+  ZOutboundRaise,
   ZPolicyDocument,
   ZPolicyLimit,
   ZSnapshot,

@@ -86,20 +86,27 @@ export {
   ZPolicyMode,
 } from "./schemas/limits";
 export {
+  checkOutboundRaise,
+  isOutboundRaiseActive,
   MAX_OUTBOUND_BUDGETS,
   MAX_OUTBOUND_KEY_LENGTH,
   MAX_OUTBOUND_WAIT_MS,
+  outboundBudgetAt,
   outboundKeyProblem,
   snapshotOutboundBudget,
   type TOutboundBudget,
   type TOutboundBudgetInput,
   type TOutboundConcurrency,
   type TOutboundKeyBy,
+  type TOutboundRaise,
   type TSnapshotOutboundBudget,
+  type TSnapshotOutboundRaise,
   ZOutboundBudget,
   ZOutboundConcurrency,
   ZOutboundKeyBy,
+  ZOutboundRaise,
   ZSnapshotOutboundBudget,
+  ZSnapshotOutboundRaise,
 } from "./schemas/outbound";
 export { checkSnapshotPolicyCore, type PolicyCore } from "./schemas/rules";
 export {

@@ -114,7 +114,7 @@ export const ZPolicyDocument = strict(documentShape).superRefine((doc, ctx) => {
   checkCosts(doc, add);
   checkDescriptorRules(doc.descriptorRules ?? [], add, doc.guardrails);
   checkDescriptorMappings(doc.descriptorMappings ?? [], add);
-  checkOutboundBudgets(doc.outboundBudgets ?? [], add);
+  checkOutboundBudgets(doc.outboundBudgets ?? [], add, doc.guardrails);
 });
 export type TPolicyDocument = z.output<typeof ZPolicyDocument>;
 /** A policy document as written, before defaults are filled in. */

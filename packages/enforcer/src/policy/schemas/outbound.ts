@@ -4,8 +4,15 @@
  * (`createOutboundLimiter` in the enforcer); the limit uses any algorithm of the core.
  */
 import { z } from "zod";
+import type { LimitSpec } from "../../limiter/types";
+import type { PolicyFieldError } from "../errors";
+import {
+  checkCountGuardrail,
+  checkIncidentGuardrails,
+  type GuardrailSettings,
+} from "../guardrails";
 import { CUSTOMER_ID_PATTERN } from "../names";
-import { countField, endpointClassName, strict, textField } from "../schema-fields";
+import { countField, endpointClassName, strict, textField, ZInstant } from "../schema-fields";
 import { ZLimitSpec } from "./limits";
 import { type AddIssue, indexUnique } from "./rules";
 
@@ -26,10 +33,13 @@ export const ZOutboundKeyBy = z.enum(["single", "host", "account"], {
 });
 export type TOutboundKeyBy = z.output<typeof ZOutboundKeyBy>;
 
+/** The most calls in flight a concurrency cap (or a raise of one) allows. */
+const MAX_CONCURRENCY = 1_000_000;
+
 /** A concurrency cap: at most `max` calls in flight, each slot held with a renewed TTL. */
 export const ZOutboundConcurrency = strict({
   /** Most calls in flight at once per key, across every process. */
-  max: countField("concurrency.max", 1_000_000),
+  max: countField("concurrency.max", MAX_CONCURRENCY),
   /**
    * How long a slot lives without renewal. The holder renews it every third of this while it
    * works, so a holder that dies (kill -9, a crash, a lost network) frees its slot at most this
@@ -39,6 +49,66 @@ export const ZOutboundConcurrency = strict({
   slotTtlMs: countField("concurrency.slotTtlMs", MAX_OUTBOUND_WAIT_MS, 300).default(10_000),
 });
 export type TOutboundConcurrency = z.output<typeof ZOutboundConcurrency>;
+
+function outboundRaiseShape() {
+  return {
+    /**
+     * The rate limit in force during the raise, replacing the budget's `limit` (any algorithm).
+     * Null: the budget's own limit stays.
+     */
+    limit: ZLimitSpec.nullable(),
+    /** The concurrency cap's `max` during the raise; null: the budget's own stays. */
+    concurrencyMax: countField("concurrencyMax", MAX_CONCURRENCY).nullable(),
+    startsAt: ZInstant,
+    /** Required: every raise ends by itself, by the wall clock of each enforcer. */
+    expiresAt: ZInstant,
+  };
+}
+
+function refineOutboundRaise(
+  raise: {
+    readonly limit: unknown;
+    readonly concurrencyMax: unknown;
+    readonly startsAt: string;
+    readonly expiresAt: string;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  if (raise.limit === null && raise.concurrencyMax === null) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["limit"],
+      message: "a raise needs a limit, a concurrencyMax, or both",
+    });
+  }
+  if (!(Date.parse(raise.expiresAt) > Date.parse(raise.startsAt))) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["expiresAt"],
+      message: "expiresAt must be after startsAt",
+    });
+  }
+}
+
+/**
+ * A raise (or cut) of a budget for a while, as an incident override is for a customer: "the
+ * provider raised our quota for the day". It applies while `startsAt <= now < expiresAt` (wall
+ * clock) on the budget's own counters and slots, so the count carries on when it starts and when
+ * it ends. Bounded by the policy's guardrails like an incident ({@link checkOutboundRaise}).
+ */
+export const ZOutboundRaise = strict({
+  ...outboundRaiseShape(),
+  limit: ZLimitSpec.nullable().default(null),
+  concurrencyMax: countField("concurrencyMax", MAX_CONCURRENCY).nullable().default(null),
+  /** Who raised it. */
+  owner: textField("owner", 200),
+  reason: textField("reason", 1000),
+}).superRefine(refineOutboundRaise);
+export type TOutboundRaise = z.output<typeof ZOutboundRaise>;
+
+/** A raise as compiled: no owner or reason (enforcers need neither). */
+export const ZSnapshotOutboundRaise = strict(outboundRaiseShape()).superRefine(refineOutboundRaise);
+export type TSnapshotOutboundRaise = z.output<typeof ZSnapshotOutboundRaise>;
 
 /** At most this many outbound budgets in a policy. */
 export const MAX_OUTBOUND_BUDGETS = 500;
@@ -75,6 +145,11 @@ export const ZOutboundBudget = strict({
   maxWaitMs: countField("maxWaitMs", MAX_OUTBOUND_WAIT_MS, 0).default(30_000),
   /** @default "single" */
   keyBy: ZOutboundKeyBy.default("single"),
+  /**
+   * A raise for a while (see {@link ZOutboundRaise}); past ones stay until the control plane
+   * records their expiry. @default null (none)
+   */
+  raise: ZOutboundRaise.nullable().default(null),
 }).superRefine(requireLimitOrConcurrency);
 export type TOutboundBudget = z.output<typeof ZOutboundBudget>;
 export type TOutboundBudgetInput = z.input<typeof ZOutboundBudget>;
@@ -89,6 +164,8 @@ export const ZSnapshotOutboundBudget = strict({
   concurrency: ZOutboundConcurrency.nullable(),
   maxWaitMs: countField("maxWaitMs", MAX_OUTBOUND_WAIT_MS, 0),
   keyBy: ZOutboundKeyBy,
+  /** Absent when there is none, so a budget without a raise compiles as it did before raises. */
+  raise: ZSnapshotOutboundRaise.optional(),
 }).superRefine(requireLimitOrConcurrency);
 export type TSnapshotOutboundBudget = z.output<typeof ZSnapshotOutboundBudget>;
 
@@ -100,14 +177,119 @@ export function snapshotOutboundBudget(budget: TOutboundBudget): TSnapshotOutbou
     concurrency: budget.concurrency,
     maxWaitMs: budget.maxWaitMs,
     keyBy: budget.keyBy,
+    ...(budget.raise === null
+      ? {}
+      : {
+          raise: {
+            limit: budget.raise.limit,
+            concurrencyMax: budget.raise.concurrencyMax,
+            startsAt: budget.raise.startsAt,
+            expiresAt: budget.raise.expiresAt,
+          },
+        }),
   };
 }
 
-/** Budget names are unique in a policy. */
+/** What {@link outboundBudgetAt} and {@link checkOutboundRaise} read of a budget. */
+interface RaisableBudget {
+  readonly limit: LimitSpec | null;
+  readonly concurrency: TOutboundConcurrency | null;
+  readonly raise?: TSnapshotOutboundRaise | null;
+}
+
+/** True while `raise` applies: from its `startsAt` until (not at) its `expiresAt`. */
+export function isOutboundRaiseActive(
+  raise: { readonly startsAt: string; readonly expiresAt: string },
+  nowMs: number,
+): boolean {
+  return Date.parse(raise.startsAt) <= nowMs && nowMs < Date.parse(raise.expiresAt);
+}
+
+/**
+ * The budget in force at `nowMs` (wall clock): its raise's limit and concurrency cap while the
+ * raise applies, its own before and after. Pure, so every enforcer reads a raise's expiry the same
+ * way and none needs a new version to stop applying it.
+ */
+export function outboundBudgetAt<Budget extends RaisableBudget>(
+  budget: Budget,
+  nowMs: number,
+): Budget {
+  const raise = budget.raise;
+  if (raise === undefined || raise === null || !isOutboundRaiseActive(raise, nowMs)) return budget;
+  return {
+    ...budget,
+    limit: raise.limit ?? budget.limit,
+    concurrency:
+      budget.concurrency === null || raise.concurrencyMax === null
+        ? budget.concurrency
+        : { ...budget.concurrency, max: raise.concurrencyMax },
+  };
+}
+
+/**
+ * Every problem a raise of `budget` has, each naming the raise's field (`limit.capacity`,
+ * `concurrencyMax`, `expiresAt`): a number for something the budget does not have, and the
+ * incident guardrails (the limit and the cap within `maxIncidentFactor` of the budget's own, the
+ * duration within `maxIncidentDurationMs`; with `nowMs`, an expiry already past). Empty: it passes.
+ */
+export function checkOutboundRaise(
+  raise: TSnapshotOutboundRaise,
+  budget: RaisableBudget,
+  options: { readonly guardrails: GuardrailSettings; readonly nowMs?: number },
+): PolicyFieldError[] {
+  const errors: PolicyFieldError[] = [];
+  if (raise.limit !== null && budget.limit === null) {
+    errors.push({
+      path: ["limit"],
+      message: "this budget has no rate limit to raise; raise its concurrencyMax instead",
+    });
+  }
+  if (raise.concurrencyMax !== null && budget.concurrency === null) {
+    errors.push({
+      path: ["concurrencyMax"],
+      message: "this budget has no concurrency cap to raise; raise its limit instead",
+    });
+  }
+  errors.push(
+    ...checkIncidentGuardrails(
+      {
+        factor: null,
+        limit: raise.limit,
+        startsAt: raise.startsAt,
+        expiresAt: raise.expiresAt,
+      },
+      { guardrails: options.guardrails, replacedLimit: budget.limit, nowMs: options.nowMs },
+    ),
+  );
+  if (raise.concurrencyMax !== null && budget.concurrency !== null) {
+    const problem = checkCountGuardrail(
+      "concurrencyMax",
+      raise.concurrencyMax,
+      budget.concurrency.max,
+      options.guardrails,
+    );
+    if (problem !== null) errors.push(problem);
+  }
+  return errors;
+}
+
+/**
+ * Budget names are unique in a policy; with `guardrails` (a document's), every raise keeps within
+ * them ({@link checkOutboundRaise}, without the clock: a past raise is history).
+ */
 export function checkOutboundBudgets(
-  budgets: readonly { readonly name: string }[],
+  budgets: readonly ({ readonly name: string } & RaisableBudget)[],
   add: AddIssue,
+  guardrails?: GuardrailSettings,
 ): void {
+  if (guardrails !== undefined) {
+    budgets.forEach((budget, index) => {
+      if (budget.raise === undefined || budget.raise === null) return;
+      for (const error of checkOutboundRaise(budget.raise, budget, { guardrails })) {
+        add(["outboundBudgets", index, "raise", ...error.path], error.message);
+      }
+    });
+  }
   indexUnique(
     budgets,
     (budget) => budget.name,

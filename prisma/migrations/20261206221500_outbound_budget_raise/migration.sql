@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "OutboundBudget" ADD COLUMN     "raise" JSONB;
