@@ -168,6 +168,44 @@ test.describe("policy edit", () => {
     );
   });
 
+  test("an admin marks a tier's limit global; the preview says so and the API stores global: true", async ({
+    page,
+  }, testInfo) => {
+    await useSession(page.context(), "admin");
+    const { tier } = await tierWithCustomers(page.request, 1);
+    await page.goto(`/policies/tiers/${tier}`);
+    const box = page.getByLabel(
+      "Global across regions (one budget divided among regions by demand)",
+    );
+    await expect(box).not.toBeChecked();
+    // Only a token bucket can be divided among regions: another algorithm hides the box and
+    // drops the mark, so the form never sends what the schema refuses.
+    await box.check();
+    await page.getByLabel("Algorithm").selectOption("fixed-window");
+    await expect(box).toHaveCount(0);
+    await page.getByLabel("Algorithm").selectOption("token-bucket");
+    await expect(box).not.toBeChecked();
+    await box.check();
+    await page.getByLabel("Reason (required)").fill("e2e: one budget for all regions");
+    await page.getByRole("button", { name: "Preview change" }).click();
+    const change = page.getByTestId(`preview-tier:${tier}`);
+    await expect(change.getByTestId("preview-global")).toContainText("per region → global");
+    await shoot(page, testInfo, "tier-edit-global-preview");
+    await page.getByRole("button", { name: "Save change" }).click();
+    await expect(page.getByTestId("saved")).toContainText("Policy version");
+    const stored = await page.request.get(`/api/v1/tiers/${tier}`);
+    expect(stored.status()).toBe(200);
+    expect(((await stored.json()) as { tier: { limit: unknown } }).tier.limit).toEqual({
+      algorithm: "token-bucket",
+      capacity: 200,
+      refillPerSec: 100,
+      mode: "enforce",
+      onStoreFailure: "open",
+      global: true,
+    });
+    await expect(box).toBeChecked();
+  });
+
   test("an admin gives a tier its own limit on an endpoint class; whole-policy errors land at the field", async ({
     page,
   }, testInfo) => {

@@ -162,6 +162,7 @@ test.describe("regions", () => {
       { timeout: 30_000 },
     );
     await expect(page.getByTestId("region-filter")).toContainText("in total");
+    await expect(page.getByTestId("global-shares")).toContainText("No limit is global");
 
     const usWest = servers[1]?.redis;
     if (usWest === undefined) throw new Error("no us-west");
@@ -201,5 +202,24 @@ test.describe("regions", () => {
     await expect(page.getByTestId("propagation-sentence")).toHaveText(
       "Applied in every region (eu-west and us-west).",
     );
+
+    // Marked global, the tier is divided between the regions: the overview shows each region's
+    // share as the worker writes it to that region's Redis.
+    const marked = await page.request.patch(`${base}/api/v1/tiers/regional-e2e`, {
+      headers: { origin: base },
+      data: {
+        expectedVersion: 1,
+        limit: { algorithm: "token-bucket", capacity: 20, refillPerSec: 1, global: true },
+        reason: "e2e: one budget for both regions",
+      },
+    });
+    expect(marked.status(), await marked.text()).toBe(200);
+    const row = page.getByTestId("global-share-tier:regional-e2e");
+    await expect(async () => {
+      await page.goto(`${base}/`);
+      await expect(row.locator("td")).toHaveText([/^\d+(\.\d)? %$/, /^\d+(\.\d)? %$/], {
+        timeout: 1_000,
+      });
+    }).toPass({ timeout: 30_000 });
   });
 });

@@ -26,6 +26,7 @@ import type {
   SeenRedisDeps,
 } from "@/lib/control/deps";
 import type { ScopeCountsDeps } from "@/lib/control/dry-run/read-scope-counts";
+import type { ReadGlobalSharesDeps } from "@/lib/control/region/read-global-shares";
 import type { PropagationDeps } from "@/lib/control/region/read-propagation";
 import { consoleRedis, consoleRegionRedis } from "./console-redis";
 import { getPrisma } from "./db";
@@ -197,6 +198,23 @@ export function regionFleetDeps(): readonly {
       clock: controlDeps().clock,
     },
   }));
+}
+
+/**
+ * Reading the global limits' shares: the database, and the console's read connection to each
+ * region's Redis (REGIONS); one entry named "" for a one-Redis installation.
+ */
+export function globalShareDeps(): ReadGlobalSharesDeps {
+  const regions = loadEnv().REGIONS;
+  return {
+    db: controlDeps().db,
+    regions:
+      regions.length === 0
+        ? [{ region: "", redis: consoleRedis() }]
+        : regions.map((region) => ({ region: region.name, redis: consoleRegionRedis(region) })),
+    prefix: loadEnv().REDIS_KEY_PREFIX,
+    clock: controlDeps().clock,
+  };
 }
 
 /** Explain's dependencies: the control plane's database, the enforcers' store. */

@@ -42,10 +42,12 @@ import {
   loadRegionScopeMinutes,
   loadScopeMinutes,
 } from "@/lib/control/metric-minute/load-scope-minutes";
+import { readGlobalShares } from "@/lib/control/region/read-global-shares";
 import { listRejectedCustomers } from "@/lib/control/rejected-customer/list-rejected-customers";
 import {
   clock,
   controlDeps,
+  globalShareDeps,
   propagationDeps,
   regionFleetDeps,
   rejectedCustomerDeps,
@@ -169,6 +171,7 @@ export default async function OverviewPage({
       </section>
       <Suspense fallback={<PanelSkeleton title="Enforcers" lines={3} />}>
         <LatestPropagation />
+        <GlobalSharesPanel />
         <FleetPanel region={region} />
       </Suspense>
     </>
@@ -554,6 +557,87 @@ async function LatestPropagation() {
     <div className="panel">
       <PropagationPanel propagation={propagation} />
     </div>
+  );
+}
+
+/** A share as a percentage: `70 %`, `2.5 %`. */
+function formatShare(share: number): string {
+  return `${Number((share * 100).toFixed(1))} %`;
+}
+
+/**
+ * Each global limit's share per region, as the worker last wrote it to the region's Redis
+ * (docs/regions.md, "Global budgets"); shown with REGIONS only (one Redis holds the whole limit).
+ */
+async function GlobalSharesPanel() {
+  const deps = globalShareDeps();
+  if (deps.regions.every((entry) => entry.region === "")) return null;
+  let shares: Awaited<ReturnType<typeof readGlobalShares>>;
+  try {
+    shares = await readGlobalShares(deps);
+  } catch (error: unknown) {
+    console.error("overview: the global budgets' shares could not be read", error);
+    return (
+      <section className="panel" aria-labelledby="global-shares-heading">
+        <h2 id="global-shares-heading">Global budgets</h2>
+        <ErrorState
+          title="The shares could not be read"
+          message="The policy's global limits could not be listed just now. The page retries on its next refresh."
+          retryHref="/"
+        />
+      </section>
+    );
+  }
+  const regions = shares.limits[0]?.regions.map((entry) => entry.region) ?? [];
+  return (
+    <section className="panel" aria-labelledby="global-shares-heading" data-testid="global-shares">
+      <h2 id="global-shares-heading">Global budgets</h2>
+      {shares.limits.length === 0 ? (
+        <EmptyState title="No limit is global">
+          Every region enforces each limit in full. Mark a token-bucket tier limit or ceiling
+          "Global across regions" in its editor to divide it among the regions by demand.
+        </EmptyState>
+      ) : (
+        <ScrollRegion label="Each global limit's share per region">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Limit</th>
+                {regions.map((region) => (
+                  <th key={region} scope="col">
+                    {region}
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {shares.limits.map((limit) => (
+                <tr key={limit.scope} data-testid={`global-share-${limit.scope}`}>
+                  <th scope="row">
+                    <code>{limit.scope}</code>
+                  </th>
+                  {limit.regions.map((entry) => (
+                    <td key={entry.region}>
+                      {entry.share !== null
+                        ? formatShare(entry.share)
+                        : entry.floorShare !== null
+                          ? `floor (${formatShare(entry.floorShare)}): lease ended`
+                          : "floor: none written yet"}
+                    </td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </ScrollRegion>
+      )}
+      {shares.unreadable.map((entry) => (
+        <p key={entry.region} className="small" role="alert">
+          {entry.region}'s Redis did not answer ({entry.error}); its enforcers keep their last share
+          until its lease ends, then the floor.
+        </p>
+      ))}
+    </section>
   );
 }
 

@@ -4,7 +4,12 @@ import type {
   PreviewedLimitChange,
 } from "@/lib/control/policy/preview-policy-change";
 import styles from "./policy-form.module.css";
-import { describeLimitBehaviour, describePolicyLimit, describeScope } from "./policy-words";
+import {
+  describeGlobalChange,
+  describeLimitBehaviour,
+  describePolicyLimit,
+  describeScope,
+} from "./policy-words";
 
 /** What an edit would change, in words: old and new per limit, and whom each change reaches. */
 export function ChangePreview({ preview }: { preview: PolicyChangePreview }) {
@@ -54,6 +59,7 @@ function LimitChangeItem({ change }: { change: PreviewedLimitChange }) {
     change.after !== null &&
     (change.before.mode !== change.after.mode ||
       change.before.onStoreFailure !== change.after.onStoreFailure);
+  const globalChange = describeGlobalChange(change.before, change.after);
   return (
     <section className={styles.previewItem} data-testid={`preview-${change.scope}`}>
       <h4>
@@ -76,6 +82,14 @@ function LimitChangeItem({ change }: { change: PreviewedLimitChange }) {
           ) : null}
         </dd>
       </dl>
+      {globalChange === null ? null : (
+        <p className="small" data-testid="preview-global">
+          {describeScope(change.scope)}: <strong>{globalChange}</strong>
+          {change.after?.global === true
+            ? " (one budget divided among the regions by demand)"
+            : " (each region enforces the whole limit)"}
+        </p>
+      )}
       {change.reach === "anonymous" ? (
         <p className="small">Applies to anonymous requests, counted per client address.</p>
       ) : change.reach === "ceiling" ? (

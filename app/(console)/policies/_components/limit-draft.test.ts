@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { draftOf, emptyDraft, limitInputOf, validateDraft, validateSpecDraft } from "./limit-draft";
+import {
+  draftOf,
+  emptyDraft,
+  limitInputOf,
+  validateDraft,
+  validateSpecDraft,
+  withAlgorithm,
+  withGlobal,
+} from "./limit-draft";
 
 const bucket = {
   algorithm: "token-bucket",
@@ -66,6 +74,46 @@ describe("limit drafts", () => {
 
   it("a candidate's limit has no mode or failure policy", () => {
     expect(validateSpecDraft(draftOf(bucket), ["limit"]).limit).toEqual({
+      algorithm: "token-bucket",
+      capacity: 20,
+      refillPerSec: 10,
+    });
+  });
+
+  it("a global limit survives the round trip; the box sends global: true or leaves it out", () => {
+    const global = { ...bucket, global: true } as const;
+    expect(validateDraft(draftOf(global), ["limit"])).toEqual({ limit: global, errors: {} });
+    expect(validateDraft(withGlobal(draftOf(bucket), true), ["limit"]).limit).toEqual(global);
+    const unmarked = withGlobal(draftOf(global), false);
+    expect("global" in unmarked).toBe(false);
+    expect(validateDraft(unmarked, ["limit"]).limit).toEqual(bucket);
+    expect("global" in limitInputOf(unmarked)).toBe(false);
+  });
+
+  it("switching away from token-bucket clears global; switching back does not set it", () => {
+    const marked = withGlobal(draftOf(bucket), true);
+    const window = withAlgorithm(marked, "fixed-window");
+    expect(window.algorithm).toBe("fixed-window");
+    expect("global" in window).toBe(false);
+    expect(validateDraft({ ...window, size: "10" }, ["limit"]).errors).toEqual({});
+    expect("global" in withAlgorithm(window, "token-bucket")).toBe(false);
+    expect(withAlgorithm(marked, "token-bucket").global).toBe(true);
+  });
+
+  it("a global draft on another algorithm is refused at its global field", () => {
+    const { limit, errors } = validateDraft(
+      { ...withGlobal(draftOf(bucket), true), algorithm: "leaky-meter" },
+      ["tiers", 0, "limit"],
+    );
+    expect(limit).toBeNull();
+    expect(errors).toEqual({
+      "tiers[0].limit.global":
+        "global applies only to token-bucket limits, not leaky-meter: a share of a window's count or a meter's level could be spent in two regions",
+    });
+  });
+
+  it("a candidate's limit drops global", () => {
+    expect(validateSpecDraft(withGlobal(draftOf(bucket), true), ["limit"]).limit).toEqual({
       algorithm: "token-bucket",
       capacity: 20,
       refillPerSec: 10,

@@ -32,10 +32,29 @@ export interface LimitDraft {
   /** `async` stands for the field left out (the default). */
   readonly durability: TDurability;
   /**
-   * A global limit (docs/regions.md): kept as it was through an edit; the console has no control
-   * for it yet, the API and the policy file set it.
+   * One budget divided among the regions (docs/regions.md, "Global budgets"); left out for a limit
+   * each region enforces in full. Token-bucket only: {@link withAlgorithm} clears it.
    */
   readonly global?: boolean;
+}
+
+/** Whether a limit of `algorithm` can be global (the schema refuses any other algorithm). */
+export function canBeGlobal(algorithm: Algorithm): boolean {
+  return algorithm === "token-bucket";
+}
+
+/** The draft switched to `algorithm`; a switch away from token-bucket drops `global`. */
+export function withAlgorithm(draft: LimitDraft, algorithm: Algorithm): LimitDraft {
+  if (canBeGlobal(algorithm) || draft.global !== true) return { ...draft, algorithm };
+  const { global: _global, ...rest } = draft;
+  return { ...rest, algorithm };
+}
+
+/** The draft marked global, or with the mark left out (the schema refuses `global: false`). */
+export function withGlobal(draft: LimitDraft, isGlobal: boolean): LimitDraft {
+  if (isGlobal) return { ...draft, global: true };
+  const { global: _global, ...rest } = draft;
+  return rest;
 }
 
 /** The API's field names for one algorithm: which draft field each comes from. */

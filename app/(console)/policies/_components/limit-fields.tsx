@@ -5,9 +5,12 @@ import { formatAlgorithm } from "@/lib/console/format";
 import {
   ALGORITHMS,
   type Algorithm,
+  canBeGlobal,
   type FieldErrorMap,
   fieldNames,
   type LimitDraft,
+  withAlgorithm,
+  withGlobal,
 } from "./limit-draft";
 import styles from "./policy-form.module.css";
 import { DURABILITY_WORDS, MODE_WORDS, ON_STORE_FAILURE_WORDS } from "./policy-words";
@@ -33,7 +36,15 @@ export interface LimitFieldsProps {
   idPrefix: string;
   /** Show mode and failure policy (a dry-run candidate has neither). @default true */
   showBehaviour?: boolean;
+  /**
+   * Offer `global` (tier limits, per-endpoint tier limits and ceilings other than the per-address
+   * one); shown while the algorithm is token-bucket. @default false
+   */
+  isGlobalAllowed?: boolean;
 }
+
+/** Where the docs explain global budgets (the console serves no docs, so it names the page). */
+export const GLOBAL_BUDGETS_DOCS = "docs/regions.md#global-budgets";
 
 /** The inputs of one limit: algorithm, its two numbers, mode and failure policy. */
 export function LimitFields({
@@ -45,6 +56,7 @@ export function LimitFields({
   disabled,
   idPrefix,
   showBehaviour = true,
+  isGlobalAllowed = false,
 }: LimitFieldsProps) {
   const names = fieldNames(draft.algorithm);
   const errorAt = (field: string) => errors[formatFieldPath([...path, field])];
@@ -74,7 +86,7 @@ export function LimitFields({
           <select
             id={`${idPrefix}-algorithm`}
             value={draft.algorithm}
-            onChange={(event) => set({ algorithm: event.target.value as Algorithm })}
+            onChange={(event) => onChange(withAlgorithm(draft, event.target.value as Algorithm))}
           >
             {ALGORITHMS.map((algorithm) => (
               <option key={algorithm} value={algorithm}>
@@ -159,6 +171,22 @@ export function LimitFields({
             onChange={(durability) => set({ durability })}
           />
         </div>
+      ) : null}
+      {isGlobalAllowed && canBeGlobal(draft.algorithm) ? (
+        <div className={styles.fieldRow}>
+          <CheckboxField
+            id={`${idPrefix}-global`}
+            label="Global across regions (one budget divided among regions by demand)"
+            help={`Each region enforces its share of this limit, not all of it; see ${GLOBAL_BUDGETS_DOCS}`}
+            error={errorAt("global")}
+            isChecked={draft.global === true}
+            onChange={(isGlobal) => onChange(withGlobal(draft, isGlobal))}
+          />
+        </div>
+      ) : errorAt("global") ? (
+        <p className={styles.fieldError} data-testid={`${idPrefix}-global-error`}>
+          {errorAt("global")}
+        </p>
       ) : null}
     </fieldset>
   );

@@ -16,6 +16,7 @@ export function OptionalLimitFields({
   onChange,
   onToggle,
   idPrefix,
+  isGlobalAllowed = false,
 }: {
   legend: string;
   /** What having none means, e.g. "only the tier's account limit applies". */
@@ -27,6 +28,8 @@ export function OptionalLimitFields({
   onChange: (draft: LimitDraft) => void;
   onToggle: (isOn: boolean) => void;
   idPrefix: string;
+  /** Offer `global` (see LimitFields). @default false */
+  isGlobalAllowed?: boolean;
 }) {
   return (
     <div className={styles.optionalLimit}>
@@ -46,6 +49,7 @@ export function OptionalLimitFields({
           errors={errors}
           onChange={onChange}
           idPrefix={idPrefix}
+          isGlobalAllowed={isGlobalAllowed}
         />
       ) : (
         <p className="muted small">{absentText}</p>

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { describeLimitBehaviour, describePolicyLimit, describeScope } from "./policy-words";
+import {
+  describeGlobalChange,
+  describeLimitBehaviour,
+  describePolicyLimit,
+  describeScope,
+} from "./policy-words";
 
 describe("policy words", () => {
   it.each([
@@ -27,5 +32,22 @@ describe("policy words", () => {
     expect(describeLimitBehaviour(limit)).toBe(
       "dry-run: counted, never rejects; if Redis is down: a local quota per gateway",
     );
+  });
+
+  it("marking a limit global or unmarking it reads as the change of its reach", () => {
+    const perRegion = {
+      algorithm: "token-bucket",
+      capacity: 300,
+      refillPerSec: 100,
+      mode: "enforce",
+      onStoreFailure: "open",
+    } as const;
+    const global = { ...perRegion, global: true } as const;
+    expect(describeGlobalChange(perRegion, global)).toBe("per region → global");
+    expect(describeGlobalChange(global, perRegion)).toBe("global → per region");
+    expect(describeGlobalChange(global, { ...global, capacity: 600 })).toBeNull();
+    expect(describeGlobalChange(perRegion, { ...perRegion, capacity: 600 })).toBeNull();
+    expect(describeGlobalChange(null, global)).toBeNull();
+    expect(describeGlobalChange(global, null)).toBeNull();
   });
 });

@@ -42,6 +42,24 @@ export function describeLimitBehaviour(limit: TPolicyLimit): string {
     : behaviour;
 }
 
+/** How far a limit's budget reaches: `"global"` (one budget for all regions) or `"per region"`. */
+export function describeBudgetReach(limit: TPolicyLimit): string {
+  return limit.global === true ? "global" : "per region";
+}
+
+/**
+ * `"per region → global"` when an edit marks a limit global or unmarks it; null when it does not
+ * (or the limit is added or removed, which the before and after already say).
+ */
+export function describeGlobalChange(
+  before: TPolicyLimit | null,
+  after: TPolicyLimit | null,
+): string | null {
+  if (before === null || after === null) return null;
+  if ((before.global === true) === (after.global === true)) return null;
+  return `${describeBudgetReach(before)} → ${describeBudgetReach(after)}`;
+}
+
 /** What a scope means, in words: `tier:pro/endpoint:reports` → `pro customers on reports`. */
 export function describeScope(scope: string): string {
   if (scope === "ceiling") return "every customer (per-customer ceiling)";

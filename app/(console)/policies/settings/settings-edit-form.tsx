@@ -72,6 +72,7 @@ export function SettingsEditForm({
             errors={errors}
             onChange={setPerCustomer}
             idPrefix="ceiling-customer"
+            isGlobalAllowed
           />
           <LimitFields
             legend="Per-address ceiling: every anonymous request (keep it loose: offices share addresses)"

@@ -225,6 +225,7 @@ export function EndpointClassEditForm({
                   isOn={entry.isOn}
                   errors={errors}
                   idPrefix={`limit-${tier}`}
+                  isGlobalAllowed
                   onChange={(draft) =>
                     setTierLimits({ ...tierLimits, [tier]: { ...entry, draft } })
                   }
@@ -254,6 +255,7 @@ export function EndpointClassEditForm({
               isOn={ceiling.isOn}
               errors={errors}
               idPrefix="class-ceiling"
+              isGlobalAllowed
               onChange={(draft) => setCeiling({ ...ceiling, draft })}
               onToggle={(isOn) => setCeiling({ ...ceiling, isOn })}
             />

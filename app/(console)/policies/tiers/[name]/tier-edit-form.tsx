@@ -43,6 +43,7 @@ export function TierEditForm({
           errors={errors}
           onChange={setDraft}
           idPrefix="tier-limit"
+          isGlobalAllowed
         />
       )}
     />

@@ -70,6 +70,7 @@ export function TierCreateForm() {
             errors={errors}
             onChange={setDraft}
             idPrefix="tier-limit"
+            isGlobalAllowed
           />
         </>
       )}
