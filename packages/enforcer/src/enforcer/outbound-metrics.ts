@@ -12,21 +12,15 @@
 import type { Clock } from "../limiter/clock";
 import type { RedisScriptClient } from "../limiter/stores/redis-script-runner";
 import {
+  emptyOutboundCounters,
   OUTBOUND_COUNT_FIELDS,
+  type OutboundCounters,
   outboundField,
-  WAIT_BUCKET_COUNT,
   waitBucketOf,
 } from "../publication/outbound-minutes";
 import { enforcerRedisNames } from "../publication/redis-keys";
 
-interface BudgetCounts {
-  calls: number;
-  waitMaxed: number;
-  waitAborted: number;
-  ttlFreed: number;
-  peakInFlight: number;
-  waitBuckets: number[];
-}
+type BudgetCounts = OutboundCounters;
 
 /** One budget's figures over one minute, as deltas since the last drain (the peak as a peak). */
 export interface OutboundMinuteDelta {
@@ -106,14 +100,7 @@ export class OutboundMetrics {
     }
     let counts = budgets.get(scope);
     if (counts === undefined) {
-      counts = {
-        calls: 0,
-        waitMaxed: 0,
-        waitAborted: 0,
-        ttlFreed: 0,
-        peakInFlight: 0,
-        waitBuckets: new Array<number>(WAIT_BUCKET_COUNT).fill(0),
-      };
+      counts = emptyOutboundCounters();
       budgets.set(scope, counts);
     }
     return counts;

@@ -59,6 +59,23 @@ export const OUTBOUND_COUNT_FIELDS = [
 ] as const;
 export type OutboundCountField = (typeof OUTBOUND_COUNT_FIELDS)[number];
 
+/** One budget's figures as counters: every count at 0, every wait bucket at 0. */
+export type OutboundCounters = { -readonly [K in OutboundCountField]: number } & {
+  waitBuckets: number[];
+};
+
+/** A budget's counters before anything is counted. */
+export function emptyOutboundCounters(): OutboundCounters {
+  return {
+    calls: 0,
+    waitMaxed: 0,
+    waitAborted: 0,
+    ttlFreed: 0,
+    peakInFlight: 0,
+    waitBuckets: new Array<number>(WAIT_BUCKET_COUNT).fill(0),
+  };
+}
+
 /** A field of a budget's figures: `<scope>|<count>` or `<scope>|wait:<bucket>`. */
 export function outboundField(scope: string, field: OutboundCountField | number): string {
   return typeof field === "number" ? `${scope}|wait:${field}` : `${scope}|${field}`;
@@ -77,10 +94,7 @@ function isOutboundCountField(text: string): text is OutboundCountField {
 export function parseOutboundCounts(
   fields: Readonly<Record<string, string>>,
 ): OutboundMinuteCounts[] {
-  const byScope = new Map<
-    string,
-    { -readonly [K in OutboundCountField]: number } & { waitBuckets: number[] }
-  >();
+  const byScope = new Map<string, OutboundCounters>();
   for (const [field, raw] of Object.entries(fields)) {
     const match = OUTBOUND_FIELD.exec(field);
     if (match === null) continue;
@@ -90,14 +104,7 @@ export function parseOutboundCounts(
     if (countName !== undefined && !isOutboundCountField(countName)) continue;
     let counts = byScope.get(scope);
     if (counts === undefined) {
-      counts = {
-        calls: 0,
-        waitMaxed: 0,
-        waitAborted: 0,
-        ttlFreed: 0,
-        peakInFlight: 0,
-        waitBuckets: new Array<number>(WAIT_BUCKET_COUNT).fill(0),
-      };
+      counts = emptyOutboundCounters();
       byScope.set(scope, counts);
     }
     const number = Number(raw);
