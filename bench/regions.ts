@@ -11,14 +11,15 @@
  * with leases on, where a per-region limit is answered from leases and a global one never is
  * (printed, not a target: that difference is the design's, docs/redis-store.md).
  *
- * The overshoot and under-admission of global budgets against the formula are measured with real
- * processes by test/integration/global-budgets.test.ts (docs/regions.md states its figures).
+ * Then the overshoot and under-admission of global budgets against docs/regions.md's formula, for
+ * 3 regions and a skewed, shifting load, with real processes (global-budget-bounds.ts).
  */
 import { createEnforcer, type Enforcer, type EnforcerLogger } from "@limitplane/enforcer";
 import { formatGlobalShare, globalBudgetRedisNames } from "@limitplane/enforcer/publication";
 import { exampleSnapshot, publishTestSnapshot } from "@limitplane/enforcer/testing";
 import { Redis } from "ioredis";
 import { benchRedis, describeRedis, loadLine, MIN_RUNS, pairedRatios, summary } from "./fair";
+import { measureGlobalBudgetBounds } from "./global-budget-bounds";
 import { Targets } from "./results";
 
 const silentLogger: EnforcerLogger = { log() {} };
@@ -139,6 +140,7 @@ export async function run(): Promise<void> {
     client.disconnect();
     await redis.stop();
   }
+  await measureGlobalBudgetBounds(targets);
   console.log(loadLine("at end"));
   targets.print("regions targets");
 }

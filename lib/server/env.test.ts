@@ -343,13 +343,13 @@ describe("REGIONS", () => {
   it("takes the global budget settings with their defaults, and refuses a lease too short", () => {
     expect(parseEnv({ REGIONS: regions })).toMatchObject({
       GLOBAL_BUDGET_INTERVAL_MS: 1_000,
-      GLOBAL_BUDGET_LEASE_MS: 2_000,
+      GLOBAL_BUDGET_LEASE_MS: 3_000,
       GLOBAL_BUDGET_SKEW_MS: 100,
       GLOBAL_BUDGET_APPLY_MS: 300,
       GLOBAL_BUDGET_FLOOR_SHARE: 0.02,
     });
-    expect(() => parseEnv({ REGIONS: regions, GLOBAL_BUDGET_LEASE_MS: "1200" })).toThrow(
-      'Invalid configuration: GLOBAL_BUDGET_LEASE_MS must be more than GLOBAL_BUDGET_INTERVAL_MS plus GLOBAL_BUDGET_APPLY_MS (1300) (got "1200")',
+    expect(() => parseEnv({ REGIONS: regions, GLOBAL_BUDGET_LEASE_MS: "2200" })).toThrow(
+      'Invalid configuration: GLOBAL_BUDGET_LEASE_MS must be more than twice GLOBAL_BUDGET_INTERVAL_MS plus GLOBAL_BUDGET_APPLY_MS (2300) (got "2200")',
     );
     expect(() => parseEnv({ REGIONS: regions, GLOBAL_BUDGET_FLOOR_SHARE: "0.5" })).toThrow(
       'Invalid configuration: GLOBAL_BUDGET_FLOOR_SHARE must be at most 1 / 3 (the regions in REGIONS) (got "0.5")',

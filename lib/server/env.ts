@@ -496,7 +496,7 @@ export const ZEnv = z
     /** How often the worker divides each global limit among the regions by their demand. */
     GLOBAL_BUDGET_INTERVAL_MS: msSetting(100, 60_000, 1_000),
     /** How long a region's share stays in force without being renewed (then its floor). */
-    GLOBAL_BUDGET_LEASE_MS: msSetting(200, 600_000, 2_000),
+    GLOBAL_BUDGET_LEASE_MS: msSetting(200, 600_000, 3_000),
     /** Most the worker's clock and a region's Redis clock may disagree by. */
     GLOBAL_BUDGET_SKEW_MS: msSetting(0, 60_000, 100),
     /**
@@ -689,12 +689,14 @@ function checkGlobalBudgetSettings(
   },
   ctx: z.RefinementCtx,
 ): void {
-  const leastLeaseMs = env.GLOBAL_BUDGET_INTERVAL_MS + env.GLOBAL_BUDGET_APPLY_MS;
+  // Two writes of one region's share can be I + I / 2 (a round waiting on an unreachable
+  // region) + A apart when the rounds run on time; I / 2 more is the margin for a late round.
+  const leastLeaseMs = 2 * env.GLOBAL_BUDGET_INTERVAL_MS + env.GLOBAL_BUDGET_APPLY_MS;
   if (env.GLOBAL_BUDGET_LEASE_MS <= leastLeaseMs) {
     ctx.addIssue({
       code: "custom",
       path: ["GLOBAL_BUDGET_LEASE_MS"],
-      message: `must be more than GLOBAL_BUDGET_INTERVAL_MS plus GLOBAL_BUDGET_APPLY_MS (${leastLeaseMs})`,
+      message: `must be more than twice GLOBAL_BUDGET_INTERVAL_MS plus GLOBAL_BUDGET_APPLY_MS (${leastLeaseMs})`,
     });
   }
   const regionCount = Math.max(1, env.REGIONS.length);
