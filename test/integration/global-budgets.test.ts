@@ -22,12 +22,10 @@
  * With `GLOBAL_BUDGET_REPORT=<file>` the figures are also written there as JSON (the regions
  * bench runs this file to print them).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { writeFile } from "node:fs/promises";
 import { Agent } from "node:http";
 import { connect, createServer, type Server, type Socket } from "node:net";
-import path from "node:path";
 import { globalBudgetRedisNames, parseGlobalShare } from "@limitplane/enforcer/publication";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -46,8 +44,8 @@ import {
 } from "./helpers/gateway-processes";
 import { importExamplePolicy, operatorContext } from "./helpers/policy-fixtures";
 import { provideTestDatabase } from "./helpers/test-database";
+import { spawnWorkerProcess, type WorkerProcess } from "./helpers/worker-process";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
 const database = provideTestDatabase();
 const prefix = filePrefix("gb");
 const NAMES = ["eu-west", "us-east", "us-west"] as const;
@@ -166,8 +164,7 @@ interface Outcome {
 let servers: PrivateRedis[] = [];
 let proxy: CuttableProxy;
 let gateways: GatewayProcess[] = [];
-let worker: ChildProcess | undefined;
-let workerOutput = "";
+let worker: WorkerProcess | undefined;
 let deps: ControlDeps;
 
 beforeAll(async () => {
@@ -196,25 +193,11 @@ beforeAll(async () => {
   const throughProxy = direct.map((entry) =>
     entry.name === "us-west" ? { ...entry, url: proxy.url } : entry,
   );
-  worker = spawn(
-    process.execPath,
-    ["--conditions=react-server", "--import", "tsx", "scripts/worker.ts"],
-    {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: database.current().url,
-        REGIONS: JSON.stringify(throughProxy),
-        REDIS_KEY_PREFIX: prefix,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  for (const stream of [worker.stdout, worker.stderr]) {
-    stream?.on("data", (chunk: Buffer) => {
-      workerOutput += chunk.toString();
-    });
-  }
+  worker = spawnWorkerProcess({
+    DATABASE_URL: database.current().url,
+    REGIONS: JSON.stringify(throughProxy),
+    REDIS_KEY_PREFIX: prefix,
+  });
   gateways = await Promise.all(
     NAMES.map((name) =>
       startGateway({
@@ -239,9 +222,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(gateways.map((gateway) => gateway.stop()));
-  if (worker !== undefined && worker.exitCode === null) {
-    const exited = once(worker, "exit");
-    worker.kill("SIGTERM");
+  if (worker !== undefined && worker.child.exitCode === null) {
+    const exited = once(worker.child, "exit");
+    worker.child.kill("SIGTERM");
     await exited;
   }
   await proxy?.close();
@@ -488,7 +471,7 @@ describe("a global budget across three regions", () => {
     );
     expect(counted).toEqual(sent);
     // The worker saw us-west unreachable, and reachable again.
-    expect(workerOutput).toContain("us-west unreachable");
-    expect(workerOutput).toContain("every region answers");
+    expect(worker?.output()).toContain("us-west unreachable");
+    expect(worker?.output()).toContain("every region answers");
   }, 180_000);
 });

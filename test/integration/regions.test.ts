@@ -37,8 +37,8 @@ import {
 } from "./helpers/gateway-processes";
 import { importExamplePolicy, operatorContext } from "./helpers/policy-fixtures";
 import { provideTestDatabase } from "./helpers/test-database";
+import { spawnWorkerProcess, type WorkerProcess } from "./helpers/worker-process";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
 const database = provideTestDatabase();
 const prefix = filePrefix("rg");
 const NAMES = ["eu-west", "us-east", "us-west"] as const;
@@ -120,8 +120,7 @@ interface RegionUnderTest {
 }
 
 let regions: RegionUnderTest[] = [];
-let worker: ChildProcess | undefined;
-let workerOutput = "";
+let worker: WorkerProcess | undefined;
 let deps: ControlDeps;
 let latestVersion = 0;
 
@@ -137,7 +136,7 @@ function regionsJson(servers: readonly { name: string; redis: DurableRedis }[]):
 
 /** Published versions per region, in the order the worker logged them. */
 function publishedTo(name: string): number[] {
-  return [...workerOutput.matchAll(/published policy version ([\d, ]+) to ([a-z-]+)/g)]
+  return [...(worker?.output() ?? "").matchAll(/published policy version ([\d, ]+) to ([a-z-]+)/g)]
     .filter((match) => match[2] === name)
     .flatMap((match) => (match[1] ?? "").split(", ").map(Number));
 }
@@ -167,25 +166,10 @@ beforeAll(async () => {
     NAMES.map(async (name) => ({ name, redis: await DurableRedis.start() })),
   );
   const REGIONS = regionsJson(servers);
-  worker = spawn(
-    process.execPath,
-    ["--conditions=react-server", "--import", "tsx", "scripts/worker.ts"],
-    {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: database.current().url,
-        REGIONS,
-        REDIS_KEY_PREFIX: prefix,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  worker.stdout?.on("data", (chunk: Buffer) => {
-    workerOutput += chunk.toString();
-  });
-  worker.stderr?.on("data", (chunk: Buffer) => {
-    workerOutput += chunk.toString();
+  worker = spawnWorkerProcess({
+    DATABASE_URL: database.current().url,
+    REGIONS,
+    REDIS_KEY_PREFIX: prefix,
   });
   const gateways = await Promise.all(
     servers.map((server) =>
@@ -207,9 +191,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(regions.map((entry) => entry.gateway.stop()));
-  if (worker !== undefined && worker.exitCode === null) {
-    const exited = once(worker, "exit");
-    worker.kill("SIGTERM");
+  if (worker !== undefined && worker.child.exitCode === null) {
+    const exited = once(worker.child, "exit");
+    worker.child.kill("SIGTERM");
     await exited;
   }
   await Promise.all(regions.map((entry) => entry.redis.remove()));
