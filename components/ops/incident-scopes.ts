@@ -31,8 +31,6 @@ export interface IncidentScopeOption {
 
 type Layer = "account" | "endpoint";
 
-type TraceSlot = ResolutionTrace["slots"][number];
-
 function layerLimits(explanation: Traced, layer: Layer) {
   const slot = explanation.trace.slots.find((candidate) => candidate.layer === layer);
   if (slot === undefined) return { current: null, base: null };

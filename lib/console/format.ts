@@ -4,9 +4,7 @@
  * separators) so a server render and a client render of the same value agree, and every function
  * says what it returns for a value that is missing or not a finite number (`NO_VALUE`).
  */
-import type { TLimitSpec as LimitSpec } from "@limitplane/enforcer/policy";
 import {
-  assertNever,
   type FormatNumberOptions,
   formatDurationMs,
   formatNumber,
