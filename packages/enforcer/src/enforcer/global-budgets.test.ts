@@ -87,6 +87,37 @@ describe("GlobalBudgets", () => {
     expect(budgets.takeDemand().size).toBe(0);
   });
 
+  it("gives every customer of a tier the same scaled checks while the share stays", () => {
+    // The caches keyed by a check list, a check or a limit (encoded store arguments, validation,
+    // the flood guard, RateLimit-Policy) then hit for global limits as for any other.
+    const clock = driven();
+    const budgets = new GlobalBudgets({ clock });
+    const snapshot = globalSnapshot();
+    // Two customers without overrides (acme has some: its checks are its own).
+    const one = resolveLimits(snapshot, { ...request, customerId: "c-one" }, 0);
+    const two = resolveLimits(snapshot, { ...request, customerId: "c-two" }, 0);
+    const first = budgets.apply(one, 1, 1_000);
+    expect(budgets.apply(two, 1, 1_000).checks).toBe(first.checks);
+    expect(budgets.apply(one, 1, 1_001)).toBe(first);
+    expect(Object.isFrozen(first.checks)).toBe(true);
+    expect(first.checks.every((check) => Object.isFrozen(check))).toBe(true);
+    // A new share: new checks, for every resolution.
+    budgets.update(
+      new Map([["tier:pro", { share: 0.5, leaseExpiresAtMs: 60_000, floorShare: 0.02 }]]),
+      50_000,
+      1_002,
+    );
+    const again = budgets.apply(one, 1, 1_002);
+    expect(again.checks).not.toBe(first.checks);
+    expect(again.checks.find((check) => check.scope === "tier:pro")?.limit).toEqual({
+      algorithm: "token-bucket",
+      capacity: 100,
+      refillPerSec: 50,
+    });
+    expect(budgets.apply(two, 1, 1_002).checks).toBe(again.checks);
+    expect(budgets.isGlobal(again.checks)).toBe(true);
+  });
+
   it("leaves a resolution without a global limit as it is", () => {
     const budgets = new GlobalBudgets({ clock: driven() });
     const resolution = resolveLimits(prepareSnapshot(exampleSnapshot()), request, 0);

@@ -14,8 +14,15 @@
  *   share of the moment, and a request it answers never reaches Redis, so a decrease would take
  *   a lease's lifetime to be in force instead of one poll.
  *
- * Per decision this costs a comparison of the clock with the next lease end, one WeakMap lookup
- * and, for a global limit, one Map update per global check.
+ * Scaled checks are made once per list of checks and share in force, frozen like the policy's, so
+ * every customer of a tier and endpoint class is decided with the same list, as without global
+ * limits: the caches keyed by a list, a check or a limit (the store's encoded arguments and checks
+ * validated, the flood guard's, the leases', the `RateLimit-Policy` header) then work for global
+ * limits too (a list per resolution missed each of them once per customer and share).
+ *
+ * Per decision this costs one WeakSet lookup and, for a resolution with a global limit, a
+ * comparison of the clock with the next lease end, one WeakMap lookup and one Map update per
+ * global check.
  */
 import type { Clock } from "../limiter/clock";
 import type { LimitSpec } from "../limiter/types";
@@ -55,6 +62,11 @@ interface HeldShare {
   readonly floorShare: number;
 }
 
+interface ScaledChecks {
+  readonly generation: number;
+  readonly checks: readonly ResolvedCheck[];
+}
+
 interface ScaledResolution {
   readonly generation: number;
   readonly resolution: Resolution;
@@ -70,9 +82,11 @@ export class GlobalBudgets {
   #nextChangeAtMs = Number.POSITIVE_INFINITY;
   /** Moves whenever a share in force changes: scaled resolutions of older ones are redone. */
   #generation = 0;
+  /** A policy's check list (one per tier and endpoint class) with its global limits scaled. */
+  readonly #scaledChecks = new WeakMap<readonly ResolvedCheck[], ScaledChecks>();
   readonly #scaled = new WeakMap<Resolution, ScaledResolution>();
-  /** Resolutions with no global check: returned as they are. */
-  readonly #plain = new WeakSet<Resolution>();
+  /** Check lists with no global check: their resolutions are returned as they are. */
+  readonly #plain = new WeakSet<readonly ResolvedCheck[]>();
   /** Check lists holding a global check (never leased). */
   readonly #globalChecks = new WeakSet<readonly ResolvedCheck[]>();
   #demand = new Map<string, number>();
@@ -126,23 +140,12 @@ export class GlobalBudgets {
    * `cost` counted as demand on each; `resolution` itself when it has no global check.
    */
   apply(resolution: Resolution, cost: number, nowMs: number): Resolution {
-    if (this.#plain.has(resolution)) return resolution;
+    if (this.#plain.has(resolution.checks)) return resolution;
     if (nowMs >= this.#nextChangeAtMs) this.#recompute(nowMs);
     let scaled = this.#scaled.get(resolution);
     if (scaled === undefined || scaled.generation !== this.#generation) {
-      if (!resolution.checks.some((check) => check.global === true)) {
-        this.#plain.add(resolution);
-        return resolution;
-      }
-      const checks = resolution.checks.map((check) =>
-        check.global === true
-          ? {
-              ...check,
-              limit: scaleLimit(check.limit, this.#inForce.get(check.scope) ?? this.#floorShare),
-            }
-          : check,
-      );
-      this.#globalChecks.add(checks);
+      const checks = this.#scaledChecksOf(resolution.checks);
+      if (checks === resolution.checks) return resolution;
       scaled = { generation: this.#generation, resolution: { ...resolution, checks } };
       this.#scaled.set(resolution, scaled);
     }
@@ -158,7 +161,8 @@ export class GlobalBudgets {
 
   /** Whether `resolution` has a global check (it must then go through {@link apply}). */
   hasGlobal(resolution: Resolution): boolean {
-    return !this.#plain.has(resolution) && resolution.checks.some((check) => check.global === true);
+    const { checks } = resolution;
+    return !this.#plain.has(checks) && checks.some((check) => check.global === true);
   }
 
   /** Whether `checks` (as {@link apply} returned them) hold a global check: never leased. */
@@ -178,6 +182,33 @@ export class GlobalBudgets {
     for (const [scope, units] of demand) {
       this.#demand.set(scope, (this.#demand.get(scope) ?? 0) + units);
     }
+  }
+
+  /**
+   * `checks` with each global check's limit scaled by the share in force, one list per
+   * generation, shared by every resolution made with `checks`; `checks` itself when it has no
+   * global check.
+   */
+  #scaledChecksOf(checks: readonly ResolvedCheck[]): readonly ResolvedCheck[] {
+    const known = this.#scaledChecks.get(checks);
+    if (known !== undefined && known.generation === this.#generation) return known.checks;
+    if (!checks.some((check) => check.global === true)) {
+      this.#plain.add(checks);
+      return checks;
+    }
+    const scaled = Object.freeze(
+      checks.map((check) =>
+        check.global === true
+          ? Object.freeze({
+              ...check,
+              limit: scaleLimit(check.limit, this.#inForce.get(check.scope) ?? this.#floorShare),
+            })
+          : check,
+      ),
+    );
+    this.#globalChecks.add(scaled);
+    this.#scaledChecks.set(checks, { generation: this.#generation, checks: scaled });
+    return scaled;
   }
 
   #recompute(nowMs: number): void {
