@@ -49,7 +49,7 @@ import {
 } from "./lease-table";
 import { LocalStage, type LocalStageOptions } from "./local-stage";
 import { RecentRejections, type RecentRejectionsOptions } from "./recent-rejections";
-import { RejectionResponses } from "./rejection-responses";
+import { decimalDigitsOf, keptBodyText, RejectionResponses } from "./rejection-responses";
 import { ResolutionCache, type ResolutionCacheOptions } from "./resolution-cache";
 import {
   type EnforcerCheck,
@@ -499,7 +499,6 @@ export class DecisionEngine implements RequestChecker {
     // The outcome the denial cache's decision carries (`deniedOutcomeOf`), number for number.
     const retryAfterMs = Math.ceil(denial.expiresAtMs - startedAtMs);
     const resetAfterMs = Math.max(retryAfterMs, Math.ceil(denial.resetAtMs - startedAtMs));
-    const retryAfterText = String(retryAfterMs);
     const kept = this.#rejections.keptFor(
       resolution.checks,
       denial.scope,
@@ -508,13 +507,13 @@ export class DecisionEngine implements RequestChecker {
       retryAfterMs,
       retryAfterSeconds(resetAfterMs),
       true,
-      retryAfterText.length,
+      decimalDigitsOf(retryAfterMs),
     );
     if (kept === undefined) return false;
     this.metrics.record(denial.metrics, 0, wallNowMs);
     this.recentRejections.record(customerId, denial.scope, resolution.endpointClass, wallNowMs);
     into.rawHeaders = kept.rawHeaders;
-    into.bodyText = `${kept.bodyPrefix}${retryAfterText}}`;
+    into.bodyText = keptBodyText(kept, retryAfterMs);
     return true;
   }
 

@@ -11,7 +11,7 @@ import {
   type HttpOutcome,
   type RateLimitHttpResult,
 } from "./http-headers";
-import { RejectionResponses } from "./rejection-responses";
+import { decimalDigitsOf, RejectionResponses } from "./rejection-responses";
 
 const TIER: LimitSpec = { algorithm: "token-bucket", capacity: 20, refillPerSec: 10 };
 const CEILING: LimitSpec = { algorithm: "fixed-window", limit: 1000, windowMs: 60_000 };
@@ -114,6 +114,27 @@ describe("RejectionResponses", () => {
     expect(responses.size).toBe(1);
   });
 
+  it.each<[number, "upwards" | "downwards"]>([
+    [1, "upwards"],
+    [2, "downwards"],
+    [11, "upwards"],
+    [8_640, "downwards"],
+  ])(
+    "a kept body spells every millisecond of second %s exactly, whichever came first (%s)",
+    (second, order) => {
+      const responses = new RejectionResponses();
+      const milliseconds = Array.from({ length: 1_000 }, (_, i) => (second - 1) * 1_000 + 1 + i);
+      if (order === "downwards") milliseconds.reverse();
+      for (const ms of milliseconds) {
+        const decision = tierRejection(ms, { resetAfterMs: second * 1_000 + 500 });
+        const fresh = buildRateLimitResponse(decision, CHECKS);
+        const kept = responses.responseFor(decision, CHECKS);
+        expect(kept.bodyText).toBe(fresh.bodyText);
+        expect(kept.rawHeaders?.[1]).toBe(String(Buffer.byteLength(fresh.bodyText ?? "")));
+      }
+    },
+  );
+
   it("another second, reset or remaining is another entry", () => {
     const responses = new RejectionResponses();
     responses.responseFor(tierRejection(1_500, { resetAfterMs: 5_000 }), CHECKS);
@@ -190,6 +211,30 @@ describe("RejectionResponses", () => {
 
   it.each([0, -1, 1.5, Number.NaN])("refuses maxPerLimit %s, naming it", (maxPerLimit) => {
     expect(() => new RejectionResponses({ maxPerLimit })).toThrow(/maxPerLimit/);
+  });
+});
+
+describe("decimalDigitsOf", () => {
+  it.each([
+    0,
+    1,
+    9,
+    10,
+    99,
+    100,
+    999,
+    1_000,
+    8_639_999,
+    86_400_000,
+    2 ** 31,
+    Number.MAX_SAFE_INTEGER,
+    1e20,
+    99_999_999_999_999_980_000,
+    1e21,
+    1.5e21,
+    1e300,
+  ])("counts what String writes for %s", (n) => {
+    expect(decimalDigitsOf(n)).toBe(String(n).length);
   });
 });
 

@@ -27,13 +27,23 @@ import {
   retryAfterSeconds,
 } from "./http-headers";
 
-/** What a caller writes of a kept 429: its headers, and its body up to `retryAfterMs`'s value. */
+/**
+ * What a caller writes of a kept 429: its headers, and its body up to `retryAfterMs`'s value
+ * (the whole body: {@link keptBodyText}).
+ */
 export interface KeptRejection {
   readonly headers: Readonly<Record<string, string>>;
   /** Node's flat list of names and values, `Content-Length` first. */
   readonly rawHeaders: readonly string[];
   /** The body's text up to the value of `retryAfterMs`. */
   readonly bodyPrefix: string;
+  /**
+   * `bodyPrefix` and the thousands of `retryAfterMs` (`headThousands`) most rejections filed
+   * under this entry's second have: the entry for second s holds waits of (s-1)*1000+1 to s*1000
+   * milliseconds, all but the last of which have s-1 thousands.
+   */
+  readonly bodyHead: string;
+  readonly headThousands: number;
   /** The body's `violated-policies`: the scope alone, frozen. */
   readonly violated: readonly string[];
 }
@@ -113,7 +123,6 @@ export class RejectionResponses {
     if (binding === undefined || !isScopeAloneViolated(decision.outcomes, scope)) {
       return buildRateLimitResponse(decision, checks);
     }
-    const retryAfterText = String(retryAfterMs);
     const resetSec = retryAfterSeconds(binding.resetAfterMs);
     const hasRetryAfter = decision.reason !== "cost-exceeds-capacity";
     const found = this.keptFor(
@@ -124,7 +133,7 @@ export class RejectionResponses {
       retryAfterMs,
       resetSec,
       hasRetryAfter,
-      retryAfterText.length,
+      decimalDigitsOf(retryAfterMs),
     );
     if (found !== undefined) {
       return {
@@ -139,13 +148,14 @@ export class RejectionResponses {
           scope,
           retryAfterMs,
         },
-        bodyText: `${found.bodyPrefix}${retryAfterText}}`,
+        bodyText: keptBodyText(found, retryAfterMs),
         rawHeaders: found.rawHeaders,
       };
     }
     const responses = this.#byChecks.get(checks);
     const retrySec = retryAfterSeconds(retryAfterMs);
     const fresh = buildRateLimitResponse(decision, checks);
+    const retryAfterText = String(retryAfterMs);
     const tail = `${retryAfterText}}`;
     const bodyText = fresh.bodyText;
     if (
@@ -159,6 +169,7 @@ export class RejectionResponses {
     const kept = responses ?? this.#listFor(checks);
     if (kept === undefined) return fresh;
     const headers = Object.freeze({ ...fresh.headers });
+    const bodyPrefix = bodyText.slice(0, bodyText.length - tail.length);
     // ASCII: one byte a character, in any runtime (no `Buffer` needed).
     const rawHeaders: string[] = ["Content-Length", String(bodyText.length)];
     for (const name in headers) rawHeaders.push(name, headers[name] as string);
@@ -170,9 +181,11 @@ export class RejectionResponses {
       hasRetryAfter,
       retryAfterDigits: retryAfterText.length,
       headers,
+      bodyHead: retrySec > 1 ? `${bodyPrefix}${retrySec - 1}` : bodyPrefix,
+      headThousands: retrySec - 1,
       rawHeaders: Object.freeze(rawHeaders),
       violated: Object.freeze([scope]),
-      bodyPrefix: bodyText.slice(0, bodyText.length - tail.length),
+      bodyPrefix,
     };
     if (kept.count >= this.#maxPerLimit) {
       kept.bySecond.clear();
@@ -188,8 +201,7 @@ export class RejectionResponses {
   /**
    * The kept 429 for a rejection by `scope` alone, when one was made for the same bytes: the
    * same list of checks, limit, remaining, reset and retry-after seconds, and the same number of
-   * digits in `retryAfterMs` (whose value the caller adds after {@link KeptRejection.bodyPrefix},
-   * then `}`). Undefined when none is kept yet: {@link responseFor} makes and keeps it.
+   * digits in `retryAfterMs` (`decimalDigitsOf`; {@link keptBodyText} makes the body). Undefined when none is kept yet: {@link responseFor} makes and keeps it.
    */
   keptFor(
     checks: readonly LimitCheck[],
@@ -230,6 +242,54 @@ export class RejectionResponses {
     this.#byChecks.set(checks, responses);
     return responses;
   }
+}
+
+/**
+ * A body's last characters, `<n>}` for a wait of n < 1000 ms and `<nnn>}` (n zero-padded to three
+ * digits) for the milliseconds past a wait's whole thousands, each made the first time it is
+ * needed and kept (2,000 short strings at most, shared by every enforcer in the process).
+ */
+const shortTails = new Array<string | undefined>(1_000);
+const paddedTails = new Array<string | undefined>(1_000);
+
+function tailOf(tails: (string | undefined)[], n: number, digits: number): string {
+  let tail = tails[n];
+  if (tail === undefined) {
+    tail = `${String(n).padStart(digits, "0")}}`;
+    tails[n] = tail;
+  }
+  return tail;
+}
+
+/** Waits up to this long are spelled in plain digits by `String` (below 1e21) and exact. */
+const MAX_TABLED_MS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The body of the kept 429 `kept` for a wait of `retryAfterMs` (a whole number >= 0 of the
+ * entry's second): byte for byte `${kept.bodyPrefix}${retryAfterMs}}`, but made as ONE new string
+ * (the kept head joined to a kept tail) instead of the number's digits and two joins. Rejections
+ * flood in; this is the only string each one makes.
+ */
+export function keptBodyText(kept: KeptRejection, retryAfterMs: number): string {
+  if (retryAfterMs < 1_000) return kept.bodyPrefix + tailOf(shortTails, retryAfterMs, 1);
+  if (retryAfterMs > MAX_TABLED_MS) return `${kept.bodyPrefix}${retryAfterMs}}`;
+  const thousands = Math.floor(retryAfterMs / 1_000);
+  const tail = tailOf(paddedTails, retryAfterMs - thousands * 1_000, 3);
+  // The last millisecond of a second has one more thousand than its entry's head (rare).
+  return thousands === kept.headThousands
+    ? kept.bodyHead + tail
+    : `${kept.bodyPrefix}${thousands}${tail}`;
+}
+
+/**
+ * `String(n).length` for a whole number `n` >= 0, counted without writing the digits below 1e21
+ * (writing them would make a string per rejection; from 1e21 on `String` writes an exponent).
+ */
+export function decimalDigitsOf(n: number): number {
+  if (n >= 1e21) return String(n).length;
+  let digits = 1;
+  for (let bound = 10; n >= bound; bound *= 10) digits++;
+  return digits;
 }
 
 /** The enforced outcome of the binding scope, as `buildRateLimitResponse` reports it. */
