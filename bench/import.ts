@@ -258,6 +258,17 @@ function threadTimesOf(pid: number): Map<number, ThreadTimes> {
   return threads;
 }
 
+/** CPU time of the ended child processes `pid` has waited for, ms (/proc stat cutime + cstime). */
+function childrenCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command's closing parenthesis; cutime and cstime are the 16th and 17th.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS_PER_SEC;
+}
+
+/** USER_HZ, 100 on every Linux this runs on (`getconf CLK_TCK`). */
+const CLOCK_TICKS_PER_SEC = 100;
+
 /** The machine's CPU pressure so far: ms some runnable task waited for a CPU (/proc/pressure). */
 function cpuPressureMs(): number {
   try {
@@ -282,9 +293,12 @@ class PhaseTimes {
   private readonly sampling: NodeJS.Timeout;
   private readonly self: Map<number, ThreadTimes>;
   private readonly pressureMs = cpuPressureMs();
+  private readonly consoleChildrenCpuMs: number;
+  private readonly selfChildrenCpuMs = childrenCpuMs(process.pid);
 
   constructor(private readonly pid: number) {
     this.console = threadTimesOf(pid);
+    this.consoleChildrenCpuMs = childrenCpuMs(pid);
     this.latest = new Map(this.console);
     this.self = threadTimesOf(process.pid);
     this.sampling = setInterval(() => this.sample(), 200);
@@ -314,7 +328,7 @@ class PhaseTimes {
     }
     const reads = delta(self.get(process.pid), this.self.get(process.pid));
     const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-    return `over ${s(wallMs)}: console main thread CPU ${s(main.cpuMs)}, waiting for a core ${s(main.waitMs)}; ${[...others].map(([nice, d]) => `its other threads at nice ${nice} CPU ${s(d.cpuMs)}, waiting ${s(d.waitMs)}`).join("; ")}; reads' client waiting ${s(reads.waitMs)}; machine CPU pressure ${s(cpuPressureMs() - this.pressureMs)}`;
+    return `over ${s(wallMs)}: console main thread CPU ${s(main.cpuMs)}, waiting for a core ${s(main.waitMs)}; ${[...others].map(([nice, d]) => `its other threads at nice ${nice} CPU ${s(d.cpuMs)}, waiting ${s(d.waitMs)}`).join("; ")}; its ended child processes CPU ${s(childrenCpuMs(this.pid) - this.consoleChildrenCpuMs)}; reads' client waiting ${s(reads.waitMs)}; this process's ended children (the uploader) CPU ${s(childrenCpuMs(process.pid) - this.selfChildrenCpuMs)}; machine CPU pressure ${s(cpuPressureMs() - this.pressureMs)}`;
   }
 }
 
