@@ -23,9 +23,10 @@
  * but waiting for a core, its other threads' by nice value, the reads' client's wait, and the
  * machine's CPU pressure.
  *
- * `BENCH_IMPORT_FLOOR=1` then measures the floor: the same reads while a process burns one core
- * (at nice 0, then at nice 10) for as long as the last import took, with no import; their p99
- * over the last round's p99 without is what CPU contention alone costs on this machine.
+ * `BENCH_IMPORT_FLOOR=1` then measures the floor: the same reads while processes burn one core
+ * at nice 0, one at nice 10, then two at nice 10, for as long as the last import took, with no
+ * import; their p99 over the last round's p99 without is what CPU contention alone costs on this
+ * machine.
  *
  * Targets (issue "trust at the edges", 6): other requests are answered while the import runs,
  * their p99 within 2x of their p99 without it; the import keeps its per-position field error.
@@ -328,7 +329,7 @@ class PhaseTimes {
     }
     const reads = delta(self.get(process.pid), this.self.get(process.pid));
     const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-    return `over ${s(wallMs)}: console main thread CPU ${s(main.cpuMs)}, waiting for a core ${s(main.waitMs)}; ${[...others].map(([nice, d]) => `its other threads at nice ${nice} CPU ${s(d.cpuMs)}, waiting ${s(d.waitMs)}`).join("; ")}; its ended child processes CPU ${s(childrenCpuMs(this.pid) - this.consoleChildrenCpuMs)}; reads' client waiting ${s(reads.waitMs)}; this process's ended children (the uploader) CPU ${s(childrenCpuMs(process.pid) - this.selfChildrenCpuMs)}; machine CPU pressure ${s(cpuPressureMs() - this.pressureMs)}`;
+    return `over ${s(wallMs)}: console main thread CPU ${s(main.cpuMs)}, waiting for a core ${s(main.waitMs)}; ${[...others].map(([nice, d]) => `its other threads at nice ${nice} CPU ${s(d.cpuMs)}, waiting ${s(d.waitMs)}`).join("; ")}; its ended child processes CPU ${s(childrenCpuMs(this.pid) - this.consoleChildrenCpuMs)}; reads' client waiting ${s(reads.waitMs)}; this process's ended children (the uploader, or the floor's burners) CPU ${s(childrenCpuMs(process.pid) - this.selfChildrenCpuMs)}; machine CPU pressure ${s(cpuPressureMs() - this.pressureMs)}`;
   }
 }
 
@@ -464,17 +465,25 @@ export async function run(): Promise<void> {
       fieldErrors.push(`${imported.status} ${paths.join(", ")}`);
     }
     if (process.env.BENCH_IMPORT_FLOOR === "1" && imported !== null && without !== null) {
-      // The floor: no import, a process burning one core as long as the last import took.
-      for (const nice of [0, 10]) {
-        const burn = await burnFromChild(imported.answeredMs, nice);
+      // The floor: no import, processes burning cores as long as the last import took; two at
+      // nice 10 as the parse's process can (its garbage collection runs on threads of its own).
+      for (const { nice, cores } of [
+        { nice: 0, cores: 1 },
+        { nice: 10, cores: 1 },
+        { nice: 10, cores: 2 },
+      ]) {
+        const burns = await Promise.all(
+          Array.from({ length: cores }, () => burnFromChild(imported.answeredMs, nice)),
+        );
+        const label = `${cores} core${cores > 1 ? "s" : ""} at nice ${nice}`;
         await eventLoopDelayOf(console_.child);
         const times = new PhaseTimes(pid);
-        const burned = await readsUntil(url, token, burn.done);
+        const burned = await readsUntil(url, token, Promise.all(burns.map((burn) => burn.done)));
         console.log(
-          `floor, a process burning a core for ${(imported.answeredMs / 1000).toFixed(1)} s at nice ${nice}: ${summarize(burned)}; p99 / the last round's without: ${(burned.p99 / without.p99).toFixed(2)}x`,
+          `floor, processes burning ${label} for ${(imported.answeredMs / 1000).toFixed(1)} s: ${summarize(burned)}; p99 / the last round's without: ${(burned.p99 / without.p99).toFixed(2)}x`,
         );
-        console.log(`floor at nice ${nice}: ${await eventLoopDelayOf(console_.child)}`);
-        console.log(`floor at nice ${nice}, ${times.describe()}`);
+        console.log(`floor, ${label}: ${await eventLoopDelayOf(console_.child)}`);
+        console.log(`floor, ${label}, ${times.describe()}`);
       }
     }
     console.log(loadLine("at the end"));
