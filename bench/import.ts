@@ -16,7 +16,17 @@
  * Steps 1 and 2 alternate for `BENCH_IMPORT_ROUNDS` rounds (default 3); the p99 ratio's target is
  * the median over the rounds. Printed: the time to the import's answer, the console's resident memory before and its peak
  * (VmHWM from /proc), the reads' p50/p99/max with and without the import (same run, same
- * process, one after the other), and the load average at the start and the end.
+ * process, one after the other), and the load average at the start and the end. To tell a
+ * blocked event loop from CPU contention, each step also prints the console's event-loop delay
+ * (event-loop-probe.mjs, preloaded into it; its p50 is the 10 ms resolution, not a delay) and
+ * where the CPU went (/proc schedstat): the console's main thread's CPU time and time runnable
+ * but waiting for a core, its other threads' by nice value, the reads' client's wait, and the
+ * machine's CPU pressure.
+ *
+ * `BENCH_IMPORT_FLOOR=1` then measures the floor: the same reads while processes burn one core
+ * at nice 0, one at nice 10, then two at nice 10, for as long as the last import took, with no
+ * import; their p99 over the last round's p99 without is what CPU contention alone costs on this
+ * machine.
  *
  * Targets (issue "trust at the edges", 6): other requests are answered while the import runs,
  * their p99 within 2x of their p99 without it; the import keeps its per-position field error.
@@ -27,9 +37,9 @@
  * (default 6350). `BENCH_IMPORT_VALID=1` then imports a valid document of the same size (applied)
  * while the reads go on, and adds its p99 ratio as a target.
  */
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -215,6 +225,154 @@ function memoryOf(pid: number): { rssMiB: number; peakMiB: number } {
   return { rssMiB: kib("VmRSS") / 1024, peakMiB: kib("VmHWM") / 1024 };
 }
 
+/** A thread's CPU time and time spent runnable but waiting for a CPU, ms (/proc schedstat). */
+interface ThreadTimes {
+  readonly cpuMs: number;
+  readonly waitMs: number;
+  /** Its nice value (/proc stat). */
+  readonly nice: number;
+}
+
+/** Every thread of `pid` by its id; threads that ended meanwhile are left out. */
+function threadTimesOf(pid: number): Map<number, ThreadTimes> {
+  const threads = new Map<number, ThreadTimes>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return threads;
+  }
+  for (const tid of tids) {
+    try {
+      const [runNs, waitNs] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8")
+        .trim()
+        .split(" ")
+        .map(Number);
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      // Fields after the command's closing parenthesis; nice is the 19th field of the line.
+      const nice = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+      threads.set(Number(tid), { cpuMs: (runNs ?? 0) / 1e6, waitMs: (waitNs ?? 0) / 1e6, nice });
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return threads;
+}
+
+/** CPU time of the ended child processes `pid` has waited for, ms (/proc stat cutime + cstime). */
+function childrenCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command's closing parenthesis; cutime and cstime are the 16th and 17th.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS_PER_SEC;
+}
+
+/** USER_HZ, 100 on every Linux this runs on (`getconf CLK_TCK`). */
+const CLOCK_TICKS_PER_SEC = 100;
+
+/** The machine's CPU pressure so far: ms some runnable task waited for a CPU (/proc/pressure). */
+function cpuPressureMs(): number {
+  try {
+    const total = /^some .*total=(\d+)/m.exec(readFileSync("/proc/pressure/cpu", "utf8"))?.[1];
+    return Number(total) / 1000;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * Where a phase's time went, to tell a blocked event loop from CPU contention: the console's main
+ * thread (CPU, and time runnable but waiting for a core), its other threads (the parse worker, the
+ * V8 and libuv helpers), this process's main thread (the reads' client), and the machine's CPU
+ * pressure.
+ */
+class PhaseTimes {
+  private readonly startMs = performance.now();
+  private readonly console: Map<number, ThreadTimes>;
+  /** The latest sample of every console thread seen: a thread that ends keeps its last one. */
+  private readonly latest: Map<number, ThreadTimes>;
+  private readonly sampling: NodeJS.Timeout;
+  private readonly self: Map<number, ThreadTimes>;
+  private readonly pressureMs = cpuPressureMs();
+  private readonly consoleChildrenCpuMs: number;
+  private readonly selfChildrenCpuMs = childrenCpuMs(process.pid);
+
+  constructor(private readonly pid: number) {
+    this.console = threadTimesOf(pid);
+    this.consoleChildrenCpuMs = childrenCpuMs(pid);
+    this.latest = new Map(this.console);
+    this.self = threadTimesOf(process.pid);
+    this.sampling = setInterval(() => this.sample(), 200);
+  }
+
+  private sample(): void {
+    for (const [tid, times] of threadTimesOf(this.pid)) this.latest.set(tid, times);
+  }
+
+  describe(): string {
+    const wallMs = performance.now() - this.startMs;
+    clearInterval(this.sampling);
+    this.sample();
+    const console = this.latest;
+    const self = threadTimesOf(process.pid);
+    const delta = (after: ThreadTimes | undefined, before: ThreadTimes | undefined) => ({
+      cpuMs: (after?.cpuMs ?? 0) - (before?.cpuMs ?? 0),
+      waitMs: (after?.waitMs ?? 0) - (before?.waitMs ?? 0),
+    });
+    const main = delta(console.get(this.pid), this.console.get(this.pid));
+    const others = new Map<number, { cpuMs: number; waitMs: number }>();
+    for (const [tid, times] of console) {
+      if (tid === this.pid) continue;
+      const d = delta(times, this.console.get(tid));
+      const sum = others.get(times.nice) ?? { cpuMs: 0, waitMs: 0 };
+      others.set(times.nice, { cpuMs: sum.cpuMs + d.cpuMs, waitMs: sum.waitMs + d.waitMs });
+    }
+    const reads = delta(self.get(process.pid), this.self.get(process.pid));
+    const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+    return `over ${s(wallMs)}: console main thread CPU ${s(main.cpuMs)}, waiting for a core ${s(main.waitMs)}; ${[...others].map(([nice, d]) => `its other threads at nice ${nice} CPU ${s(d.cpuMs)}, waiting ${s(d.waitMs)}`).join("; ")}; its ended child processes CPU ${s(childrenCpuMs(this.pid) - this.consoleChildrenCpuMs)}; reads' client waiting ${s(reads.waitMs)}; this process's ended children (the uploader, or the floor's burners) CPU ${s(childrenCpuMs(process.pid) - this.selfChildrenCpuMs)}; machine CPU pressure ${s(cpuPressureMs() - this.pressureMs)}`;
+  }
+}
+
+/**
+ * A process that keeps one core busy for `durationMs` at `nice`, started once it runs: the floor
+ * a parse of the same length, off the event loop, leaves the reads.
+ */
+async function burnFromChild(durationMs: number, nice: number): Promise<{ done: Promise<void> }> {
+  const burner = `require("node:os").setPriority(0, ${nice}); process.stderr.write("burning\\n");
+const end = Date.now() + ${Math.round(durationMs)}; let x = 0; while (Date.now() < end) x += Math.sqrt(x + 1);`;
+  let markBurning: () => void = () => {};
+  const burning = new Promise<void>((resolve) => (markBurning = resolve));
+  const done = new Promise<void>((resolve, reject) => {
+    const child = execFile(process.execPath, ["-e", burner], (error) =>
+      error === null ? resolve() : reject(error),
+    );
+    child.stderr?.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("burning")) markBurning();
+    });
+  });
+  await Promise.race([burning, done]);
+  return { done };
+}
+
+/** The event-loop delay the console's probe (event-loop-probe.mjs) measured since it last said. */
+function eventLoopDelayOf(child: ChildProcess): Promise<string> {
+  return new Promise((resolve) => {
+    let text = "";
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      const line = /event-loop delay: (\{[^}]*\})/.exec(text)?.[1];
+      if (line === undefined) return;
+      child.stdout?.off("data", onData);
+      const figures = JSON.parse(line) as { p50Ms: number; p99Ms: number; maxMs: number };
+      resolve(
+        `console event-loop delay p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, max ${figures.maxMs} ms`,
+      );
+    };
+    child.stdout?.on("data", onData);
+    child.kill("SIGUSR2");
+  });
+}
+
 export async function run(): Promise<void> {
   console.log(loadLine("at the start"));
   const databaseUrl = withDatabase(
@@ -237,14 +395,20 @@ export async function run(): Promise<void> {
       { actor: systemActor("bench"), reason: "bench" },
       deps,
     );
-    console_ = await startTargetProcess("scripts/console.ts", [], "console", {
-      DATABASE_URL: databaseUrl,
-      // The console refuses the public development secrets; these die with the scratch database.
-      SESSION_SECRET: randomBytes(32).toString("hex"),
-      AUDIT_KEY: deps.auditKey ?? randomBytes(32).toString("hex"),
-      PORT: String(PORT),
-      CONSOLE_HOST: "127.0.0.1",
-    });
+    console_ = await startTargetProcess(
+      "scripts/console.ts",
+      [],
+      "console",
+      {
+        DATABASE_URL: databaseUrl,
+        // The console refuses the public development secrets; these die with the scratch database.
+        SESSION_SECRET: randomBytes(32).toString("hex"),
+        AUDIT_KEY: deps.auditKey ?? randomBytes(32).toString("hex"),
+        PORT: String(PORT),
+        CONSOLE_HOST: "127.0.0.1",
+      },
+      ["--import", "./bench/event-loop-probe.mjs"],
+    );
     const url = console_.url.origin;
     const pid = console_.child.pid ?? 0;
 
@@ -263,8 +427,12 @@ export async function run(): Promise<void> {
     // Rounds alternate the reads without an import and during one: on a shared machine one
     // round's p99 is a few slow reads, and another process's burst can land on either side.
     for (let round = 1; round <= ROUNDS; round++) {
+      await eventLoopDelayOf(console_.child);
+      let times = new PhaseTimes(pid);
       without = await readsUntil(url, token, BASELINE_MS);
       console.log(`round ${round} without an import: ${summarize(without)}`);
+      console.log(`round ${round} without an import: ${await eventLoopDelayOf(console_.child)}`);
+      console.log(`round ${round} without an import, ${times.describe()}`);
       const before = memoryOf(pid);
       console.log(
         `round ${round} import body: ${sizeMiB.toFixed(1)} MiB; console resident memory before: ${before.rssMiB.toFixed(0)} MiB`,
@@ -274,8 +442,12 @@ export async function run(): Promise<void> {
         token,
         body,
       );
+      await eventLoopDelayOf(console_.child);
+      times = new PhaseTimes(pid);
       during = await readsUntil(url, token, importing);
       imported = await importing;
+      const duringTimes = times.describe();
+      const duringDelay = await eventLoopDelayOf(console_.child);
       const after = memoryOf(pid);
       console.log(
         `round ${round} import answered ${imported.status} ${imported.body.error?.code ?? ""} in ${(imported.answeredMs / 1000).toFixed(1)} s (main: ${(MAIN_ANSWER_MS / 1000).toFixed(1)} s)`,
@@ -283,12 +455,36 @@ export async function run(): Promise<void> {
       console.log(
         `round ${round} during the import: ${summarize(during)} (main: stalls up to ${MAIN_STALL_MS} ms)`,
       );
+      console.log(`round ${round} during the import: ${duringDelay}`);
+      console.log(`round ${round} during the import, ${duringTimes}`);
       console.log(
         `round ${round} console resident memory after: ${after.rssMiB.toFixed(0)} MiB, peak ${after.peakMiB.toFixed(0)} MiB; ${loadLine("now")}`,
       );
       ratios.push(during.p99 / without.p99);
       const paths = (imported.body.error?.fieldErrors ?? []).map((field) => field.path);
       fieldErrors.push(`${imported.status} ${paths.join(", ")}`);
+    }
+    if (process.env.BENCH_IMPORT_FLOOR === "1" && imported !== null && without !== null) {
+      // The floor: no import, processes burning cores as long as the last import took; two at
+      // nice 10 as the parse's process can (its garbage collection runs on threads of its own).
+      for (const { nice, cores } of [
+        { nice: 0, cores: 1 },
+        { nice: 10, cores: 1 },
+        { nice: 10, cores: 2 },
+      ]) {
+        const burns = await Promise.all(
+          Array.from({ length: cores }, () => burnFromChild(imported.answeredMs, nice)),
+        );
+        const label = `${cores} core${cores > 1 ? "s" : ""} at nice ${nice}`;
+        await eventLoopDelayOf(console_.child);
+        const times = new PhaseTimes(pid);
+        const burned = await readsUntil(url, token, Promise.all(burns.map((burn) => burn.done)));
+        console.log(
+          `floor, processes burning ${label} for ${(imported.answeredMs / 1000).toFixed(1)} s: ${summarize(burned)}; p99 / the last round's without: ${(burned.p99 / without.p99).toFixed(2)}x`,
+        );
+        console.log(`floor, ${label}: ${await eventLoopDelayOf(console_.child)}`);
+        console.log(`floor, ${label}, ${times.describe()}`);
+      }
     }
     console.log(loadLine("at the end"));
 

@@ -17,18 +17,20 @@ export interface TargetProcess {
 
 /**
  * Runs `bench/<script>` (a path relative to the repository when it starts with `scripts/`) with
- * `args` and `env` added to this process's environment; `label` names it in errors.
+ * `args` and `env` added to this process's environment (`nodeArgs` to Node's own, after tsx);
+ * `label` names it in errors.
  */
 export function startTargetProcess(
   script: string,
   args: readonly string[],
   label: string,
   env: Readonly<Record<string, string>> = {},
+  nodeArgs: readonly string[] = [],
 ): Promise<TargetProcess> {
   const file = script.startsWith("scripts/") ? script : `bench/${script}`;
   const child = spawn(
     process.execPath,
-    ["--conditions=react-server", "--import", "tsx", file, ...args],
+    ["--conditions=react-server", "--import", "tsx", ...nodeArgs, file, ...args],
     { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } },
   );
   return new Promise((resolve, reject) => {

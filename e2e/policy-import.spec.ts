@@ -4,7 +4,7 @@
  * - a document larger than the copy of the body Next.js makes for proxy.ts (10 MB) reaches its
  *   route whole, because the import route is left out of the proxy's matcher
  *   (`routeHandlersOutsideProxy`), and is applied;
- * - it is parsed and validated in a worker thread (lib/api/read-policy-document.ts), so a request
+ * - it is parsed and validated in a child process (lib/api/read-policy-document.ts), so a request
  *   sent while the server works through it is answered before the import's answer. Order is
  *   asserted, never time.
  */

@@ -87,7 +87,7 @@ export interface EndpointSpec<Params, Query, Body, Result, Raw extends Result = 
   /**
    * Reads the body instead of `readJson`, given the size limit: for bodies large enough that
    * parsing them on the event loop would stall the server (a policy import, parsed and validated
-   * in a worker thread by read-policy-document.ts). Its result is what `body` then checks.
+   * in a child process by read-policy-document.ts). Its result is what `body` then checks.
    * @default readJson
    */
   readBody?: (request: Request, options: BodyReadOptions) => Promise<unknown>;

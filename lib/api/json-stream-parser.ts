@@ -4,7 +4,7 @@
  * a `"__proto__"` key as an own property, as `JSON.parse` does). The text is never held whole:
  * memory is the parsed value plus one piece. The same rules as `readJson` hold: strict UTF-8,
  * nesting at most `MAX_JSON_DEPTH`, an empty body refused. The parsing itself is synchronous; a
- * policy import runs it in a worker thread (policy-document-worker.ts), off the event loop.
+ * policy import runs it in a child process (policy-document-process.ts), off the event loop.
  */
 import { JSONParser } from "@streamparser/json";
 import { AppError } from "@/lib/control/errors";

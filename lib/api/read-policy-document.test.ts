@@ -1,6 +1,6 @@
 /**
  * `readPolicyDocument` answers what `parsePolicyDocument` and then `prepareImport` answer for the
- * same text (the worker thread runs those very functions), in order however many parts the
+ * same text (the child process runs those very functions), in order however many parts the
  * answer crosses in, and refuses a body that is not a JSON document within the limit as
  * `readJson` does.
  */
@@ -60,10 +60,13 @@ async function failure(request: Request, maxBytes = MAX): Promise<AppError> {
 describe("readPolicyDocument", () => {
   it.each([
     ["the example policy, on the event loop", JSON.stringify(example)],
-    ["a document whose customers cross from the worker in many parts", withCustomers(30_000)],
+    [
+      "a document whose customers cross from the child process in many parts",
+      withCustomers(30_000),
+    ],
     ["a document with one problem deep in it", withCustomers(30_000, new Set([29_000]))],
     [
-      "a document whose problems cross from the worker in many parts",
+      "a document whose problems cross from the child process in many parts",
       withCustomers(30_000, new Set(Array.from({ length: 25_000 }, (_, index) => index))),
     ],
   ])("answers %s as parsePolicyDocument and prepareImport do", async (_label, text) => {
@@ -86,7 +89,7 @@ describe("readPolicyDocument", () => {
     ["an empty body", post(""), "MALFORMED_JSON", "empty"],
     ["malformed JSON", post('{"tiers":['), "MALFORMED_JSON", "not valid JSON"],
     [
-      "malformed JSON past the first MiB, in the worker",
+      "malformed JSON past the first MiB, in the child process",
       post(`{"customers":[${'"x",'.repeat(400_000)}}`),
       "MALFORMED_JSON",
       "not valid JSON",

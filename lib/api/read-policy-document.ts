@@ -1,16 +1,19 @@
 /**
  * Reading a policy document for an import without stopping the server. The body is read as it
  * arrives (the media type and the size limit as `readJson` checks them); past its first MiB, its
- * pieces are moved (transferred, not copied) to a worker thread (policy-document-worker.ts), which
- * parses them with the streaming parser, validates the document with `parsePolicyDocument` and
- * prepares it for the import with `prepareImport` (sorted, compiled, hashed, summarized). The
- * event loop only moves bytes and takes the answer back in small parts, so other requests are
- * answered meanwhile, however large the document. A worker per document: imports are rare, and
- * its memory (the parsed document, a few times the body's size) is released with it.
+ * pieces are written to a child process (policy-document-process.ts) as they come, which parses
+ * them with the streaming parser, validates the document with `parsePolicyDocument` and prepares
+ * it for the import with `prepareImport` (sorted, compiled, hashed, summarized), at a lower CPU
+ * priority. The event loop only moves bytes and takes the answer back in small parts, so other
+ * requests are answered meanwhile, however large the document. A process per document: imports
+ * are rare, and its memory (the parsed document, a few times the body's size) is released with
+ * it.
  */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
 import path from "node:path";
+import type { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
 import {
   type ParseResult,
   type PolicyFieldError,
@@ -20,11 +23,7 @@ import {
 import { AppError } from "@/lib/control/errors";
 import { type PreparedImport, prepareImport } from "@/lib/control/policy/prepare-import";
 import { JsonStreamParser } from "./json-stream-parser";
-import type {
-  PartKey,
-  PolicyDocumentWorkerInput,
-  PolicyDocumentWorkerOutput,
-} from "./policy-document-worker";
+import type { PartKey, PolicyDocumentProcessOutput } from "./policy-document-process";
 import { bodyPieces, DEFAULT_MAX_BODY_BYTES, requireJsonContentType } from "./read-json";
 
 export interface ReadPolicyDocumentOptions {
@@ -36,7 +35,7 @@ export interface ReadPolicyDocumentOptions {
 /**
  * Bodies up to this size are parsed and validated on the event loop, as every other endpoint's
  * body is (read-json.ts `DEFAULT_MAX_BODY_BYTES`): that takes milliseconds, less than starting a
- * worker thread.
+ * child process.
  */
 const ON_EVENT_LOOP_MAX_BYTES = DEFAULT_MAX_BODY_BYTES;
 
@@ -63,83 +62,76 @@ export async function readPolicyDocument(
     head.push(next.value);
     headBytes += next.value.byteLength;
   }
-  return readInWorker(head, body, options);
+  return readInChildProcess(head, body, options);
 }
 
-/** `head`, then the rest of `body`, parsed and validated by a worker thread. */
-async function readInWorker(
+/** `head`, then the rest of `body`, parsed and validated by a child process. */
+async function readInChildProcess(
   head: readonly Uint8Array[],
   body: AsyncGenerator<Uint8Array>,
   options: ReadPolicyDocumentOptions,
 ): Promise<ParseResult<PreparedImport>> {
-  const worker = startWorker();
+  const { child, stdin } = startChildProcess();
   try {
-    const answer = answerOf(worker);
+    const answer = answerOf(child);
     let isAnswered = false;
     answer.then(
       () => (isAnswered = true),
       () => (isAnswered = true),
     );
+    // A child that ended early closes the pipe; its answer (or its end) says what happened.
+    stdin.on("error", () => {});
     let bytesRead = 0;
-    const send = (piece: Uint8Array) => {
-      // A piece that is its buffer's whole is moved to the worker as it is; a view of a larger
-      // buffer (which moving would take from its other users) is copied, and the copy moved.
+    const send = async (piece: Uint8Array) => {
       bytesRead += piece.byteLength;
-      const whole = piece.buffer;
-      const bytes =
-        whole instanceof ArrayBuffer &&
-        piece.byteOffset === 0 &&
-        piece.byteLength === whole.byteLength
-          ? new Uint8Array(whole)
-          : new Uint8Array(piece);
-      worker.postMessage({ kind: "bytes", bytes } satisfies PolicyDocumentWorkerInput, [
-        bytes.buffer,
-      ]);
+      // Waits while the child is behind (the pipe is full), so the upload waits with it.
+      if (!stdin.write(piece)) await Promise.race([once(stdin, "drain"), answer]);
       options.onProgress?.(bytesRead);
     };
-    for (const piece of head) send(piece);
+    for (const piece of head) await send(piece);
     for (;;) {
-      // A malformed body is answered as soon as the worker sees it; the rest is not read.
+      // A malformed body is answered as soon as the child sees it; the rest is not read.
       if (isAnswered) {
         await body.return(undefined);
         break;
       }
       const next = await body.next();
       if (next.done === true) break;
-      send(next.value);
+      await send(next.value);
     }
-    worker.postMessage({ kind: "end" } satisfies PolicyDocumentWorkerInput);
+    stdin.end();
     return await answer;
   } finally {
-    void worker.terminate();
+    child.kill("SIGKILL");
   }
 }
 
 /**
- * Under Next.js (which sets NEXT_RUNTIME) the worker is bundled with the route: Next.js finds
- * `new Worker(new URL(...))` and builds the worker's own chunk. Run from source (tests, scripts
- * under tsx) it is TypeScript, and Node 20 applies no module hooks in a worker thread, so tsx's
- * require hook loads it there.
+ * The child runs the TypeScript source under tsx, as `npm start` runs the server (tsx resolved
+ * from the working directory, the repository). Under Next.js (which sets NEXT_RUNTIME) the
+ * module's own URL is the bundle's, so the source is found from the working directory too.
  */
-function startWorker(): Worker {
-  if (process.env.NEXT_RUNTIME !== undefined) {
-    return new Worker(new URL("./policy-document-worker.ts", import.meta.url));
-  }
-  const entry = JSON.stringify(
-    path.join(path.dirname(fileURLToPath(import.meta.url)), "policy-document-worker.ts"),
-  );
-  // In the worker's own code, so that the bundler does not try to bundle tsx.
-  const load = `require("node:module").createRequire(${entry})("tsx/cjs/api").require(${entry}, ${entry});`;
-  return new Worker(load, { eval: true });
+function startChildProcess(): { child: ChildProcess; stdin: Writable } {
+  const entry =
+    process.env.NEXT_RUNTIME === undefined
+      ? path.join(path.dirname(fileURLToPath(import.meta.url)), "policy-document-process.ts")
+      : path.join(process.cwd(), "lib/api/policy-document-process.ts");
+  const child = spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", entry], {
+    stdio: ["pipe", "ignore", "inherit", "ipc"],
+    serialization: "advanced",
+  });
+  if (child.stdin === null) throw new Error("the policy document process has no stdin");
+  return { child, stdin: child.stdin };
 }
 
-/** The worker's answer, its parts joined as they come, one message per turn of the event loop. */
-function answerOf(worker: Worker): Promise<ParseResult<PreparedImport>> {
+/** The child's answer, its parts joined as they come, one message per turn of the event loop. */
+function answerOf(child: ChildProcess): Promise<ParseResult<PreparedImport>> {
   return new Promise((resolve, reject) => {
     const parts = new Map<PartKey, unknown[]>();
-    // What the worker posted: structured cloning keeps plain data, so the types hold.
+    // What the child sent: the advanced serialization (structured cloning) keeps plain data, so
+    // the types hold.
     const joined = <Item>(key: PartKey) => (parts.get(key) ?? []) as Item[];
-    worker.on("message", (message: PolicyDocumentWorkerOutput) => {
+    child.on("message", (message: PolicyDocumentProcessOutput) => {
       switch (message.kind) {
         case "part": {
           const items = parts.get(message.key);
@@ -167,12 +159,16 @@ function answerOf(worker: Worker): Promise<ParseResult<PreparedImport>> {
         case "malformed":
           return reject(new AppError("MALFORMED_JSON", message.message));
         default:
-          return reject(new Error(`unexpected message from the policy document worker`));
+          return reject(new Error(`unexpected message from the policy document process`));
       }
     });
-    worker.once("error", reject);
-    worker.once("exit", (code) =>
-      reject(new Error(`the policy document worker ended (exit code ${code}) before answering`)),
+    child.once("error", reject);
+    child.once("exit", (code, signal) =>
+      reject(
+        new Error(
+          `the policy document process ended (${signal ?? `exit code ${code}`}) before answering`,
+        ),
+      ),
     );
   });
 }

@@ -1,6 +1,6 @@
 /**
- * A large policy import does not stop the console: its body is parsed and validated in a worker
- * thread as it streams in (lib/api/read-policy-document.ts), so a request sent while it runs is
+ * A large policy import does not stop the console: its body is parsed and validated in a child
+ * process as it streams in (lib/api/read-policy-document.ts), so a request sent while it runs is
  * answered before it finishes, and a problem deep in a large document is still reported by its
  * position and field. e2e/policy-import.spec.ts does the same against the real server.
  */

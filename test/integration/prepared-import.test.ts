@@ -1,5 +1,5 @@
 /**
- * An import prepared in the worker thread (a body past its first MiB, through
+ * An import prepared in the child process (a body past its first MiB, through
  * `readPolicyDocument`) stores exactly what the same document imported with `importPolicy`
  * stores, and what its compiled entries and canonical export say it should: the registry, the
  * overrides, the entry set and its checksum, the audit entry's summary. A second import keeps
@@ -30,7 +30,7 @@ import {
 import { provideTestDatabase } from "./helpers/test-database";
 
 const onTheSpot = provideTestDatabase();
-const inWorker = provideTestDatabase();
+const inChildProcess = provideTestDatabase();
 
 /** One clock for both databases, so that both compile the same incidents at the same time. */
 const NOW_MS = Date.now();
@@ -73,8 +73,12 @@ function parsed(input: TPolicyDocumentInput): TPolicyDocument {
   return result.value;
 }
 
-/** Imports `input` as the API does: its body read, validated and prepared in the worker. */
-async function importThroughWorker(db: PrismaClient, input: TPolicyDocumentInput, reason: string) {
+/** Imports `input` as the API does: its body read, validated and prepared in the child process. */
+async function importThroughChildProcess(
+  db: PrismaClient,
+  input: TPolicyDocumentInput,
+  reason: string,
+) {
   const text = JSON.stringify(input);
   expect(Buffer.byteLength(text)).toBeGreaterThan(1024 * 1024);
   const request = new Request("http://test.local/api/v1/policy/import", {
@@ -140,7 +144,7 @@ function compiledRows(doc: TPolicyDocument) {
     .sort((a, b) => (a.key < b.key ? -1 : 1));
 }
 
-describe("an import prepared in the worker thread", () => {
+describe("an import prepared in the child process", () => {
   it("stores what importPolicy stores for the same document, as its compiled entries say", async () => {
     const input = largeDocument();
     const doc = parsed(input);
@@ -149,11 +153,15 @@ describe("an import prepared in the worker thread", () => {
       operatorContext("on the spot"),
       depsFor(onTheSpot.current().db, () => NOW_MS),
     );
-    const worker = await importThroughWorker(inWorker.current().db, input, "in the worker");
+    const childProcess = await importThroughChildProcess(
+      inChildProcess.current().db,
+      input,
+      "in the child process",
+    );
 
-    expect(worker.summary).toEqual(spot.summary);
-    expect(worker.summary).toEqual(summarizeDocument(doc));
-    const stored = await storedPolicy(inWorker.current().db);
+    expect(childProcess.summary).toEqual(spot.summary);
+    expect(childProcess.summary).toEqual(summarizeDocument(doc));
+    const stored = await storedPolicy(inChildProcess.current().db);
     expect(stored).toEqual(await storedPolicy(onTheSpot.current().db));
     expect(stored.customers).toHaveLength(CUSTOMERS + 4);
     expect(stored.overrides).toHaveLength(Math.ceil(CUSTOMERS / 3) + 1);
@@ -164,17 +172,17 @@ describe("an import prepared in the worker thread", () => {
       entries: stored.entries.length,
     });
     expect(stored.document).toBe(canonicalPolicy(doc));
-    const [audit] = await latestAuditEntries(inWorker.current().db);
+    const [audit] = await latestAuditEntries(inChildProcess.current().db);
     expect(audit).toMatchObject({
       action: "policy.import",
-      reason: "in the worker",
+      reason: "in the child process",
       policyVersion: 1,
     });
     expect(audit?.after).toEqual(summarizeDocument(doc));
   });
 
   it("keeps what did not change, updates what did and deletes what the document leaves out", async () => {
-    const { db } = inWorker.current();
+    const { db } = inChildProcess.current();
     const renamed = new Set(Array.from({ length: 900 }, (_, index) => 1_000 + index));
     // The first 1,000 customers dropped (with their overrides), 900 renamed, 300 new.
     const input = largeDocument(
@@ -186,7 +194,7 @@ describe("an import prepared in the worker thread", () => {
     );
     const doc = parsed(input);
     const before = await countEverything(db);
-    const result = await importThroughWorker(db, input, "second");
+    const result = await importThroughChildProcess(db, input, "second");
 
     expect(result).toMatchObject({ policyVersion: 2 });
     expect("isNoChange" in result).toBe(false);
@@ -219,7 +227,7 @@ describe("an import prepared in the worker thread", () => {
   });
 
   it("writes nothing when the same document comes again", async () => {
-    const { db } = inWorker.current();
+    const { db } = inChildProcess.current();
     const before = await countEverything(db);
     const input = largeDocument(
       (all) => [
@@ -228,7 +236,7 @@ describe("an import prepared in the worker thread", () => {
       ],
       new Set(Array.from({ length: 900 }, (_, index) => 1_000 + index)),
     );
-    const result = await importThroughWorker(db, input, "again");
+    const result = await importThroughChildProcess(db, input, "again");
     expect(result).toMatchObject({ isNoChange: true, auditEntryId: null });
     expect(await countEverything(db)).toEqual(before);
   });

@@ -97,7 +97,7 @@ export const exportPolicyEndpoint = defineEndpoint({
 
 /**
  * A million customers, each with a standing override, export to about 340 MiB of canonical JSON.
- * The body is parsed as it streams in and validated in a worker thread (read-policy-document.ts),
+ * The body is parsed as it streams in and validated in a child process (read-policy-document.ts),
  * never held as one string; the limit bounds the memory an import may take (the parsed document,
  * a few times its size in bytes). docs/production.md states it.
  */

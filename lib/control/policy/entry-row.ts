@@ -1,7 +1,7 @@
 /**
  * A compiled entry as Postgres stores it (`PolicyEntry`, and the staging table of an import):
  * its canonical text and that text's digest. Pure but for Node's SHA-256; it imports nothing that
- * opens a connection, so the import's worker thread (lib/api/policy-document-worker.ts) compiles
+ * opens a connection, so the import's child process (lib/api/policy-document-process.ts) compiles
  * entries with it too.
  */
 import { createHash } from "node:crypto";

@@ -11,7 +11,7 @@
  * nothing at all (no audit entry, no version) and says so (`isNoChange`).
  *
  * At a million customers and overrides: the document is sorted, compiled, hashed and summarized
- * before the transaction (`prepareImport`; for a large body, in the worker thread that validated
+ * before the transaction (`prepareImport`; for a large body, in the child process that validated
  * it), and the transaction sends prepared chunks of 5,000 rows, one statement each, never one
  * parameter per row (Postgres and Prisma allow 32,767 per statement). The keys kept are collected
  * in temporary tables as the chunks are written, so the rows the document leaves out are deleted
@@ -100,7 +100,7 @@ export async function importPolicy(
 
 /**
  * The same, for a document already validated and prepared (`prepareImport`): the API does both
- * in a worker thread for a large one (lib/api/read-policy-document.ts), so that it does not stall
+ * in a child process for a large one (lib/api/read-policy-document.ts), so that it does not stall
  * the server.
  */
 export async function importPreparedPolicy(

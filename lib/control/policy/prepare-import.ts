@@ -2,12 +2,13 @@
  * The CPU-heavy half of an import, done before its transaction: the document sorted into
  * canonical order, compiled into entries and hashed, summarized, and its customers and entries
  * written as the JSON text the import's statements read (`json_to_recordset`), at most
- * `PREPARED_CHUNK_ROWS` rows a statement. A large body is prepared in the worker thread that
- * validated it (lib/api/policy-document-worker.ts), so the seconds a million rows take are spent
+ * `PREPARED_CHUNK_ROWS` rows a statement. A large body is prepared in the child process that
+ * validated it (lib/api/policy-document-process.ts), so the seconds a million rows take are spent
  * off the server's event loop, and the transaction then only hands prepared text to Postgres, one
  * chunk a statement. Every other caller prepares on the spot, with this same function.
  *
- * Pure but for Node's SHA-256: it imports nothing that opens a connection (a worker loads it).
+ * Pure but for Node's SHA-256: it imports nothing that opens a connection (a child process loads
+ * it).
  */
 import {
   compileEntries,

@@ -1,6 +1,6 @@
 /**
  * The summary of a policy document (policy-summary.ts says what a summary holds). Pure but for
- * Node's SHA-256, so that the import's worker thread summarizes a large document off the server's
+ * Node's SHA-256, so that the import's child process summarizes a large document off the server's
  * event loop (prepare-import.ts).
  */
 import { createHash } from "node:crypto";

@@ -1,0 +1,125 @@
+/**
+ * The child process behind `readPolicyDocument` (read-policy-document.ts): it parses the body's
+ * bytes as they arrive on its stdin (json-stream-parser.ts), validates the document with
+ * `parsePolicyDocument` and prepares a valid one for its import with `prepareImport` (sorted,
+ * compiled, hashed, summarized, its rows written as chunks of JSON text), the same code every
+ * other path runs, so that the seconds a document of hundreds of MiB takes are spent outside the
+ * server's process, at a lower CPU priority.
+ *
+ * A process, not a worker thread: a worker's garbage collection and compilation run on the V8
+ * helper threads it shares with the server, at the server's priority, so a third of a large
+ * parse's CPU time competed with the event loop as an equal however the worker thread itself
+ * was niced (bench/results/import.md). Every thread of this process is niced.
+ *
+ * In: the body's bytes on stdin; its end is the body's end. Out, over the IPC channel (advanced
+ * serialization): the prepared import's (or the errors') large arrays in parts (`PART_ITEMS`
+ * items, or one chunk of text), then the rest in one `prepared` or `invalid` message; or
+ * `malformed` (the body is not JSON) as soon as that is seen. Parts keep each message small, so
+ * the server takes them in between other requests instead of decoding hundreds of MiB at once.
+ * The server ends the process once it has its answer.
+ */
+import { readdirSync } from "node:fs";
+import { setPriority } from "node:os";
+import { parsePolicyDocument } from "@limitplane/enforcer/policy";
+import { AppError } from "@/lib/control/errors";
+import { type PreparedImport, prepareImport } from "@/lib/control/policy/prepare-import";
+import { JsonStreamParser } from "./json-stream-parser";
+
+/** Items per part message (a few hundred KiB of customers). */
+const PART_ITEMS = 5_000;
+/**
+ * The process's nice value: on a busy machine the server's event loop, at its usual priority,
+ * gets the CPU before the import does. The import is bulk work; other requests are people
+ * waiting.
+ */
+const PROCESS_NICE = 10;
+
+/** The large arrays sent in parts: the errors, or the prepared import's (its document's overrides). */
+export type PartKey = "errors" | "customerOverrides" | "customerChunks" | "entryChunks";
+
+export type PolicyDocumentProcessOutput =
+  | { readonly kind: "part"; readonly key: PartKey; readonly items: readonly unknown[] }
+  | { readonly kind: "prepared"; readonly rest: PreparedImport }
+  | { readonly kind: "invalid"; readonly errors: readonly never[] }
+  | { readonly kind: "malformed"; readonly message: string };
+
+/**
+ * Nices every thread this process has. On Linux a nice value is a thread's own (setpriority(2)
+ * on a thread id), and Node starts its helper threads before any script runs; threads started
+ * later inherit it from the thread that starts them. Elsewhere it is the process's.
+ */
+function lowerPriority(): void {
+  if (process.platform !== "linux") setPriority(0, PROCESS_NICE);
+  else for (const tid of readdirSync("/proc/self/task")) setPriority(Number(tid), PROCESS_NICE);
+}
+
+function send(message: PolicyDocumentProcessOutput): void {
+  if (process.send === undefined) {
+    throw new Error("policy-document-process.ts runs as a child process with an IPC channel only");
+  }
+  process.send(message);
+}
+
+/** Posts `items` in parts of `perPart`; the empty array that stands for them in the answer. */
+function sendParts(key: PartKey, items: readonly unknown[], perPart: number): never[] {
+  for (let start = 0; start < items.length; start += perPart) {
+    send({ kind: "part", key, items: items.slice(start, start + perPart) });
+  }
+  return [];
+}
+
+/** The prepared import, its large arrays sent first, in parts. */
+function sendPrepared(prepared: PreparedImport): PolicyDocumentProcessOutput {
+  const { document, entries } = prepared;
+  return {
+    kind: "prepared",
+    rest: {
+      ...prepared,
+      document: {
+        ...document,
+        customerOverrides: sendParts("customerOverrides", document.customerOverrides, PART_ITEMS),
+      },
+      // A chunk of text is a few hundred KiB already.
+      customerChunks: sendParts("customerChunks", prepared.customerChunks, 1),
+      entries: { ...entries, chunks: sendParts("entryChunks", entries.chunks, 1) },
+    },
+  };
+}
+
+lowerPriority();
+const parser = new JsonStreamParser();
+let isFinished = false;
+
+/** Runs `step`; a body that is not JSON is answered, anything else is a bug and ends the process. */
+function answering(step: () => PolicyDocumentProcessOutput | null): void {
+  if (isFinished) return;
+  try {
+    const answer = step();
+    if (answer === null) return;
+    isFinished = true;
+    send(answer);
+  } catch (error: unknown) {
+    // Only the body's own faults are answered; anything else ends the process with its error on
+    // stderr (the server's), and the server answers 500.
+    if (!(error instanceof AppError)) throw error;
+    isFinished = true;
+    send({ kind: "malformed", message: error.message });
+  }
+}
+
+process.stdin.on("data", (bytes: Buffer) =>
+  answering(() => {
+    parser.write(bytes);
+    return null;
+  }),
+);
+process.stdin.on("end", () =>
+  answering(() => {
+    const parsed = parsePolicyDocument(parser.end());
+    return parsed.ok
+      ? sendPrepared(prepareImport(parsed.value))
+      : { kind: "invalid", errors: sendParts("errors", parsed.errors, PART_ITEMS) };
+  }),
+);
+// A server that ended without ending this process.
+process.on("disconnect", () => process.exit(0));
