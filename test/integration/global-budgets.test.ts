@@ -425,7 +425,8 @@ describe("a global budget across three regions", () => {
       underAdmission: {
         measured: allowance - admitted,
         bound,
-        shareOfAllowance: bound / allowance,
+        boundAtSettings,
+        shareOfAllowance: boundAtSettings / allowance,
       },
       sharesMoved: { total: moved, whileFirstFill: startMoved, demandMoved: MOVED },
       longestRoundGapMs: longestGapSec * 1000,
