@@ -6,7 +6,7 @@
 
 import { fieldErrorsFromZod, textField } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { toFieldErrors, validationError } from "./errors";
+import { type FieldError, toFieldErrors, validationError } from "./errors";
 
 /** Longest reason, matching an incident override's `reason` in packages/enforcer/src/policy/schemas/customers.ts. */
 export const MAX_REASON_LENGTH = 1000;
@@ -98,6 +98,34 @@ export function parseChange<Schema extends z.ZodType>(
     ...(input.success ? [] : toFieldErrors(fieldErrorsFromZod(input.error))),
     ...(ctx.success ? [] : toFieldErrors(fieldErrorsFromZod(ctx.error))),
   ]);
+}
+
+/**
+ * A raise's options and reason parsed for a check before the service runs (a form's live
+ * errors): every problem of both, the reason's under `reason`, and what did parse. Unlike
+ * {@link parseChange} it does not throw, so a reason still being typed does not hide the rest.
+ */
+export function checkOptionsAndReason<Schema extends z.ZodType>(
+  schema: Schema,
+  options: unknown,
+  reason: unknown,
+): {
+  readonly options: z.output<Schema> | null;
+  readonly reason: z.output<typeof ZReason> | null;
+  readonly errors: FieldError[];
+} {
+  const parsedOptions = schema.safeParse(options);
+  const parsedReason = ZReason.safeParse(reason);
+  return {
+    options: parsedOptions.success ? parsedOptions.data : null,
+    reason: parsedReason.success ? parsedReason.data : null,
+    errors: [
+      ...(parsedOptions.success ? [] : toFieldErrors(fieldErrorsFromZod(parsedOptions.error))),
+      ...(parsedReason.success
+        ? []
+        : toFieldErrors(fieldErrorsFromZod(parsedReason.error), ["reason"])),
+    ],
+  };
 }
 
 /** A read service's options; errors name each field and its problem. */

@@ -15,7 +15,7 @@ import {
   ZInstant,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { ZReason } from "../change-context";
+import { checkOptionsAndReason } from "../change-context";
 import { type FieldError, toFieldErrors } from "../errors";
 
 const shape = ZIncidentOverride.shape;
@@ -116,24 +116,18 @@ export function checkRaiseIncident(
   reason: unknown,
   context: RaiseCheckContext,
 ): FieldError[] {
-  const parsedOptions = ZRaiseIncidentOptions.safeParse(options);
-  const parsedReason = ZReason.safeParse(reason);
-  const errors: FieldError[] = [
-    ...(parsedOptions.success ? [] : toFieldErrors(fieldErrorsFromZod(parsedOptions.error))),
-    ...(parsedReason.success
-      ? []
-      : toFieldErrors(fieldErrorsFromZod(parsedReason.error), ["reason"])),
-  ];
+  const parsed = checkOptionsAndReason(ZRaiseIncidentOptions, options, reason);
+  const { errors } = parsed;
   // A reason still being typed does not hide the guardrails: the rest is checked regardless.
-  if (!parsedOptions.success) return errors;
+  if (parsed.options === null) return errors;
   const incident = ZIncidentOverride.safeParse(
-    incidentOfRaise(parsedOptions.data, {
+    incidentOfRaise(parsed.options, {
       // Placeholders that meet the schema: the service generates the id and takes the owner
       // from the actor.
       id: "inc-check",
       owner: "check",
       nowMs: context.nowMs,
-      reason: parsedReason.success ? parsedReason.data : "reason",
+      reason: parsed.reason ?? "reason",
     }),
   );
   if (!incident.success) return [...errors, ...toFieldErrors(fieldErrorsFromZod(incident.error))];

@@ -16,8 +16,8 @@ import {
   ZOutboundRaise,
 } from "@limitplane/enforcer/policy";
 import { z } from "zod";
-import { ZReason } from "../change-context";
-import { type FieldError, toFieldErrors } from "../errors";
+import { checkOptionsAndReason } from "../change-context";
+import type { FieldError } from "../errors";
 
 const MINUTE_MS = 60_000;
 
@@ -119,28 +119,19 @@ export function checkRaiseOutboundBudget(
   reason: unknown,
   context: RaiseOutboundCheckContext,
 ): FieldError[] {
-  const parsedOptions = ZRaiseOutboundBudgetOptions.safeParse(options);
-  const parsedReason = ZReason.safeParse(reason);
-  const errors: FieldError[] = [
-    ...(parsedOptions.success ? [] : toFieldErrors(fieldErrorsFromZod(parsedOptions.error))),
-    ...(parsedReason.success
-      ? []
-      : toFieldErrors(fieldErrorsFromZod(parsedReason.error), ["reason"])),
-  ];
-  if (!parsedOptions.success) return errors;
+  const parsed = checkOptionsAndReason(ZRaiseOutboundBudgetOptions, options, reason);
+  const { errors, options: request } = parsed;
+  if (request === null) return errors;
   const raise = ZOutboundRaise.safeParse(
-    raiseOfRequest(parsedOptions.data, {
+    raiseOfRequest(request, {
       nowMs: context.nowMs,
       // A placeholder that meets the schema: the service takes the owner from the actor.
       owner: "check",
-      reason: parsedReason.success ? parsedReason.data : "reason",
+      reason: parsed.reason ?? "reason",
     }),
   );
   if (!raise.success) {
-    return [
-      ...errors,
-      ...toRequestFieldErrors(fieldErrorsFromZod(raise.error), parsedOptions.data),
-    ];
+    return [...errors, ...toRequestFieldErrors(fieldErrorsFromZod(raise.error), request)];
   }
   return [
     ...errors,
@@ -149,7 +140,7 @@ export function checkRaiseOutboundBudget(
         guardrails: context.guardrails,
         nowMs: context.nowMs,
       }),
-      parsedOptions.data,
+      request,
     ),
   ];
 }
