@@ -35,21 +35,27 @@ async function send(
   expect(response.ok(), `${method} ${path}: ${await response.text()}`).toBe(true);
 }
 
-/** Nothing wider than the viewport: a phone scrolls down, never sideways. */
+/**
+ * Nothing wider than the viewport: a phone scrolls down, never sideways. The charts follow a
+ * viewport change through a ResizeObserver, a frame or more after it, so the check waits for the
+ * layout to settle; a chart that stays wider still fails, naming what sticks out.
+ */
 async function expectNoSidewaysScroll(page: Page): Promise<void> {
-  const widths = await page.evaluate(() => ({
-    page: document.documentElement.scrollWidth,
-    viewport: window.innerWidth,
-    // What sticks out, so a failure names the element rather than only the width.
-    wider: [...document.querySelectorAll("main *")]
-      .filter((element) => element.getBoundingClientRect().right > window.innerWidth + 1)
-      .filter((element) => element.closest(".table-scroll") === null)
-      .slice(0, 5)
-      .map((element) => `${element.tagName.toLowerCase()}.${element.className}`),
-  }));
-  expect(widths.page, `wider than the viewport: ${widths.wider.join(", ")}`).toBeLessThanOrEqual(
-    widths.viewport,
-  );
+  await expect(async () => {
+    const widths = await page.evaluate(() => ({
+      page: document.documentElement.scrollWidth,
+      viewport: window.innerWidth,
+      // What sticks out, so a failure names the element rather than only the width.
+      wider: [...document.querySelectorAll("main *")]
+        .filter((element) => element.getBoundingClientRect().right > window.innerWidth + 1)
+        .filter((element) => element.closest(".table-scroll") === null)
+        .slice(0, 5)
+        .map((element) => `${element.tagName.toLowerCase()}.${element.getAttribute("class")}`),
+    }));
+    expect(widths.page, `wider than the viewport: ${widths.wider.join(", ")}`).toBeLessThanOrEqual(
+      widths.viewport,
+    );
+  }).toPass({ timeout: 5_000 });
 }
 
 async function screenshot(page: Page, name: string): Promise<void> {
