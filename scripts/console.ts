@@ -5,7 +5,8 @@
  * - it listens on CONSOLE_HOST, 127.0.0.1 unless told otherwise, and PORT, and prints the one
  *   address it serves; over https when CONSOLE_TLS_CERT_FILE and CONSOLE_TLS_KEY_FILE are set;
  * - it tells the app each request's connection (peer address, TLS) in a header only it can write
- *   (lib/server/console-peer.ts), which the sign-in limit and HSTS rely on;
+ *   (lib/server/console-peer.ts), which the sign-in limit and HSTS rely on, and hands the import
+ *   routes their body as Node's stream, not copied piece by piece into a web stream;
  * - it keeps idle connections open for 65 s, longer than clients keep theirs (Node's agent: 5 s),
  *   so a client never sends on a socket the server is closing, and sheds slow or greedy clients
  *   (lib/server/server-limits.ts: headers within 10 s, 1 000 connections at most);
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   const handle = app.getRequestHandler();
   await app.prepare();
   const listener = (request: IncomingMessage, response: ServerResponse) => {
-    stamp(request);
+    stamp(request, response);
     void handle(request, response);
   };
   const tls =

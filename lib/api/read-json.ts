@@ -4,6 +4,7 @@
  * parsing, and every failure turned into an AppError that says what to fix.
  */
 import { AppError } from "@/lib/control/errors";
+import { rawBodyOf } from "@/lib/server/console-peer";
 
 /** Policy imports are the largest bodies the API takes. @default 1 MiB */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -16,11 +17,24 @@ export interface ReadJsonOptions {
 
 /**
  * The body's pieces as they arrive, refused (413) as soon as they pass `maxBytes`; leaving the
- * loop early cancels the rest of the upload.
+ * loop early cancels the rest of the upload. Read from Node's own stream where the console's
+ * server kept it (console-peer.ts `rawBodyOf`: the imports), which passes the received Buffers on
+ * as they are; else from `request.body`.
  */
 export async function* bodyPieces(request: Request, maxBytes: number): AsyncGenerator<Uint8Array> {
   const declared = Number(request.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  const raw = rawBodyOf(request.headers);
+  if (raw !== null) {
+    let total = 0;
+    // Leaving the loop early ends the stream, as cancelling the web stream below does.
+    for await (const piece of raw as AsyncIterable<Buffer>) {
+      total += piece.byteLength;
+      if (total > maxBytes) throw tooLarge(maxBytes);
+      yield piece;
+    }
+    return;
+  }
   if (request.body === null) return;
   const reader = request.body.getReader();
   let total = 0;
