@@ -14,6 +14,7 @@
  */
 import type { Prisma } from "@/lib/generated/prisma/client";
 import type { AuditEntityType } from "./audit/audit-actions";
+import { AppError } from "./errors";
 import { assertExpectedVersion } from "./version-conflict";
 
 type Tx = Prisma.TransactionClient;
@@ -82,4 +83,15 @@ export function versionedWrite<Current, Value>(
       ...applied,
     };
   };
+}
+
+/**
+ * Whether a versioned write was refused because the entity changed (VERSION_CONFLICT) or was
+ * deleted (NOT_FOUND) since the caller read it. A job that writes from its own earlier read
+ * skips such an entity: its next run reads it again.
+ */
+export function isChangedSinceRead(error: unknown): boolean {
+  return (
+    error instanceof AppError && (error.code === "VERSION_CONFLICT" || error.code === "NOT_FOUND")
+  );
 }

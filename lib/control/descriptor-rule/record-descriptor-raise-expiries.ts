@@ -1,9 +1,8 @@
 import { systemActor } from "../change-context";
 import type { ControlDeps } from "../deps";
-import { AppError } from "../errors";
 import { runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
-import { versionedWrite } from "../versioned-write";
+import { isChangedSinceRead, versionedWrite } from "../versioned-write";
 import {
   descriptorRuleData,
   descriptorRuleEntity,
@@ -96,12 +95,7 @@ export async function recordDescriptorRaiseExpiries(
       recorded.push({ ruleId: rule.id, raiseId: raise.id });
     } catch (error: unknown) {
       // Changed or deleted since it was read: the next call reads it again.
-      if (
-        error instanceof AppError &&
-        (error.code === "VERSION_CONFLICT" || error.code === "NOT_FOUND")
-      ) {
-        continue;
-      }
+      if (isChangedSinceRead(error)) continue;
       throw error;
     }
   }

@@ -1,10 +1,9 @@
 import { Prisma } from "@/lib/generated/prisma/client";
 import { systemActor } from "../change-context";
 import type { ControlDeps } from "../deps";
-import { AppError } from "../errors";
 import { runPolicyChange } from "../policy/run-policy-change";
 import { auditView } from "../stored";
-import { versionedWrite } from "../versioned-write";
+import { isChangedSinceRead, versionedWrite } from "../versioned-write";
 import {
   outboundBudgetEntity,
   outboundBudgetSelect,
@@ -86,12 +85,7 @@ export async function recordOutboundRaiseExpiries(
     } catch (error: unknown) {
       // Changed or deleted since it was read: the next call reads it again.
       if (error instanceof NotDue) continue;
-      if (
-        error instanceof AppError &&
-        (error.code === "VERSION_CONFLICT" || error.code === "NOT_FOUND")
-      ) {
-        continue;
-      }
+      if (isChangedSinceRead(error)) continue;
       throw error;
     }
   }
