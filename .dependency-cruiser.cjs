@@ -98,9 +98,9 @@ module.exports = {
       name: "client-modules-reach-server",
       severity: "error",
       comment:
-        "Client components validate with these modules (the domain's schemas and rules, the formatting, the API client): they must stay pure. Nothing they reach, however indirectly, may be server code (lib/server, the Prisma client, Redis, Postgres, server-only) or a node:* module.",
+        "Client components validate with these modules (the domain's schemas and rules, the formatting, the reason check, the API client): they must stay pure. Nothing they reach, however indirectly, may be server code (lib/server, the Prisma client, Redis, Postgres, server-only) or a node:* module.",
       from: {
-        path: "^(lib/control/(change-context|errors|incident/raise-incident-options)|lib/console/format|lib/api/api-client|app/.+-check)\\.ts$",
+        path: "^(lib/control/(change-context|errors|incident/raise-incident-options)|lib/console/(format|reason)|lib/api/api-client|app/.+-check)\\.ts$",
       },
       to: {
         reachable: true,

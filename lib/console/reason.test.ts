@@ -19,4 +19,21 @@ describe("reasonProblem", () => {
   it("accepts exactly 1000 characters, as the control plane does", () => {
     expect(reasonProblem("x".repeat(1000))).toBeNull();
   });
+
+  it("names every problem at once, each as a sentence", () => {
+    expect(reasonProblem(`${"x".repeat(1000)}\tmore`)).toBe(
+      "Reason must be at most 1000 characters. Reason must not contain control characters (line breaks, tabs) or bidirectional formatting characters.",
+    );
+  });
+
+  it.each([
+    ["", "Say why."],
+    ["   ", "Say why."],
+    ["line\nbreak", "Reason must not contain control characters"],
+    ["a real reason", null],
+  ])("with a prompt, only an empty reason gets it: %j -> %j", (input, expected) => {
+    const problem = reasonProblem(input, "Say why.");
+    if (expected === null) expect(problem).toBeNull();
+    else expect(problem).toContain(expected);
+  });
 });

@@ -61,19 +61,6 @@ export type ChangeContext = z.input<typeof ZChangeContext>;
 /** Why a change is made: the one rule for every form, API body and service. */
 export const ZReason = ZChangeContext.shape.reason;
 
-/**
- * The problem with a reason a person typed, in the domain's words (`ZReason`), or null when it
- * passes. `promptWhenEmpty` replaces the message for an empty reason with one that says what
- * the reason is for (a form's prompt).
- */
-export function reasonProblem(reason: string, promptWhenEmpty?: string): string | null {
-  const parsed = ZReason.safeParse(reason);
-  if (parsed.success) return null;
-  if (promptWhenEmpty !== undefined && reason.trim() === "") return promptWhenEmpty;
-  return fieldErrorsFromZod(parsed.error)
-    .map((error) => error.message)
-    .join("; ");
-}
 export type TChangeContext = z.output<typeof ZChangeContext>;
 
 /** The actor of changes the control plane makes by itself (the worker, the seed). */

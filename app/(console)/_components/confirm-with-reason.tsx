@@ -3,8 +3,8 @@
 import { useRouter } from "next/navigation";
 import { type FormEvent, type ReactNode, useState } from "react";
 import { callApi } from "@/lib/api/api-client";
-// A direct module import: this is client code, and the change context is pure.
-import { reasonProblem } from "@/lib/control/change-context";
+// A direct module import: this is client code, and the reason check is pure.
+import { reasonProblem } from "@/lib/console/reason";
 import { Field } from "../policies/_components/limit-fields";
 import styles from "../policies/_components/policy-form.module.css";
 

@@ -4,7 +4,7 @@ import type { TDescriptorRule } from "@limitplane/enforcer/policy";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { callApi } from "@/lib/api/api-client";
-import { reasonProblem } from "@/lib/control/change-context";
+import { reasonProblem } from "@/lib/console/reason";
 import type { FieldErrorMap } from "../../policies/_components/limit-draft";
 import { Field } from "../../policies/_components/limit-fields";
 import styles from "../../policies/_components/policy-form.module.css";

@@ -4,8 +4,8 @@ import { useRouter } from "next/navigation";
 import { type ReactNode, useId, useState } from "react";
 import { ConfirmDialog, type ConfirmResult } from "@/components/ui/confirm-dialog";
 import { callApi } from "@/lib/api/api-client";
-// A direct module import: this is client code, and the change context is pure.
-import { reasonProblem } from "@/lib/control/change-context";
+// A direct module import: this is client code, and the reason check is pure.
+import { reasonProblem } from "@/lib/console/reason";
 import styles from "../dry-run.module.css";
 import { StageCandidateBox } from "./stage-candidate-box";
 

@@ -10,7 +10,7 @@ import {
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { callApi } from "@/lib/api/api-client";
-import { reasonProblem } from "@/lib/control/change-context";
+import { reasonProblem } from "@/lib/console/reason";
 import {
   draftOfSpec,
   type FieldErrorMap,

@@ -6,9 +6,9 @@ import { type ReactNode, useState } from "react";
 import { BacktestPanel } from "@/components/backtest/backtest-panel";
 import { callApi } from "@/lib/api/api-client";
 import { auditEntryHref } from "@/lib/console/chart-series";
+// A direct module import: this is client code, and the reason check is pure.
+import { MAX_REASON_LENGTH, reasonProblem } from "@/lib/console/reason";
 import { requestedChangeOf } from "@/lib/console/requested-change";
-// A direct module import: this is client code, and the change context is pure.
-import { MAX_REASON_LENGTH, reasonProblem } from "@/lib/control/change-context";
 import type {
   PolicyChangePreview,
   PreviewPolicyChangeOptions,
