@@ -26,8 +26,8 @@
  * machine's CPU pressure.
  *
  * `BENCH_IMPORT_FLOOR=1` then measures the floor: the same reads while processes burn one core
- * at nice 0, one at nice 10, then two at nice 10, for as long as the last import took, with no
- * import; their p99 over the last round's p99 without is what CPU contention alone costs on this
+ * at nice 0, one at nice 10, then two at nice 10, then one parsing JSON at nice 10, for as long
+ * as the last import took, with no import; their p99 over the last round's p99 without is what CPU contention alone costs on this
  * machine.
  *
  * Targets (issue "trust at the edges", 6): other requests are answered while the import runs,
@@ -348,12 +348,26 @@ class PhaseTimes {
 }
 
 /**
- * A process that keeps one core busy for `durationMs` at `nice`, started once it runs: the floor
- * a parse of the same length, off the event loop, leaves the reads.
+ * A process that keeps one core busy for `durationMs` at `nice`, every thread of it, started once
+ * it runs: the floor a parse of the same length, off the event loop, leaves the reads. `spin`
+ * touches no memory; `parse` parses JSON like the import's (a few MiB of customers, again and
+ * again), so its allocation and garbage collection load the memory and caches the console
+ * shares.
  */
-async function burnFromChild(durationMs: number, nice: number): Promise<{ done: Promise<void> }> {
-  const burner = `require("node:os").setPriority(0, ${nice}); process.stderr.write("burning\\n");
-const end = Date.now() + ${Math.round(durationMs)}; let x = 0; while (Date.now() < end) x += Math.sqrt(x + 1);`;
+async function burnFromChild(
+  durationMs: number,
+  nice: number,
+  kind: "spin" | "parse",
+): Promise<{ done: Promise<void> }> {
+  const work =
+    kind === "spin"
+      ? "let x = 0; while (Date.now() < end) x += Math.sqrt(x + 1);"
+      : `const text = JSON.stringify({ customers: Array.from({ length: 40000 }, (_, i) => ({ id: "bulk-" + i, displayName: "Bulk customer number " + i, tier: "free" })) });
+let kept = 0; while (Date.now() < end) kept += JSON.parse(text).customers.length;`;
+  const burner = `const os = require("node:os");
+for (const tid of require("node:fs").readdirSync("/proc/self/task")) os.setPriority(Number(tid), ${nice});
+process.stderr.write("burning\\n");
+const end = Date.now() + ${Math.round(durationMs)}; ${work}`;
   let markBurning: () => void = () => {};
   const burning = new Promise<void>((resolve) => (markBurning = resolve));
   const done = new Promise<void>((resolve, reject) => {
@@ -491,15 +505,18 @@ export async function run(): Promise<void> {
     if (process.env.BENCH_IMPORT_FLOOR === "1" && imported !== null && without !== null) {
       // The floor: no import, processes burning cores as long as the last import took; two at
       // nice 10 as the parse's process can (its garbage collection runs on threads of its own).
-      for (const { nice, cores } of [
-        { nice: 0, cores: 1 },
-        { nice: 10, cores: 1 },
-        { nice: 10, cores: 2 },
-      ]) {
+      // Then one parsing JSON at nice 10, as the import's process does, without the console
+      // receiving anything: what sharing the machine's memory and caches with a parse costs.
+      for (const { nice, cores, kind } of [
+        { nice: 0, cores: 1, kind: "spin" },
+        { nice: 10, cores: 1, kind: "spin" },
+        { nice: 10, cores: 2, kind: "spin" },
+        { nice: 10, cores: 1, kind: "parse" },
+      ] as const) {
         const burns = await Promise.all(
-          Array.from({ length: cores }, () => burnFromChild(imported.answeredMs, nice)),
+          Array.from({ length: cores }, () => burnFromChild(imported.answeredMs, nice, kind)),
         );
-        const label = `${cores} core${cores > 1 ? "s" : ""} at nice ${nice}`;
+        const label = `${cores} core${cores > 1 ? "s" : ""} at nice ${nice}${kind === "parse" ? ", parsing JSON" : ""}`;
         await eventLoopDelayOf(console_.child);
         const times = new PhaseTimes(pid);
         const burned = await readsUntil(url, token, Promise.all(burns.map((burn) => burn.done)));
