@@ -81,6 +81,8 @@ interface Latencies {
   readonly max: number;
   /** When the first read was answered, ms from the start. */
   readonly firstAnsweredMs: number;
+  /** The three slowest reads: when each was sent (ms from the start) and how long it took. */
+  readonly slowest: readonly { readonly sentAtMs: number; readonly ms: number }[];
 }
 
 /** Reads one every GAP_MS (never two at once) until `until` resolves; their latencies. */
@@ -93,6 +95,7 @@ async function readsUntil(
   let isDone = false;
   if (typeof until !== "number") void until.finally(() => (isDone = true));
   const latencies: number[] = [];
+  const sentAt: number[] = [];
   let firstAnsweredMs = Number.NaN;
   while (!isDone && (typeof until !== "number" || performance.now() - startMs < until)) {
     const sentMs = performance.now();
@@ -104,6 +107,7 @@ async function readsUntil(
     const answeredMs = performance.now();
     if (Number.isNaN(firstAnsweredMs)) firstAnsweredMs = answeredMs - startMs;
     latencies.push(answeredMs - sentMs);
+    sentAt.push(sentMs - startMs);
     await sleep(GAP_MS);
   }
   const sorted = [...latencies].sort((a, b) => a - b);
@@ -113,11 +117,18 @@ async function readsUntil(
     p99: quantile(sorted, 0.99),
     max: sorted.at(-1) ?? Number.NaN,
     firstAnsweredMs,
+    slowest: latencies
+      .map((ms, index) => ({ sentAtMs: sentAt[index] ?? 0, ms }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 3),
   };
 }
 
 function summarize(latencies: Latencies): string {
-  return `${latencies.count} reads, p50 ${latencies.p50.toFixed(1)} ms, p99 ${latencies.p99.toFixed(1)} ms, max ${latencies.max.toFixed(1)} ms`;
+  const slowest = latencies.slowest
+    .map((read) => `${read.ms.toFixed(0)} ms at ${(read.sentAtMs / 1000).toFixed(2)} s`)
+    .join(", ");
+  return `${latencies.count} reads, p50 ${latencies.p50.toFixed(1)} ms, p99 ${latencies.p99.toFixed(1)} ms, max ${latencies.max.toFixed(1)} ms (slowest: ${slowest})`;
 }
 
 /**
