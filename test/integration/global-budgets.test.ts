@@ -19,6 +19,10 @@
  *   the share its demand is allotted (g + (1 − 3g)·demand: 0.114 / 0.208 / 0.678);
  * - each region's demand counter in Redis is exactly the number of requests sent to it.
  *
+ * The run starts once every gateway has applied its share (a probe customer's `RateLimit-Policy`
+ * shows it): a gateway decides at the floor share until its first reading, and a bucket made then
+ * would lose its first fill (docs/regions.md).
+ *
  * With `GLOBAL_BUDGET_REPORT=<file>` the figures are also written there as JSON (the regions
  * bench runs this file to print them).
  */
@@ -166,6 +170,8 @@ let proxy: CuttableProxy;
 let gateways: GatewayProcess[] = [];
 let worker: WorkerProcess | undefined;
 let deps: ControlDeps;
+/** The probes sent to each region before the run (beforeAll), counted in its demand too. */
+const probesSent = NAMES.map(() => 0);
 
 beforeAll(async () => {
   const db = database.current().db;
@@ -218,6 +224,34 @@ beforeAll(async () => {
     },
     { timeoutMs: 30_000 },
   );
+  // ... and every gateway has read its share: until its first reading a gateway decides at the
+  // floor share, so a bucket made then would start with the floor's capacity and the run would
+  // lose most of its first fill. A probe customer of the tier, with a bucket of its own, reads
+  // the capacity in force (`RateLimit-Policy`'s q) until it is above the floor's; its requests
+  // count in the region's demand like any other (`probesSent`).
+  const agent = new Agent({ keepAlive: true });
+  try {
+    await Promise.all(
+      gateways.map((gateway, index) =>
+        waitFor(
+          `${NAMES[index]}'s gateway to apply its share`,
+          async () => {
+            const reply = await sendRequest(agent, gateway, "/v1/things", {
+              authorization: "Bearer share-probe",
+              "x-tier": "worldwide",
+            });
+            probesSent[index] = (probesSent[index] ?? 0) + 1;
+            const policy = reply.headers["ratelimit-policy"] ?? "";
+            const quota = Number(/"tier:worldwide";q=(\d+)/.exec(policy)?.[1] ?? 0);
+            return quota > CAPACITY * FLOOR ? true : undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 50 },
+        ),
+      ),
+    );
+  } finally {
+    agent.destroy();
+  }
 }, 120_000);
 
 afterAll(async () => {
@@ -455,7 +489,8 @@ describe("a global budget across three regions", () => {
       expect(Math.abs((shares[index] ?? 0) - share)).toBeLessThanOrEqual(0.05);
     });
 
-    // Every request reached its region's demand counter, exactly once.
+    // Every request reached its region's demand counter, exactly once (the run's and the probes').
+    const expectedDemand = sent.map((count, index) => count + (probesSent[index] ?? 0));
     const counted = await waitFor(
       "every region's demand to be written",
       async () => {
@@ -466,11 +501,11 @@ describe("a global budget across three regions", () => {
             ),
           ),
         );
-        return counts.every((count, index) => count === sent[index]) ? counts : undefined;
+        return counts.every((count, index) => count === expectedDemand[index]) ? counts : undefined;
       },
       { timeoutMs: 10_000 },
     );
-    expect(counted).toEqual(sent);
+    expect(counted).toEqual(expectedDemand);
     // The worker saw us-west unreachable, and reachable again.
     expect(worker?.output()).toContain("us-west unreachable");
     expect(worker?.output()).toContain("every region answers");
