@@ -27,7 +27,8 @@
  *
  * `BENCH_IMPORT_FLOOR=1` then measures the floor: the same reads while processes burn one core
  * at nice 0, one at nice 10, then two at nice 10, then one parsing JSON at nice 10, for as long
- * as the last import took, with no import; their p99 over the last round's p99 without is what CPU contention alone costs on this
+ * as the last import took, with no import, and then while the same upload goes to another
+ * process that reads it at the import's pace; their p99 over the last round's p99 without is what CPU contention alone costs on this
  * machine.
  *
  * Targets (issue "trust at the edges", 6): other requests are answered while the import runs,
@@ -192,6 +193,49 @@ const req = request(url, {
 req.on("error", (error) => { console.error(error); process.exit(1); });
 req.end(body);
 `;
+
+/**
+ * A process that takes the import's upload instead of the console (`BENCH_IMPORT_FLOOR`): it
+ * reads the body at the pace the last import read it (bytes per second, argv), discards it and
+ * answers 400, so the reads measure what the upload alone, on this machine, costs them. Prints
+ * `listening <port>`.
+ */
+const SINK = `
+const { createServer } = require("node:http");
+const bytesPerMs = Number(process.argv[1]);
+const server = createServer((req, res) => {
+  const startedMs = Date.now();
+  let read = 0;
+  req.on("data", (chunk) => {
+    read += chunk.length;
+    const aheadMs = read / bytesPerMs - (Date.now() - startedMs);
+    if (aheadMs > 1) {
+      req.pause();
+      setTimeout(() => req.resume(), aheadMs);
+    }
+  });
+  req.on("end", () => {
+    res.writeHead(400, { "content-type": "application/json" });
+    res.end(JSON.stringify({ error: { code: "VALIDATION_FAILED", fieldErrors: [] } }));
+  });
+});
+server.listen(0, "127.0.0.1", () => process.stdout.write("listening " + server.address().port + "\\n"));
+`;
+
+/** Starts SINK reading `bytesPerMs`; its URL and how to stop it. */
+async function startSink(bytesPerMs: number): Promise<{ url: string; stop: () => void }> {
+  const child = execFile(process.execPath, ["-e", SINK, String(bytesPerMs)]);
+  const port = await new Promise<string>((resolve, reject) => {
+    let text = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      text += chunk.toString();
+      const found = /listening (\d+)/.exec(text)?.[1];
+      if (found !== undefined) resolve(found);
+    });
+    child.once("exit", () => reject(new Error("the sink process ended before listening")));
+  });
+  return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill() };
+}
 
 interface Uploaded {
   readonly status: number;
@@ -536,6 +580,24 @@ export async function run(): Promise<void> {
         );
         console.log(`floor, ${label}: ${await eventLoopDelayOf(console_.child)}`);
         console.log(`floor, ${label}, ${times.describe()}`);
+      }
+      // Then the same upload to another process, read at the import's pace and discarded: what
+      // the bytes crossing this machine cost the reads, with the console receiving nothing.
+      const sink = await startSink(body.byteLength / imported.answeredMs);
+      try {
+        const upload = await uploadFromChild(sink.url, token, body);
+        const label = "the same upload to another process at the import's pace";
+        await eventLoopDelayOf(console_.child);
+        const times = new PhaseTimes(pid);
+        const sunk = await readsUntil(url, token, upload.answer);
+        const uploaded = await upload.answer;
+        console.log(
+          `floor, ${label} (${(uploaded.answeredMs / 1000).toFixed(1)} s): ${summarize(sunk)}; p99 / the last round's without: ${(sunk.p99 / without.p99).toFixed(2)}x`,
+        );
+        console.log(`floor, ${label}: ${await eventLoopDelayOf(console_.child)}`);
+        console.log(`floor, ${label}, ${times.describe()}`);
+      } finally {
+        sink.stop();
       }
     }
     console.log(loadLine("at the end"));
