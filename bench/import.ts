@@ -27,9 +27,10 @@
  *
  * `BENCH_IMPORT_FLOOR=1` then measures the floor: the same reads while processes burn one core
  * at nice 0, one at nice 10, then two at nice 10, then one parsing JSON at nice 10, for as long
- * as the last import took, with no import, and then while the same upload goes to another
- * process that reads it at the import's pace; their p99 over the last round's p99 without is what CPU contention alone costs on this
- * machine.
+ * as the last import took, with no import, then while the same upload goes to another
+ * process that reads it at the import's pace, then that with a JSON parse at nice 10 beside it
+ * (the import's whole work, done without the console); their p99 over the last round's p99
+ * without is what CPU contention alone costs on this machine.
  *
  * Targets (issue "trust at the edges", 6): other requests are answered while the import runs,
  * their p99 within 2x of their p99 without it; the import keeps its per-position field error.
@@ -582,22 +583,28 @@ export async function run(): Promise<void> {
         console.log(`floor, ${label}, ${times.describe()}`);
       }
       // Then the same upload to another process, read at the import's pace and discarded: what
-      // the bytes crossing this machine cost the reads, with the console receiving nothing.
-      const sink = await startSink(body.byteLength / imported.answeredMs);
-      try {
-        const upload = await uploadFromChild(sink.url, token, body);
-        const label = "the same upload to another process at the import's pace";
-        await eventLoopDelayOf(console_.child);
-        const times = new PhaseTimes(pid);
-        const sunk = await readsUntil(url, token, upload.answer);
-        const uploaded = await upload.answer;
-        console.log(
-          `floor, ${label} (${(uploaded.answeredMs / 1000).toFixed(1)} s): ${summarize(sunk)}; p99 / the last round's without: ${(sunk.p99 / without.p99).toFixed(2)}x`,
-        );
-        console.log(`floor, ${label}: ${await eventLoopDelayOf(console_.child)}`);
-        console.log(`floor, ${label}, ${times.describe()}`);
-      } finally {
-        sink.stop();
+      // the bytes crossing this machine cost the reads, with the console receiving nothing. Then
+      // that again with a JSON parse at nice 10 beside it: the import's whole work (the import's
+      // process reads the socket itself and parses) done by other processes.
+      for (const withParse of [false, true]) {
+        const sink = await startSink(body.byteLength / imported.answeredMs);
+        try {
+          const parse = withParse ? await burnFromChild(imported.answeredMs, 10, "parse") : null;
+          const upload = await uploadFromChild(sink.url, token, body);
+          const label = `the same upload to another process at the import's pace${withParse ? ", and 1 core at nice 10 parsing JSON" : ""}`;
+          await eventLoopDelayOf(console_.child);
+          const times = new PhaseTimes(pid);
+          const sunk = await readsUntil(url, token, upload.answer);
+          const uploaded = await upload.answer;
+          await parse?.done;
+          console.log(
+            `floor, ${label} (${(uploaded.answeredMs / 1000).toFixed(1)} s): ${summarize(sunk)}; p99 / the last round's without: ${(sunk.p99 / without.p99).toFixed(2)}x`,
+          );
+          console.log(`floor, ${label}: ${await eventLoopDelayOf(console_.child)}`);
+          console.log(`floor, ${label}, ${times.describe()}`);
+        } finally {
+          sink.stop();
+        }
       }
     }
     console.log(loadLine("at the end"));

@@ -11,7 +11,10 @@
  * parse's CPU time competed with the event loop as an equal however the worker thread itself
  * was niced (bench/results/import.md). Every thread of this process is niced.
  *
- * In: the body's bytes on stdin; its end is the body's end. Out, over the IPC channel (advanced
+ * In: the body's bytes on stdin, its end the body's end; or one `socket` message over the IPC
+ * channel with the connection itself (console-peer.ts `detachBody`): the bytes the server already
+ * had, then exactly `remaining` bytes read from the socket, which is left open for the server's
+ * answer. Out, over the IPC channel (advanced
  * serialization): the prepared import's (or the errors') large arrays in parts (`PART_ITEMS`
  * items, or one chunk of text), then the rest in one `prepared` or `invalid` message; or
  * `malformed` (the body is not JSON) as soon as that is seen. Parts keep each message small, so
@@ -19,12 +22,15 @@
  * The server ends the process once it has its answer.
  */
 import { readdirSync } from "node:fs";
+import type { Socket } from "node:net";
 import { setPriority } from "node:os";
 import { parsePolicyDocument } from "@limitplane/enforcer/policy";
 import { AppError } from "@/lib/control/errors";
 import { type PreparedImport, prepareImport } from "@/lib/control/policy/prepare-import";
 import { JsonStreamParser } from "./json-stream-parser";
 
+/** How often a read from a socket is reported (`progress`), in bytes. */
+const PROGRESS_BYTES = 16 * 1024 * 1024;
 /** Items per part message (a few hundred KiB of customers). */
 const PART_ITEMS = 5_000;
 /**
@@ -37,7 +43,15 @@ const PROCESS_NICE = 10;
 /** The large arrays sent in parts: the errors, or the prepared import's (its document's overrides). */
 export type PartKey = "errors" | "customerOverrides" | "customerChunks" | "entryChunks";
 
+/** Sent with the connection as its handle. */
+export type PolicyDocumentProcessInput = {
+  readonly kind: "socket";
+  readonly received: readonly Uint8Array[];
+  readonly remaining: number;
+};
+
 export type PolicyDocumentProcessOutput =
+  | { readonly kind: "progress"; readonly bytesRead: number }
   | { readonly kind: "part"; readonly key: PartKey; readonly items: readonly unknown[] }
   | { readonly kind: "prepared"; readonly rest: PreparedImport }
   | { readonly kind: "invalid"; readonly errors: readonly never[] }
@@ -107,19 +121,73 @@ function answering(step: () => PolicyDocumentProcessOutput | null): void {
   }
 }
 
-process.stdin.on("data", (bytes: Buffer) =>
+function write(bytes: Uint8Array): void {
   answering(() => {
     parser.write(bytes);
     return null;
-  }),
-);
-process.stdin.on("end", () =>
+  });
+}
+
+function finish(): void {
   answering(() => {
     const parsed = parsePolicyDocument(parser.end());
     return parsed.ok
       ? sendPrepared(prepareImport(parsed.value))
       : { kind: "invalid", errors: sendParts("errors", parsed.errors, PART_ITEMS) };
-  }),
-);
+  });
+}
+
+/**
+ * Reads exactly `remaining` bytes from `socket`, after `received`. The socket is the server's
+ * connection: this process never writes to it or shuts it down (closing its own descriptor
+ * leaves the server's open), and reads nothing past the body.
+ */
+function readFromSocket({ received, remaining }: PolicyDocumentProcessInput, socket: Socket): void {
+  // A client that half-closes after its body must not make Node end the server's side.
+  socket.allowHalfOpen = true;
+  let bytesRead = 0;
+  let reported = 0;
+  const take = (bytes: Uint8Array) => {
+    bytesRead += bytes.byteLength;
+    write(bytes);
+    if (bytesRead - reported >= PROGRESS_BYTES) {
+      reported = bytesRead;
+      send({ kind: "progress", bytesRead });
+    }
+  };
+  for (const piece of received) take(piece);
+  let left = remaining;
+  const done = () => {
+    socket.off("data", onData);
+    socket.destroy();
+    finish();
+  };
+  const onData = (bytes: Buffer) => {
+    const piece = bytes.byteLength > left ? bytes.subarray(0, left) : bytes;
+    left -= piece.byteLength;
+    take(piece);
+    if (left === 0) done();
+  };
+  if (left === 0) {
+    done();
+    return;
+  }
+  socket.on("data", onData);
+  socket.once("end", () =>
+    answering(() => {
+      throw new AppError(
+        "MALFORMED_JSON",
+        `The request body ended ${left} bytes before its declared Content-Length.`,
+      );
+    }),
+  );
+  socket.on("error", () => {});
+}
+
+process.stdin.on("data", write);
+process.stdin.on("end", finish);
+process.on("message", (message: PolicyDocumentProcessInput, socket?: Socket) => {
+  if (message.kind === "socket" && socket !== undefined) readFromSocket(message, socket);
+});
 // A server that ended without ending this process.
 process.on("disconnect", () => process.exit(0));

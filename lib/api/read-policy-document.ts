@@ -4,13 +4,17 @@
  * pieces are written to a child process (policy-document-process.ts) as they come, which parses
  * them with the streaming parser, validates the document with `parsePolicyDocument` and prepares
  * it for the import with `prepareImport` (sorted, compiled, hashed, summarized), at a lower CPU
- * priority. The event loop only moves bytes and takes the answer back in small parts, so other
- * requests are answered meanwhile, however large the document. A process per document: imports
- * are rare, and its memory (the parsed document, a few times the body's size) is released with
- * it.
+ * priority. Where the console's server can hand the connection over (console-peer.ts
+ * `detachBody`: plain HTTP, a declared length), the child reads the rest of the body from the
+ * socket itself and the server's event loop never touches those bytes; else the event loop moves
+ * them from the socket to the child's stdin. Either way it takes the answer back in small parts,
+ * so other requests are answered meanwhile, however large the document. A process per document:
+ * imports are rare, and its memory (the parsed document, a few times the body's size) is
+ * released with it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import type { Socket } from "node:net";
 import path from "node:path";
 import type { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
@@ -22,8 +26,13 @@ import {
 } from "@limitplane/enforcer/policy";
 import { AppError } from "@/lib/control/errors";
 import { type PreparedImport, prepareImport } from "@/lib/control/policy/prepare-import";
+import { type DetachedBody, detachBody } from "@/lib/server/console-peer";
 import { JsonStreamParser } from "./json-stream-parser";
-import type { PartKey, PolicyDocumentProcessOutput } from "./policy-document-process";
+import type {
+  PartKey,
+  PolicyDocumentProcessInput,
+  PolicyDocumentProcessOutput,
+} from "./policy-document-process";
 import { bodyPieces, DEFAULT_MAX_BODY_BYTES, requireJsonContentType } from "./read-json";
 
 export interface ReadPolicyDocumentOptions {
@@ -62,48 +71,79 @@ export async function readPolicyDocument(
     head.push(next.value);
     headBytes += next.value.byteLength;
   }
-  return readInChildProcess(head, body, options);
-}
-
-/** `head`, then the rest of `body`, parsed and validated by a child process. */
-async function readInChildProcess(
-  head: readonly Uint8Array[],
-  body: AsyncGenerator<Uint8Array>,
-  options: ReadPolicyDocumentOptions,
-): Promise<ParseResult<PreparedImport>> {
   const { child, stdin } = startChildProcess();
   try {
-    const answer = answerOf(child);
-    let isAnswered = false;
-    answer.then(
-      () => (isAnswered = true),
-      () => (isAnswered = true),
-    );
-    // A child that ended early closes the pipe; its answer (or its end) says what happened.
-    stdin.on("error", () => {});
-    let bytesRead = 0;
-    const send = async (piece: Uint8Array) => {
-      bytesRead += piece.byteLength;
-      // Waits while the child is behind (the pipe is full), so the upload waits with it.
-      if (!stdin.write(piece)) await Promise.race([once(stdin, "drain"), answer]);
-      options.onProgress?.(bytesRead);
-    };
-    for (const piece of head) await send(piece);
-    for (;;) {
-      // A malformed body is answered as soon as the child sees it; the rest is not read.
-      if (isAnswered) {
-        await body.return(undefined);
-        break;
-      }
-      const next = await body.next();
-      if (next.done === true) break;
-      await send(next.value);
-    }
-    stdin.end();
+    const answer = answerOf(child, options);
+    const detached = detachBody(request.headers, headBytes);
+    if (detached === null) await relay(head, body, { stdin, answer }, options);
+    else handOver(head, detached, child);
     return await answer;
   } finally {
     child.kill("SIGKILL");
   }
+}
+
+/**
+ * Sends `head`, what the server received after it, and the connection to the child, which reads
+ * the body's remaining bytes from the socket itself. The server's copy of the socket stays open
+ * for the response.
+ */
+function handOver(head: readonly Uint8Array[], detached: DetachedBody, child: ChildProcess): void {
+  const { socket, received, remaining } = detached;
+  const message: PolicyDocumentProcessInput = {
+    kind: "socket",
+    received: [...head, ...received],
+    remaining,
+  };
+  // A server's socket sent to another process is counted as that process's from then on (Node's
+  // cluster bookkeeping, which would keep this server's `close` waiting on the child): the
+  // socket is shown as nobody's while it is sent. It is sent at once (this child's first
+  // handle).
+  const owned = socket as Socket & { server?: unknown };
+  const { server } = owned;
+  owned.server = null;
+  try {
+    child.send(message, socket, { keepOpen: true });
+  } finally {
+    owned.server = server;
+  }
+  // A client that goes away, or a server timeout that closes the connection, ends the child.
+  socket.once("close", () => child.kill("SIGKILL"));
+}
+
+/** `head`, then the rest of `body`, moved to the child's stdin by this process. */
+async function relay(
+  head: readonly Uint8Array[],
+  body: AsyncGenerator<Uint8Array>,
+  { stdin, answer }: { stdin: Writable; answer: Promise<unknown> },
+  options: ReadPolicyDocumentOptions,
+): Promise<void> {
+  let isAnswered = false;
+  answer.then(
+    () => (isAnswered = true),
+    () => (isAnswered = true),
+  );
+  // A child that ended early closes the pipe; its answer (or its end) says what happened.
+  stdin.on("error", () => {});
+  let bytesRead = 0;
+  const send = async (piece: Uint8Array) => {
+    bytesRead += piece.byteLength;
+    // Waits while the child is behind (the pipe is full), so the upload waits with it.
+    if (!stdin.write(piece)) await Promise.race([once(stdin, "drain"), answer]);
+    options.onProgress?.(bytesRead);
+  };
+  for (const piece of head) await send(piece);
+  for (;;) {
+    // A malformed body is answered as soon as the child sees it; the rest is not read.
+    if (isAnswered) {
+      await body.return(undefined);
+      break;
+    }
+    const next = await body.next();
+    if (next.done === true) break;
+    await send(next.value);
+  }
+  stdin.end();
 }
 
 /**
@@ -124,8 +164,14 @@ function startChildProcess(): { child: ChildProcess; stdin: Writable } {
   return { child, stdin: child.stdin };
 }
 
-/** The child's answer, its parts joined as they come, one message per turn of the event loop. */
-function answerOf(child: ChildProcess): Promise<ParseResult<PreparedImport>> {
+/**
+ * The child's answer, its parts joined as they come, one message per turn of the event loop;
+ * `options.onProgress` told what it read from a socket handed to it.
+ */
+function answerOf(
+  child: ChildProcess,
+  options: ReadPolicyDocumentOptions,
+): Promise<ParseResult<PreparedImport>> {
   return new Promise((resolve, reject) => {
     const parts = new Map<PartKey, unknown[]>();
     // What the child sent: the advanced serialization (structured cloning) keeps plain data, so
@@ -133,6 +179,8 @@ function answerOf(child: ChildProcess): Promise<ParseResult<PreparedImport>> {
     const joined = <Item>(key: PartKey) => (parts.get(key) ?? []) as Item[];
     child.on("message", (message: PolicyDocumentProcessOutput) => {
       switch (message.kind) {
+        case "progress":
+          return options.onProgress?.(message.bytesRead);
         case "part": {
           const items = parts.get(message.key);
           if (items === undefined) parts.set(message.key, [...message.items]);

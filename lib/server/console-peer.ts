@@ -9,11 +9,15 @@
  * imports) their body as Node's own stream (`rawBodyOf`). Next.js gives a route the body as a
  * web stream over undici's Request, which copies every piece it passes on: for a 100 MiB policy
  * import that doubled what the console allocated, and the garbage collection it caused paused
- * other users' requests (bench/results/import.md).
+ * other users' requests (bench/results/import.md). On a plain-HTTP connection with a declared
+ * length, a route can also take the rest of the body off this process entirely (`detachBody`):
+ * the socket is handed to the child process that parses the document, which reads the bytes
+ * itself, so the server's event loop and its garbage collector never see them.
  */
 import "server-only";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 
 export const PEER_HEADER = "x-limitplane-peer";
 /** `<key> <id>`: the id under which the server keeps the request's body stream. */
@@ -37,8 +41,12 @@ export const RAW_BODY_PATHS: readonly string[] = [
  * process.
  */
 const RAW_BODIES = Symbol.for("limitplane.console-raw-bodies");
-function rawBodies(): Map<string, IncomingMessage> {
-  const holder = globalThis as { [RAW_BODIES]?: Map<string, IncomingMessage> };
+interface KeptRequest {
+  readonly request: IncomingMessage;
+  readonly response: ServerResponse;
+}
+function rawBodies(): Map<string, KeptRequest> {
+  const holder = globalThis as { [RAW_BODIES]?: Map<string, KeptRequest> };
   holder[RAW_BODIES] ??= new Map();
   return holder[RAW_BODIES];
 }
@@ -73,7 +81,7 @@ export function createPeerStamp(): (request: IncomingMessage, response?: ServerR
     if (response === undefined || !RAW_BODY_PATHS.includes(pathname)) return;
     lastId += 1;
     const id = String(lastId);
-    rawBodies().set(id, request);
+    rawBodies().set(id, { request, response });
     response.once("close", () => rawBodies().delete(id));
     request.headers[RAW_BODY_HEADER] = `${key} ${id}`;
   };
@@ -85,13 +93,89 @@ export function createPeerStamp(): (request: IncomingMessage, response?: ServerR
  * `request.body`), or when something already began reading it.
  */
 export function rawBodyOf(headers: Pick<Headers, "get">): IncomingMessage | null {
-  const [given = "", id = ""] = (headers.get(RAW_BODY_HEADER) ?? "").split(" ");
-  if (!hasKey(given, process.env[PEER_KEY_VARIABLE])) return null;
-  const body = rawBodies().get(id);
+  const body = keptRequestOf(headers)?.request;
   if (body === undefined || body.readableDidRead || body.readableEnded || body.destroyed) {
     return null;
   }
   return body;
+}
+
+function keptRequestOf(headers: Pick<Headers, "get">): KeptRequest | null {
+  const [given = "", id = ""] = (headers.get(RAW_BODY_HEADER) ?? "").split(" ");
+  if (!hasKey(given, process.env[PEER_KEY_VARIABLE])) return null;
+  return rawBodies().get(id) ?? null;
+}
+
+/** The rest of a body, taken off the server's process by `detachBody`. */
+export interface DetachedBody {
+  /** Bytes the server had received but nobody had read yet: the body's next bytes. */
+  readonly received: readonly Buffer[];
+  /** The connection, to be handed to another process (`child.send(message, socket, { keepOpen: true })`). */
+  readonly socket: Socket;
+  /** How many of the body's bytes are still to be read from `socket`, after `received`. */
+  readonly remaining: number;
+}
+
+/**
+ * Stops this process reading the request's body, for a route that has read `bytesRead` of it
+ * through `rawBodyOf` and hands the rest to another process with the socket. The response then
+ * closes the connection (the server's HTTP parser never saw the body's end, so the connection
+ * cannot carry another request). Null, and nothing changed, when the body cannot be handed over:
+ * the request did not come through the console's server, its length is not declared (chunked:
+ * the bytes on the wire are not the body's), or the connection is TLS (the bytes on the wire are
+ * encrypted).
+ */
+export function detachBody(headers: Pick<Headers, "get">, bytesRead: number): DetachedBody | null {
+  const kept = keptRequestOf(headers);
+  if (kept === null) return null;
+  const { request, response } = kept;
+  const declared = Number(request.headers["content-length"]);
+  const socket = request.socket as Socket & {
+    encrypted?: boolean;
+    _handle?: NodeReadHandle;
+    _paused?: boolean;
+  };
+  if (
+    request.headers["transfer-encoding"] !== undefined ||
+    !Number.isSafeInteger(declared) ||
+    socket.encrypted === true ||
+    request.readableEnded ||
+    request.destroyed ||
+    socket.destroyed
+  ) {
+    return null;
+  }
+  // Node reads an HTTP server's socket straight into its parser, and starts again whenever the
+  // request stream asks for more: that is stopped for good here, then the pieces already parsed
+  // are taken from the stream's buffer.
+  // `_paused` is the server's own flag for a socket it must not read from: a `resume` still
+  // on its way (Node emits it on the next tick) pauses the socket again instead of reading.
+  request._read = () => {};
+  socket._paused = true;
+  socket.pause();
+  // Its `reading` flag is not to be trusted: the parser starts reading without setting it.
+  const handle = socket._handle;
+  if (handle !== undefined) {
+    handle.reading = false;
+    handle.readStop();
+  }
+  const received: Buffer[] = [];
+  for (let piece = request.read() as Buffer | null; piece !== null; piece = request.read()) {
+    received.push(piece);
+  }
+  const receivedBytes = received.reduce((sum, piece) => sum + piece.byteLength, 0);
+  response.shouldKeepAlive = false;
+  return {
+    received,
+    socket,
+    remaining: Math.max(0, declared - bytesRead - receivedBytes),
+  };
+}
+
+/** The part of Node's TCP handle `detachBody` uses (not in Node's types). */
+interface NodeReadHandle {
+  reading: boolean;
+  readStop(): number;
 }
 
 /** The peer the console's server stamped, or null when the request did not come through it. */
