@@ -11,7 +11,8 @@
  * parse's CPU time competed with the event loop as an equal however the worker thread itself
  * was niced (bench/results/import.md). Every thread of this process is niced.
  *
- * In: the body's bytes on stdin, its end the body's end; or one `socket` message over the IPC
+ * Argument: the nice value every thread of it runs at (the server sets the main thread's as soon
+ * as it starts it). In: the body's bytes on stdin, its end the body's end; or one `socket` message over the IPC
  * channel with the connection itself (console-peer.ts `detachBody`): the bytes the server already
  * had, then exactly `remaining` bytes read from the socket, which is left open for the server's
  * answer. Out, over the IPC channel (advanced
@@ -33,12 +34,8 @@ import { JsonStreamParser } from "./json-stream-parser";
 const PROGRESS_BYTES = 16 * 1024 * 1024;
 /** Items per part message (a few hundred KiB of customers). */
 const PART_ITEMS = 5_000;
-/**
- * The process's nice value: on a busy machine the server's event loop, at its usual priority,
- * gets the CPU before the import does. The import is bulk work; other requests are people
- * waiting.
- */
-const PROCESS_NICE = 10;
+/** The process's nice value, given by the server (read-policy-document.ts `POLICY_DOCUMENT_NICE`). */
+const PROCESS_NICE = Number(process.argv[2] ?? 10);
 
 /** The large arrays sent in parts: the errors, or the prepared import's (its document's overrides). */
 export type PartKey = "errors" | "customerOverrides" | "customerChunks" | "entryChunks";
