@@ -121,6 +121,8 @@ describe("readPolicyDocument through the console's server", () => {
   interface Seen {
     readonly read: Awaited<ReturnType<typeof readPolicyDocument>> | null;
     readonly error: AppError | null;
+    /** Anything else the read ended with (the child process ended before answering). */
+    readonly failure?: string;
     /** The server's socket's bytes read when the route answered: headers and body alike. */
     readonly serverBytesRead: number;
   }
@@ -131,9 +133,11 @@ describe("readPolicyDocument through the console's server", () => {
     await Promise.all(servers.splice(0).map((server) => new Promise((ok) => server.close(ok))));
   });
 
-  async function startConsole(): Promise<number> {
+  /** `requestTimeoutMs`: as scripts/console.ts sets it (server-limits.ts), shorter. */
+  async function startConsole(requestTimeoutMs = 60_000): Promise<number> {
     const stamp = createPeerStamp();
-    const server = createServer(async (incoming, response) => {
+    const options = { requestTimeout: requestTimeoutMs, connectionsCheckingInterval: 100 };
+    const server = createServer(options, async (incoming, response) => {
       stamp(incoming, response);
       // Next.js hands the route a Request whose body is the Node request, through undici.
       const request = new Request(`http://console.test${incoming.url}`, {
@@ -147,7 +151,10 @@ describe("readPolicyDocument through the console's server", () => {
       try {
         read = await readPolicyDocument(request, { maxBytes: MAX });
       } catch (caught: unknown) {
-        if (!(caught instanceof AppError)) throw caught;
+        if (!(caught instanceof AppError)) {
+          seen.push({ read, error, failure: String(caught), serverBytesRead: 0 });
+          return;
+        }
         error = caught;
       }
       seen.push({ read, error, serverBytesRead: incoming.socket.bytesRead });
@@ -256,5 +263,20 @@ describe("readPolicyDocument through the console's server", () => {
       "The request body ended 1000 bytes before its declared Content-Length.",
     );
     expect(seen[0]?.error?.code).toBe("MALFORMED_JSON");
+  });
+
+  it("ends the child process when a client stalls past the server's request timeout", async () => {
+    const port = await startConsole(1_000);
+    const declared = 8 * 1024 * 1024;
+    // Half the declared body, then nothing: the server's own timeout closes the connection.
+    const socket = connect(port, "127.0.0.1");
+    socket.on("error", () => {});
+    socket.write(
+      importRequest(body.subarray(0, 2 * 1024 * 1024), { "content-length": String(declared) }),
+    );
+    // Closed by the server (a 408, or a reset: the unread bytes are dropped with it).
+    await new Promise((closed) => socket.once("close", closed));
+    await expect.poll(() => seen.length, { timeout: 10_000 }).toBe(1);
+    expect(seen[0]?.failure).toMatch(/ended \(SIGKILL\) before answering/);
   });
 });
