@@ -13,8 +13,10 @@
  *    autopipelining, one limiter per check ours makes, chained, `inMemoryBlockOnConsumed`), or by
  *    nothing (the server's own ceiling; for the all-rejected workload also `bare-429`, a server
  *    with no limiter that answers every request with the same 429, the floor of a rejection
- *    flood, and `identify-429`, the same after reading the identity headers, which any limiter
- *    must do first), driven from this process by autocannon (as in the
+ *    flood, `identify-429`, the same after reading the identity headers, which any limiter
+ *    must do first, and `enforcer-429`, the same beside a started enforcer that is never
+ *    consulted, which splits what ours spends over bare-429 into the running enforcer's share
+ *    and the decision's), driven from this process by autocannon (as in the
  *    issue's measurements) with 64 keep-alive connections, one request in flight on each. Four
  *    workloads (1,000 keys admitted; 1,000 keys, half rejected; one hot key; 1,000 keys all
  *    rejected, the local stage's rejection path), at least 5 runs, targets restarted each run
@@ -304,7 +306,7 @@ const WORKLOADS: readonly Workload[] = [
   },
   {
     name: "1,000 keys, all rejected (the local stage's rejection path)",
-    modes: ["bare", "bare-429", "identify-429", "limitplane", "flexible"],
+    modes: ["bare", "bare-429", "identify-429", "enforcer-429", "limitplane", "flexible"],
     customerAt: (n) => [tightKeys[n % KEYS] ?? "", "tight"],
   },
 ];
@@ -444,7 +446,7 @@ async function measure(target: Target, workload: Workload): Promise<LoadResult> 
 async function throughput(redis: Redis, redisUrl: string): Promise<void> {
   const prefix = `bench:ht${randomBytes(3).toString("hex")}:`;
   await publishTestSnapshot(redis, prefix, benchSnapshot(1));
-  const modes = ["bare", "bare-429", "identify-429", "limitplane", "flexible"];
+  const modes = ["bare", "bare-429", "identify-429", "enforcer-429", "limitplane", "flexible"];
   /** results[workload][mode] = one result per run. */
   const results = WORKLOADS.map(() => new Map<string, LoadResult[]>(modes.map((m) => [m, []])));
   const serverUs = new Map<string, number[]>(modes.map((mode) => [mode, []]));
@@ -579,6 +581,16 @@ async function throughput(redis: Redis, redisUrl: string): Promise<void> {
           cpu(theirs).map((us, run) => us - (floor[run] ?? Number.NaN)),
           2,
         )} us`,
+      );
+    }
+    const enforcer429 = cpu(byMode.get("enforcer-429") ?? []);
+    if (index === 3 && cpu(ours).length > 0 && enforcer429.length > 0) {
+      // Ours over bare-429, split per run: a started enforcer's presence, and the decision.
+      const floor = cpu(bare429);
+      const presence = enforcer429.map((us, run) => us - (floor[run] ?? Number.NaN));
+      const deciding = cpu(ours).map((us, run) => us - (enforcer429[run] ?? Number.NaN));
+      console.log(
+        `    enforcer-429 (the same 429 beside a started enforcer never consulted) ${summary(enforcer429, 1)} us, ${summary(pairedRatios(enforcer429, floor))}x bare-429: of what limitplane spends over bare-429, the running enforcer's presence is ${summary(presence, 2)} us and deciding and writing its own 429 ${summary(deciding, 2)} us`,
       );
     }
     if (index === 3 && cpu(ours).length > 0) {

@@ -14,7 +14,11 @@
  * - `bare`: nothing (the HTTP server's own ceiling on this machine);
  * - `bare-429`: no limiter, every request answered with the 429 the enforcer gives a tight
  *   customer (the same status, headers and body size), written as the enforcer's Node middleware
- *   writes one: the floor of a rejection flood, since a 429 is a larger write than a 200.
+ *   writes one: the floor of a rejection flood, since a 429 is a larger write than a 200;
+ * - `identify-429`: the same after reading the identity headers;
+ * - `enforcer-429`: the same, in a process where an enforcer (as `limitplane` makes it) is started,
+ *   connected and following the policy, but never consulted: what a running enforcer costs the
+ *   process's other requests (its timers, connections and code), apart from deciding.
  *
  *   tsx bench/http-target.ts --mode limitplane --prefix bench:x: [--redis-url redis://...]
  *
@@ -172,6 +176,22 @@ async function makeMiddleware(): Promise<Target> {
     }
     case "bare":
       return { middleware: (_req, _res, next) => next(), stop: async () => {} };
+    case "enforcer-429": {
+      const enforcer = await createEnforcer({
+        expectedGateways: 1,
+        redis: { url: redisUrl, keyPrefix: prefix },
+        local: {},
+        logger: silentLogger,
+      });
+      if (!enforcer.status().isReady) throw new Error("no policy published under the prefix");
+      return {
+        middleware: (_req, res) => {
+          res.writeHead(429, BARE_429_HEADERS);
+          res.end(BARE_429_BODY);
+        },
+        stop: () => enforcer.stop(),
+      };
+    }
     case "bare-429":
       return {
         middleware: (_req, res) => {
